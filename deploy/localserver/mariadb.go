@@ -1,0 +1,123 @@
+package localserver
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// StartMariaDB starts a private MariaDB with the binlog settings the
+// replicator needs (ROW format, full row metadata, a server id), root without
+// a password over TCP. extraArgs are appended to mariadbd's command line, so a
+// test can vary a server setting.
+func StartMariaDB(ctx context.Context, extraArgs ...string) (*Server, error) {
+	installDB, err := findBinary("mariadb-install-db", "mysql_install_db")
+	if err != nil {
+		return nil, fmt.Errorf("MariaDB: %w", err)
+	}
+	mariadbd, err := findBinary("mariadbd", "mysqld")
+	if err != nil {
+		return nil, fmt.Errorf("MariaDB: %w", err)
+	}
+	return startWithRetry(ctx, func(ctx context.Context) (*Server, error, bool) {
+		return startMariaDBOnce(ctx, installDB, mariadbd, extraArgs)
+	})
+}
+
+func startMariaDBOnce(ctx context.Context, installDB, mariadbd string, extraArgs []string) (*Server, error, bool) {
+	dir, err := os.MkdirTemp("", "binlog2ch-mariadb-")
+	if err != nil {
+		return nil, fmt.Errorf("MariaDB: temp dir: %w", err), false
+	}
+	port, err := freePort()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err, false
+	}
+	s := &Server{
+		Endpoint: Endpoint{Host: "127.0.0.1", Port: port, User: "root"},
+		Dir:      dir,
+		name:     "MariaDB",
+		logPath:  filepath.Join(dir, "mariadbd.out"),
+	}
+	data := filepath.Join(dir, "data")
+	install := exec.CommandContext(ctx, installDB, "--no-defaults", "--datadir="+data, "--user=root",
+		"--auth-root-authentication-method=normal", "--skip-test-db")
+	if out, err := install.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("MariaDB: %s failed: %w\n%s", installDB, err, tail(out, 15)), false
+	}
+	args := []string{
+		"--no-defaults",
+		"--datadir=" + data,
+		"--user=root",
+		"--port=" + strconv.Itoa(port),
+		"--bind-address=127.0.0.1",
+		"--socket=" + filepath.Join(dir, "sock"),
+		"--pid-file=" + filepath.Join(dir, "pid"),
+		"--log-error=" + filepath.Join(dir, "server.err"),
+		"--log-bin=" + filepath.Join(dir, "binlog"),
+		"--server-id=7",
+		"--binlog-format=ROW",
+		"--binlog-row-metadata=FULL",
+		"--skip-name-resolve",
+		// MySQL 8's defaults, which MariaDB's latin1 default would hide.
+		"--character-set-server=utf8mb4",
+		"--collation-server=utf8mb4_general_ci",
+		"--max-allowed-packet=256M",
+	}
+	cmd := exec.Command(mariadbd, append(args, extraArgs...)...)
+	if err := s.launch(cmd); err != nil {
+		os.RemoveAll(dir)
+		return nil, err, false
+	}
+	if err := s.waitReady(ctx, 60*time.Second, s.pingMySQL); err != nil {
+		retry := isBindFailure(s)
+		_ = s.Stop()
+		return nil, err, retry
+	}
+	return s, nil, false
+}
+
+// DSN is a go-sql-driver/mysql DSN for the server, with database db ("" for
+// none).
+func (s *Server) DSN(db string) string {
+	c := mysql.NewConfig()
+	c.Net = "tcp"
+	c.Addr = s.Addr()
+	c.User = s.User
+	c.Passwd = s.Password
+	c.DBName = db
+	c.MultiStatements = true
+	c.InterpolateParams = true
+	return c.FormatDSN()
+}
+
+func (s *Server) pingMySQL(ctx context.Context) error {
+	db, err := sql.Open("mysql", s.DSN(""))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.PingContext(ctx)
+}
+
+func tail(out []byte, n int) string {
+	lines := 0
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i] == '\n' {
+			lines++
+			if lines > n {
+				return string(out[i+1:])
+			}
+		}
+	}
+	return string(out)
+}
