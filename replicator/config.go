@@ -1,0 +1,316 @@
+package replicator
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is binlog2ch's configuration file. deploy/binlog2ch.example.yaml
+// documents every key with its default.
+type Config struct {
+	MySQL      MySQLConfig      `yaml:"mysql"`
+	ClickHouse ClickHouseConfig `yaml:"clickhouse"`
+	Tables     TablesConfig     `yaml:"tables"`
+	// StateDir holds the checkpoint and schema history. A relative path is
+	// taken relative to the config file's directory.
+	StateDir string        `yaml:"state_dir"`
+	Metrics  MetricsConfig `yaml:"metrics"`
+}
+
+// MySQLConfig is the source server.
+type MySQLConfig struct {
+	Addr         string `yaml:"addr"`
+	User         string `yaml:"user"`
+	Password     Secret `yaml:"password"`
+	PasswordFile string `yaml:"password_file"`
+	// ServerID is the replica id binlog2ch presents to the server; it must
+	// be unique among the server's replicas.
+	ServerID uint32 `yaml:"server_id"`
+}
+
+// ClickHouseConfig is the target server.
+type ClickHouseConfig struct {
+	Addr         []string `yaml:"addr"`
+	User         string   `yaml:"user"`
+	Password     Secret   `yaml:"password"`
+	PasswordFile string   `yaml:"password_file"`
+	// DatabaseMap maps a MySQL database to a ClickHouse database; databases
+	// not in it keep their name.
+	DatabaseMap map[string]string `yaml:"database_map"`
+}
+
+// TablesConfig selects the replicated tables with db.table glob patterns.
+type TablesConfig struct {
+	Include []string `yaml:"include"`
+	Exclude []string `yaml:"exclude"`
+}
+
+// MetricsConfig is the Prometheus endpoint.
+type MetricsConfig struct {
+	Listen string `yaml:"listen"`
+}
+
+// Secret is a string that never prints: fmt, slog and YAML output show
+// "<redacted>" instead, so a password cannot reach a log line or an error.
+type Secret string
+
+const redacted = "<redacted>"
+
+func (s Secret) String() string                { return redactedUnlessEmpty(s) }
+func (s Secret) GoString() string              { return strconv.Quote(redactedUnlessEmpty(s)) }
+func (s Secret) LogValue() slog.Value          { return slog.StringValue(redactedUnlessEmpty(s)) }
+func (s Secret) MarshalYAML() (any, error)     { return redactedUnlessEmpty(s), nil }
+func (s Secret) MarshalText() ([]byte, error)  { return []byte(redactedUnlessEmpty(s)), nil }
+func (s Secret) Format(f fmt.State, verb rune) { _, _ = f.Write([]byte(redactedUnlessEmpty(s))) }
+
+// Reveal returns the secret itself, for the one place that needs it: the
+// connection to the server.
+func (s Secret) Reveal() string { return string(s) }
+
+func redactedUnlessEmpty(s Secret) string {
+	if s == "" {
+		return ""
+	}
+	return redacted
+}
+
+// defaultConfig is the configuration before the file is applied.
+func defaultConfig() Config {
+	return Config{
+		ClickHouse: ClickHouseConfig{User: "default", DatabaseMap: map[string]string{}},
+		Metrics:    MetricsConfig{Listen: "127.0.0.1:9188"},
+	}
+}
+
+// ConfigError lists everything wrong with a config file, one problem a line.
+type ConfigError struct {
+	File     string
+	Problems []Problem
+}
+
+// Problem is one bad key.
+type Problem struct {
+	Key  string // dotted path, e.g. mysql.server_id; "" for the file as a whole
+	Line int    // 0 when the key is missing
+	Msg  string
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString("config: ")
+		if p.Key != "" {
+			b.WriteString(p.Key)
+			b.WriteString(": ")
+		}
+		b.WriteString(p.Msg)
+		b.WriteString(" (")
+		b.WriteString(e.File)
+		if p.Line > 0 {
+			b.WriteByte(':')
+			b.WriteString(strconv.Itoa(p.Line))
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+// LoadConfig reads, expands and validates the config file at file.
+func LoadConfig(file string) (*Config, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, &ConfigError{File: file, Problems: []Problem{{Msg: "cannot read the file: " + errors.Unwrap(err).Error()}}}
+	}
+	return ParseConfig(data, file, os.LookupEnv)
+}
+
+// ParseConfig parses a config file's contents. file names it in errors and
+// anchors relative paths; lookupEnv expands ${VAR} references.
+func ParseConfig(data []byte, file string, lookupEnv func(string) (string, bool)) (*Config, error) {
+	d := &decoder{lookupEnv: lookupEnv, lines: map[string]int{}}
+	cfg := defaultConfig()
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		return nil, &ConfigError{File: file, Problems: []Problem{{Msg: "not valid YAML: " + msg}}}
+	}
+	if len(root.Content) == 0 {
+		return nil, &ConfigError{File: file, Problems: []Problem{{Msg: "the file is empty"}}}
+	}
+	d.decode(root.Content[0], &cfg, "")
+	if len(d.problems) == 0 {
+		cfg.validate(d, filepath.Dir(file))
+	}
+	if len(d.problems) > 0 {
+		return nil, &ConfigError{File: file, Problems: d.problems}
+	}
+	return &cfg, nil
+}
+
+// validate checks required keys and impossible values, reads password files
+// and resolves relative paths against dir.
+func (c *Config) validate(d *decoder, dir string) {
+	d.hostPort("mysql.addr", c.MySQL.Addr, true)
+	d.required("mysql.user", c.MySQL.User)
+	c.MySQL.Password = d.password("mysql", c.MySQL.Password, c.MySQL.PasswordFile, dir)
+	if c.MySQL.ServerID == 0 {
+		d.problem("mysql.server_id", "must be > 0 (a replica id unique among the server's replicas)")
+	}
+
+	if len(c.ClickHouse.Addr) == 0 {
+		d.problem("clickhouse.addr", "required: at least one host:port (native protocol, usually port 9000)")
+	}
+	for i, a := range c.ClickHouse.Addr {
+		d.hostPort(fmt.Sprintf("clickhouse.addr[%d]", i), a, true)
+	}
+	d.required("clickhouse.user", c.ClickHouse.User)
+	c.ClickHouse.Password = d.password("clickhouse", c.ClickHouse.Password, c.ClickHouse.PasswordFile, dir)
+	for from, to := range c.ClickHouse.DatabaseMap {
+		key := "clickhouse.database_map." + from
+		if err := checkDatabaseName(from); err != nil {
+			d.problem(key, "MySQL database name "+err.Error())
+		}
+		if err := checkDatabaseName(to); err != nil {
+			d.problem(key, "ClickHouse database name "+err.Error())
+		}
+	}
+
+	if len(c.Tables.Include) == 0 {
+		d.problem("tables.include", `required: at least one db.table pattern, e.g. "shop.*"`)
+	}
+	for i, p := range c.Tables.Include {
+		d.pattern(fmt.Sprintf("tables.include[%d]", i), p)
+	}
+	for i, p := range c.Tables.Exclude {
+		d.pattern(fmt.Sprintf("tables.exclude[%d]", i), p)
+	}
+
+	if d.required("state_dir", c.StateDir) && !filepath.IsAbs(c.StateDir) {
+		c.StateDir = filepath.Join(dir, c.StateDir)
+	}
+	d.hostPort("metrics.listen", c.Metrics.Listen, false)
+}
+
+// ClickHouseDatabase is the ClickHouse database that MySQL database db
+// replicates into.
+func (c *Config) ClickHouseDatabase(db string) string {
+	if to, ok := c.ClickHouse.DatabaseMap[db]; ok {
+		return to
+	}
+	return db
+}
+
+// Replicates reports whether table db.table is selected by tables.include
+// and not by tables.exclude.
+func (c *Config) Replicates(db, table string) bool {
+	return matchAny(c.Tables.Include, db, table) && !matchAny(c.Tables.Exclude, db, table)
+}
+
+func matchAny(patterns []string, db, table string) bool {
+	for _, p := range patterns {
+		pdb, ptable, _ := strings.Cut(p, ".")
+		// Validated at load, so Match cannot fail here.
+		if okDB, _ := path.Match(pdb, db); okDB {
+			if okTable, _ := path.Match(ptable, table); okTable {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func checkDatabaseName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("is empty")
+	case len(name) > 64:
+		return errors.New("is longer than 64 characters")
+	case strings.ContainsAny(name, "`\x00./"):
+		return errors.New("must not contain a backquote, dot, slash or NUL")
+	}
+	return nil
+}
+
+func (d *decoder) problem(key, msg string) {
+	d.problems = append(d.problems, Problem{Key: key, Line: d.lines[key], Msg: msg})
+}
+
+func (d *decoder) required(key, v string) bool {
+	if v == "" {
+		d.problem(key, "required")
+		return false
+	}
+	return true
+}
+
+// hostPort checks a host:port address; a required one must also be present.
+func (d *decoder) hostPort(key, v string, required bool) {
+	if v == "" {
+		if required {
+			d.problem(key, "required: host:port")
+		} else {
+			d.problem(key, "must be host:port")
+		}
+		return
+	}
+	_, port, err := net.SplitHostPort(v)
+	if err != nil {
+		d.problem(key, fmt.Sprintf("must be host:port, got %q", v))
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		d.problem(key, fmt.Sprintf("port must be a number from 1 to 65535, got %q", port))
+	}
+}
+
+// password returns the password from the inline value or the file, which
+// are mutually exclusive. Errors never show the password.
+func (d *decoder) password(section string, inline Secret, file, dir string) Secret {
+	if file == "" {
+		return inline
+	}
+	if inline != "" {
+		d.problem(section+".password_file", "set either password or password_file, not both")
+		return inline
+	}
+	if !filepath.IsAbs(file) {
+		file = filepath.Join(dir, file)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		d.problem(section+".password_file", fmt.Sprintf("cannot read %s: %v", file, err))
+		return ""
+	}
+	return Secret(strings.TrimRight(string(data), "\r\n"))
+}
+
+// pattern checks a db.table glob pattern.
+func (d *decoder) pattern(key, p string) {
+	db, table, ok := strings.Cut(p, ".")
+	if !ok || db == "" || table == "" || strings.Contains(table, ".") {
+		d.problem(key, fmt.Sprintf(`must be a db.table pattern such as "shop.*", got %q`, p))
+		return
+	}
+	if _, err := path.Match(db, ""); err != nil {
+		d.problem(key, fmt.Sprintf("bad glob %q: %v", db, err))
+	}
+	if _, err := path.Match(table, ""); err != nil {
+		d.problem(key, fmt.Sprintf("bad glob %q: %v", table, err))
+	}
+}

@@ -1,0 +1,209 @@
+package replicator
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const validConfig = `
+mysql:
+  addr: "127.0.0.1:3306"
+  user: "repl"
+  password: "${MYSQL_PASSWORD}"
+  server_id: 4242
+clickhouse:
+  addr: ["127.0.0.1:9000"]
+  user: "default"
+  password: ""
+  database_map: {shop: shop_replica}
+tables:
+  include: ["shop.*"]
+  exclude: ["shop.tmp_*"]
+state_dir: "/var/lib/binlog2ch"
+metrics:
+  listen: "127.0.0.1:9188"
+`
+
+func env(vars map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+}
+
+func TestParseConfigValid(t *testing.T) {
+	cfg, err := ParseConfig([]byte(validConfig), "/etc/binlog2ch.yaml", env(map[string]string{"MYSQL_PASSWORD": "p$ss"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MySQL.Password.Reveal() != "p$ss" || cfg.MySQL.ServerID != 4242 || cfg.ClickHouse.Addr[0] != "127.0.0.1:9000" {
+		t.Fatalf("got %+v", cfg)
+	}
+	if got := cfg.ClickHouseDatabase("shop"); got != "shop_replica" {
+		t.Errorf("ClickHouseDatabase(shop) = %q", got)
+	}
+	if got := cfg.ClickHouseDatabase("other"); got != "other" {
+		t.Errorf("ClickHouseDatabase(other) = %q", got)
+	}
+	for _, c := range []struct {
+		db, table string
+		want      bool
+	}{{"shop", "orders", true}, {"shop", "tmp_x", false}, {"shopx", "orders", false}, {"other", "orders", false}} {
+		if got := cfg.Replicates(c.db, c.table); got != c.want {
+			t.Errorf("Replicates(%s.%s) = %v, want %v", c.db, c.table, got, c.want)
+		}
+	}
+}
+
+func TestParseConfigDefaults(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`
+mysql: {addr: "db:3306", user: repl, server_id: 1}
+clickhouse: {addr: ["ch:9000"]}
+tables: {include: ["*.*"]}
+state_dir: state
+`), "/etc/b2c/binlog2ch.yaml", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ClickHouse.User != "default" || cfg.Metrics.Listen != "127.0.0.1:9188" || cfg.ClickHouse.DatabaseMap == nil {
+		t.Errorf("defaults not applied: %+v", cfg)
+	}
+	if cfg.StateDir != "/etc/b2c/state" {
+		t.Errorf("relative state_dir resolved to %q, want it under the config file's directory", cfg.StateDir)
+	}
+}
+
+func TestPasswordFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "pw"), []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "binlog2ch.yaml")
+	conf := strings.Replace(validConfig, `password: "${MYSQL_PASSWORD}"`, `password_file: pw`, 1)
+	cfg, err := ParseConfig([]byte(conf), file, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MySQL.Password.Reveal() != "from-file" {
+		t.Errorf("password from file = %q", cfg.MySQL.Password.Reveal())
+	}
+}
+
+// TestBadConfigs covers each class of bad input: the error names the key,
+// the file and, where there is one, the line.
+func TestBadConfigs(t *testing.T) {
+	environ := env(map[string]string{"MYSQL_PASSWORD": "hunter2"})
+	cases := []struct {
+		name, from, to, want string
+	}{
+		{"unknown key", "  server_id: 4242", "  server_id: 4242\n  serverid: 1", "config: mysql.serverid: unknown key (known here: addr, password, password_file, server_id, user) (binlog2ch.yaml:7)"},
+		{"unknown section", "metrics:", "metric:\n  x: 1\nmetrics:", "config: metric: unknown key"},
+		{"duplicate key", "  user: \"repl\"", "  user: \"repl\"\n  user: \"other\"", "config: mysql.user: set twice"},
+		{"wrong type int", "server_id: 4242", "server_id: abc", `config: mysql.server_id: want an integer from 0 to 4294967295, got "abc" (binlog2ch.yaml:6)`},
+		{"negative server id", "server_id: 4242", "server_id: -1", `config: mysql.server_id: want an integer from 0 to 4294967295, got "-1"`},
+		{"wrong type list", `addr: ["127.0.0.1:9000"]`, `addr: "127.0.0.1:9000"`, "config: clickhouse.addr: want a list, got a scalar (binlog2ch.yaml:8)"},
+		{"wrong type mapping", "tables:\n  include", "tables: [1]\nx:\n  include", "config: tables: want a mapping, got a list"},
+		{"missing required", "  user: \"repl\"\n", "", "config: mysql.user: required (binlog2ch.yaml)"},
+		{"missing section", "clickhouse:\n  addr: [\"127.0.0.1:9000\"]", "clickhouse:", "config: clickhouse.addr: required"},
+		{"zero server id", "server_id: 4242", "server_id: 0", "config: mysql.server_id: must be > 0"},
+		{"bad address", `addr: "127.0.0.1:3306"`, `addr: "localhost"`, `config: mysql.addr: must be host:port, got "localhost" (binlog2ch.yaml:3)`},
+		{"bad port", `addr: "127.0.0.1:3306"`, `addr: "127.0.0.1:99999"`, `config: mysql.addr: port must be a number from 1 to 65535, got "99999"`},
+		{"bad pattern", `include: ["shop.*"]`, `include: ["shop"]`, `config: tables.include[0]: must be a db.table pattern such as "shop.*", got "shop"`},
+		{"bad glob", `include: ["shop.*"]`, `include: ["shop.[a"]`, `config: tables.include[0]: bad glob "[a"`},
+		{"empty include", `include: ["shop.*"]`, `include: []`, "config: tables.include: required"},
+		{"bad database map", "{shop: shop_replica}", "{shop: \"a.b\"}", "config: clickhouse.database_map.shop: ClickHouse database name must not contain"},
+		{"unset env var", "${MYSQL_PASSWORD}", "${NO_SUCH_VAR}", "config: mysql.password: environment variable NO_SUCH_VAR is not set (binlog2ch.yaml:5)"},
+		{"password and file", `password: "${MYSQL_PASSWORD}"`, "password: x\n  password_file: /x", "config: mysql.password_file: set either password or password_file, not both"},
+		{"missing password file", `password: "${MYSQL_PASSWORD}"`, "password_file: /nonexistent/pw", "config: mysql.password_file: cannot read /nonexistent/pw: no such file or directory"},
+		{"syntax error", "tables:", "tables: [", "config: not valid YAML"},
+		{"empty file", validConfig, "", "config: the file is empty (binlog2ch.yaml)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			conf := strings.Replace(validConfig, c.from, c.to, 1)
+			if conf == validConfig && c.from != validConfig {
+				t.Fatalf("test case did not change the config: %q not found", c.from)
+			}
+			_, err := ParseConfig([]byte(conf), "binlog2ch.yaml", environ)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error:\n%v\nwant it to contain:\n%s", err, c.want)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Fatalf("error leaks the password: %v", err)
+			}
+		})
+	}
+}
+
+func TestConfigErrorsAreCollected(t *testing.T) {
+	conf := strings.NewReplacer("server_id: 4242", "server_id: x", `listen: "127.0.0.1:9188"`, "listen: [1]").Replace(validConfig)
+	_, err := ParseConfig([]byte(conf), "f.yaml", env(map[string]string{"MYSQL_PASSWORD": "pw"}))
+	if err == nil || strings.Count(err.Error(), "\n") != 1 {
+		t.Fatalf("want two problems, one a line, got: %v", err)
+	}
+}
+
+func TestLoadConfigMissingFile(t *testing.T) {
+	_, err := LoadConfig("/nonexistent/binlog2ch.yaml")
+	if err == nil || err.Error() != "config: cannot read the file: no such file or directory (/nonexistent/binlog2ch.yaml)" {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestSecretNeverPrints(t *testing.T) {
+	cfg, err := ParseConfig([]byte(validConfig), "f.yaml", env(map[string]string{"MYSQL_PASSWORD": "hunter2"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logs, nil)).Info("config", "mysql", cfg.MySQL, "password", cfg.MySQL.Password)
+	slog.New(slog.NewTextHandler(&logs, nil)).Info("config", "cfg", cfg, "password", cfg.MySQL.Password)
+	for _, s := range []string{
+		fmt.Sprintf("%v %+v %#v %s %q", cfg, cfg, cfg, cfg.MySQL.Password, cfg.MySQL.Password),
+		fmt.Sprint(cfg.MySQL),
+		logs.String(),
+	} {
+		if strings.Contains(s, "hunter2") {
+			t.Fatalf("password printed: %s", s)
+		}
+	}
+	if !strings.Contains(fmt.Sprint(cfg.MySQL), redacted) {
+		t.Errorf("want %s in %v", redacted, cfg.MySQL)
+	}
+}
+
+func TestExpandEnv(t *testing.T) {
+	e := env(map[string]string{"A": "x", "EMPTY": ""})
+	for in, want := range map[string]string{
+		"plain":        "plain",
+		"${A}":         "x",
+		"a${A}b${A}c":  "axbxc",
+		"${EMPTY}":     "",
+		"p$ss$":        "p$ss$",
+		"$${A}":        "${A}",
+		"pre$${A}post": "pre${A}post",
+	} {
+		got, err := expandEnv(in, e)
+		if err != nil || got != want {
+			t.Errorf("expandEnv(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"${", "${A", "${1X}", "${}", "${UNSET}"} {
+		if _, err := expandEnv(in, e); err == nil {
+			t.Errorf("expandEnv(%q) accepted", in)
+		}
+	}
+}
+
+// TestExampleConfigIsValid keeps deploy/binlog2ch.example.yaml loadable.
+func TestExampleConfigIsValid(t *testing.T) {
+	t.Setenv("MYSQL_PASSWORD", "example")
+	if _, err := LoadConfig("../deploy/binlog2ch.example.yaml"); err != nil {
+		t.Fatal(err)
+	}
+}
