@@ -1,0 +1,283 @@
+// Package loadgen generates rows for binlog_field_test, the 30-column table
+// of Bifrost's performance test, with varied values across each column's
+// whole range.
+package loadgen
+
+import (
+	"math/rand/v2"
+	"strconv"
+)
+
+// FieldTestColumns are binlog_field_test's columns after id, in the order
+// FieldTestGen writes their values.
+var FieldTestColumns = []string{
+	"testtinyint", "testsmallint", "testmediumint", "testint", "testbigint",
+	"testvarchar", "testchar", "testenum", "testset", "testtime", "testdate",
+	"testyear", "testtimestamp", "testdatetime", "testfloat", "testdouble",
+	"testdecimal", "testtext", "testblob", "testbit", "testbool",
+	"testmediumblob", "testlongblob", "testtinyblob",
+	"test_unsinged_tinyint", "test_unsinged_smallint", "test_unsinged_mediumint",
+	"test_unsinged_int", "test_unsinged_bigint",
+}
+
+// FieldTestGen builds multi-row INSERT statements for binlog_field_test.
+// Values are SQL literals valid in any sql_mode and time zone-independent
+// (the statement's TIMESTAMP values assume the session time zone is UTC;
+// see SessionSetup). It is not safe for concurrent use: give each
+// connection its own.
+type FieldTestGen struct {
+	rnd *rand.Rand
+	buf []byte
+}
+
+// SessionSetup is the statement a connection runs before using the
+// generated INSERTs, so TIMESTAMP literals mean UTC.
+const SessionSetup = "SET time_zone = '+00:00'"
+
+// NewFieldTestGen returns a generator; the same seed yields the same rows.
+func NewFieldTestGen(seed uint64) *FieldTestGen {
+	return &FieldTestGen{rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+}
+
+// Insert returns an INSERT of rows rows into the table db.table. The
+// returned string is valid until the next call.
+func (g *FieldTestGen) Insert(db, table string, rows int) string {
+	b := g.buf[:0]
+	b = append(b, "INSERT INTO "...)
+	b = appendIdent(b, db)
+	b = append(b, '.')
+	b = appendIdent(b, table)
+	b = append(b, " ("...)
+	for i, c := range FieldTestColumns {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendIdent(b, c)
+	}
+	b = append(b, ") VALUES "...)
+	for r := 0; r < rows; r++ {
+		if r > 0 {
+			b = append(b, ',')
+		}
+		b = g.appendRow(b)
+	}
+	g.buf = b
+	return string(b)
+}
+
+func (g *FieldTestGen) appendRow(b []byte) []byte {
+	r := g.rnd
+	b = append(b, '(')
+	b = strconv.AppendInt(b, int64(int8(r.Uint32())), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(int16(r.Uint32())), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, r.Int64N(1<<24)-(1<<23), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(int32(r.Uint32())), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(r.Uint64()), 10)
+	b = append(b, ',')
+	b = g.appendText(b, g.length(400))
+	b = append(b, ',')
+	b = g.appendText(b, r.IntN(3))
+	b = append(b, ",'en"...)
+	b = strconv.AppendInt(b, int64(1+r.IntN(3)), 10)
+	b = append(b, "',"...)
+	b = g.appendSet(b)
+	b = append(b, ',')
+	b = g.appendTime(b)
+	b = append(b, ',')
+	b = g.appendDate(b, 1000, 9999)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(1901+r.IntN(255)), 10)
+	b = append(b, ',')
+	// TIMESTAMP's range: 1970-01-01 00:00:01 to 2038-01-19 03:14:07 UTC.
+	b = g.appendDateTime(b, 1971, 2037)
+	b = append(b, ',')
+	b = g.appendDateTime(b, 1000, 9999)
+	b = append(b, ',')
+	b = g.appendFixed2(b, 1e9-1) // FLOAT(9,2)
+	b = append(b, ',')
+	b = g.appendFixed2(b, 1e9-1) // DOUBLE(9,2)
+	b = append(b, ',')
+	b = g.appendFixed2(b, 1e9-1) // DECIMAL(9,2)
+	b = append(b, ',')
+	b = g.appendText(b, g.length(2000))
+	b = append(b, ',')
+	b = g.appendBytes(b, g.length(2000))
+	b = append(b, ',')
+	b = strconv.AppendUint(b, r.Uint64(), 10) // BIT(64): all 64 bits
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(r.IntN(2)), 10)
+	b = append(b, ',')
+	b = g.appendBytes(b, g.length(8000))
+	b = append(b, ',')
+	b = g.appendBytes(b, g.length(16000))
+	b = append(b, ',')
+	b = g.appendBytes(b, r.IntN(256))
+	b = append(b, ',')
+	b = strconv.AppendUint(b, uint64(uint8(r.Uint32())), 10)
+	b = append(b, ',')
+	b = strconv.AppendUint(b, uint64(uint16(r.Uint32())), 10)
+	b = append(b, ',')
+	b = strconv.AppendUint(b, r.Uint64N(1<<24), 10)
+	b = append(b, ',')
+	b = strconv.AppendUint(b, uint64(r.Uint32()), 10)
+	b = append(b, ',')
+	b = strconv.AppendUint(b, r.Uint64(), 10)
+	return append(b, ')')
+}
+
+// length draws a length up to max, mostly short: real rows are mostly
+// small with a long tail, and the tail is what breaks replicators.
+func (g *FieldTestGen) length(max int) int {
+	switch p := g.rnd.IntN(100); {
+	case p < 80:
+		return g.rnd.IntN(min(max, 40) + 1)
+	case p < 98:
+		return g.rnd.IntN(min(max, 400) + 1)
+	default:
+		return g.rnd.IntN(max + 1)
+	}
+}
+
+// textRunes mixes ASCII, the characters SQL and CSV get wrong, and
+// multi-byte UTF-8 (including a 4-byte emoji, which needs utf8mb4).
+var textRunes = []rune("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ,;'\"\\\t\néßж中文🙂")
+
+// appendText appends a quoted string of n characters.
+func (g *FieldTestGen) appendText(b []byte, n int) []byte {
+	b = append(b, '\'')
+	for i := 0; i < n; i++ {
+		c := textRunes[g.rnd.IntN(len(textRunes))]
+		switch c {
+		case '\'', '\\':
+			b = append(b, '\\', byte(c))
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = appendRune(b, c)
+		}
+	}
+	return append(b, '\'')
+}
+
+func appendRune(b []byte, r rune) []byte {
+	if r < 0x80 {
+		return append(b, byte(r))
+	}
+	return append(b, string(r)...)
+}
+
+const hexDigits = "0123456789ABCDEF"
+
+// appendBytes appends n random bytes (any value, zero bytes included) as a
+// hex literal.
+func (g *FieldTestGen) appendBytes(b []byte, n int) []byte {
+	if n == 0 {
+		return append(b, "''"...)
+	}
+	b = append(b, "X'"...)
+	for i := 0; i < n; i++ {
+		v := byte(g.rnd.Uint32())
+		b = append(b, hexDigits[v>>4], hexDigits[v&15])
+	}
+	return append(b, '\'')
+}
+
+func (g *FieldTestGen) appendSet(b []byte) []byte {
+	mask := g.rnd.IntN(8)
+	b = append(b, '\'')
+	first := true
+	for i := 0; i < 3; i++ {
+		if mask&(1<<i) == 0 {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, "set"...)
+		b = strconv.AppendInt(b, int64(i+1), 10)
+	}
+	return append(b, '\'')
+}
+
+// appendTime appends a TIME within MySQL's range, -838:59:59 to 838:59:59.
+func (g *FieldTestGen) appendTime(b []byte) []byte {
+	secs := g.rnd.IntN(2*(838*3600+59*60+59)+1) - (838*3600 + 59*60 + 59)
+	b = append(b, '\'')
+	if secs < 0 {
+		b = append(b, '-')
+		secs = -secs
+	}
+	b = appendPad(b, secs/3600, 2)
+	b = append(b, ':')
+	b = appendPad(b, secs/60%60, 2)
+	b = append(b, ':')
+	b = appendPad(b, secs%60, 2)
+	return append(b, '\'')
+}
+
+func (g *FieldTestGen) appendDate(b []byte, fromYear, toYear int) []byte {
+	b = append(b, '\'')
+	b = g.appendYMD(b, fromYear, toYear)
+	return append(b, '\'')
+}
+
+func (g *FieldTestGen) appendDateTime(b []byte, fromYear, toYear int) []byte {
+	b = append(b, '\'')
+	b = g.appendYMD(b, fromYear, toYear)
+	b = append(b, ' ')
+	b = appendPad(b, g.rnd.IntN(24), 2)
+	b = append(b, ':')
+	b = appendPad(b, g.rnd.IntN(60), 2)
+	b = append(b, ':')
+	b = appendPad(b, g.rnd.IntN(60), 2)
+	return append(b, '\'')
+}
+
+func (g *FieldTestGen) appendYMD(b []byte, fromYear, toYear int) []byte {
+	b = appendPad(b, fromYear+g.rnd.IntN(toYear-fromYear+1), 4)
+	b = append(b, '-')
+	b = appendPad(b, 1+g.rnd.IntN(12), 2)
+	b = append(b, '-')
+	// Day 28 at most keeps every month valid.
+	return appendPad(b, 1+g.rnd.IntN(28), 2)
+}
+
+// appendFixed2 appends a number with two decimals, |v| <= maxCents/100.
+func (g *FieldTestGen) appendFixed2(b []byte, maxCents int64) []byte {
+	cents := g.rnd.Int64N(2*maxCents+1) - maxCents
+	if cents < 0 {
+		b = append(b, '-')
+		cents = -cents
+	}
+	b = strconv.AppendInt(b, cents/100, 10)
+	b = append(b, '.')
+	return appendPad(b, int(cents%100), 2)
+}
+
+func appendPad(b []byte, v, width int) []byte {
+	var tmp [20]byte
+	s := strconv.AppendInt(tmp[:0], int64(v), 10)
+	for i := len(s); i < width; i++ {
+		b = append(b, '0')
+	}
+	return append(b, s...)
+}
+
+// appendIdent appends a backquoted MySQL identifier.
+func appendIdent(b []byte, name string) []byte {
+	b = append(b, '`')
+	for i := 0; i < len(name); i++ {
+		if name[i] == '`' {
+			b = append(b, '`')
+		}
+		b = append(b, name[i])
+	}
+	return append(b, '`')
+}

@@ -1,0 +1,11 @@
+// Package binlog2ch holds the fixtures that the binary needs at run time
+// (go:embed cannot reach testdata/ from the packages below it).
+package binlog2ch
+
+import _ "embed"
+
+// BinlogFieldTestDDL creates binlog_field_test_1, the 30-column table of
+// Bifrost's published performance test and binlog2ch's reference benchmark.
+//
+//go:embed testdata/binlog_field_test.sql
+var BinlogFieldTestDDL string
