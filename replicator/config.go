@@ -166,7 +166,7 @@ func (c *Config) validate(d *decoder, dir string) {
 	d.required("mysql.user", c.MySQL.User)
 	c.MySQL.Password = d.password("mysql", c.MySQL.Password, c.MySQL.PasswordFile, dir)
 	if c.MySQL.ServerID == 0 {
-		d.problem("mysql.server_id", "must be > 0 (a replica id unique among the server's replicas)")
+		d.problem("mysql.server_id", "must be > 0")
 	}
 
 	if len(c.ClickHouse.Addr) == 0 {

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = dispatch(context.Background(), &env{stdout: &out, stderr: &errOut}, args)
+	return code, out.String(), errOut.String()
+}
+
+func TestEveryCommandHasHelp(t *testing.T) {
+	for _, c := range commands() {
+		code, out, _ := runCLI(t, c.name, "-h")
+		if code != exitOK || !strings.Contains(out, "Usage: binlog2ch "+c.name) {
+			t.Errorf("%s -h: exit %d, stdout %q", c.name, code, out)
+		}
+	}
+}
+
+func TestUsage(t *testing.T) {
+	if code, _, errOut := runCLI(t); code != exitUsage || !strings.Contains(errOut, "Commands:") {
+		t.Errorf("no args: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "frobnicate"); code != exitUsage || !strings.Contains(errOut, `unknown command "frobnicate"`) {
+		t.Errorf("unknown command: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "run", "-nosuchflag"); code != exitUsage || !strings.Contains(errOut, "nosuchflag") {
+		t.Errorf("bad flag: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "run", "extra"); code != exitUsage || !strings.Contains(errOut, `unexpected argument "extra"`) {
+		t.Errorf("stray argument: exit %d, %q", code, errOut)
+	}
+	if code, out, _ := runCLI(t, "version"); code != exitOK || !strings.HasPrefix(out, "binlog2ch ") {
+		t.Errorf("version: exit %d, %q", code, out)
+	}
+}
+
+func TestConfigCommandsRejectBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "binlog2ch.yaml")
+	if err := os.WriteFile(bad, []byte("mysql:\n  server_id: 0\n  password: hunter2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"run", "fullsync", "verify", "schema"} {
+		code, _, errOut := runCLI(t, cmd, "-config", bad)
+		if code != exitUsage {
+			t.Errorf("%s: exit %d, want %d", cmd, code, exitUsage)
+		}
+		if !strings.Contains(errOut, "config: mysql.server_id: must be > 0 ("+bad+":2)") {
+			t.Errorf("%s: stderr does not name the key and file:\n%s", cmd, errOut)
+		}
+		if strings.Contains(errOut, "hunter2") {
+			t.Errorf("%s: stderr leaks the password", cmd)
+		}
+		if code, _, errOut := runCLI(t, cmd); code != exitUsage || !strings.Contains(errOut, "-config FILE is required") {
+			t.Errorf("%s without -config: exit %d, %q", cmd, code, errOut)
+		}
+	}
+}
+
+// TestUnbuiltCommandsSaySo: nothing may pretend to work.
+func TestUnbuiltCommandsSaySo(t *testing.T) {
+	t.Setenv("MYSQL_PASSWORD", "x")
+	example := "../../deploy/binlog2ch.example.yaml"
+	for _, args := range [][]string{{"run", "-config", example}, {"fullsync", "-config", example}, {"verify", "-config", example}, {"schema", "-config", example}, {"loadgen"}, {"bench"}} {
+		code, _, errOut := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(errOut, "not implemented yet") {
+			t.Errorf("%v: exit %d, %q", args, code, errOut)
+		}
+	}
+}
+
+func TestNewLogger(t *testing.T) {
+	var b bytes.Buffer
+	l, err := newLogger(&b, "debug", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Debug("hello")
+	if !strings.HasPrefix(b.String(), "{") {
+		t.Errorf("json format wrote %q", b.String())
+	}
+	if _, err := newLogger(&b, "loud", "json"); err == nil {
+		t.Error("bad level accepted")
+	}
+	if _, err := newLogger(&b, "info", "xml"); err == nil {
+		t.Error("bad format accepted")
+	}
+}
+
+// TestDemo runs `binlog2ch demo` end to end against throwaway servers, as
+// `make demo` does.
+func TestDemo(t *testing.T) {
+	if testing.Short() || os.Getenv("BINLOG2CH_SKIP_INTEGRATION") == "1" {
+		t.Skip("integration test skipped on request")
+	}
+	code, out, errOut := runCLI(t, "demo", "-rows", "300")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"MySQL holds 300 rows", "ClickHouse 18.", "Stopping the servers."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+}
