@@ -65,9 +65,10 @@ type Server struct {
 	stopErr  error
 }
 
-// Stop terminates a private server (SIGTERM, then SIGKILL after a grace
-// period), waits for it and removes its directory. It is safe to call more
-// than once and does nothing for an external server.
+// Stop kills a private server, waits for it and removes its directory. It
+// is safe to call more than once and does nothing for an external server.
+// The data is thrown away, so there is nothing to shut down gracefully, and a
+// graceful ClickHouse shutdown alone takes seconds.
 func (s *Server) Stop() error {
 	if s == nil || s.External {
 		return nil
@@ -76,13 +77,8 @@ func (s *Server) Stop() error {
 		if s.cmd != nil && s.cmd.Process != nil {
 			// The server runs in its own process group: signal the group so
 			// helper processes go too.
-			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
-			select {
-			case <-s.done:
-			case <-time.After(15 * time.Second):
-				_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-				<-s.done
-			}
+			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+			<-s.done
 		}
 		if s.Dir != "" {
 			s.stopErr = os.RemoveAll(s.Dir)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -48,15 +49,23 @@ func startMariaDBOnce(ctx context.Context, installDB, mariadbd string, extraArgs
 		logPath:  filepath.Join(dir, "mariadbd.out"),
 	}
 	data := filepath.Join(dir, "data")
-	install := exec.CommandContext(ctx, installDB, "--no-defaults", "--datadir="+data, "--user=root",
+	// A private tmpdir: MariaDB's temporary file names can collide between
+	// instances sharing /tmp, which fails concurrent installs.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("MariaDB: %w", err), false
+	}
+	install := exec.CommandContext(ctx, installDB, "--no-defaults", "--datadir="+data, "--tmpdir="+tmp, "--user=root",
 		"--auth-root-authentication-method=normal", "--skip-test-db")
 	if out, err := install.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("MariaDB: %s failed: %w\n%s", installDB, err, tail(out, 15)), false
+		return nil, fmt.Errorf("MariaDB: %s failed: %w\n%s", installDB, err, errorLines(out)), false
 	}
 	args := []string{
 		"--no-defaults",
 		"--datadir=" + data,
+		"--tmpdir=" + tmp,
 		"--user=root",
 		"--port=" + strconv.Itoa(port),
 		"--bind-address=127.0.0.1",
@@ -109,15 +118,17 @@ func (s *Server) pingMySQL(ctx context.Context) error {
 	return db.PingContext(ctx)
 }
 
-func tail(out []byte, n int) string {
-	lines := 0
-	for i := len(out) - 1; i >= 0; i-- {
-		if out[i] == '\n' {
-			lines++
-			if lines > n {
-				return string(out[i+1:])
-			}
+// errorLines keeps the lines of mariadb-install-db's output that say what
+// went wrong; the rest is boilerplate advice.
+func errorLines(out []byte) string {
+	var keep []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "ERROR") || strings.Contains(l, "rror:") || strings.Contains(l, "failed") {
+			keep = append(keep, l)
 		}
 	}
-	return string(out)
+	if len(keep) == 0 {
+		return string(out)
+	}
+	return strings.Join(keep, "\n")
 }

@@ -1,0 +1,38 @@
+GO      ?= go
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+LDFLAGS := -X main.version=$(VERSION)
+
+.PHONY: all build deps test test-short vet demo bench clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/binlog2ch ./cmd/binlog2ch
+
+# Installs MariaDB and ClickHouse when missing (apt-get on Debian as root;
+# otherwise it says what to install) and downloads the Go modules.
+deps:
+	deploy/install-deps.sh
+	$(GO) mod download
+
+vet:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# Unit tests plus integration tests against throwaway servers. An
+# integration test whose servers cannot start fails; it never skips.
+test: vet
+	$(GO) test -count=1 -timeout 45m ./...
+
+# Unit tests only.
+test-short:
+	$(GO) test -count=1 -short ./...
+
+demo: deps build
+	bin/binlog2ch demo
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf bin

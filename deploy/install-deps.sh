@@ -1,0 +1,47 @@
+#!/bin/sh
+# Installs the servers the demo, the tests and the benchmarks run privately:
+# MariaDB (the MySQL stand-in) and ClickHouse. On Debian as root it uses
+# apt-get; elsewhere it says what to install. Servers named by
+# BINLOG2CH_TEST_MYSQL / BINLOG2CH_TEST_CLICKHOUSE need no local binaries.
+set -eu
+
+have() {
+	command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/local/sbin/$1" ]
+}
+
+pkgs=""
+if [ -z "${BINLOG2CH_TEST_MYSQL:-}" ] && ! { have mariadbd && have mariadb-install-db; }; then
+	pkgs="$pkgs mariadb-server"
+fi
+if [ -z "${BINLOG2CH_TEST_CLICKHOUSE:-}" ] && ! have clickhouse-server; then
+	pkgs="$pkgs clickhouse-server clickhouse-client"
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+	echo "install-deps: Go is not installed; get Go >= 1.25 from https://go.dev/dl/" >&2
+	exit 1
+fi
+
+if [ -z "$pkgs" ]; then
+	echo "install-deps: MariaDB and ClickHouse are present"
+	exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ] && [ -f /etc/debian_version ] && command -v apt-get >/dev/null 2>&1; then
+	echo "install-deps: installing$pkgs with apt-get"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q
+	# shellcheck disable=SC2086 # word splitting of the package list is wanted
+	apt-get install -y -q --no-install-recommends $pkgs
+	exit 0
+fi
+
+cat >&2 <<MSG
+install-deps: missing:$pkgs
+  On Debian or Ubuntu: sudo apt-get install$pkgs
+  Elsewhere: install MariaDB >= 10.6 (mariadbd, mariadb-install-db) and
+  clickhouse-server, or point the tests at running servers:
+    BINLOG2CH_TEST_MYSQL=mysql://user:password@host:port
+    BINLOG2CH_TEST_CLICKHOUSE=clickhouse://user:password@host:9000
+MSG
+exit 1
