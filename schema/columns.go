@@ -1,0 +1,187 @@
+package schema
+
+import (
+	"time"
+	"unsafe"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// colBuf is one column of a Block: values appended row by row, without a
+// per-value allocation, and handed to clickhouse-go as one slice per flush.
+type colBuf interface {
+	appendNull()
+	len() int
+	truncate(n int)
+	reset()
+	size() int // bytes held, for batch.max_bytes
+	appendTo(c driver.BatchColumn) error
+}
+
+// nulls tracks NULLs of a Nullable column (nil for NOT NULL ones).
+type nulls struct {
+	nullable bool
+	isNull   []bool
+}
+
+func (n *nulls) mark(null bool) {
+	if n.nullable {
+		n.isNull = append(n.isNull, null)
+	}
+}
+
+// numBuf holds fixed-width values: integers, floats, Enum indexes, Bool,
+// DateTime seconds.
+type numBuf[T any] struct {
+	nulls
+	vals []T
+	ptrs []*T // scratch for Nullable hand-off: pointers into vals
+}
+
+func (b *numBuf[T]) add(v T)     { b.vals = append(b.vals, v); b.mark(false) }
+func (b *numBuf[T]) appendNull() { var z T; b.vals = append(b.vals, z); b.mark(true) }
+func (b *numBuf[T]) len() int    { return len(b.vals) }
+func (b *numBuf[T]) truncate(n int) {
+	b.vals = b.vals[:n]
+	if b.nullable {
+		b.isNull = b.isNull[:n]
+	}
+}
+func (b *numBuf[T]) reset() { b.truncate(0) }
+func (b *numBuf[T]) size() int {
+	var z T
+	return len(b.vals) * int(unsafe.Sizeof(z))
+}
+func (b *numBuf[T]) appendTo(c driver.BatchColumn) error {
+	if !b.nullable {
+		return c.Append(b.vals)
+	}
+	b.ptrs = b.ptrs[:0]
+	for i := range b.vals {
+		if b.isNull[i] {
+			b.ptrs = append(b.ptrs, nil)
+		} else {
+			b.ptrs = append(b.ptrs, &b.vals[i])
+		}
+	}
+	return c.Append(b.ptrs)
+}
+
+// strBuf holds byte strings in one arena: appending copies the bytes (the
+// binlog event buffer they come from is reused), and the hand-off points
+// strings into the arena instead of allocating each.
+type strBuf struct {
+	nulls
+	arena []byte
+	ends  []int
+	strs  []string  // scratch for the hand-off
+	ptrs  []*string // scratch for Nullable hand-off
+}
+
+func (b *strBuf) addString(s string) { b.arena = append(b.arena, s...); b.end() }
+func (b *strBuf) addBytes(p []byte)  { b.arena = append(b.arena, p...); b.end() }
+func (b *strBuf) end()               { b.ends = append(b.ends, len(b.arena)); b.mark(false) }
+func (b *strBuf) appendNull()        { b.ends = append(b.ends, len(b.arena)); b.mark(true) }
+func (b *strBuf) len() int           { return len(b.ends) }
+func (b *strBuf) truncate(n int) {
+	b.ends = b.ends[:n]
+	if n == 0 {
+		b.arena = b.arena[:0]
+	} else {
+		b.arena = b.arena[:b.ends[n-1]]
+	}
+	if b.nullable {
+		b.isNull = b.isNull[:n]
+	}
+}
+func (b *strBuf) reset()    { b.truncate(0) }
+func (b *strBuf) size() int { return len(b.arena) + 8*len(b.ends) }
+
+// strings returns the values as strings pointing into the arena, valid
+// until the next append or reset.
+func (b *strBuf) strings() []string {
+	b.strs = b.strs[:0]
+	start := 0
+	for _, end := range b.ends {
+		if end == start {
+			b.strs = append(b.strs, "")
+		} else {
+			b.strs = append(b.strs, unsafe.String(&b.arena[start], end-start))
+		}
+		start = end
+	}
+	return b.strs
+}
+
+func (b *strBuf) appendTo(c driver.BatchColumn) error {
+	strs := b.strings()
+	if !b.nullable {
+		return c.Append(strs)
+	}
+	b.ptrs = b.ptrs[:0]
+	for i := range strs {
+		if b.isNull[i] {
+			b.ptrs = append(b.ptrs, nil)
+		} else {
+			b.ptrs = append(b.ptrs, &strs[i])
+		}
+	}
+	return c.Append(b.ptrs)
+}
+
+// timeBuf holds Date, Date32 and DateTime64 values as Unix microseconds
+// (Date: midnight UTC); clickhouse-go takes them as time.Time.
+type timeBuf struct {
+	numBuf[int64]
+	times []time.Time
+	tptrs []*time.Time
+}
+
+func (b *timeBuf) appendTo(c driver.BatchColumn) error {
+	b.times = b.times[:0]
+	for _, us := range b.vals {
+		b.times = append(b.times, time.UnixMicro(us).UTC())
+	}
+	if !b.nullable {
+		return c.Append(b.times)
+	}
+	b.tptrs = b.tptrs[:0]
+	for i := range b.times {
+		if b.isNull[i] {
+			b.tptrs = append(b.tptrs, nil)
+		} else {
+			b.tptrs = append(b.tptrs, &b.times[i])
+		}
+	}
+	return c.Append(b.tptrs)
+}
+
+// arrBuf holds Array(String) values (SET as an array).
+type arrBuf struct {
+	strBuf        // all elements, one after another
+	rowEnds []int // element count at the end of each row
+	rows    [][]string
+}
+
+func (b *arrBuf) endRow()     { b.rowEnds = append(b.rowEnds, len(b.ends)) }
+func (b *arrBuf) appendNull() { b.endRow() } // not reached: mapping refuses nullable arrays
+func (b *arrBuf) len() int    { return len(b.rowEnds) }
+func (b *arrBuf) truncate(n int) {
+	b.rowEnds = b.rowEnds[:n]
+	elems := 0
+	if n > 0 {
+		elems = b.rowEnds[n-1]
+	}
+	b.strBuf.truncate(elems)
+}
+func (b *arrBuf) reset() { b.truncate(0) }
+func (b *arrBuf) appendTo(c driver.BatchColumn) error {
+	strs := b.strings()
+	b.rows = b.rows[:0]
+	start := 0
+	for _, end := range b.rowEnds {
+		b.rows = append(b.rows, strs[start:end:end])
+		start = end
+	}
+	return c.Append(b.rows)
+}

@@ -1,0 +1,850 @@
+package schema
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/shopspring/decimal"
+)
+
+// Fixup is a kind of value changed by the invalid_dates policy.
+type Fixup int
+
+// Fixup kinds.
+const (
+	FixupZeroDate       Fixup = iota // '0000-00-00'
+	FixupInvalidDate                 // '2024-00-10', '2024-02-30'
+	FixupDateOutOfRange              // valid in MySQL, outside the ClickHouse type
+	numFixups
+)
+
+var fixupNames = [numFixups]string{"zero_date", "invalid_date", "date_out_of_range"}
+
+// String is the fix-up's metric label.
+func (f Fixup) String() string { return fixupNames[f] }
+
+// ConvertError is a value that cannot be written without loss; it names the
+// table, the column and the value.
+type ConvertError struct {
+	Table  string // db.table in MySQL
+	Column string
+	Type   string // MySQL column type
+	Value  any
+	Msg    string
+}
+
+func (e *ConvertError) Error() string {
+	v := fmt.Sprintf("%v", e.Value)
+	if b, ok := e.Value.([]byte); ok {
+		v = fmt.Sprintf("%q", b)
+	} else if s, ok := e.Value.(string); ok {
+		v = strconv.Quote(s)
+	}
+	if len(v) > 100 {
+		v = v[:100] + "..."
+	}
+	return fmt.Sprintf("%s.%s (%s): %s: value %s (%T)", e.Table, e.Column, e.Type, e.Msg, v, e.Value)
+}
+
+// errMsg is a conversion failure before the column is known.
+type errMsg string
+
+// Block accumulates the converted rows of one table in columnar buffers,
+// ready to be handed to a clickhouse-go batch. Converters are chosen once per
+// table schema, so the per-value work is one type switch and an append.
+// A Block is used by one goroutine.
+type Block struct {
+	target *Target
+	cols   []colBuf
+	conv   []converter // per MySQL column; nil for excluded ones
+	meta   []func(version uint64, op Op)
+	// Fixups counts values changed by the invalid_dates policy, by kind.
+	Fixups [numFixups]uint64
+}
+
+// converter appends one MySQL value to its column.
+type converter func(v any) error
+
+// NewBlock returns an empty block for the target table.
+func NewBlock(t *Target) *Block {
+	b := &Block{target: t, cols: make([]colBuf, len(t.Columns)), conv: make([]converter, len(t.Source.Columns))}
+	for i, tc := range t.Columns {
+		switch tc.Meta {
+		case MetaVersion:
+			buf := &numBuf[uint64]{}
+			b.cols[i] = buf
+			b.meta = append(b.meta, func(v uint64, _ Op) { buf.add(v) })
+		case MetaIsDeleted:
+			buf := &numBuf[uint8]{}
+			b.cols[i] = buf
+			b.meta = append(b.meta, func(_ uint64, op Op) {
+				if op == OpDelete {
+					buf.add(1)
+				} else {
+					buf.add(0)
+				}
+			})
+		case MetaOp:
+			buf := &numBuf[int8]{}
+			b.cols[i] = buf
+			b.meta = append(b.meta, func(_ uint64, op Op) { buf.add(int8(op)) })
+		default:
+			buf, conv := b.newConverter(&t.Source.Columns[tc.Source], tc.Type)
+			b.cols[i] = buf
+			b.conv[tc.Source] = conv
+		}
+	}
+	return b
+}
+
+// Target is the table the block is for.
+func (b *Block) Target() *Target { return b.target }
+
+// Rows is the number of rows in the block.
+func (b *Block) Rows() int {
+	if len(b.cols) == 0 {
+		return 0
+	}
+	return b.cols[0].len()
+}
+
+// Size is roughly the bytes the block holds.
+func (b *Block) Size() int {
+	n := 0
+	for _, c := range b.cols {
+		n += c.size()
+	}
+	return n
+}
+
+// Append converts one row image (values in MySQL column order, as go-mysql
+// decodes them) and adds it with its version and operation. On error the
+// block is unchanged.
+func (b *Block) Append(row []any, version uint64, op Op) error {
+	src := b.target.Source
+	if len(row) != len(src.Columns) {
+		return fmt.Errorf("%s: row has %d values but the table has %d columns: the binlog event does not match the known schema", src.FullName(), len(row), len(src.Columns))
+	}
+	n := b.Rows()
+	for i, v := range row {
+		conv := b.conv[i]
+		if conv == nil {
+			continue
+		}
+		var err error
+		if v == nil {
+			c := &src.Columns[i]
+			if tc := b.target.SourceToTarget[i]; b.target.Columns[tc].Type.Nullable {
+				b.cols[tc].appendNull()
+				continue
+			}
+			err = &ConvertError{Table: src.FullName(), Column: c.Name, Type: c.Type, Value: v, Msg: "NULL in a column that is NOT NULL in the schema binlog2ch knows"}
+		} else {
+			err = conv(v)
+		}
+		if err != nil {
+			for _, c := range b.cols {
+				c.truncate(n)
+			}
+			if ce, ok := err.(*ConvertError); ok {
+				return ce
+			}
+			c := &src.Columns[i]
+			return &ConvertError{Table: src.FullName(), Column: c.Name, Type: c.Type, Value: v, Msg: err.Error()}
+		}
+	}
+	for _, m := range b.meta {
+		m(version, op)
+	}
+	return nil
+}
+
+func (e errMsg) Error() string { return string(e) }
+
+// AppendTo hands the block's columns to a batch prepared with the target's
+// InsertSQL. The batch must be sent before the block is appended to again.
+func (b *Block) AppendTo(batch driver.Batch) error {
+	for i, c := range b.cols {
+		if err := c.appendTo(batch.Column(i)); err != nil {
+			return fmt.Errorf("%s: column %s: %w", b.target.FullName(), b.target.Columns[i].Name, err)
+		}
+	}
+	return nil
+}
+
+// Reset empties the block, keeping its buffers for reuse.
+func (b *Block) Reset() {
+	for _, c := range b.cols {
+		c.reset()
+	}
+}
+
+// newConverter returns the column buffer and converter for a MySQL column
+// written as ClickHouse type t.
+func (b *Block) newConverter(c *Column, t CHType) (colBuf, converter) {
+	nl := nulls{nullable: t.Nullable}
+	switch c.Kind {
+	case KindTinyInt, KindSmallInt, KindMediumInt, KindInt, KindBigInt, KindYear, KindBit:
+		return intConverter(c, t, nl)
+	case KindFloat:
+		buf := &numBuf[float32]{nulls: nl}
+		return buf, func(v any) error {
+			f, ok := v.(float32)
+			if !ok {
+				return errMsg("want a float32")
+			}
+			buf.add(f)
+			return nil
+		}
+	case KindDouble:
+		buf := &numBuf[float64]{nulls: nl}
+		return buf, func(v any) error {
+			switch f := v.(type) {
+			case float64:
+				buf.add(f)
+			case float32:
+				buf.add(float64(f))
+			default:
+				return errMsg("want a float64")
+			}
+			return nil
+		}
+	case KindDecimal:
+		buf := &strBuf{nulls: nl}
+		intDigits := c.Precision - c.Scale
+		return buf, func(v any) error {
+			switch d := v.(type) {
+			case string:
+				if !validDecimal(d, intDigits, c.Scale) {
+					return errMsg(fmt.Sprintf("not a DECIMAL(%d,%d)", c.Precision, c.Scale))
+				}
+				buf.addString(d)
+			case decimal.Decimal:
+				buf.arena = append(buf.arena, d.StringFixed(int32(c.Scale))...)
+				buf.end()
+			default:
+				return errMsg("want a decimal string")
+			}
+			return nil
+		}
+	case KindDate:
+		return b.dateConverter(c, t, nl)
+	case KindDateTime, KindTimestamp:
+		if t.Kind == CHString {
+			return dateTimeTextConverter(c, nl)
+		}
+		return b.dateTimeConverter(c, t, nl)
+	case KindTime:
+		if t.Kind == CHInt64 {
+			buf := &numBuf[int64]{nulls: nl}
+			return buf, func(v any) error {
+				s, ok := v.(string)
+				if !ok {
+					return errMsg("want a TIME string")
+				}
+				us, ok := parseTimeMicros(s)
+				if !ok {
+					return errMsg("not a TIME value")
+				}
+				buf.add(us)
+				return nil
+			}
+		}
+		// MySQL prints TIME(fsp) with exactly fsp fraction digits; go-mysql
+		// drops a zero fraction.
+		buf := &strBuf{nulls: nl}
+		fsp := c.Fsp
+		return buf, func(v any) error {
+			s, ok := v.(string)
+			if !ok {
+				return errMsg("want a TIME string")
+			}
+			if _, ok := parseTimeMicros(s); !ok {
+				return errMsg("not a TIME value")
+			}
+			buf.arena = appendFraction(buf.arena, s, fsp)
+			buf.end()
+			return nil
+		}
+	case KindChar, KindBlob, KindJSON:
+		return textConverter(nl)
+	case KindBinary:
+		if t.Kind == CHString {
+			return textConverter(nl)
+		}
+		buf := &strBuf{nulls: nl}
+		n := c.Length
+		return buf, func(v any) error {
+			var l int
+			switch s := v.(type) {
+			case string:
+				buf.arena, l = append(buf.arena, s...), len(s)
+			case []byte:
+				buf.arena, l = append(buf.arena, s...), len(s)
+			default:
+				return errMsg("want a string")
+			}
+			if l > n {
+				buf.arena = buf.arena[:len(buf.arena)-l]
+				return errMsg(fmt.Sprintf("longer than BINARY(%d)", n))
+			}
+			// The binlog drops BINARY's trailing zero bytes; MySQL holds them.
+			for ; l < n; l++ {
+				buf.arena = append(buf.arena, 0)
+			}
+			buf.end()
+			return nil
+		}
+	case KindGeometry:
+		buf := &strBuf{nulls: nl}
+		return buf, func(v any) error {
+			switch g := v.(type) {
+			case []byte:
+				buf.arena = appendHex(buf.arena, g)
+			case string:
+				buf.arena = appendHex(buf.arena, []byte(g))
+			default:
+				return errMsg("want geometry bytes")
+			}
+			buf.end()
+			return nil
+		}
+	case KindEnum:
+		return enumConverter(c, t, nl)
+	case KindSet:
+		return setConverter(c, t, nl)
+	}
+	// Map refuses what it cannot convert, so this is a programming error.
+	panic(fmt.Sprintf("schema: no converter for MySQL %s to ClickHouse %s", c.Type, t))
+}
+
+func textConverter(nl nulls) (colBuf, converter) {
+	buf := &strBuf{nulls: nl}
+	return buf, func(v any) error {
+		switch s := v.(type) {
+		case string:
+			buf.addString(s)
+		case []byte:
+			buf.addBytes(s)
+		case *replication.JsonDiff:
+			return errMsg("a partial JSON update (binlog_row_value_options=PARTIAL_JSON) carries no full value; set binlog_row_value_options='' on the source server")
+		default:
+			return errMsg("want a string")
+		}
+		return nil
+	}
+}
+
+const upperHex = "0123456789ABCDEF"
+
+// appendHex appends p in upper-case hex, as MySQL's HEX() prints it.
+func appendHex(dst, p []byte) []byte {
+	for _, c := range p {
+		dst = append(dst, upperHex[c>>4], upperHex[c&15])
+	}
+	return dst
+}
+
+// validDecimal reports whether s is a plain decimal number with at most
+// intDigits significant digits before the point and at most scale after.
+func validDecimal(s string, intDigits, scale int) bool {
+	if len(s) > 0 && s[0] == '-' {
+		s = s[1:]
+	}
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	intPart := s[:i]
+	if len(intPart) == 0 {
+		return false
+	}
+	for len(intPart) > 1 && intPart[0] == '0' {
+		intPart = intPart[1:]
+	}
+	if len(intPart) > intDigits && intPart != "0" {
+		return false
+	}
+	if i == len(s) {
+		return true
+	}
+	frac := s[i+1:]
+	if s[i] != '.' || len(frac) == 0 || len(frac) > scale {
+		return false
+	}
+	for j := 0; j < len(frac); j++ {
+		if frac[j] < '0' || frac[j] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// intConverter handles the integer families, YEAR and BIT. MySQL values
+// arrive as Go integers of the column's width; without signedness metadata
+// in the binlog an UNSIGNED column's value arrives signed and is
+// reinterpreted at the column's width.
+func intConverter(c *Column, t CHType, nl nulls) (colBuf, converter) {
+	bits := map[MySQLKind]uint{KindTinyInt: 8, KindSmallInt: 16, KindMediumInt: 24, KindInt: 32, KindBigInt: 64, KindYear: 16, KindBit: 64}[c.Kind]
+	unsigned := c.Unsigned || c.Kind == KindYear || c.Kind == KindBit
+	get := func(v any) (uint64, int64, bool) { return intValue(v, unsigned, bits) }
+	switch t.Kind {
+	case CHInt8:
+		return signedBuf[int8](nl, get, math.MinInt8, math.MaxInt8)
+	case CHInt16:
+		return signedBuf[int16](nl, get, math.MinInt16, math.MaxInt16)
+	case CHInt32:
+		return signedBuf[int32](nl, get, math.MinInt32, math.MaxInt32)
+	case CHInt64:
+		return signedBuf[int64](nl, get, math.MinInt64, math.MaxInt64)
+	case CHUInt8:
+		if c.Kind == KindTinyInt && c.Precision == 1 && !c.Unsigned {
+			// TINYINT(1) as a boolean: only 0 and 1 are booleans.
+			return unsignedBuf[uint8](nl, func(v any) (uint64, int64, bool) { return intValue(v, false, 8) }, 1)
+		}
+		return unsignedBuf[uint8](nl, get, math.MaxUint8)
+	case CHUInt16:
+		return unsignedBuf[uint16](nl, get, math.MaxUint16)
+	case CHUInt32:
+		return unsignedBuf[uint32](nl, get, math.MaxUint32)
+	case CHUInt64:
+		return unsignedBuf[uint64](nl, get, math.MaxUint64)
+	case CHBool:
+		buf := &numBuf[bool]{nulls: nl}
+		return buf, func(v any) error {
+			_, s, ok := intValue(v, false, 8)
+			if !ok || s < 0 || s > 1 {
+				return errMsg("not 0 or 1, so not a boolean (tinyint1_as: bool)")
+			}
+			buf.add(s == 1)
+			return nil
+		}
+	}
+	panic(fmt.Sprintf("schema: no integer converter for MySQL %s to ClickHouse %s", c.Type, t))
+}
+
+// intValue extracts an integer. For unsigned columns it returns the value in
+// u; for signed ones in s. ok is false for a non-integer.
+func intValue(v any, unsigned bool, bits uint) (u uint64, s int64, ok bool) {
+	switch x := v.(type) {
+	case int8:
+		s = int64(x)
+	case int16:
+		s = int64(x)
+	case int32:
+		s = int64(x)
+	case int64:
+		s = x
+	case int:
+		s = int64(x)
+	case uint8:
+		return uint64(x), int64(x), true
+	case uint16:
+		return uint64(x), int64(x), true
+	case uint32:
+		return uint64(x), int64(x), true
+	case uint64:
+		return x, int64(x), !(x > math.MaxInt64 && !unsigned)
+	default:
+		return 0, 0, false
+	}
+	if unsigned {
+		// A signed Go value for an unsigned column: the binlog held the same
+		// bits, sign-extended by the decoder; keep the column's width.
+		u = uint64(s)
+		if bits < 64 {
+			u &= 1<<bits - 1
+		}
+		return u, s, true
+	}
+	return uint64(s), s, true
+}
+
+func signedBuf[T int8 | int16 | int32 | int64](nl nulls, get func(any) (uint64, int64, bool), lo, hi int64) (colBuf, converter) {
+	buf := &numBuf[T]{nulls: nl}
+	return buf, func(v any) error {
+		_, s, ok := get(v)
+		if !ok {
+			return errMsg("want an integer")
+		}
+		if s < lo || s > hi {
+			return errMsg("out of the ClickHouse column's range")
+		}
+		buf.add(T(s))
+		return nil
+	}
+}
+
+func unsignedBuf[T uint8 | uint16 | uint32 | uint64](nl nulls, get func(any) (uint64, int64, bool), hi uint64) (colBuf, converter) {
+	buf := &numBuf[T]{nulls: nl}
+	return buf, func(v any) error {
+		u, _, ok := get(v)
+		if !ok {
+			return errMsg("want an integer")
+		}
+		if u > hi {
+			return errMsg("out of the ClickHouse column's range")
+		}
+		buf.add(T(u))
+		return nil
+	}
+}
+
+func enumConverter(c *Column, t CHType, nl nulls) (colBuf, converter) {
+	labels := c.Labels
+	// MySQL's index 0 (an invalid value stored as '') maps to the '' label
+	// when the column declares one.
+	zero := int64(0)
+	for i, l := range labels {
+		if l == "" {
+			zero = int64(i + 1)
+		}
+	}
+	index := func(v any) (int64, error) {
+		_, i, ok := intValue(v, false, 64)
+		if !ok {
+			return 0, errMsg("want an ENUM index")
+		}
+		if i < 0 || i > int64(len(labels)) {
+			return 0, errMsg(fmt.Sprintf("ENUM index out of range 0..%d", len(labels)))
+		}
+		if i == 0 {
+			i = zero
+		}
+		return i, nil
+	}
+	switch t.Kind {
+	case CHEnum8:
+		buf := &numBuf[int8]{nulls: nl}
+		return buf, func(v any) error {
+			i, err := index(v)
+			if err == nil {
+				buf.add(int8(i))
+			}
+			return err
+		}
+	case CHEnum16:
+		buf := &numBuf[int16]{nulls: nl}
+		return buf, func(v any) error {
+			i, err := index(v)
+			if err == nil {
+				buf.add(int16(i))
+			}
+			return err
+		}
+	}
+	buf := &strBuf{nulls: nl}
+	return buf, func(v any) error {
+		if s, ok := v.(string); ok { // already a label (a decoder that resolves them)
+			buf.addString(s)
+			return nil
+		}
+		i, err := index(v)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			buf.addString("")
+		} else {
+			buf.addString(labels[i-1])
+		}
+		return nil
+	}
+}
+
+func setConverter(c *Column, t CHType, nl nulls) (colBuf, converter) {
+	labels := c.Labels
+	mask := func(v any) (uint64, error) {
+		m, _, ok := intValue(v, true, 64)
+		if !ok {
+			return 0, errMsg("want a SET bitmask")
+		}
+		if len(labels) < 64 && m>>uint(len(labels)) != 0 {
+			return 0, errMsg(fmt.Sprintf("SET bitmask has bits beyond its %d labels", len(labels)))
+		}
+		return m, nil
+	}
+	if t.Kind == CHArrayString {
+		buf := &arrBuf{}
+		return buf, func(v any) error {
+			m, err := mask(v)
+			if err != nil {
+				return err
+			}
+			for i := range labels {
+				if m&(1<<uint(i)) != 0 {
+					buf.addString(labels[i])
+				}
+			}
+			buf.endRow()
+			return nil
+		}
+	}
+	buf := &strBuf{nulls: nl}
+	return buf, func(v any) error {
+		m, err := mask(v)
+		if err != nil {
+			return err
+		}
+		first := true
+		for i := range labels {
+			if m&(1<<uint(i)) != 0 {
+				if !first {
+					buf.arena = append(buf.arena, ',')
+				}
+				first = false
+				buf.arena = append(buf.arena, labels[i]...)
+			}
+		}
+		buf.end()
+		return nil
+	}
+}
+
+// Ranges of the ClickHouse date types.
+const (
+	dateMaxDays   = 65535  // Date: 2149-06-06
+	legacyMaxDays = 49672  // 2105-12-31, see Capabilities.LegacyDateRange
+	date32MinDays = -25567 // Date32: 1900-01-01
+	date32MaxDays = 120529 // Date32: 2299-12-31
+	dt64MinMicros = -2208988800 * 1e6
+	dt64MaxMicros = (10413792000-1)*1e6 + 999999 // 2299-12-31 23:59:59.999999
+	dayMicros     = 86400 * 1e6
+)
+
+// fix applies the invalid_dates policy to a value that cannot be written as
+// is. It returns the replacement (the bound clampTo) or null=true.
+func (b *Block) fix(kind Fixup, nullable bool, clampTo int64) (v int64, null bool, err error) {
+	switch b.target.Options.InvalidDates {
+	case InvalidClamp:
+	case InvalidNull:
+		if nullable {
+			b.Fixups[kind]++
+			return 0, true, nil
+		}
+	default:
+		msg := map[Fixup]string{
+			FixupZeroDate:       "zero date",
+			FixupInvalidDate:    "invalid date",
+			FixupDateOutOfRange: "date outside the ClickHouse type's range",
+		}[kind]
+		return 0, false, errMsg(msg + "; set schema.invalid_dates to clamp or null to write it anyway")
+	}
+	b.Fixups[kind]++
+	return clampTo, false, nil
+}
+
+func (b *Block) dateConverter(c *Column, t CHType, nl nulls) (colBuf, converter) {
+	lo, hi := int64(0), int64(dateMaxDays)
+	if b.target.Caps.LegacyDateRange {
+		hi = legacyMaxDays
+	}
+	if t.Kind == CHDate32 {
+		lo, hi = date32MinDays, date32MaxDays
+	}
+	buf := &timeBuf{numBuf: numBuf[int64]{nulls: nl}}
+	return buf, func(v any) error {
+		var days int64
+		var kind Fixup = -1
+		switch d := v.(type) {
+		case string:
+			y, m, dd, ok := parseDate(d)
+			switch {
+			case !ok:
+				return errMsg("not a DATE value")
+			case y == 0 && m == 0 && dd == 0:
+				kind = FixupZeroDate
+			case !validDate(y, m, dd):
+				kind = FixupInvalidDate
+			default:
+				days = daysFromCivil(y, m, dd)
+			}
+		case time.Time:
+			days = daysFromCivil(d.Year(), int(d.Month()), d.Day())
+		default:
+			return errMsg("want a DATE string")
+		}
+		clampTo := lo
+		if kind < 0 && (days < lo || days > hi) {
+			kind = FixupDateOutOfRange
+			if days > hi {
+				clampTo = hi
+			}
+		}
+		if kind >= 0 {
+			fixed, null, err := b.fix(kind, nl.nullable, clampTo)
+			if err != nil {
+				return err
+			}
+			if null {
+				buf.appendNull()
+				return nil
+			}
+			days = fixed
+		}
+		buf.add(days * dayMicros)
+		return nil
+	}
+}
+
+// dateTimeConverter writes DATETIME and TIMESTAMP as DateTime (seconds) or
+// DateTime64 (microseconds). TIMESTAMP strings are taken as UTC (binlog2ch
+// sets go-mysql's TimestampStringLocation to UTC); DATETIME values are wall
+// clock in the configured zone.
+func (b *Block) dateTimeConverter(c *Column, t CHType, nl nulls) (colBuf, converter) {
+	loc := b.target.Options.DateTimeZone
+	if c.Kind == KindTimestamp || loc == time.UTC {
+		loc = nil // nil: UTC arithmetic, no zone lookups
+	}
+	is64 := t.Kind == CHDateTime64
+	lo, hi := int64(0), int64(math.MaxUint32)*1e6+999999
+	if b.target.Caps.LegacyDateRange {
+		hi = (legacyMaxDays+1)*dayMicros - 1
+	}
+	if is64 {
+		lo, hi = dt64MinMicros, dt64MaxMicros
+	}
+	var put func(us int64)
+	var buf colBuf
+	if is64 {
+		tb := &timeBuf{numBuf: numBuf[int64]{nulls: nl}}
+		buf, put = tb, tb.add
+	} else {
+		nb := &numBuf[int64]{nulls: nl}
+		buf, put = nb, func(us int64) { nb.add(us / 1e6) }
+	}
+	wallClock := c.Kind == KindDateTime
+	return buf, func(v any) error {
+		var us int64
+		var kind Fixup = -1
+		switch d := v.(type) {
+		case string:
+			p, ok := parseDateTime(d)
+			switch {
+			case !ok:
+				return errMsg("not a DATETIME value")
+			case p.y == 0 && p.mo == 0 && p.d == 0:
+				kind = FixupZeroDate
+			case !validDate(p.y, p.mo, p.d) || p.h > 23 || p.mi > 59 || p.s > 59:
+				kind = FixupInvalidDate
+			default:
+				us = p.micros(loc)
+			}
+		case time.Time:
+			if wallClock && loc != nil {
+				d = time.Date(d.Year(), d.Month(), d.Day(), d.Hour(), d.Minute(), d.Second(), d.Nanosecond(), loc)
+			}
+			us = d.UnixMicro()
+		default:
+			return errMsg("want a DATETIME string or time.Time")
+		}
+		clampTo := lo
+		if kind < 0 && (us < lo || us > hi) {
+			kind = FixupDateOutOfRange
+			if us > hi {
+				clampTo = hi
+			}
+		}
+		if kind >= 0 {
+			fixed, null, err := b.fix(kind, nl.nullable, clampTo)
+			if err != nil {
+				return err
+			}
+			if null {
+				buf.appendNull()
+				return nil
+			}
+			us = fixed
+		}
+		put(us)
+		return nil
+	}
+}
+
+// dateTimeTextConverter keeps DATETIME(fsp)/TIMESTAMP(fsp) as text where the
+// server has no DateTime64: "YYYY-MM-DD hh:mm:ss.ffffff" with fsp digits,
+// TIMESTAMP in UTC. Zero dates stay as MySQL prints them.
+func dateTimeTextConverter(c *Column, nl nulls) (colBuf, converter) {
+	buf := &strBuf{nulls: nl}
+	fsp := c.Fsp
+	return buf, func(v any) error {
+		switch d := v.(type) {
+		case string:
+			if _, ok := parseDateTime(d); !ok {
+				return errMsg("not a DATETIME value")
+			}
+			buf.arena = appendFraction(buf.arena, d, fsp)
+		case time.Time:
+			if c.Kind == KindTimestamp {
+				d = d.UTC()
+			}
+			buf.arena = appendDateTime(buf.arena, d, fsp)
+		default:
+			return errMsg("want a DATETIME string or time.Time")
+		}
+		buf.end()
+		return nil
+	}
+}
+
+// appendFraction appends a datetime text with exactly fsp fraction digits.
+func appendFraction(dst []byte, s string, fsp int) []byte {
+	base, frac := s, ""
+	for i := 0; i < len(s); i++ {
+		if s[i] == '.' {
+			base, frac = s[:i], s[i+1:]
+			break
+		}
+	}
+	dst = append(dst, base...)
+	if fsp == 0 {
+		return dst
+	}
+	dst = append(dst, '.')
+	for i := 0; i < fsp; i++ {
+		if i < len(frac) {
+			dst = append(dst, frac[i])
+		} else {
+			dst = append(dst, '0')
+		}
+	}
+	return dst
+}
+
+func appendDateTime(dst []byte, t time.Time, fsp int) []byte {
+	dst = appendInt(dst, t.Year(), 4)
+	dst = append(dst, '-')
+	dst = appendInt(dst, int(t.Month()), 2)
+	dst = append(dst, '-')
+	dst = appendInt(dst, t.Day(), 2)
+	dst = append(dst, ' ')
+	dst = appendInt(dst, t.Hour(), 2)
+	dst = append(dst, ':')
+	dst = appendInt(dst, t.Minute(), 2)
+	dst = append(dst, ':')
+	dst = appendInt(dst, t.Second(), 2)
+	if fsp > 0 {
+		dst = append(dst, '.')
+		us := t.Nanosecond() / 1000
+		var digits [6]byte
+		for i := 5; i >= 0; i-- {
+			digits[i] = byte('0' + us%10)
+			us /= 10
+		}
+		dst = append(dst, digits[:fsp]...)
+	}
+	return dst
+}
+
+func appendInt(dst []byte, v, width int) []byte {
+	var tmp [20]byte
+	s := strconv.AppendInt(tmp[:0], int64(v), 10)
+	for i := len(s); i < width; i++ {
+		dst = append(dst, '0')
+	}
+	return append(dst, s...)
+}

@@ -1,0 +1,325 @@
+// Package schema decides what a MySQL table becomes in ClickHouse and turns
+// binlog row values into ClickHouse column values, without loss.
+package schema
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// MySQLKind is a MySQL column type family.
+type MySQLKind int
+
+// MySQL type families.
+const (
+	KindUnknown MySQLKind = iota
+	KindTinyInt
+	KindSmallInt
+	KindMediumInt
+	KindInt
+	KindBigInt
+	KindDecimal
+	KindFloat
+	KindDouble
+	KindBit
+	KindDate
+	KindDateTime
+	KindTimestamp
+	KindTime
+	KindYear
+	KindChar   // CHAR, VARCHAR, TEXT types: text in a character set
+	KindBinary // BINARY(n): fixed length, zero-padded bytes
+	KindBlob   // VARBINARY and BLOB types: bytes
+	KindEnum
+	KindSet
+	KindJSON
+	KindGeometry
+)
+
+// Column is one MySQL column, as information_schema describes it.
+type Column struct {
+	Name     string
+	Type     string // COLUMN_TYPE as the server prints it, e.g. "decimal(10,2) unsigned"
+	Kind     MySQLKind
+	Unsigned bool
+	Nullable bool
+	// Precision and Scale are DECIMAL's P and S; Precision is also BIT's
+	// width and the display width of integer types (TINYINT(1)).
+	Precision int
+	Scale     int
+	// Fsp is the fractional seconds precision of TIME, DATETIME, TIMESTAMP.
+	Fsp int
+	// Length is BINARY(n)'s n.
+	Length int
+	// Labels are ENUM's and SET's values, exactly, in declaration order.
+	Labels []string
+}
+
+// Table is one MySQL table.
+type Table struct {
+	Database string
+	Name     string
+	Columns  []Column
+	// PrimaryKey lists the primary key's column indices in key order; empty
+	// when the table has none.
+	PrimaryKey []int
+	// UniqueKey is the first unique key whose columns are all NOT NULL, used
+	// as the sorting key of a table without a primary key.
+	UniqueKey []int
+}
+
+// FullName is db.table, for messages.
+func (t *Table) FullName() string { return t.Database + "." + t.Name }
+
+// ColumnIndex returns the index of the named column, or -1.
+func (t *Table) ColumnIndex(name string) int {
+	for i := range t.Columns {
+		if strings.EqualFold(t.Columns[i].Name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// LoadTable reads a table's definition from information_schema.
+func LoadTable(ctx context.Context, db *sql.DB, database, table string) (*Table, error) {
+	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, COLUMN_TYPE, DATA_TYPE, IS_NULLABLE
+		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, database, table)
+	if err != nil {
+		return nil, fmt.Errorf("read columns of %s.%s: %w", database, table, err)
+	}
+	t := &Table{Database: database, Name: table}
+	for rows.Next() {
+		var name, colType, dataType, nullable string
+		if err := rows.Scan(&name, &colType, &dataType, &nullable); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read columns of %s.%s: %w", database, table, err)
+		}
+		c, err := ParseColumnType(colType, dataType)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("%s.%s.%s: %w", database, table, name, err)
+		}
+		c.Name = name
+		c.Nullable = nullable == "YES"
+		t.Columns = append(t.Columns, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read columns of %s.%s: %w", database, table, err)
+	}
+	rows.Close()
+	if len(t.Columns) == 0 {
+		return nil, fmt.Errorf("table %s.%s does not exist (or the user cannot see it)", database, table)
+	}
+	if err := t.loadKeys(ctx, db); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *Table) loadKeys(ctx context.Context, db *sql.DB) error {
+	rows, err := db.QueryContext(ctx, `SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS
+		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND NON_UNIQUE = 0 ORDER BY INDEX_NAME = 'PRIMARY' DESC, INDEX_NAME, SEQ_IN_INDEX`, t.Database, t.Name)
+	if err != nil {
+		return fmt.Errorf("read keys of %s: %w", t.FullName(), err)
+	}
+	defer rows.Close()
+	keys := map[string][]int{}
+	var order []string
+	for rows.Next() {
+		var index, col string
+		if err := rows.Scan(&index, &col); err != nil {
+			return fmt.Errorf("read keys of %s: %w", t.FullName(), err)
+		}
+		i := t.ColumnIndex(col)
+		if i < 0 {
+			return fmt.Errorf("key %s of %s names unknown column %s", index, t.FullName(), col)
+		}
+		if _, ok := keys[index]; !ok {
+			order = append(order, index)
+		}
+		keys[index] = append(keys[index], i)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read keys of %s: %w", t.FullName(), err)
+	}
+	t.PrimaryKey = keys["PRIMARY"]
+	for _, name := range order {
+		if name == "PRIMARY" {
+			continue
+		}
+		ok := true
+		for _, i := range keys[name] {
+			ok = ok && !t.Columns[i].Nullable
+		}
+		if ok {
+			t.UniqueKey = keys[name]
+			break
+		}
+	}
+	return nil
+}
+
+// ParseColumnType parses information_schema's COLUMN_TYPE (and DATA_TYPE,
+// which names the family unambiguously, e.g. for MariaDB's JSON alias).
+func ParseColumnType(columnType, dataType string) (Column, error) {
+	c := Column{Type: columnType}
+	lower := strings.ToLower(columnType)
+	c.Unsigned = strings.Contains(lower, " unsigned")
+	args := ""
+	if i := strings.IndexByte(columnType, '('); i >= 0 {
+		if j := strings.LastIndexByte(columnType, ')'); j > i {
+			args = columnType[i+1 : j]
+		}
+	}
+	nums := func() []int {
+		var out []int
+		for _, p := range strings.Split(args, ",") {
+			if n, err := strconv.Atoi(strings.TrimSpace(p)); err == nil {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	switch strings.ToLower(dataType) {
+	case "tinyint", "bool", "boolean":
+		c.Kind = KindTinyInt
+	case "smallint":
+		c.Kind = KindSmallInt
+	case "mediumint":
+		c.Kind = KindMediumInt
+	case "int", "integer":
+		c.Kind = KindInt
+	case "bigint":
+		c.Kind = KindBigInt
+	case "decimal", "numeric":
+		c.Kind = KindDecimal
+		c.Precision, c.Scale = 10, 0
+		if n := nums(); len(n) >= 1 {
+			c.Precision = n[0]
+			if len(n) >= 2 {
+				c.Scale = n[1]
+			}
+		}
+	case "float":
+		c.Kind = KindFloat
+	case "double", "real", "double precision":
+		c.Kind = KindDouble
+	case "bit":
+		c.Kind = KindBit
+		c.Precision = 1
+	case "date":
+		c.Kind = KindDate
+	case "datetime":
+		c.Kind = KindDateTime
+	case "timestamp":
+		c.Kind = KindTimestamp
+	case "time":
+		c.Kind = KindTime
+	case "year":
+		c.Kind = KindYear
+	case "char", "varchar", "tinytext", "text", "mediumtext", "longtext":
+		c.Kind = KindChar
+	case "binary":
+		c.Kind = KindBinary
+		c.Length = 1
+	case "varbinary", "tinyblob", "blob", "mediumblob", "longblob":
+		c.Kind = KindBlob
+	case "enum":
+		c.Kind = KindEnum
+	case "set":
+		c.Kind = KindSet
+	case "json":
+		c.Kind = KindJSON
+	case "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon", "geometrycollection", "geomcollection":
+		c.Kind = KindGeometry
+	default:
+		return c, fmt.Errorf("MySQL type %q is not supported; exclude the column or the table (tables.exclude)", columnType)
+	}
+	switch c.Kind {
+	case KindTinyInt, KindSmallInt, KindMediumInt, KindInt, KindBigInt, KindBit:
+		if n := nums(); len(n) == 1 {
+			c.Precision = n[0]
+		}
+	case KindBinary:
+		if n := nums(); len(n) == 1 {
+			c.Length = n[0]
+		}
+	case KindTime, KindDateTime, KindTimestamp:
+		if n := nums(); len(n) == 1 {
+			c.Fsp = n[0]
+		}
+	case KindEnum, KindSet:
+		labels, err := ParseLabels(args)
+		if err != nil {
+			return c, fmt.Errorf("%s: %w", columnType, err)
+		}
+		c.Labels = labels
+	}
+	return c, nil
+}
+
+// ParseLabels parses the quoted value list of an ENUM or SET column type,
+// e.g. `'a,b','it”s','x\\y'`: labels may hold commas, doubled quotes and
+// backslash escapes, so splitting on commas is wrong.
+func ParseLabels(list string) ([]string, error) {
+	var labels []string
+	i := 0
+	for i < len(list) {
+		for i < len(list) && (list[i] == ' ' || list[i] == ',') {
+			i++
+		}
+		if i >= len(list) {
+			break
+		}
+		if list[i] != '\'' {
+			return nil, fmt.Errorf("bad value list at byte %d: want a quoted label", i)
+		}
+		i++
+		var b strings.Builder
+		closed := false
+		for i < len(list) {
+			ch := list[i]
+			switch {
+			case ch == '\'' && i+1 < len(list) && list[i+1] == '\'':
+				b.WriteByte('\'')
+				i += 2
+			case ch == '\'':
+				i++
+				closed = true
+			case ch == '\\' && i+1 < len(list):
+				b.WriteByte(unescape(list[i+1]))
+				i += 2
+			default:
+				b.WriteByte(ch)
+				i++
+			}
+			if closed {
+				break
+			}
+		}
+		if !closed {
+			return nil, errors.New("bad value list: unterminated label")
+		}
+		labels = append(labels, b.String())
+	}
+	return labels, nil
+}
+
+func unescape(c byte) byte {
+	switch c {
+	case 'n':
+		return '\n'
+	case 't':
+		return '\t'
+	case 'r':
+		return '\r'
+	case '0':
+		return 0
+	}
+	return c
+}
