@@ -10,8 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/binlog2ch/binlog2ch/schema"
 )
 
 // Config is binlog2ch's configuration file. deploy/binlog2ch.example.yaml
@@ -24,6 +27,42 @@ type Config struct {
 	// taken relative to the config file's directory.
 	StateDir string        `yaml:"state_dir"`
 	Metrics  MetricsConfig `yaml:"metrics"`
+	Schema   SchemaConfig  `yaml:"schema"`
+}
+
+// SchemaConfig holds the type mapping choices; see schema.Options.
+type SchemaConfig struct {
+	DateTimeZone string `yaml:"datetime_zone"`
+	TimeAs       string `yaml:"time_as"`
+	EnumAs       string `yaml:"enum_as"`
+	SetAs        string `yaml:"set_as"`
+	TinyInt1As   string `yaml:"tinyint1_as"`
+	InvalidDates string `yaml:"invalid_dates"`
+
+	options schema.Options // parsed at load
+}
+
+// SchemaOptions are the validated mapping options.
+func (c *Config) SchemaOptions() schema.Options { return c.Schema.options }
+
+// TableOverride is per-table configuration, keyed by db.table.
+type TableOverride struct {
+	Name           string   `yaml:"name"`
+	Engine         string   `yaml:"engine"`
+	OrderBy        []string `yaml:"order_by"`
+	PartitionBy    string   `yaml:"partition_by"`
+	ExcludeColumns []string `yaml:"exclude_columns"`
+	Mode           string   `yaml:"mode"`
+}
+
+// TableOptions are the schema overrides for MySQL table db.table.
+func (c *Config) TableOptions(db, table string) schema.TableOptions {
+	o, ok := c.Tables.Overrides[db+"."+table]
+	if !ok {
+		return schema.TableOptions{}
+	}
+	return schema.TableOptions{Name: o.Name, Engine: o.Engine, OrderBy: o.OrderBy, PartitionBy: o.PartitionBy,
+		Exclude: o.ExcludeColumns, Mode: schema.Mode(o.Mode)}
 }
 
 // MySQLConfig is the source server.
@@ -52,6 +91,8 @@ type ClickHouseConfig struct {
 type TablesConfig struct {
 	Include []string `yaml:"include"`
 	Exclude []string `yaml:"exclude"`
+	// Overrides are per-table settings, keyed by exact db.table.
+	Overrides map[string]TableOverride `yaml:"overrides"`
 }
 
 // MetricsConfig is the Prometheus endpoint.
@@ -88,6 +129,14 @@ func defaultConfig() Config {
 	return Config{
 		ClickHouse: ClickHouseConfig{User: "default", DatabaseMap: map[string]string{}},
 		Metrics:    MetricsConfig{Listen: "127.0.0.1:9188"},
+		Schema: SchemaConfig{
+			DateTimeZone: "UTC",
+			TimeAs:       schema.TimeAsString,
+			EnumAs:       schema.EnumAsEnum,
+			SetAs:        schema.SetAsString,
+			TinyInt1As:   schema.TinyInt1AsInt,
+			InvalidDates: schema.InvalidError,
+		},
 	}
 }
 
@@ -197,10 +246,47 @@ func (c *Config) validate(d *decoder, dir string) {
 		d.pattern(fmt.Sprintf("tables.exclude[%d]", i), p)
 	}
 
+	for key, o := range c.Tables.Overrides {
+		prefix := "tables.overrides." + key
+		db, table, ok := strings.Cut(key, ".")
+		if !ok || db == "" || table == "" || strings.ContainsAny(key, "*?[") {
+			d.problem(prefix, "must be an exact db.table name")
+			continue
+		}
+		if !c.Replicates(db, table) {
+			d.problem(prefix, "this table is not selected by tables.include/exclude")
+		}
+		switch schema.Mode(o.Mode) {
+		case "", schema.ModeReplacing, schema.ModeChangelog:
+		default:
+			d.problem(prefix+".mode", fmt.Sprintf("want %s or %s, got %q", schema.ModeReplacing, schema.ModeChangelog, o.Mode))
+		}
+		if o.Name != "" {
+			if err := checkDatabaseName(o.Name); err != nil {
+				d.problem(prefix+".name", "table name "+err.Error())
+			}
+		}
+	}
+	c.Schema.validate(d)
+
 	if d.required("state_dir", c.StateDir) && !filepath.IsAbs(c.StateDir) {
 		c.StateDir = filepath.Join(dir, c.StateDir)
 	}
 	d.hostPort("metrics.listen", c.Metrics.Listen, false)
+}
+
+func (s *SchemaConfig) validate(d *decoder) {
+	loc, err := time.LoadLocation(s.DateTimeZone)
+	if err != nil || s.DateTimeZone == "" || s.DateTimeZone == "Local" {
+		d.problem("schema.datetime_zone", fmt.Sprintf("want an IANA zone name such as UTC or Europe/Berlin, got %q", s.DateTimeZone))
+		loc = time.UTC
+	}
+	s.options = schema.Options{DateTimeZone: loc, TimeAs: s.TimeAs, EnumAs: s.EnumAs, SetAs: s.SetAs,
+		TinyInt1As: s.TinyInt1As, InvalidDates: s.InvalidDates}
+	if err := s.options.Validate(); err != nil {
+		key, msg, _ := strings.Cut(err.Error(), ": ")
+		d.problem("schema."+key, msg)
+	}
 }
 
 // ClickHouseDatabase is the ClickHouse database that MySQL database db

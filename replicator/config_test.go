@@ -75,6 +75,31 @@ state_dir: state
 	}
 }
 
+func TestSchemaAndOverrides(t *testing.T) {
+	conf := strings.Replace(validConfig, "metrics:", `schema:
+  datetime_zone: Europe/Berlin
+  invalid_dates: clamp
+metrics:`, 1)
+	conf = strings.Replace(conf, "  exclude:", `  overrides:
+    shop.orders: {name: orders_v2, mode: changelog, order_by: [id], exclude_columns: [secret]}
+  exclude:`, 1)
+	cfg, err := ParseConfig([]byte(conf), "f.yaml", env(map[string]string{"MYSQL_PASSWORD": "x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := cfg.SchemaOptions()
+	if o.DateTimeZone.String() != "Europe/Berlin" || o.InvalidDates != "clamp" || o.TimeAs != "string" {
+		t.Errorf("schema options %+v", o)
+	}
+	to := cfg.TableOptions("shop", "orders")
+	if to.Name != "orders_v2" || to.Mode != "changelog" || to.Exclude[0] != "secret" || to.OrderBy[0] != "id" {
+		t.Errorf("table options %+v", to)
+	}
+	if to := cfg.TableOptions("shop", "other"); to.Name != "" {
+		t.Errorf("no override expected, got %+v", to)
+	}
+}
+
 func TestPasswordFile(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "pw"), []byte("from-file\n"), 0o600); err != nil {
@@ -119,6 +144,12 @@ func TestBadConfigs(t *testing.T) {
 		{"missing password file", `password: "${MYSQL_PASSWORD}"`, "password_file: /nonexistent/pw", "config: mysql.password_file: cannot read /nonexistent/pw: no such file or directory"},
 		{"syntax error", "tables:", "tables: [", "config: not valid YAML"},
 		{"empty file", validConfig, "", "config: the file is empty (binlog2ch.yaml)"},
+		{"bad zone", "metrics:", "schema:\n  datetime_zone: Mars/Olympus\nmetrics:", `config: schema.datetime_zone: want an IANA zone name such as UTC or Europe/Berlin, got "Mars/Olympus" (binlog2ch.yaml:17)`},
+		{"bad policy", "metrics:", "schema:\n  invalid_dates: guess\nmetrics:", `config: schema.invalid_dates: want one of error, clamp, null, got "guess"`},
+		{"override glob", "  exclude:", "  overrides: {\"shop.*\": {}}\n  exclude:", "config: tables.overrides.shop.*: must be an exact db.table name"},
+		{"override not included", "  exclude:", "  overrides: {other.t: {}}\n  exclude:", "config: tables.overrides.other.t: this table is not selected"},
+		{"override bad mode", "  exclude:", "  overrides: {shop.t: {mode: append}}\n  exclude:", `config: tables.overrides.shop.t.mode: want replacing or changelog, got "append"`},
+		{"override unknown key", "  exclude:", "  overrides: {shop.t: {engin: x}}\n  exclude:", "config: tables.overrides.shop.t.engin: unknown key"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

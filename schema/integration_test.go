@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -474,4 +476,40 @@ func chText(typ CHType, v any) string {
 		return strconv.FormatUint(rv.Uint(), 10)
 	}
 	return fmt.Sprintf("unexpected %T", v)
+}
+
+// TestGoldenDDLRunsOnTheServer creates every golden table for the server's
+// profile, so the golden text is known to be accepted, not just stable.
+func TestGoldenDDLRunsOnTheServer(t *testing.T) {
+	srv := servertest.Need(t)
+	ctx := context.Background()
+	ch := openClickHouse(t, srv)
+	caps, err := DetectCapabilities(ctx, ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile := "clickhouse18"
+	if caps.IsDeleted {
+		profile = "modern"
+	}
+	db := servertest.Name("b2c_golden")
+	if err := ch.Exec(ctx, "CREATE DATABASE "+db); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ch.Exec(context.Background(), "DROP DATABASE "+db) })
+	files, err := filepath.Glob(filepath.Join("..", "testdata", "ddl", "*."+profile+".sql"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden files for %s: %v", profile, err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		create, _, _ := strings.Cut(string(data), ";")
+		create = strings.Replace(create, "`analytics`", "`"+db+"`", 1)
+		if err := ch.Exec(ctx, create); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
 }

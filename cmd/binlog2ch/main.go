@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	_ "time/tzdata" // datetime_zone must resolve on hosts without a zone database
 
 	"github.com/binlog2ch/binlog2ch/replicator"
 )
@@ -226,7 +227,6 @@ var (
 	verifyCmd = configCommand("verify", "-config FILE [-tables db.t1,db.t2]", "issue #8 (verify)", func(fs *flag.FlagSet) {
 		fs.String("tables", "", "comma-separated db.table list to compare (default: every replicated table)")
 	})
-	schemaCmd = configCommand("schema", "-config FILE", "issue #3 (schema mapping)", nil)
 )
 
 func versionCmd(_ context.Context, e *env, args []string) int {

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/binlog2ch/binlog2ch/replicator"
+	"github.com/binlog2ch/binlog2ch/schema"
+)
+
+// schemaCmd prints the ClickHouse DDL for the configured tables.
+func schemaCmd(ctx context.Context, e *env, args []string) int {
+	fs := newFlagSet(e, "schema", "-config FILE [-tables db.t1,db.t2] [-profile auto|clickhouse18|modern]")
+	var cf configFlags
+	cf.register(fs)
+	tables := fs.String("tables", "", "comma-separated db.table list (default: every table the config selects)")
+	profile := fs.String("profile", "auto", "ClickHouse capabilities: auto (ask the server), clickhouse18 or modern (no ClickHouse connection)")
+	if code, done := parseFlags(e, fs, args); done {
+		return code
+	}
+	logger, cfg, code := cf.load(e, "schema")
+	if code != exitOK {
+		return code
+	}
+	var caps schema.Capabilities
+	switch *profile {
+	case "auto":
+		ch, err := replicator.OpenClickHouse(ctx, cfg, logger)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "binlog2ch schema: %v\n", err)
+			return exitError
+		}
+		caps, err = schema.DetectCapabilities(ctx, ch)
+		ch.Close()
+		if err != nil {
+			fmt.Fprintf(e.stderr, "binlog2ch schema: %v\n", err)
+			return exitError
+		}
+	case "clickhouse18":
+		caps = schema.ClickHouse18
+	case "modern":
+		caps = schema.ClickHouseModern
+	default:
+		fmt.Fprintf(e.stderr, "binlog2ch schema: -profile: want auto, clickhouse18 or modern, got %q\n", *profile)
+		return exitUsage
+	}
+	db, err := replicator.OpenMySQL(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "binlog2ch schema: %v\n", err)
+		return exitError
+	}
+	defer db.Close()
+	names, err := selectTables(ctx, cfg, db, *tables)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "binlog2ch schema: %v\n", err)
+		return exitUsage
+	}
+	if len(names) == 0 {
+		fmt.Fprintln(e.stderr, "binlog2ch schema: no table matches tables.include/exclude")
+		return exitError
+	}
+	fmt.Fprintf(e.stdout, "-- ClickHouse %s\n", caps.Version)
+	failed := 0
+	created := map[string]bool{}
+	for _, n := range names {
+		t, err := schema.LoadTable(ctx, db, n.Database, n.Table)
+		var target *schema.Target
+		if err == nil {
+			target, err = schema.Map(t, cfg.ClickHouseDatabase(n.Database), caps, cfg.SchemaOptions(), cfg.TableOptions(n.Database, n.Table))
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "binlog2ch schema: %s: %v\n", n, err)
+			failed++
+			continue
+		}
+		if !created[target.Database] {
+			created[target.Database] = true
+			fmt.Fprintf(e.stdout, "\nCREATE DATABASE IF NOT EXISTS %s;\n", schema.QuoteIdent(target.Database))
+		}
+		fmt.Fprintf(e.stdout, "\n-- from MySQL %s\n%s;\n", n, target.CreateTableSQL())
+	}
+	if failed > 0 {
+		fmt.Fprintf(e.stderr, "binlog2ch schema: %d of %d tables failed\n", failed, len(names))
+		return exitError
+	}
+	return exitOK
+}
+
+// selectTables returns the tables named by -tables (each must exist and be
+// selected by the config), or every selected table.
+func selectTables(ctx context.Context, cfg *replicator.Config, db *sql.DB, list string) ([]replicator.TableName, error) {
+	all, err := replicator.ListTables(ctx, db, cfg)
+	if err != nil || list == "" {
+		return all, err
+	}
+	have := map[string]bool{}
+	for _, t := range all {
+		have[t.String()] = true
+	}
+	var out []replicator.TableName
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		dbName, table, ok := strings.Cut(name, ".")
+		if !ok || dbName == "" || table == "" {
+			return nil, fmt.Errorf("-tables: %q is not db.table", name)
+		}
+		if !have[name] {
+			return nil, fmt.Errorf("-tables: %s does not exist in MySQL or is not selected by tables.include/exclude", name)
+		}
+		out = append(out, replicator.TableName{Database: dbName, Table: table})
+	}
+	return out, nil
+}

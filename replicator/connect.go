@@ -1,0 +1,88 @@
+package replicator
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/go-sql-driver/mysql"
+)
+
+// systemDatabases are never replicated, whatever tables.include says.
+var systemDatabases = map[string]bool{"mysql": true, "information_schema": true, "performance_schema": true, "sys": true}
+
+// OpenMySQL opens a SQL connection pool to the source server and checks it
+// answers.
+func OpenMySQL(ctx context.Context, cfg *Config) (*sql.DB, error) {
+	c := mysql.NewConfig()
+	c.Net = "tcp"
+	c.Addr = cfg.MySQL.Addr
+	c.User = cfg.MySQL.User
+	c.Passwd = cfg.MySQL.Password.Reveal()
+	c.Timeout = 10 * time.Second
+	c.InterpolateParams = true
+	c.Params = map[string]string{"time_zone": "'+00:00'"}
+	db, err := sql.Open("mysql", c.FormatDSN())
+	if err != nil {
+		return nil, fmt.Errorf("MySQL %s: %w", cfg.MySQL.Addr, err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("MySQL %s as %s: %w", cfg.MySQL.Addr, cfg.MySQL.User, err)
+	}
+	return db, nil
+}
+
+// OpenClickHouse connects to the target servers over the native protocol
+// with LZ4 and checks they answer.
+func OpenClickHouse(ctx context.Context, cfg *Config, logger *slog.Logger) (driver.Conn, error) {
+	conn, err := clickhouse.Open(&clickhouse.Options{
+		Addr:        cfg.ClickHouse.Addr,
+		Auth:        clickhouse.Auth{Username: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password.Reveal()},
+		Compression: &clickhouse.Compression{Method: clickhouse.CompressionLZ4},
+		DialTimeout: 10 * time.Second,
+		Logger:      logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ClickHouse %v: %w", cfg.ClickHouse.Addr, err)
+	}
+	if err := conn.Ping(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("ClickHouse %v as %s: %w", cfg.ClickHouse.Addr, cfg.ClickHouse.User, err)
+	}
+	return conn, nil
+}
+
+// TableName is a MySQL table.
+type TableName struct{ Database, Table string }
+
+func (t TableName) String() string { return t.Database + "." + t.Table }
+
+// ListTables returns the source's base tables that the config selects, in
+// name order.
+func ListTables(ctx context.Context, db *sql.DB, cfg *Config) ([]TableName, error) {
+	rows, err := db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES
+		WHERE TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_SCHEMA, TABLE_NAME`)
+	if err != nil {
+		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	defer rows.Close()
+	var out []TableName
+	for rows.Next() {
+		var t TableName
+		if err := rows.Scan(&t.Database, &t.Table); err != nil {
+			return nil, fmt.Errorf("list tables: %w", err)
+		}
+		if !systemDatabases[t.Database] && cfg.Replicates(t.Database, t.Table) {
+			out = append(out, t)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	return out, nil
+}
