@@ -403,8 +403,15 @@ func intConverter(c *Column, t CHType, nl nulls) (colBuf, converter) {
 		return signedBuf[int64](nl, get, math.MinInt64, math.MaxInt64)
 	case CHUInt8:
 		if c.Kind == KindTinyInt && c.Precision == 1 && !c.Unsigned {
-			// TINYINT(1) as a boolean: only 0 and 1 are booleans.
-			return unsignedBuf[uint8](nl, func(v any) (uint64, int64, bool) { return intValue(v, false, 8) }, 1)
+			// TINYINT(1) as a boolean on a server without Bool.
+			buf := &numBuf[uint8]{nulls: nl}
+			return buf, func(v any) error {
+				b, err := boolValue(v)
+				if err == nil {
+					buf.add(b)
+				}
+				return err
+			}
 		}
 		return unsignedBuf[uint8](nl, get, math.MaxUint8)
 	case CHUInt16:
@@ -416,15 +423,23 @@ func intConverter(c *Column, t CHType, nl nulls) (colBuf, converter) {
 	case CHBool:
 		buf := &numBuf[bool]{nulls: nl}
 		return buf, func(v any) error {
-			_, s, ok := intValue(v, false, 8)
-			if !ok || s < 0 || s > 1 {
-				return errMsg("not 0 or 1, so not a boolean (tinyint1_as: bool)")
+			b, err := boolValue(v)
+			if err == nil {
+				buf.add(b == 1)
 			}
-			buf.add(s == 1)
-			return nil
+			return err
 		}
 	}
 	panic(fmt.Sprintf("schema: no integer converter for MySQL %s to ClickHouse %s", c.Type, t))
+}
+
+// boolValue is a TINYINT(1) written as a boolean: only 0 and 1 are.
+func boolValue(v any) (uint8, error) {
+	_, s, ok := intValue(v, false, 8)
+	if !ok || s < 0 || s > 1 {
+		return 0, errMsg("not 0 or 1, so not a boolean (schema.tinyint1_as: bool)")
+	}
+	return uint8(s), nil
 }
 
 // intValue extracts an integer. For unsigned columns it returns the value in

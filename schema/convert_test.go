@@ -1,0 +1,305 @@
+package schema
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+)
+
+// oneColumn maps a table (id INT, c <columnType>) and returns a block.
+func oneColumn(t *testing.T, columnType string, nullable bool, caps Capabilities, opts Options) *Block {
+	t.Helper()
+	tb := &Table{Database: "d", Name: "t", PrimaryKey: []int{0},
+		Columns: []Column{col(t, "id", "int(11)", false), col(t, "c", columnType, nullable)}}
+	target, err := Map(tb, "d", caps, opts, TableOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewBlock(target)
+}
+
+// value returns the converted value of column c in the block's last row,
+// in its buffer representation.
+func value(t *testing.T, b *Block) any {
+	t.Helper()
+	switch buf := b.cols[1].(type) {
+	case *strBuf:
+		s := buf.strings()
+		if buf.nullable && buf.isNull[len(s)-1] {
+			return nil
+		}
+		return s[len(s)-1]
+	case *timeBuf:
+		if buf.nullable && buf.isNull[len(buf.vals)-1] {
+			return nil
+		}
+		return time.UnixMicro(buf.vals[len(buf.vals)-1]).UTC()
+	case *numBuf[int64]:
+		if buf.nullable && buf.isNull[len(buf.vals)-1] {
+			return nil
+		}
+		return buf.vals[len(buf.vals)-1]
+	case *numBuf[uint8]:
+		return buf.vals[len(buf.vals)-1]
+	case *numBuf[uint32]:
+		return buf.vals[len(buf.vals)-1]
+	case *numBuf[uint64]:
+		return buf.vals[len(buf.vals)-1]
+	case *numBuf[int8]:
+		return buf.vals[len(buf.vals)-1]
+	}
+	t.Fatalf("unhandled buffer %T", b.cols[1])
+	return nil
+}
+
+func TestInvalidDatePolicies(t *testing.T) {
+	d := func(s string) time.Time { v, _ := time.Parse(time.DateTime, s); return v }
+	cases := []struct {
+		colType  string
+		nullable bool
+		policy   string
+		in       any
+		want     any // nil: NULL; error: the message wanted
+		fixup    Fixup
+	}{
+		{"date", false, InvalidClamp, "0000-00-00", d("1970-01-01 00:00:00"), FixupZeroDate},
+		{"date", true, InvalidNull, "0000-00-00", nil, FixupZeroDate},
+		{"date", false, InvalidNull, "0000-00-00", d("1970-01-01 00:00:00"), FixupZeroDate},
+		{"date", true, InvalidClamp, "2024-00-10", d("1970-01-01 00:00:00"), FixupInvalidDate},
+		{"date", true, InvalidClamp, "2023-02-29", d("1970-01-01 00:00:00"), FixupInvalidDate},
+		{"date", true, InvalidClamp, "1969-12-31", d("1970-01-01 00:00:00"), FixupDateOutOfRange},
+		{"date", true, InvalidClamp, "2200-01-01", d("2105-12-31 00:00:00"), FixupDateOutOfRange},
+		{"date", true, InvalidError, "0000-00-00", errors.New("d.t.c (date): zero date; set schema.invalid_dates to clamp or null"), 0},
+		{"datetime", true, InvalidError, "2024-02-30 00:00:00", errors.New("invalid date"), 0},
+		{"datetime", true, InvalidClamp, "0000-00-00 00:00:00", int64(0), FixupZeroDate},
+		{"datetime", true, InvalidNull, time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC), nil, FixupDateOutOfRange},
+		{"datetime", true, InvalidClamp, "3000-01-01 00:00:00", int64(49673*86400 - 1), FixupDateOutOfRange},
+		{"timestamp", true, InvalidClamp, "0000-00-00 00:00:00", int64(0), FixupZeroDate},
+	}
+	for _, c := range cases {
+		opts := DefaultOptions()
+		opts.InvalidDates = c.policy
+		b := oneColumn(t, c.colType, c.nullable, ClickHouse18, opts)
+		err := b.Append([]any{int32(1), c.in}, 1, OpInsert)
+		if want, ok := c.want.(error); ok {
+			if err == nil || !strings.Contains(err.Error(), want.Error()) {
+				t.Errorf("%s %v %s: got %v, want error %q", c.colType, c.in, c.policy, err, want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s %v %s: %v", c.colType, c.in, c.policy, err)
+			continue
+		}
+		if got := value(t, b); got != c.want {
+			t.Errorf("%s %v %s: got %v, want %v", c.colType, c.in, c.policy, got, c.want)
+		}
+		if b.Fixups[c.fixup] != 1 {
+			t.Errorf("%s %v %s: fix-ups %v, want one %s", c.colType, c.in, c.policy, b.Fixups, c.fixup)
+		}
+	}
+}
+
+func TestDateTimeZones(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := DefaultOptions()
+	opts.DateTimeZone = berlin
+	// DATETIME is wall clock in the configured zone, whatever the input form.
+	for _, in := range []any{"2024-07-01 12:00:00", time.Date(2024, 7, 1, 12, 0, 0, 0, time.UTC)} {
+		b := oneColumn(t, "datetime", false, ClickHouse18, opts)
+		if err := b.Append([]any{int32(1), in}, 1, OpInsert); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := value(t, b), time.Date(2024, 7, 1, 10, 0, 0, 0, time.UTC).Unix(); got != want {
+			t.Errorf("DATETIME %v in Berlin: got %v, want %v", in, got, want)
+		}
+	}
+	// TIMESTAMP is an instant: the zone option does not apply.
+	b := oneColumn(t, "timestamp", false, ClickHouse18, opts)
+	if err := b.Append([]any{int32(1), "2024-07-01 12:00:00"}, 1, OpInsert); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := value(t, b), time.Date(2024, 7, 1, 12, 0, 0, 0, time.UTC).Unix(); got != want {
+		t.Errorf("TIMESTAMP: got %v, want %v", got, want)
+	}
+	// DateTime64 keeps microseconds.
+	b = oneColumn(t, "datetime(6)", false, ClickHouseModern, DefaultOptions())
+	if err := b.Append([]any{int32(1), "2024-07-01 12:00:00.000001"}, 1, OpInsert); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := value(t, b), time.Date(2024, 7, 1, 12, 0, 0, 1000, time.UTC); got != want {
+		t.Errorf("DateTime64(6): got %v, want %v", got, want)
+	}
+	// Without DateTime64 the fraction is kept as text, TIMESTAMP in UTC.
+	b = oneColumn(t, "timestamp(3)", false, ClickHouse18, DefaultOptions())
+	if err := b.Append([]any{int32(1), time.Date(2024, 7, 1, 14, 0, 0, 120_000_000, berlin)}, 1, OpInsert); err != nil {
+		t.Fatal(err)
+	}
+	if got := value(t, b); got != "2024-07-01 12:00:00.120" {
+		t.Errorf("TIMESTAMP(3) text: got %v", got)
+	}
+}
+
+func TestIntegers(t *testing.T) {
+	for _, c := range []struct {
+		colType string
+		in      any
+		want    any
+	}{
+		// Without signedness metadata an UNSIGNED value arrives signed.
+		{"int(10) unsigned", int32(-1), uint32(4294967295)},
+		{"mediumint(8) unsigned", int32(-1), uint32(16777215)},
+		{"bigint(20) unsigned", int64(-1), uint64(18446744073709551615)},
+		{"bigint(20) unsigned", uint64(18446744073709551615), uint64(18446744073709551615)},
+		{"tinyint(3) unsigned", int8(-56), uint8(200)},
+		{"bit(64)", int64(-1), uint64(18446744073709551615)},
+		{"tinyint(4)", int8(-128), int8(-128)},
+	} {
+		b := oneColumn(t, c.colType, false, ClickHouse18, DefaultOptions())
+		if err := b.Append([]any{int32(1), c.in}, 1, OpInsert); err != nil {
+			t.Errorf("%s %v: %v", c.colType, c.in, err)
+			continue
+		}
+		if got := value(t, b); got != c.want {
+			t.Errorf("%s %v: got %v (%T), want %v", c.colType, c.in, got, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		colType string
+		in      any
+		want    string
+	}{
+		{"tinyint(4)", int16(300), "out of the ClickHouse column's range"},
+		{"int(11)", "12", "want an integer"},
+		{"int(11)", uint64(1 << 63), "want an integer"},
+	} {
+		b := oneColumn(t, c.colType, false, ClickHouse18, DefaultOptions())
+		if err := b.Append([]any{int32(1), c.in}, 1, OpInsert); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %v: got %v, want %q", c.colType, c.in, err, c.want)
+		}
+	}
+	opts := DefaultOptions()
+	opts.TinyInt1As = TinyInt1AsBool
+	b := oneColumn(t, "tinyint(1)", false, ClickHouse18, opts)
+	if err := b.Append([]any{int32(1), int8(2)}, 1, OpInsert); err == nil || !strings.Contains(err.Error(), "not 0 or 1") {
+		t.Errorf("tinyint1_as bool with 2: %v", err)
+	}
+}
+
+func TestStringsAndLabels(t *testing.T) {
+	for _, c := range []struct {
+		colType string
+		opts    func(*Options)
+		in      any
+		want    any
+	}{
+		{"binary(4)", nil, "A", "A\x00\x00\x00"},
+		{"binary(4)", nil, []byte{0, 1}, "\x00\x01\x00\x00"},
+		{"varbinary(10)", nil, []byte{0, 0xff, 0}, "\x00\xff\x00"},
+		{"text", nil, []byte("emoji 🙂"), "emoji 🙂"},
+		{"geometry", nil, []byte{0, 0, 0, 0, 1, 1}, "000000000101"},
+		{"set('a','b','c')", nil, int64(5), "a,c"},
+		{"set('a','b','c')", nil, int64(0), ""},
+		{"enum('x','y')", func(o *Options) { o.EnumAs = EnumAsString }, int64(2), "y"},
+		{"enum('x','y')", func(o *Options) { o.EnumAs = EnumAsString }, int64(0), ""},
+		{"enum('x','y')", nil, int64(2), int8(2)},
+		{"time(3)", nil, "-838:59:59", "-838:59:59.000"},
+		{"time", func(o *Options) { o.TimeAs = TimeAsInt64Micros }, "-01:00:00.5", int64(-3600500000)},
+		{"decimal(5,2)", nil, "-123.45", "-123.45"},
+		{"decimal(65,30)", nil, "0.000000000000000000000000000001", "0.000000000000000000000000000001"},
+	} {
+		opts := DefaultOptions()
+		if c.opts != nil {
+			c.opts(&opts)
+		}
+		b := oneColumn(t, c.colType, false, ClickHouse18, opts)
+		if err := b.Append([]any{int32(1), c.in}, 1, OpInsert); err != nil {
+			t.Errorf("%s %v: %v", c.colType, c.in, err)
+			continue
+		}
+		if got := value(t, b); got != c.want {
+			t.Errorf("%s %v: got %q, want %q", c.colType, c.in, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		colType string
+		in      any
+		want    string
+	}{
+		{"binary(2)", "abc", "longer than BINARY(2)"},
+		{"set('a','b')", int64(4), "bits beyond its 2 labels"},
+		{"enum('a','b')", int64(3), "ENUM index out of range 0..2"},
+		{"decimal(5,2)", "1234.5", "not a DECIMAL(5,2)"},
+		{"decimal(5,2)", "1.234", "not a DECIMAL(5,2)"},
+		{"decimal(5,2)", "1e5", "not a DECIMAL(5,2)"},
+		{"json", &replication.JsonDiff{}, "partial JSON update"},
+		{"time", "25", "not a TIME value"},
+	} {
+		b := oneColumn(t, c.colType, false, ClickHouse18, DefaultOptions())
+		if err := b.Append([]any{int32(1), c.in}, 1, OpInsert); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %v: got %v, want %q", c.colType, c.in, err, c.want)
+		}
+	}
+}
+
+// TestAppendIsAtomic: a row that fails on its last column leaves no part
+// of itself behind, and the error names table, column, type and value.
+func TestAppendIsAtomic(t *testing.T) {
+	tb := everyType(t)
+	target, err := Map(tb, "x", ClickHouse18, DefaultOptions(), TableOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewBlock(target)
+	row := make([]any, len(tb.Columns))
+	row[0] = int32(1)
+	if err := b.Append(row, 1, OpInsert); err != nil {
+		t.Fatal(err)
+	}
+	row[len(row)-1] = 42 // geometry wants bytes
+	err = b.Append(row, 2, OpInsert)
+	var ce *ConvertError
+	if !errors.As(err, &ce) || err.Error() != "shop.every_type.g (geometry): want geometry bytes: value 42 (int)" {
+		t.Fatalf("got %v", err)
+	}
+	if b.Rows() != 1 {
+		t.Fatalf("rows %d after a failed append, want 1", b.Rows())
+	}
+	for i, c := range b.cols {
+		if c.len() != 1 {
+			t.Errorf("column %s holds %d values, want 1", target.Columns[i].Name, c.len())
+		}
+	}
+	if err := b.Append(row[:3], 3, OpInsert); err == nil || !strings.Contains(err.Error(), "row has 3 values but the table has 31 columns") {
+		t.Errorf("short row: %v", err)
+	}
+	row[len(row)-1] = nil
+	row[0] = nil
+	if err := b.Append(row, 3, OpInsert); err == nil || !strings.Contains(err.Error(), "NULL in a column that is NOT NULL") {
+		t.Errorf("NULL key: %v", err)
+	}
+}
+
+func TestMetaColumns(t *testing.T) {
+	b := oneColumn(t, "int(11)", false, ClickHouse18, DefaultOptions())
+	for i, op := range []Op{OpInsert, OpUpdate, OpDelete} {
+		if err := b.Append([]any{int32(i), int32(i)}, uint64(100+i), op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	version := b.cols[2].(*numBuf[uint64]).vals
+	deleted := b.cols[3].(*numBuf[uint8]).vals
+	if version[0] != 100 || version[2] != 102 || deleted[0] != 0 || deleted[1] != 0 || deleted[2] != 1 {
+		t.Errorf("version %v is_deleted %v", version, deleted)
+	}
+	b.Reset()
+	if b.Rows() != 0 || b.Size() != 0 {
+		t.Errorf("after Reset: %d rows, %d bytes", b.Rows(), b.Size())
+	}
+}
