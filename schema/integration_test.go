@@ -513,3 +513,37 @@ func TestGoldenDDLRunsOnTheServer(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadTableKeys(t *testing.T) {
+	srv := servertest.Need(t)
+	ctx := context.Background()
+	my := openMySQL(t, srv, "")
+	db := servertest.Name("b2c_keys")
+	for _, q := range []string{
+		"CREATE DATABASE " + db,
+		"CREATE TABLE " + db + ".pk (a INT NOT NULL, b VARCHAR(5) NOT NULL, c INT, UNIQUE KEY u (c), PRIMARY KEY (b, a))",
+		"CREATE TABLE " + db + ".uk (a INT, b INT NOT NULL, c INT NOT NULL, UNIQUE KEY n (a), UNIQUE KEY z (c, b))",
+		"CREATE TABLE " + db + ".none (a INT, b INT, KEY k (a))",
+	} {
+		if _, err := my.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() { _, _ = my.Exec("DROP DATABASE " + db) })
+	for name, want := range map[string][2][]int{
+		"pk":   {{1, 0}, nil},
+		"uk":   {nil, {2, 1}}, // the nullable unique key n is skipped
+		"none": {nil, nil},
+	} {
+		tb, err := LoadTable(ctx, my, db, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(tb.PrimaryKey, want[0]) || !reflect.DeepEqual(tb.UniqueKey, want[1]) {
+			t.Errorf("%s: primary %v unique %v, want %v %v", name, tb.PrimaryKey, tb.UniqueKey, want[0], want[1])
+		}
+	}
+	if _, err := LoadTable(ctx, my, db, "missing"); err == nil || !strings.Contains(err.Error(), "table "+db+".missing does not exist") {
+		t.Errorf("missing table: %v", err)
+	}
+}
