@@ -2,7 +2,7 @@ GO      ?= go
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build deps test test-short vet demo bench clean
+.PHONY: all build deps test test-short vet demo bench fuzz clean
 
 all: build
 
@@ -30,6 +30,13 @@ test-short:
 
 demo: deps build
 	bin/binlog2ch demo
+
+# Runs each fuzz target for FUZZTIME (their seeds also run in `make test`).
+FUZZTIME ?= 30s
+fuzz:
+	for f in $$($(GO) test -list '^Fuzz' ./schema | grep '^Fuzz'); do \
+		$(GO) test -short -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./schema || exit 1; \
+	done
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

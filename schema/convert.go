@@ -62,8 +62,10 @@ type Block struct {
 	cols   []colBuf
 	conv   []converter // per MySQL column; nil for excluded ones
 	meta   []func(version uint64, op Op)
-	// Fixups counts values changed by the invalid_dates policy, by kind.
-	Fixups [numFixups]uint64
+	// Fixups counts values changed by the invalid_dates policy, by kind,
+	// in rows that were appended.
+	Fixups  [numFixups]uint64
+	pending [numFixups]uint64 // fix-ups of the row being appended
 }
 
 // converter appends one MySQL value to its column.
@@ -130,6 +132,7 @@ func (b *Block) Append(row []any, version uint64, op Op) error {
 		return fmt.Errorf("%s: row has %d values but the table has %d columns: the binlog event does not match the known schema", src.FullName(), len(row), len(src.Columns))
 	}
 	n := b.Rows()
+	b.pending = [numFixups]uint64{}
 	for i, v := range row {
 		conv := b.conv[i]
 		if conv == nil {
@@ -159,6 +162,9 @@ func (b *Block) Append(row []any, version uint64, op Op) error {
 	}
 	for _, m := range b.meta {
 		m(version, op)
+	}
+	for k, c := range b.pending {
+		b.Fixups[k] += c
 	}
 	return nil
 }
@@ -224,6 +230,10 @@ func (b *Block) newConverter(c *Column, t CHType) (colBuf, converter) {
 				}
 				buf.addString(d)
 			case decimal.Decimal:
+				// go-mysql's UseDecimal; not the hot path, so String may allocate.
+				if !validDecimal(d.String(), intDigits, c.Scale) {
+					return errMsg(fmt.Sprintf("not a DECIMAL(%d,%d)", c.Precision, c.Scale))
+				}
 				buf.arena = append(buf.arena, d.StringFixed(int32(c.Scale))...)
 				buf.end()
 			default:
@@ -638,7 +648,7 @@ func (b *Block) fix(kind Fixup, nullable bool, clampTo int64) (v int64, null boo
 	case InvalidClamp:
 	case InvalidNull:
 		if nullable {
-			b.Fixups[kind]++
+			b.pending[kind]++
 			return 0, true, nil
 		}
 	default:
@@ -649,7 +659,7 @@ func (b *Block) fix(kind Fixup, nullable bool, clampTo int64) (v int64, null boo
 		}[kind]
 		return 0, false, errMsg(msg + "; set schema.invalid_dates to clamp or null to write it anyway")
 	}
-	b.Fixups[kind]++
+	b.pending[kind]++
 	return clampTo, false, nil
 }
 
