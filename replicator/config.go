@@ -25,9 +25,24 @@ type Config struct {
 	Tables     TablesConfig     `yaml:"tables"`
 	// StateDir holds the checkpoint and schema history. A relative path is
 	// taken relative to the config file's directory.
-	StateDir string        `yaml:"state_dir"`
-	Metrics  MetricsConfig `yaml:"metrics"`
-	Schema   SchemaConfig  `yaml:"schema"`
+	StateDir   string           `yaml:"state_dir"`
+	Metrics    MetricsConfig    `yaml:"metrics"`
+	Schema     SchemaConfig     `yaml:"schema"`
+	Batch      BatchConfig      `yaml:"batch"`
+	Checkpoint CheckpointConfig `yaml:"checkpoint"`
+}
+
+// BatchConfig bounds the writers' batches: a batch is sent when it holds
+// MaxRows rows or MaxBytes bytes, or FlushInterval after its first row.
+type BatchConfig struct {
+	MaxRows       int           `yaml:"max_rows"`
+	MaxBytes      int           `yaml:"max_bytes"`
+	FlushInterval time.Duration `yaml:"flush_interval"`
+}
+
+// CheckpointConfig sets how often the binlog position is saved.
+type CheckpointConfig struct {
+	Interval time.Duration `yaml:"interval"`
 }
 
 // SchemaConfig holds the type mapping choices; see schema.Options.
@@ -129,6 +144,8 @@ func defaultConfig() Config {
 	return Config{
 		ClickHouse: ClickHouseConfig{User: "default", DatabaseMap: map[string]string{}},
 		Metrics:    MetricsConfig{Listen: "127.0.0.1:9188"},
+		Batch:      BatchConfig{MaxRows: 100000, MaxBytes: 64 << 20, FlushInterval: time.Second},
+		Checkpoint: CheckpointConfig{Interval: time.Second},
 		Schema: SchemaConfig{
 			DateTimeZone: "UTC",
 			TimeAs:       schema.TimeAsString,
@@ -268,6 +285,18 @@ func (c *Config) validate(d *decoder, dir string) {
 		}
 	}
 	c.Schema.validate(d)
+	if c.Batch.MaxRows < 1 {
+		d.problem("batch.max_rows", "must be >= 1")
+	}
+	if c.Batch.MaxBytes < 1<<10 {
+		d.problem("batch.max_bytes", "must be >= 1024")
+	}
+	if c.Batch.FlushInterval < time.Millisecond {
+		d.problem("batch.flush_interval", "must be >= 1ms")
+	}
+	if c.Checkpoint.Interval < time.Millisecond {
+		d.problem("checkpoint.interval", "must be >= 1ms")
+	}
 
 	if d.required("state_dir", c.StateDir) && !filepath.IsAbs(c.StateDir) {
 		c.StateDir = filepath.Join(dir, c.StateDir)

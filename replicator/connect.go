@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -38,14 +37,14 @@ func OpenMySQL(ctx context.Context, cfg *Config) (*sql.DB, error) {
 }
 
 // OpenClickHouse connects to the target servers over the native protocol
-// with LZ4 and checks they answer.
-func OpenClickHouse(ctx context.Context, cfg *Config, logger *slog.Logger) (driver.Conn, error) {
+// with LZ4 and checks they answer. The driver's own logging stays off: its
+// failures reach binlog2ch's logs as errors, once per retry.
+func OpenClickHouse(ctx context.Context, cfg *Config) (driver.Conn, error) {
 	conn, err := clickhouse.Open(&clickhouse.Options{
 		Addr:        cfg.ClickHouse.Addr,
 		Auth:        clickhouse.Auth{Username: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password.Reveal()},
 		Compression: &clickhouse.Compression{Method: clickhouse.CompressionLZ4},
 		DialTimeout: 10 * time.Second,
-		Logger:      logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ClickHouse %v: %w", cfg.ClickHouse.Addr, err)

@@ -1,0 +1,133 @@
+package replicator
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/binlog2ch/binlog2ch/schema"
+)
+
+// chColumn is a column as ClickHouse reports it.
+type chColumn struct{ name, typ string }
+
+// columns returns the table's columns in order (system.columns lists them
+// so; 18.16 has no position column), or nil when it does not exist.
+func (r *Replicator) columns(ctx context.Context, db, table string) ([]chColumn, error) {
+	rows, err := r.ch.Query(ctx, "SELECT name, type FROM system.columns WHERE database = ? AND table = ?", db, table)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var cols []chColumn
+	for rows.Next() {
+		var c chColumn
+		if err := rows.Scan(&c.name, &c.typ); err != nil {
+			return nil, err
+		}
+		cols = append(cols, c)
+	}
+	return cols, rows.Err()
+}
+
+func (r *Replicator) tableExists(ctx context.Context, db, table string) (bool, error) {
+	var cols []chColumn
+	err := r.retry(ctx, r.log, "read ClickHouse schema", func(ctx context.Context) error {
+		var err error
+		cols, err = r.columns(ctx, db, table)
+		return err
+	})
+	return len(cols) > 0, err
+}
+
+// ensureTable makes the ClickHouse table fit the target: created if
+// missing, missing columns added where the target has them, column types
+// changed to the target's, and the columns in drop dropped. A column added
+// gets its MySQL DEFAULT from defaults, so existing rows read as in MySQL. Every step
+// checks the current state first, so it is idempotent on a replay after a
+// crash. Columns ClickHouse has beyond the target are kept (a replay of
+// events older than an ADD COLUMN must not drop the newer column's data).
+func (r *Replicator) ensureTable(ctx context.Context, log *slog.Logger, t *schema.Target, drop []string, defaults map[string]string) error {
+	full := schema.QuoteIdent(t.Database) + "." + schema.QuoteIdent(t.Name)
+	var stmts []string
+	err := r.retry(ctx, log, "read ClickHouse schema", func(ctx context.Context) error {
+		cols, err := r.columns(ctx, t.Database, t.Name)
+		if err != nil {
+			return err
+		}
+		stmts = stmts[:0]
+		if len(cols) == 0 {
+			stmts = append(stmts, "CREATE DATABASE IF NOT EXISTS "+schema.QuoteIdent(t.Database), t.CreateTableSQL())
+			return nil
+		}
+		have := map[string]string{}
+		for _, c := range cols {
+			have[c.name] = c.typ
+		}
+		for _, name := range drop {
+			if _, ok := have[name]; ok {
+				stmts = append(stmts, "ALTER TABLE "+full+" DROP COLUMN "+schema.QuoteIdent(name))
+			}
+		}
+		prev := ""
+		for _, c := range t.Columns {
+			typ, ok := have[c.Name]
+			switch {
+			case !ok:
+				s := "ALTER TABLE " + full + " ADD COLUMN " + schema.QuoteIdent(c.Name) + " " + c.Type.String()
+				if d, ok := defaults[c.Name]; ok {
+					s += " DEFAULT " + d
+				}
+				if prev != "" {
+					s += " AFTER " + schema.QuoteIdent(prev)
+				}
+				stmts = append(stmts, s)
+			case typ != c.Type.String():
+				log.Warn("ClickHouse column type differs from the mapping; changing it", "column", c.Name, "clickhouse", typ, "mapping", c.Type.String())
+				stmts = append(stmts, "ALTER TABLE "+full+" MODIFY COLUMN "+schema.QuoteIdent(c.Name)+" "+c.Type.String())
+			}
+			prev = c.Name
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, s := range stmts {
+		log.Info("applying DDL", "statement", s)
+		if err := r.retry(ctx, log, "DDL", func(ctx context.Context) error { return r.ch.Exec(ctx, s) }); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return nil
+}
+
+// renameColumns renames ClickHouse columns after MySQL renamed them. It
+// needs RENAME COLUMN (ClickHouse 20.4+): without it a rename could only be
+// a drop and an add, losing the column's data, so it stops instead.
+func (r *Replicator) renameColumns(ctx context.Context, log *slog.Logger, t *schema.Target, renames map[string]string) error {
+	cols, err := r.columns(ctx, t.Database, t.Name)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, c := range cols {
+		have[c.name] = true
+	}
+	full := schema.QuoteIdent(t.Database) + "." + schema.QuoteIdent(t.Name)
+	for from, to := range renames {
+		if from == to || !have[from] || have[to] {
+			continue // done already (a replay), or nothing to rename
+		}
+		if !r.caps.RenameColumn {
+			return fmt.Errorf("MySQL renamed column %s to %s, and ClickHouse %s cannot rename a column (RENAME COLUMN needs 20.4); renaming by drop and add would lose its data. Rename it by hand (add %s, copy %s into it, drop %s) and restart binlog2ch",
+				from, to, r.caps.Version, to, from, from)
+		}
+		s := "ALTER TABLE " + full + " RENAME COLUMN " + schema.QuoteIdent(from) + " TO " + schema.QuoteIdent(to)
+		log.Info("applying DDL", "statement", s)
+		if err := r.retry(ctx, log, "DDL", func(ctx context.Context) error { return r.ch.Exec(ctx, s) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,124 @@
+package replicator
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/test_driver" // also the parser's value driver
+
+	"github.com/binlog2ch/binlog2ch/schema"
+)
+
+// ddlEffect is what a DDL statement means for replication. Column adds,
+// drops and type changes need no parsing: the next table-map event carries
+// the new schema, and the writer follows it. Only what the table map cannot
+// show is parsed: table drops, truncates and renames, and column renames
+// (which the table map would show as a drop and an add, losing data).
+type ddlEffect struct {
+	kind     ddlKind
+	table    TableName
+	newTable TableName         // ddlRenameTable
+	renames  map[string]string // ddlRenameColumns
+	defaults map[string]string // ddlColumnDefaults: column -> ClickHouse literal
+}
+
+// parseDDL returns the effects of one query-event statement; ok is false
+// when the parser cannot read it.
+func parseDDL(p *parser.Parser, defaultDB, query string) (effects []ddlEffect, ok bool) {
+	stmts, _, err := p.Parse(query, "", "")
+	if err != nil {
+		return nil, false
+	}
+	name := func(t *ast.TableName) TableName {
+		db := t.Schema.O
+		if db == "" {
+			db = defaultDB
+		}
+		return TableName{Database: db, Table: t.Name.O}
+	}
+	for _, s := range stmts {
+		switch s := s.(type) {
+		case *ast.DropTableStmt:
+			if s.IsView {
+				continue
+			}
+			for _, t := range s.Tables {
+				effects = append(effects, ddlEffect{kind: ddlDrop, table: name(t)})
+			}
+		case *ast.TruncateTableStmt:
+			effects = append(effects, ddlEffect{kind: ddlTruncate, table: name(s.Table)})
+		case *ast.RenameTableStmt:
+			for _, tt := range s.TableToTables {
+				effects = append(effects, ddlEffect{kind: ddlRenameTable, table: name(tt.OldTable), newTable: name(tt.NewTable)})
+			}
+		case *ast.AlterTableStmt:
+			t := name(s.Table)
+			renames := map[string]string{}
+			defaults := map[string]string{}
+			var rename *TableName
+			for _, spec := range s.Specs {
+				switch spec.Tp {
+				case ast.AlterTableAddColumns:
+					// MySQL fills existing rows with the new column's default;
+					// ClickHouse does the same when the column is added with it.
+					for _, col := range spec.NewColumns {
+						for _, opt := range col.Options {
+							if opt.Tp == ast.ColumnOptionDefaultValue {
+								if lit, ok := defaultLiteral(opt.Expr); ok {
+									defaults[col.Name.Name.O] = lit
+								}
+							}
+						}
+					}
+				case ast.AlterTableRenameColumn:
+					renames[spec.OldColumnName.Name.O] = spec.NewColumnName.Name.O
+				case ast.AlterTableChangeColumn:
+					if len(spec.NewColumns) > 0 && !strings.EqualFold(spec.OldColumnName.Name.O, spec.NewColumns[0].Name.Name.O) {
+						renames[spec.OldColumnName.Name.O] = spec.NewColumns[0].Name.Name.O
+					}
+				case ast.AlterTableRenameTable:
+					n := name(spec.NewTable)
+					rename = &n
+				}
+			}
+			if len(defaults) > 0 {
+				effects = append(effects, ddlEffect{kind: ddlColumnDefaults, table: t, defaults: defaults})
+			}
+			if len(renames) > 0 {
+				effects = append(effects, ddlEffect{kind: ddlRenameColumns, table: t, renames: renames})
+			}
+			if rename != nil {
+				effects = append(effects, ddlEffect{kind: ddlRenameTable, table: t, newTable: *rename})
+			}
+		}
+	}
+	return effects, true
+}
+
+// defaultLiteral renders a constant DEFAULT as a ClickHouse string literal,
+// which ClickHouse casts to the column's type. Expressions such as
+// CURRENT_TIMESTAMP have no constant value and are left out.
+func defaultLiteral(e ast.ExprNode) (string, bool) {
+	v, ok := e.(*test_driver.ValueExpr)
+	if !ok {
+		return "", false
+	}
+	var s string
+	switch v.Kind() {
+	case test_driver.KindInt64:
+		s = strconv.FormatInt(v.GetInt64(), 10)
+	case test_driver.KindUint64:
+		s = strconv.FormatUint(v.GetUint64(), 10)
+	case test_driver.KindFloat32, test_driver.KindFloat64:
+		s = strconv.FormatFloat(v.GetFloat64(), 'f', -1, 64)
+	case test_driver.KindMysqlDecimal:
+		s = v.GetMysqlDecimal().String()
+	case test_driver.KindString, test_driver.KindBytes:
+		s = v.GetString()
+	default:
+		return "", false
+	}
+	return schema.QuoteString(s), true
+}

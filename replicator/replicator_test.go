@@ -1,0 +1,264 @@
+package replicator
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/binlog2ch/binlog2ch/deploy/localserver"
+	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+)
+
+// harness is a source database set, a config and the servers.
+type harness struct {
+	t    *testing.T
+	srv  *localserver.Servers
+	cfg  *Config
+	path string // config file
+	my   *sql.DB
+	ch   driver.Conn
+	dbs  []string
+}
+
+// newHarness creates MySQL databases named prefix_a, prefix_b... (n of
+// them), a config selecting them except tables named skip_*, and a
+// checkpoint at the current binlog position, so the daemon sees every
+// statement the test runs afterwards.
+func newHarness(t *testing.T, n int, extra string) *harness {
+	t.Helper()
+	srv := servertest.Need(t)
+	h := &harness{t: t, srv: srv}
+	prefix := servertest.Name("b2c_repl")
+	var include []string
+	for i := 0; i < n; i++ {
+		db := fmt.Sprintf("%s_%c", prefix, 'a'+i)
+		h.dbs = append(h.dbs, db)
+		include = append(include, fmt.Sprintf("%q", db+".*"))
+	}
+	dir := t.TempDir()
+	conf := fmt.Sprintf(`mysql: {addr: %q, user: %q, password: %q, server_id: 4242}
+clickhouse: {addr: [%q], user: %q, password: %q}
+tables:
+  include: [%s]
+  exclude: ["*.skip_*"]
+state_dir: state
+batch: {flush_interval: 100ms}
+checkpoint: {interval: 100ms}
+%s`, srv.MySQL.Addr(), srv.MySQL.User, srv.MySQL.Password, srv.ClickHouse.Addr(), srv.ClickHouse.User, srv.ClickHouse.Password,
+		strings.Join(include, ", "), extra)
+	h.path = filepath.Join(dir, "binlog2ch.yaml")
+	if err := os.WriteFile(h.path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if h.cfg, err = LoadConfig(h.path); err != nil {
+		t.Fatal(err)
+	}
+	if h.my, err = sql.Open("mysql", srv.MySQL.DSN("")); err != nil {
+		t.Fatal(err)
+	}
+	h.my.SetMaxOpenConns(4)
+	t.Cleanup(func() { h.my.Close() })
+	h.ch, err = clickhouse.Open(&clickhouse.Options{Addr: []string{srv.ClickHouse.Addr()}, Auth: clickhouse.Auth{Username: srv.ClickHouse.User, Password: srv.ClickHouse.Password}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.ch.Close() })
+	for _, db := range h.dbs {
+		t.Cleanup(func() {
+			_, _ = h.my.Exec("DROP DATABASE IF EXISTS " + db)
+			_ = h.ch.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db)
+		})
+	}
+	r := h.newReplicator(io.Discard)
+	defer r.Close()
+	pos, err := r.currentPosition(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SaveCheckpoint(h.cfg.StateDir, Checkpoint{Position: pos, Server: r.server}); err != nil {
+		t.Fatal(err)
+	}
+	for _, db := range h.dbs {
+		h.exec("CREATE DATABASE " + db)
+	}
+	return h
+}
+
+func (h *harness) newReplicator(logs io.Writer) *Replicator {
+	h.t.Helper()
+	r, err := New(context.Background(), h.cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+func (h *harness) exec(queries ...string) {
+	h.t.Helper()
+	for _, q := range queries {
+		if _, err := h.my.Exec(q); err != nil {
+			h.t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// running is a replicator running in this process.
+type running struct {
+	cancel context.CancelFunc
+	done   chan error
+	logs   *syncBuffer
+}
+
+func (h *harness) start() *running {
+	h.t.Helper()
+	logs := &syncBuffer{}
+	r := h.newReplicator(logs)
+	ctx, cancel := context.WithCancel(context.Background())
+	run := &running{cancel: cancel, done: make(chan error, 1), logs: logs}
+	go func() {
+		defer r.Close()
+		run.done <- r.Run(ctx)
+	}()
+	h.t.Cleanup(func() { run.stop(h.t) })
+	return run
+}
+
+// stop shuts the replicator down cleanly and returns its error.
+func (r *running) stop(t *testing.T) error {
+	if r.cancel == nil {
+		return nil
+	}
+	r.cancel()
+	r.cancel = nil
+	select {
+	case err := <-r.done:
+		return err
+	case <-time.After(60 * time.Second):
+		t.Fatalf("replicator did not stop within 60s; logs:\n%s", r.logs.String())
+		return nil
+	}
+}
+
+// waitCaughtUp waits until the checkpoint reaches MySQL's current position,
+// failing the test on timeout or when the replicator stops.
+func (h *harness) waitCaughtUp(run *running, timeout time.Duration) {
+	h.t.Helper()
+	r := h.newReplicator(io.Discard)
+	target, err := r.currentPosition(context.Background())
+	r.Close()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if run != nil {
+			select {
+			case err := <-run.done:
+				run.cancel = nil
+				h.t.Fatalf("replicator stopped: %v\nlogs:\n%s", err, run.logs.String())
+			default:
+			}
+		}
+		cp, err := LoadCheckpoint(h.cfg.StateDir)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if cp != nil && !positionBefore(cp.Position, target) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	logs := ""
+	if run != nil {
+		logs = run.logs.String()
+	}
+	h.t.Fatalf("not caught up with %s within %s; logs:\n%s", target, timeout, logs)
+}
+
+func positionBefore(a, b Position) bool {
+	ai, _ := fileIndex(a.File)
+	bi, _ := fileIndex(b.File)
+	return ai < bi || ai == bi && a.Pos < b.Pos
+}
+
+// mysqlRows renders every row of a MySQL table, sorted, one string each.
+func (h *harness) mysqlRows(db, table string, cols []string) []string {
+	h.t.Helper()
+	var exprs []string
+	for _, c := range cols {
+		exprs = append(exprs, fmt.Sprintf("IFNULL(CAST(`%s` AS CHAR), 'NULL')", c))
+	}
+	rows, err := h.my.Query(fmt.Sprintf("SELECT CONCAT_WS('|', %s) FROM `%s`.`%s`", strings.Join(exprs, ", "), db, table))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			h.t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// clickhouseRows renders the current rows of a replicated table (FINAL,
+// _is_deleted = 0) the same way.
+func (h *harness) clickhouseRows(db, table string, cols []string) []string {
+	h.t.Helper()
+	var exprs []string
+	for _, c := range cols {
+		exprs = append(exprs, fmt.Sprintf("ifNull(toString(`%s`), 'NULL')", c))
+	}
+	q := fmt.Sprintf("SELECT arrayStringConcat([%s], '|') FROM `%s`.`%s` FINAL WHERE _is_deleted = 0", strings.Join(exprs, ", "), db, table)
+	rows, err := h.ch.Query(context.Background(), q)
+	if err != nil {
+		h.t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			h.t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// assertEqual compares a table's full row set on both sides.
+func (h *harness) assertEqual(db, table string, cols []string) {
+	h.t.Helper()
+	want := h.mysqlRows(db, table, cols)
+	got := h.clickhouseRows(db, table, cols)
+	if strings.Join(want, "\n") != strings.Join(got, "\n") {
+		h.t.Errorf("%s.%s differs: MySQL %d rows, ClickHouse %d rows\nMySQL:\n%s\nClickHouse:\n%s", db, table, len(want), len(got),
+			truncate(strings.Join(want, "\n"), 3000), truncate(strings.Join(got, "\n"), 3000))
+	}
+}
+
+func (h *harness) chTableExists(db, table string) bool {
+	h.t.Helper()
+	var n uint64
+	if err := h.ch.QueryRow(context.Background(), "SELECT count() FROM system.tables WHERE database = ? AND name = ?", db, table).Scan(&n); err != nil {
+		h.t.Fatal(err)
+	}
+	return n > 0
+}

@@ -1,0 +1,375 @@
+package replicator
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/pingcap/tidb/pkg/parser"
+
+	"github.com/binlog2ch/binlog2ch/schema"
+)
+
+// tableState is what the reader knows of one table-map id.
+type tableState struct {
+	name   TableName
+	skip   bool // not selected by the config
+	source *schema.Table
+	event  *replication.TableMapEvent // the event source was built from
+}
+
+// commitPoint is a transaction boundary: resuming at pos replays no partial
+// transaction. seq is the number of messages dispatched before it.
+type commitPoint struct {
+	seq uint64
+	pos Position
+}
+
+// syncState is the reader: it decodes the binlog, routes rows to writers,
+// and saves checkpoints. It runs in one goroutine.
+type syncState struct {
+	r           *Replicator
+	writers     map[TableName]*writer
+	all         []*writer // every writer started, for shutdown and checkpoints
+	tables      map[uint64]*tableState
+	startWriter func(*writer)
+	wg          sync.WaitGroup
+	parser      *parser.Parser
+
+	pos       Position // after the last event read
+	fileIdx   uint32
+	seq       uint64
+	commits   []commitPoint // not yet checkpointed, oldest first
+	lastSaved time.Time
+	saved     Position
+}
+
+// read follows the binlog from start until ctx ends or an error that
+// retrying cannot fix. Connection failures reconnect, with backoff, at the
+// last transaction boundary read.
+func (s *syncState) read(ctx context.Context, start Position) error {
+	s.parser = parser.New()
+	s.pos = start
+	s.saved = start
+	s.lastSaved = time.Now()
+	s.commits = []commitPoint{{seq: 0, pos: start}}
+	var err error
+	if s.fileIdx, err = fileIndex(start.File); err != nil {
+		return err
+	}
+	delay := 100 * time.Millisecond
+	for {
+		resume := s.commits[len(s.commits)-1].pos
+		err := s.stream(ctx, resume)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var me *mysql.MyError
+		if errors.As(err, &me) && me.Code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG {
+			return fmt.Errorf("the source cannot send the binlog from %s: %v. If that binlog file was purged, the rows in it are lost to replication: take a new full sync (binlog2ch fullsync) and start from its position", resume, err)
+		}
+		var fatal fatalError
+		if errors.As(err, &fatal) {
+			return fatal.err
+		}
+		s.r.log.Warn("binlog stream failed; reconnecting", "error", err, "position", resume.String(), "retry_in", delay)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, s.r.maxBackoff)
+	}
+}
+
+// fatalError stops the reader; other errors reconnect.
+type fatalError struct{ err error }
+
+func (e fatalError) Error() string { return e.err.Error() }
+
+// stream reads from one binlog connection.
+func (s *syncState) stream(ctx context.Context, from Position) error {
+	r := s.r
+	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+		ServerID:                r.cfg.MySQL.ServerID,
+		Flavor:                  r.flavor,
+		Host:                    r.host,
+		Port:                    r.port,
+		User:                    r.cfg.MySQL.User,
+		Password:                r.cfg.MySQL.Password.Reveal(),
+		ParseTime:               true,
+		TimestampStringLocation: time.UTC,
+		HeartbeatPeriod:         time.Second,
+		ReadTimeout:             30 * time.Second,
+		DisableRetrySync:        true,
+		EventCacheCount:         r.eventCache,
+		Logger:                  r.log.With("component", "binlog"),
+	})
+	defer syncer.Close()
+	stream, err := syncer.StartSync(mysql.Position{Name: from.File, Pos: from.Pos})
+	if err != nil {
+		return err
+	}
+	s.pos = from
+	if s.fileIdx, err = fileIndex(from.File); err != nil {
+		return fatalError{err}
+	}
+	clear(s.tables) // table ids are re-sent after every reconnect
+	for {
+		ev, err := stream.GetEvent(ctx)
+		if err != nil {
+			return err
+		}
+		if err := s.handle(ctx, ev); err != nil {
+			return err
+		}
+		if time.Since(s.lastSaved) >= r.cfg.Checkpoint.Interval {
+			if err := s.checkpoint(false); err != nil {
+				return fatalError{err}
+			}
+		}
+	}
+}
+
+func (s *syncState) handle(ctx context.Context, ev *replication.BinlogEvent) error {
+	h := ev.Header
+	switch e := ev.Event.(type) {
+	case *replication.RotateEvent:
+		s.pos = Position{File: string(e.NextLogName), Pos: uint32(e.Position)}
+		idx, err := fileIndex(s.pos.File)
+		if err != nil {
+			return fatalError{err}
+		}
+		s.fileIdx = idx
+		s.commit()
+		return nil
+	case *replication.TableMapEvent:
+		if err := s.tableMap(e); err != nil {
+			return fatalError{fmt.Errorf("binlog %s: %w", s.pos, err)}
+		}
+	case *replication.RowsEvent:
+		if err := s.rows(ctx, h, e); err != nil {
+			return err
+		}
+	case *replication.XIDEvent:
+		s.advance(h)
+		s.commit()
+		return nil
+	case *replication.QueryEvent:
+		s.advance(h)
+		if err := s.query(ctx, e); err != nil {
+			return err
+		}
+		return nil
+	}
+	if h.EventType != replication.HEARTBEAT_EVENT && h.EventType != replication.HEARTBEAT_LOG_EVENT_V2 {
+		s.advance(h)
+	}
+	return nil
+}
+
+// advance moves the position to the end of the event. Positions only grow
+// within a file: the header events a server re-sends after a reconnect
+// (format description, MariaDB's GTID list) carry older positions.
+func (s *syncState) advance(h *replication.EventHeader) {
+	if h.LogPos > s.pos.Pos {
+		s.pos.Pos = h.LogPos
+	}
+}
+
+// commit records a transaction boundary at the current position.
+func (s *syncState) commit() {
+	s.commits = append(s.commits, commitPoint{seq: s.seq, pos: s.pos})
+}
+
+func (s *syncState) tableMap(e *replication.TableMapEvent) error {
+	if st, ok := s.tables[e.TableID]; ok && st.event != nil && sameTableMap(st.event, e) {
+		return nil
+	}
+	name := TableName{Database: string(e.Schema), Table: string(e.Table)}
+	st := &tableState{name: name, skip: systemDatabases[name.Database] || !s.r.cfg.Replicates(name.Database, name.Table), event: e}
+	if !st.skip {
+		src, err := tableFromMap(e)
+		if err != nil {
+			return err
+		}
+		st.source = src
+	}
+	s.tables[e.TableID] = st
+	return nil
+}
+
+// sameTableMap reports whether two table-map events describe the same
+// schema, so the decoded definition can be reused.
+func sameTableMap(a, b *replication.TableMapEvent) bool {
+	if !bytes.Equal(a.Schema, b.Schema) || !bytes.Equal(a.Table, b.Table) || !bytes.Equal(a.ColumnType, b.ColumnType) ||
+		!slices.Equal(a.ColumnMeta, b.ColumnMeta) || !bytes.Equal(a.NullBitmap, b.NullBitmap) ||
+		!bytes.Equal(a.SignednessBitmap, b.SignednessBitmap) || len(a.ColumnName) != len(b.ColumnName) ||
+		!slices.Equal(a.PrimaryKey, b.PrimaryKey) || len(a.EnumStrValue) != len(b.EnumStrValue) || len(a.SetStrValue) != len(b.SetStrValue) {
+		return false
+	}
+	for i := range a.ColumnName {
+		if !bytes.Equal(a.ColumnName[i], b.ColumnName[i]) {
+			return false
+		}
+	}
+	for _, pair := range [][2][][][]byte{{a.EnumStrValue, b.EnumStrValue}, {a.SetStrValue, b.SetStrValue}} {
+		for i := range pair[0] {
+			if len(pair[0][i]) != len(pair[1][i]) {
+				return false
+			}
+			for j := range pair[0][i] {
+				if !bytes.Equal(pair[0][i][j], pair[1][i][j]) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+func (s *syncState) rows(ctx context.Context, h *replication.EventHeader, e *replication.RowsEvent) error {
+	at := s.pos
+	s.advance(h)
+	st, ok := s.tables[e.TableID]
+	if !ok {
+		return fatalError{fmt.Errorf("binlog %s: rows event for table id %d without its table-map event", at, e.TableID)}
+	}
+	if st.skip {
+		return nil
+	}
+	var op rowOp
+	switch h.EventType {
+	case replication.WRITE_ROWS_EVENTv0, replication.WRITE_ROWS_EVENTv1, replication.WRITE_ROWS_EVENTv2, replication.MARIADB_WRITE_ROWS_COMPRESSED_EVENT_V1:
+		op = opInsert
+	case replication.UPDATE_ROWS_EVENTv0, replication.UPDATE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv2, replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1, replication.PARTIAL_UPDATE_ROWS_EVENT:
+		op = opUpdate
+	case replication.DELETE_ROWS_EVENTv0, replication.DELETE_ROWS_EVENTv1, replication.DELETE_ROWS_EVENTv2, replication.MARIADB_DELETE_ROWS_COMPRESSED_EVENT_V1:
+		op = opDelete
+	default:
+		return fatalError{fmt.Errorf("binlog %s: unknown rows event type %s", at, h.EventType)}
+	}
+	return s.dispatch(ctx, st.name, message{source: st.source, rows: e.Rows, op: op, file: s.fileIdx, pos: h.LogPos, at: at})
+}
+
+// dispatch queues a message for the table's writer, starting it if needed;
+// it blocks while the writer's queue is full (backpressure).
+func (s *syncState) dispatch(ctx context.Context, name TableName, m message) error {
+	w := s.writers[name]
+	if w == nil {
+		w = newWriter(s.r, name)
+		s.writers[name] = w
+		s.all = append(s.all, w)
+		s.startWriter(w)
+	}
+	s.seq++
+	m.seq = s.seq
+	select {
+	case w.in <- m:
+		w.dispatched = m.seq
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// query handles a query event: transaction markers and DDL.
+func (s *syncState) query(ctx context.Context, e *replication.QueryEvent) error {
+	q := string(e.Query)
+	if q == "BEGIN" {
+		return nil
+	}
+	defer s.commit() // DDL and COMMIT end a transaction
+	if q == "COMMIT" {
+		return nil
+	}
+	effects, ok := parseDDL(s.parser, string(e.Schema), q)
+	if !ok {
+		s.r.log.Warn("DDL not understood; tables keep replicating with the columns the binlog shows", "statement", truncate(q, 500), "binlog", s.pos.String())
+		return nil
+	}
+	for _, ef := range effects {
+		oldIn := s.r.cfg.Replicates(ef.table.Database, ef.table.Table) && !systemDatabases[ef.table.Database]
+		switch ef.kind {
+		case ddlDrop, ddlTruncate, ddlRenameColumns, ddlColumnDefaults:
+			if !oldIn {
+				continue
+			}
+			if err := s.dispatch(ctx, ef.table, message{ddl: ef.kind, renames: ef.renames, defaults: ef.defaults, at: s.pos}); err != nil {
+				return err
+			}
+			if ef.kind == ddlDrop {
+				s.stopWriter(ef.table)
+			}
+		case ddlRenameTable:
+			newIn := s.r.cfg.Replicates(ef.newTable.Database, ef.newTable.Table) && !systemDatabases[ef.newTable.Database]
+			switch {
+			case oldIn && newIn && ef.table.Database == ef.newTable.Database:
+				if err := s.dispatch(ctx, ef.table, message{ddl: ddlRenameTable, newName: ef.newTable.Table, at: s.pos}); err != nil {
+					return err
+				}
+				s.writers[ef.newTable] = s.writers[ef.table]
+				delete(s.writers, ef.table)
+			case oldIn:
+				s.r.log.Warn("table renamed out of the replicated set (or to another database); its ClickHouse table is kept but no longer updated", "from", ef.table.String(), "to", ef.newTable.String())
+				s.stopWriter(ef.table)
+			case newIn:
+				s.r.log.Warn("table renamed into the replicated set: only changes from now on are replicated; copy its existing rows with binlog2ch fullsync", "from", ef.table.String(), "to", ef.newTable.String())
+			}
+		}
+	}
+	return nil
+}
+
+// stopWriter closes a writer's queue: it finishes what it holds and exits.
+func (s *syncState) stopWriter(name TableName) {
+	if w := s.writers[name]; w != nil {
+		close(w.in)
+		w.closed = true
+		delete(s.writers, name)
+	}
+}
+
+// checkpoint saves the newest transaction boundary before which every
+// dispatched row is in ClickHouse. final is set at shutdown, when every
+// writer has flushed.
+func (s *syncState) checkpoint(final bool) error {
+	s.lastSaved = time.Now()
+	safe := s.seq
+	if !final {
+		for _, w := range s.all {
+			if f := w.flushed.Load(); f < w.dispatched && f < safe {
+				safe = f
+			}
+		}
+	}
+	i := len(s.commits) - 1
+	for i > 0 && s.commits[i].seq > safe {
+		i--
+	}
+	cp := s.commits[i].pos
+	s.commits = s.commits[i:]
+	// Forget writers that have finished.
+	s.all = slices.DeleteFunc(s.all, func(w *writer) bool { return w.done.Load() && w.closed })
+	if cp == s.saved {
+		return nil
+	}
+	if err := SaveCheckpoint(s.r.cfg.StateDir, Checkpoint{Position: cp, Server: s.r.server, SavedAt: time.Now().UTC()}); err != nil {
+		return err
+	}
+	s.saved = cp
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

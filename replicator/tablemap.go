@@ -1,0 +1,166 @@
+package replicator
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/binlog2ch/binlog2ch/schema"
+)
+
+// binaryCollation is the collation id of the binary character set.
+const binaryCollation = 63
+
+// tableFromMap builds a table definition from a table-map event written
+// with binlog_row_metadata=FULL: the schema as it was when the event was
+// written, which is what the row values must be read with (the live schema
+// may have changed since).
+func tableFromMap(e *replication.TableMapEvent) (*schema.Table, error) {
+	names := e.ColumnNameString()
+	if len(names) != int(e.ColumnCount) {
+		return nil, fmt.Errorf("table %s.%s: the binlog's table-map event has no column names: binlog_row_metadata was not FULL when this event was written; set binlog_row_metadata=FULL on the server and start from a position written after that (a new full sync)", e.Schema, e.Table)
+	}
+	t := &schema.Table{Database: string(e.Schema), Name: string(e.Table)}
+	unsigned := e.UnsignedMap()
+	collations := e.CollationMap()
+	enums := e.EnumStrValueMap()
+	sets := e.SetStrValueMap()
+	for i := 0; i < int(e.ColumnCount); i++ {
+		c := schema.Column{Name: names[i], Unsigned: unsigned[i]}
+		_, c.Nullable = e.Nullable(i)
+		meta := e.ColumnMeta[i]
+		typ := e.ColumnType[i]
+		if typ == mysql.MYSQL_TYPE_STRING && meta >= 256 {
+			// The real type of a CHAR/BINARY/ENUM/SET column is in the meta.
+			b0, b1 := byte(meta>>8), meta&0xff
+			if b0&0x30 != 0x30 {
+				c.Length = int(b1 | (uint16((b0&0x30)^0x30) << 4))
+				typ = b0 | 0x30
+			} else {
+				c.Length = int(b1)
+				typ = b0
+			}
+		}
+		binary := collations[i] == binaryCollation
+		switch typ {
+		case mysql.MYSQL_TYPE_TINY:
+			c.Kind, c.Type = schema.KindTinyInt, "tinyint"
+		case mysql.MYSQL_TYPE_SHORT:
+			c.Kind, c.Type = schema.KindSmallInt, "smallint"
+		case mysql.MYSQL_TYPE_INT24:
+			c.Kind, c.Type = schema.KindMediumInt, "mediumint"
+		case mysql.MYSQL_TYPE_LONG:
+			c.Kind, c.Type = schema.KindInt, "int"
+		case mysql.MYSQL_TYPE_LONGLONG:
+			c.Kind, c.Type = schema.KindBigInt, "bigint"
+		case mysql.MYSQL_TYPE_NEWDECIMAL:
+			c.Kind, c.Precision, c.Scale = schema.KindDecimal, int(meta>>8), int(meta&0xff)
+			c.Type = "decimal(" + strconv.Itoa(c.Precision) + "," + strconv.Itoa(c.Scale) + ")"
+		case mysql.MYSQL_TYPE_FLOAT:
+			c.Kind, c.Type = schema.KindFloat, "float"
+		case mysql.MYSQL_TYPE_DOUBLE:
+			c.Kind, c.Type = schema.KindDouble, "double"
+		case mysql.MYSQL_TYPE_BIT:
+			c.Kind, c.Precision = schema.KindBit, int(meta>>8)*8+int(meta&0xff)
+			c.Type = "bit(" + strconv.Itoa(c.Precision) + ")"
+		case mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_NEWDATE:
+			c.Kind, c.Type = schema.KindDate, "date"
+		case mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_DATETIME2:
+			c.Kind, c.Type = schema.KindDateTime, "datetime"
+		case mysql.MYSQL_TYPE_TIMESTAMP, mysql.MYSQL_TYPE_TIMESTAMP2:
+			c.Kind, c.Type = schema.KindTimestamp, "timestamp"
+		case mysql.MYSQL_TYPE_TIME, mysql.MYSQL_TYPE_TIME2:
+			c.Kind, c.Type = schema.KindTime, "time"
+		case mysql.MYSQL_TYPE_YEAR:
+			c.Kind, c.Type = schema.KindYear, "year"
+		case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING:
+			c.Kind, c.Type = schema.KindChar, "varchar"
+			if binary {
+				c.Kind, c.Type = schema.KindBlob, "varbinary"
+			}
+		case mysql.MYSQL_TYPE_STRING:
+			c.Kind, c.Type = schema.KindChar, "char"
+			if binary {
+				c.Kind, c.Type = schema.KindBinary, "binary("+strconv.Itoa(c.Length)+")"
+			}
+		case mysql.MYSQL_TYPE_ENUM:
+			c.Kind, c.Labels, c.Type = schema.KindEnum, enums[i], "enum"
+		case mysql.MYSQL_TYPE_SET:
+			c.Kind, c.Labels, c.Type = schema.KindSet, sets[i], "set"
+		case mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB, mysql.MYSQL_TYPE_BLOB:
+			c.Kind, c.Type = schema.KindChar, "text"
+			if binary {
+				c.Kind, c.Type = schema.KindBlob, "blob"
+			}
+		case mysql.MYSQL_TYPE_JSON:
+			c.Kind, c.Type = schema.KindJSON, "json"
+		case mysql.MYSQL_TYPE_GEOMETRY:
+			c.Kind, c.Type = schema.KindGeometry, "geometry"
+		default:
+			return nil, fmt.Errorf("%s.%s.%s: MySQL column type %d is not supported; exclude the table (tables.exclude)", e.Schema, e.Table, c.Name, typ)
+		}
+		switch c.Kind {
+		case schema.KindDateTime, schema.KindTimestamp, schema.KindTime:
+			if typ == mysql.MYSQL_TYPE_DATETIME2 || typ == mysql.MYSQL_TYPE_TIMESTAMP2 || typ == mysql.MYSQL_TYPE_TIME2 {
+				c.Fsp = int(meta)
+				if c.Fsp > 0 {
+					c.Type += "(" + strconv.Itoa(c.Fsp) + ")"
+				}
+			}
+		}
+		if c.Unsigned {
+			c.Type += " unsigned"
+		}
+		t.Columns = append(t.Columns, c)
+	}
+	for _, k := range e.PrimaryKey {
+		t.PrimaryKey = append(t.PrimaryKey, int(k))
+	}
+	return t, nil
+}
+
+// sameColumns reports whether two definitions of a table have the same
+// columns in the same order, with the same types as the binlog shows them.
+func sameColumns(a, b *schema.Table) bool {
+	if len(a.Columns) != len(b.Columns) {
+		return false
+	}
+	for i := range a.Columns {
+		x, y := &a.Columns[i], &b.Columns[i]
+		if x.Name != y.Name || x.Kind != y.Kind || x.Unsigned != y.Unsigned || x.Nullable != y.Nullable ||
+			x.Scale != y.Scale || x.Fsp != y.Fsp || !equalStrings(x.Labels, y.Labels) ||
+			(x.Kind == schema.KindBinary) && x.Length != y.Length ||
+			(x.Kind == schema.KindDecimal || x.Kind == schema.KindBit) && x.Precision != y.Precision {
+			return false
+		}
+	}
+	return true
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// enrich takes what the binlog cannot tell (TINYINT(1)'s display width,
+// unique keys, the exact type text) from the live definition when it has
+// the same columns as the binlog's; otherwise the binlog's stands.
+func enrich(binlog, live *schema.Table) *schema.Table {
+	if live == nil || !sameColumns(binlog, live) {
+		return binlog
+	}
+	t := *live
+	if len(binlog.PrimaryKey) > 0 {
+		t.PrimaryKey = binlog.PrimaryKey
+	}
+	return &t
+}

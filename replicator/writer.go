@@ -1,0 +1,387 @@
+package replicator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/binlog2ch/binlog2ch/schema"
+)
+
+// rowOp is the kind of a rows event.
+type rowOp int8
+
+const (
+	opInsert rowOp = iota + 1
+	opUpdate       // rows alternate before and after images
+	opDelete
+)
+
+// ddlKind is a table-level change a writer applies in binlog order.
+type ddlKind int
+
+const (
+	ddlTruncate ddlKind = iota + 1
+	ddlDrop
+	ddlRenameTable
+	ddlRenameColumns
+	ddlColumnDefaults
+)
+
+// message is one unit of work for a writer, in binlog order: the rows of
+// one rows event, or a DDL action.
+type message struct {
+	seq    uint64
+	source *schema.Table // the rows' schema, from the binlog's table map
+	rows   [][]any
+	op     rowOp
+	file   uint32 // binlog file index and event end position: the version
+	pos    uint32
+	at     Position // for error messages
+
+	ddl      ddlKind
+	newName  string            // ddlRenameTable: new MySQL table name
+	renames  map[string]string // ddlRenameColumns: old -> new
+	defaults map[string]string // ddlColumnDefaults: column -> literal
+}
+
+// writer owns one ClickHouse table: it converts that table's rows into
+// columnar batches and sends them, in binlog order.
+type writer struct {
+	r    *Replicator
+	name TableName // MySQL table
+	in   chan message
+	log  *slog.Logger
+
+	source *schema.Table
+	target *schema.Target
+	block  *schema.Block
+
+	lastSeq    uint64        // seq of the last message taken from in
+	flushed    atomic.Uint64 // every message with seq <= flushed is in ClickHouse
+	dispatched uint64        // seq of the last message sent to in (reader-owned)
+	closed     bool          // in is closed (reader-owned)
+	done       atomic.Bool   // run has returned
+	firstRow   time.Time     // when the block got its first row
+	// defaults are the DEFAULTs of columns an ALTER added, used when
+	// ClickHouse gets the column (at the next table map).
+	defaults map[string]string
+}
+
+func newWriter(r *Replicator, name TableName) *writer {
+	return &writer{
+		r:    r,
+		name: name,
+		in:   make(chan message, r.queueLen),
+		log:  r.log.With("table", name.String()),
+	}
+}
+
+// run processes messages until in is closed (a clean shutdown: the pending
+// rows are flushed) or an error stops it.
+func (w *writer) run(ctx context.Context) error {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case m, ok := <-w.in:
+			if !ok {
+				return w.flush(ctx)
+			}
+			if err := w.handle(ctx, m); err != nil {
+				return err
+			}
+			w.lastSeq = m.seq
+			if w.block != nil && w.block.Rows() > 0 {
+				if w.block.Rows() >= w.r.cfg.Batch.MaxRows || w.block.Size() >= w.r.cfg.Batch.MaxBytes {
+					if err := w.flush(ctx); err != nil {
+						return err
+					}
+				} else if w.firstRow.IsZero() {
+					w.firstRow = time.Now()
+					timer.Reset(w.r.cfg.Batch.FlushInterval)
+				}
+			} else {
+				// Nothing pending: everything taken so far is durable.
+				w.flushed.Store(w.lastSeq)
+			}
+		case <-timer.C:
+			if err := w.flush(ctx); err != nil {
+				return err
+			}
+		}
+		if w.firstRow.IsZero() {
+			timer.Stop()
+		}
+	}
+}
+
+func (w *writer) handle(ctx context.Context, m message) error {
+	if m.ddl != 0 {
+		if err := w.flush(ctx); err != nil {
+			return err
+		}
+		return w.applyDDL(ctx, m)
+	}
+	if w.source == nil || (m.source != w.source && !sameColumns(m.source, w.source)) {
+		if err := w.flush(ctx); err != nil {
+			return err
+		}
+		if err := w.changeSchema(ctx, m.source); err != nil {
+			return fmt.Errorf("%s at binlog %s: %w", w.name, m.at, err)
+		}
+	}
+	w.source = m.source
+	if err := w.appendRows(m); err != nil {
+		return fmt.Errorf("binlog %s: %w", m.at, err)
+	}
+	return nil
+}
+
+// appendRows converts one rows event. An UPDATE writes the after image; one
+// that changes the key also deletes the old key. A DELETE writes the before
+// image with _is_deleted = 1.
+func (w *writer) appendRows(m message) error {
+	b := w.block
+	switch m.op {
+	case opInsert:
+		for i, row := range m.rows {
+			if err := b.Append(row, version(m.file, m.pos, i), schema.OpInsert); err != nil {
+				return err
+			}
+		}
+	case opDelete:
+		for i, row := range m.rows {
+			if err := b.Append(row, version(m.file, m.pos, i), schema.OpDelete); err != nil {
+				return err
+			}
+		}
+	case opUpdate:
+		for i := 0; i+1 < len(m.rows); i += 2 {
+			before, after := m.rows[i], m.rows[i+1]
+			v := version(m.file, m.pos, i/2)
+			if !w.sameKey(before, after) {
+				if err := b.Append(before, v, schema.OpDelete); err != nil {
+					return err
+				}
+			}
+			if err := b.Append(after, v, schema.OpUpdate); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// sameKey reports whether two row images have the same sorting key.
+func (w *writer) sameKey(a, b []any) bool {
+	for _, i := range w.keyColumns() {
+		if !equalValue(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// keyColumns are the MySQL column indexes of the ClickHouse sorting key.
+func (w *writer) keyColumns() []int {
+	key := w.target.Source.PrimaryKey
+	if len(key) == 0 {
+		key = w.target.Source.UniqueKey
+	}
+	return key
+}
+
+func equalValue(a, b any) bool {
+	if x, ok := a.([]byte); ok {
+		y, ok := b.([]byte)
+		return ok && string(x) == string(y)
+	}
+	return a == b
+}
+
+// flush sends the pending rows, retrying until ClickHouse takes them.
+func (w *writer) flush(ctx context.Context) error {
+	w.firstRow = time.Time{}
+	if w.block == nil || w.block.Rows() == 0 {
+		w.flushed.Store(w.lastSeq)
+		return nil
+	}
+	start := time.Now()
+	rows := w.block.Rows()
+	err := w.r.retry(ctx, w.log, "insert into ClickHouse", func(ctx context.Context) error {
+		batch, err := w.r.ch.PrepareBatch(ctx, w.target.InsertSQL())
+		if err != nil {
+			return err
+		}
+		if err := w.block.AppendTo(batch); err != nil {
+			_ = batch.Abort()
+			return permanent(err)
+		}
+		return batch.Send()
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", w.target.FullName(), err)
+	}
+	for k, n := range w.block.Fixups {
+		if n > 0 {
+			w.log.Warn("values changed by schema.invalid_dates", "kind", schema.Fixup(k).String(), "count", n)
+		}
+	}
+	w.block.Fixups = [len(w.block.Fixups)]uint64{}
+	w.block.Reset()
+	w.flushed.Store(w.lastSeq)
+	w.log.Debug("flushed", "rows", rows, "duration", time.Since(start))
+	return nil
+}
+
+// changeSchema moves the writer to a new source schema: the first one, or
+// one changed by DDL. ClickHouse gets the columns the new schema needs; a
+// column the MySQL table lost is dropped.
+func (w *writer) changeSchema(ctx context.Context, source *schema.Table) error {
+	live, _ := schema.LoadTable(ctx, w.r.my, w.name.Database, w.name.Table) // best effort: the table may be gone or changed since
+	source = enrich(source, live)
+	target, err := schema.Map(source, w.r.cfg.ClickHouseDatabase(w.name.Database), w.r.caps, w.r.cfg.SchemaOptions(),
+		w.r.cfg.TableOptions(w.name.Database, w.name.Table))
+	if err != nil {
+		return err
+	}
+	if w.target != nil && strings.Join(w.target.OrderBy, ",") != strings.Join(target.OrderBy, ",") {
+		return fmt.Errorf("the sorting key changed from (%s) to (%s); ClickHouse cannot change a table's sorting key in place: recreate %s (binlog2ch fullsync -recreate)",
+			strings.Join(w.target.OrderBy, ", "), strings.Join(target.OrderBy, ", "), target.FullName())
+	}
+	var drop []string
+	if w.target != nil {
+		for _, c := range w.target.Columns {
+			if c.Meta == schema.MetaNone && source.ColumnIndex(c.Name) < 0 {
+				drop = append(drop, c.Name)
+			}
+		}
+	}
+	if err := w.r.ensureTable(ctx, w.log, target, drop, w.defaults); err != nil {
+		return err
+	}
+	w.defaults = nil
+	w.target = target
+	w.block = schema.NewBlock(target)
+	return nil
+}
+
+func (w *writer) applyDDL(ctx context.Context, m message) error {
+	db := w.r.cfg.ClickHouseDatabase(w.name.Database)
+	name := w.name.Table
+	if w.target != nil {
+		name = w.target.Name
+	} else if o := w.r.cfg.TableOptions(w.name.Database, w.name.Table); o.Name != "" {
+		name = o.Name
+	}
+	full := schema.QuoteIdent(db) + "." + schema.QuoteIdent(name)
+	var stmt string
+	switch m.ddl {
+	case ddlTruncate:
+		stmt = "TRUNCATE TABLE IF EXISTS " + full
+	case ddlDrop:
+		stmt = "DROP TABLE IF EXISTS " + full
+	case ddlRenameTable:
+		newName := m.newName
+		if o := w.r.cfg.TableOptions(w.name.Database, m.newName); o.Name != "" {
+			newName = o.Name
+		}
+		exists, err := w.r.tableExists(ctx, db, name)
+		if err != nil {
+			return err
+		}
+		if exists { // on a replay the rename may already be done
+			stmt = "RENAME TABLE " + full + " TO " + schema.QuoteIdent(db) + "." + schema.QuoteIdent(newName)
+		}
+		w.name.Table = m.newName
+		w.log = w.r.log.With("table", w.name.String())
+		w.source, w.target, w.block = nil, nil, nil // re-read on the next rows
+	case ddlColumnDefaults:
+		w.defaults = m.defaults
+		return nil
+	case ddlRenameColumns:
+		if w.target == nil {
+			return nil // no rows seen yet: the next table map has the new names
+		}
+		if err := w.r.renameColumns(ctx, w.log, w.target, m.renames); err != nil {
+			return fmt.Errorf("%s at binlog %s: %w", w.name, m.at, err)
+		}
+		// Follow the rename in the known schema, so the next table map
+		// differs only by what else changed.
+		src := *w.source
+		src.Columns = append([]schema.Column(nil), w.source.Columns...)
+		for i := range src.Columns {
+			if to, ok := m.renames[src.Columns[i].Name]; ok {
+				src.Columns[i].Name = to
+			}
+		}
+		w.source, w.target = nil, nil
+		return w.changeSchema(ctx, &src)
+	}
+	if stmt == "" {
+		return nil
+	}
+	w.log.Info("applying DDL", "statement", stmt, "binlog", m.at.String())
+	return w.r.retry(ctx, w.log, "DDL", func(ctx context.Context) error { return w.r.ch.Exec(ctx, stmt) })
+}
+
+// permanentError marks an error retrying cannot fix.
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
+
+func permanent(err error) error { return permanentError{err} }
+
+// transientCodes are ClickHouse error codes that retrying can fix.
+var transientCodes = map[int32]bool{
+	3: true, 159: true, 164: true, 202: true, 209: true, 210: true, 241: true, 242: true,
+	252: true, 285: true, 319: true, 425: true, 999: true,
+}
+
+// transient reports whether retrying may fix err: connection problems and
+// overload do; a ClickHouse exception about the statement itself does not.
+func transient(err error) bool {
+	var p permanentError
+	if errors.As(err, &p) {
+		return false
+	}
+	var ex *clickhouse.Exception
+	if errors.As(err, &ex) {
+		return transientCodes[ex.Code]
+	}
+	return true
+}
+
+// retry runs op until it succeeds, with capped exponential backoff, logging
+// each failure once. It gives up when ctx ends or on an error retrying
+// cannot fix (a ClickHouse exception about the statement itself).
+func (r *Replicator) retry(ctx context.Context, log *slog.Logger, what string, op func(context.Context) error) error {
+	delay := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := op(ctx)
+		if err == nil {
+			if attempt > 1 {
+				log.Info(what+" succeeded after retrying", "attempts", attempt)
+			}
+			return nil
+		}
+		if !transient(err) || ctx.Err() != nil {
+			return err
+		}
+		log.Warn(what+" failed; retrying", "error", err, "attempt", attempt, "retry_in", delay)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w (gave up: %v)", what, err, ctx.Err())
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, r.maxBackoff)
+	}
+}
