@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,7 +20,12 @@ import (
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 )
 
-func TestMain(m *testing.M) { servertest.Main(m) }
+func TestMain(m *testing.M) {
+	if cfg := os.Getenv(envDaemon); cfg != "" {
+		os.Exit(daemonMain(cfg))
+	}
+	servertest.Main(m)
+}
 
 // TestToolchain proves the whole chain works on this machine: a row written
 // to MySQL is read back from the binlog with go-mysql, inserted into
