@@ -149,7 +149,7 @@ func TestKillAndRestart(t *testing.T) {
 		cols = append(cols, "added")
 	}
 	var n1, n2 int
-	_ = h.my.QueryRow("SELECT (SELECT COUNT(*) FROM " + a + ".k1), (SELECT COUNT(*) FROM " + a + ".k2)").Scan(&n1, &n2)
+	_ = h.my.QueryRow("SELECT (SELECT COUNT(*) FROM "+a+".k1), (SELECT COUNT(*) FROM "+a+".k2)").Scan(&n1, &n2)
 	data, _ := os.ReadFile(logPath)
 	t.Logf("k1 %d rows, k2 %d rows; daemon started %d times", n1, n2, strings.Count(string(data), "msg=connected"))
 	h.assertEqual(a, "k1", cols)

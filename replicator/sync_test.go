@@ -3,6 +3,7 @@ package replicator
 import (
 	"bytes"
 	"context"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,4 +155,44 @@ func TestCleanShutdownSavesCheckpoint(t *testing.T) {
 
 func itoa(i int) string {
 	return strconv.Itoa(i)
+}
+
+// TestColumnRename: a renamed column keeps its data where ClickHouse can
+// rename columns; where it cannot (before 20.4), replication stops with an
+// error that says what to do, instead of dropping the column's data.
+func TestColumnRename(t *testing.T) {
+	h := newHarness(t, 1, "")
+	a := h.dbs[0]
+	run := h.start()
+	h.exec(
+		"CREATE TABLE "+a+".r (id INT PRIMARY KEY, old_name VARCHAR(10))",
+		"INSERT INTO "+a+".r VALUES (1, 'kept')",
+	)
+	h.waitCaughtUp(run, 30*time.Second)
+	h.exec(
+		"ALTER TABLE "+a+".r CHANGE COLUMN old_name new_name VARCHAR(10)",
+		"INSERT INTO "+a+".r VALUES (2, 'new')",
+	)
+	r := h.newReplicator(io.Discard)
+	canRename := r.caps.RenameColumn
+	r.Close()
+	if canRename {
+		h.waitCaughtUp(run, 30*time.Second)
+		h.assertEqual(a, "r", []string{"id", "new_name"})
+		return
+	}
+	select {
+	case err := <-run.done:
+		run.cancel = nil
+		if err == nil || !strings.Contains(err.Error(), "cannot rename a column") || !strings.Contains(err.Error(), "old_name to new_name") {
+			t.Fatalf("want a rename error, got %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("replication did not stop on an impossible rename; logs:\n%s", run.logs.String())
+	}
+	// Nothing was dropped.
+	var n uint64
+	if err := h.ch.QueryRow(context.Background(), "SELECT count() FROM "+a+".r WHERE old_name = 'kept'").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("old_name data: %d rows, %v", n, err)
+	}
 }
