@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,12 @@ func daemonMain(path string) int {
 		log.Error("config", "error", err)
 		return 2
 	}
+	if prof := os.Getenv("BINLOG2CH_TEST_CPUPROFILE"); prof != "" {
+		f, err := os.Create(prof)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	r, err := New(ctx, cfg, log)
@@ -43,8 +50,14 @@ func daemonMain(path string) int {
 	return 0
 }
 
+// daemon is the daemon running in a child process.
+type daemon struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed when it has exited; cmd.ProcessState is then set
+}
+
 // startDaemon runs the daemon in a child process, logging to a file.
-func (h *harness) startDaemon(logPath string) *exec.Cmd {
+func (h *harness) startDaemon(logPath string) *daemon {
 	h.t.Helper()
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -57,8 +70,9 @@ func (h *harness) startDaemon(logPath string) *exec.Cmd {
 	if err := cmd.Start(); err != nil {
 		h.t.Fatal(err)
 	}
-	go func() { _ = cmd.Wait(); logFile.Close() }()
-	return cmd
+	d := &daemon{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); logFile.Close(); close(d.done) }()
+	return d
 }
 
 // TestKillAndRestart SIGKILLs the daemon at random moments while a mixed
@@ -124,12 +138,12 @@ func TestKillAndRestart(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "daemon.log")
 	rnd := rand.New(rand.NewPCG(3, 4))
 	for round := 0; round < 6; round++ {
-		cmd := h.startDaemon(logPath)
+		d := h.startDaemon(logPath)
 		time.Sleep(time.Duration(300+rnd.IntN(1500)) * time.Millisecond)
-		if err := cmd.Process.Kill(); err != nil {
+		if err := d.cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		<-d.done
 	}
 	stop.Store(true)
 	wg.Wait()
@@ -139,11 +153,12 @@ func TestKillAndRestart(t *testing.T) {
 	if !altered.Load() {
 		t.Log("the workload ended before its ALTER TABLE")
 	}
-	cmd := h.startDaemon(logPath)
+	d := h.startDaemon(logPath)
 	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = d.cmd.Process.Signal(syscall.SIGTERM)
+		<-d.done
 	}()
-	h.waitCaughtUpProcess(logPath, 90*time.Second)
+	h.waitCaughtUpProcess(d, logPath, 90*time.Second)
 	cols := []string{"id", "v", "s"}
 	if altered.Load() {
 		cols = append(cols, "added")
@@ -160,7 +175,7 @@ func TestKillAndRestart(t *testing.T) {
 	}
 }
 
-func (h *harness) waitCaughtUpProcess(logPath string, timeout time.Duration) {
+func (h *harness) waitCaughtUpProcess(d *daemon, logPath string, timeout time.Duration) {
 	h.t.Helper()
 	defer func() {
 		if h.t.Failed() {
@@ -168,7 +183,7 @@ func (h *harness) waitCaughtUpProcess(logPath string, timeout time.Duration) {
 			h.t.Logf("daemon log (tail):\n%s", tail(string(data), 6000))
 		}
 	}()
-	h.waitCaughtUp(nil, timeout)
+	h.waitCaughtUpOr(nil, d.done, timeout)
 }
 
 func tail(s string, n int) string {

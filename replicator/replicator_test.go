@@ -22,7 +22,7 @@ import (
 
 // harness is a source database set, a config and the servers.
 type harness struct {
-	t    *testing.T
+	t    testing.TB
 	srv  *localserver.Servers
 	cfg  *Config
 	path string // config file
@@ -35,7 +35,7 @@ type harness struct {
 // them), a config selecting them except tables named skip_*, and a
 // checkpoint at the current binlog position, so the daemon sees every
 // statement the test runs afterwards.
-func newHarness(t *testing.T, n int, extra string) *harness {
+func newHarness(t testing.TB, n int, extra string) *harness {
 	t.Helper()
 	srv := servertest.Need(t)
 	h := &harness{t: t, srv: srv}
@@ -53,10 +53,8 @@ tables:
   include: [%s]
   exclude: ["*.skip_*"]
 state_dir: state
-batch: {flush_interval: 100ms}
-checkpoint: {interval: 100ms}
 %s`, srv.MySQL.Addr(), srv.MySQL.User, srv.MySQL.Password, srv.ClickHouse.Addr(), srv.ClickHouse.User, srv.ClickHouse.Password,
-		strings.Join(include, ", "), extra)
+		strings.Join(include, ", "), extra+testTiming(extra))
 	h.path = filepath.Join(dir, "binlog2ch.yaml")
 	if err := os.WriteFile(h.path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
@@ -94,6 +92,15 @@ checkpoint: {interval: 100ms}
 		h.exec("CREATE DATABASE " + db)
 	}
 	return h
+}
+
+// testTiming makes tests flush and checkpoint often, unless extra sets
+// its own batch and checkpoint settings (the benchmark keeps the defaults).
+func testTiming(extra string) string {
+	if strings.Contains(extra, "batch:") {
+		return ""
+	}
+	return "\nbatch: {flush_interval: 100ms}\ncheckpoint: {interval: 100ms}\n"
 }
 
 func (h *harness) newReplicator(logs io.Writer) *Replicator {
@@ -136,7 +143,7 @@ func (h *harness) start() *running {
 }
 
 // stop shuts the replicator down cleanly and returns its error.
-func (r *running) stop(t *testing.T) error {
+func (r *running) stop(t testing.TB) error {
 	if r.cancel == nil {
 		return nil
 	}
@@ -154,6 +161,11 @@ func (r *running) stop(t *testing.T) error {
 // waitCaughtUp waits until the checkpoint reaches MySQL's current position,
 // failing the test on timeout or when the replicator stops.
 func (h *harness) waitCaughtUp(run *running, timeout time.Duration) {
+	h.waitCaughtUpOr(run, nil, timeout)
+}
+
+// waitCaughtUpOr is waitCaughtUp that also fails when exited is closed.
+func (h *harness) waitCaughtUpOr(run *running, exited <-chan struct{}, timeout time.Duration) {
 	h.t.Helper()
 	r := h.newReplicator(io.Discard)
 	target, err := r.currentPosition(context.Background())
@@ -170,6 +182,11 @@ func (h *harness) waitCaughtUp(run *running, timeout time.Duration) {
 				h.t.Fatalf("replicator stopped: %v\nlogs:\n%s", err, run.logs.String())
 			default:
 			}
+		}
+		select {
+		case <-exited:
+			h.t.Fatal("the daemon exited")
+		default:
 		}
 		cp, err := LoadCheckpoint(h.cfg.StateDir)
 		if err != nil {

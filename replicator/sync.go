@@ -109,6 +109,7 @@ func (s *syncState) stream(ctx context.Context, from Position) error {
 		ReadTimeout:             30 * time.Second,
 		DisableRetrySync:        true,
 		EventCacheCount:         r.eventCache,
+		RowsEventDecodeFunc:     newRowsDecoder().decode,
 		Logger:                  r.log.With("component", "binlog"),
 	})
 	defer syncer.Close()

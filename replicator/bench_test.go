@@ -1,0 +1,136 @@
+package replicator
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	binlog2ch "github.com/binlog2ch/binlog2ch"
+	"github.com/binlog2ch/binlog2ch/loadgen"
+)
+
+// benchMaxLen caps generated strings so rows are the size of Bifrost's
+// insertDataTest rows (~140 binlog bytes), as in its published figures.
+const benchMaxLen = 8
+
+// BenchmarkCatchUp measures catch-up: BINLOG2CH_BENCH_ROWS (default 1M)
+// rows of binlog_field_test already in the binlog, the daemon (a child
+// process) started from a checkpoint before them, timed until its
+// checkpoint passes them. It reports rows/min, the daemon's CPU seconds per
+// million rows and its peak RSS. Run it with -benchtime 1x.
+func BenchmarkCatchUp(b *testing.B) {
+	rows := 1_000_000
+	if v := os.Getenv("BINLOG2CH_BENCH_ROWS"); v != "" {
+		rows, _ = strconv.Atoi(v)
+	}
+	for i := 0; i < b.N; i++ {
+		benchCatchUp(b, rows)
+	}
+}
+
+func benchCatchUp(b *testing.B, rows int) {
+	b.StopTimer()
+	// The generated rows span MySQL's whole DATE range; ClickHouse 18.16's
+	// Date does not, so the benchmark clamps like a user with such data must.
+	h := newHarness(b, 1, "schema: {invalid_dates: clamp}\nbatch: {}\n")
+	db := h.dbs[0]
+	h.exec("USE "+db, "SET GLOBAL max_allowed_packet = 268435456")
+	conn, err := h.my.Conn(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, q := range []string{loadgen.SessionSetup, "USE " + db, binlog2ch.BinlogFieldTestDDL} {
+		if _, err := conn.ExecContext(context.Background(), q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	conn.Close()
+	// Fill with four connections, 1000 rows a statement.
+	r0 := h.newReplicator(io.Discard)
+	before, err := r0.currentPosition(context.Background())
+	r0.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	fillStart := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	per := rows / 4
+	for c := 0; c < 4; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			conn, err := h.my.Conn(context.Background())
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer conn.Close()
+			if _, err := conn.ExecContext(context.Background(), loadgen.SessionSetup); err != nil {
+				errs <- err
+				return
+			}
+			gen := loadgen.NewFieldTestGen(uint64(c + 1)).Compact(benchMaxLen)
+			n := per
+			if c == 3 {
+				n = rows - 3*per
+			}
+			for done := 0; done < n; {
+				k := min(1000, n-done)
+				if _, err := conn.ExecContext(context.Background(), gen.Insert(db, "binlog_field_test_1", k)); err != nil {
+					errs <- err
+					return
+				}
+				done += k
+			}
+		}(c)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	r0 = h.newReplicator(io.Discard)
+	after, err := r0.currentPosition(context.Background())
+	r0.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("filled %d rows in %.1fs; binlog grew %d bytes (%.0f bytes/row, one file assumed)", rows, time.Since(fillStart).Seconds(),
+		after.Pos-before.Pos, float64(after.Pos-before.Pos)/float64(rows))
+
+	logPath := filepath.Join(b.TempDir(), "daemon.log")
+	b.StartTimer()
+	start := time.Now()
+	d := h.startDaemon(logPath)
+	h.waitCaughtUpProcess(d, logPath, 30*time.Minute)
+	elapsed := time.Since(start)
+	b.StopTimer()
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+	case <-time.After(60 * time.Second):
+		b.Fatal("daemon did not exit within 60s of SIGTERM")
+	}
+	var n uint64
+	if err := h.ch.QueryRow(context.Background(), fmt.Sprintf("SELECT count() FROM %s.binlog_field_test_1 FINAL", db)).Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	if int(n) != rows {
+		b.Fatalf("ClickHouse holds %d rows, want %d", n, rows)
+	}
+	ru := d.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(rows)/elapsed.Minutes(), "rows/min")
+	b.ReportMetric(cpu.Seconds()/(float64(rows)/1e6), "cpu-s/Mrows")
+	b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MiB")
+	b.Logf("%d rows in %.2fs: %.2fM rows/min, %.2f CPU-s per million rows, peak RSS %.0f MiB",
+		rows, elapsed.Seconds(), float64(rows)/elapsed.Minutes()/1e6, cpu.Seconds()/(float64(rows)/1e6), float64(ru.Maxrss)/1024)
+}
