@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -131,6 +132,19 @@ func benchCatchUp(b *testing.B, rows int) {
 	b.ReportMetric(float64(rows)/elapsed.Minutes(), "rows/min")
 	b.ReportMetric(cpu.Seconds()/(float64(rows)/1e6), "cpu-s/Mrows")
 	b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MiB")
+	if data, err := os.ReadFile(logPath); err == nil {
+		flushes, total := 0, time.Duration(0)
+		for _, line := range strings.Split(string(data), "\n") {
+			if i := strings.Index(line, "msg=flushed"); i >= 0 {
+				flushes++
+				if j := strings.Index(line, "duration="); j >= 0 {
+					d, _ := time.ParseDuration(strings.Fields(line[j+len("duration="):])[0])
+					total += d
+				}
+			}
+		}
+		b.Logf("%d batches sent, %.2fs in all", flushes, total.Seconds())
+	}
 	b.Logf("%d rows in %.2fs: %.2fM rows/min, %.2f CPU-s per million rows, peak RSS %.0f MiB",
 		rows, elapsed.Seconds(), float64(rows)/elapsed.Minutes()/1e6, cpu.Seconds()/(float64(rows)/1e6), float64(ru.Maxrss)/1024)
 }

@@ -34,6 +34,9 @@ const (
 	ddlColumnDefaults
 )
 
+// maxBlocks bounds a writer's blocks: one filling, one being sent.
+const maxBlocks = 2
+
 // message is one unit of work for a writer, in binlog order: the rows of
 // one rows event, or a DDL action.
 type message struct {
@@ -69,6 +72,13 @@ type writer struct {
 	closed     bool          // in is closed (reader-owned)
 	done       atomic.Bool   // run has returned
 	firstRow   time.Time     // when the block got its first row
+
+	sendq    chan *sendJob // blocks to send, to the sender goroutine
+	returned chan *sendJob // blocks sent, back from it
+	sendErr  chan error    // the sender's fatal error
+	inflight int           // blocks handed off and not yet returned
+	free     []*schema.Block
+	blocks   int // blocks built for the current target
 	// defaults are the DEFAULTs of columns an ALTER added, used when
 	// ClickHouse gets the column (at the next table map).
 	defaults map[string]string
@@ -84,15 +94,28 @@ func newWriter(r *Replicator, name TableName) *writer {
 }
 
 // run processes messages until in is closed (a clean shutdown: the pending
-// rows are flushed) or an error stops it.
+// rows are flushed) or an error stops it. Batches are sent by a second
+// goroutine while the next one fills (two blocks per table at most).
 func (w *writer) run(ctx context.Context) error {
+	w.sendq = make(chan *sendJob, 1)
+	w.returned = make(chan *sendJob, 2)
+	w.sendErr = make(chan error, 1)
+	senderDone := make(chan struct{})
+	go func() {
+		defer close(senderDone)
+		w.sender(ctx)
+	}()
+	defer func() {
+		close(w.sendq)
+		<-senderDone
+	}()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
 		select {
 		case m, ok := <-w.in:
 			if !ok {
-				return w.flush(ctx)
+				return w.drain(ctx)
 			}
 			if err := w.handle(ctx, m); err != nil {
 				return err
@@ -100,21 +123,25 @@ func (w *writer) run(ctx context.Context) error {
 			w.lastSeq = m.seq
 			if w.block != nil && w.block.Rows() > 0 {
 				if w.block.Rows() >= w.r.cfg.Batch.MaxRows || w.block.Size() >= w.r.cfg.Batch.MaxBytes {
-					if err := w.flush(ctx); err != nil {
+					if err := w.handOff(ctx); err != nil {
 						return err
 					}
 				} else if w.firstRow.IsZero() {
 					w.firstRow = time.Now()
 					timer.Reset(w.r.cfg.Batch.FlushInterval)
 				}
-			} else {
+			} else if w.inflight == 0 {
 				// Nothing pending: everything taken so far is durable.
 				w.flushed.Store(w.lastSeq)
 			}
 		case <-timer.C:
-			if err := w.flush(ctx); err != nil {
+			if err := w.handOff(ctx); err != nil {
 				return err
 			}
+		case job := <-w.returned:
+			w.recycle(job)
+		case err := <-w.sendErr:
+			return err
 		}
 		if w.firstRow.IsZero() {
 			timer.Stop()
@@ -122,15 +149,109 @@ func (w *writer) run(ctx context.Context) error {
 	}
 }
 
+// sendJob is a block on its way to ClickHouse; seq is the last message
+// whose rows it holds.
+type sendJob struct {
+	block *schema.Block
+	seq   uint64
+}
+
+// sender sends the blocks handed off, in order, and returns them.
+func (w *writer) sender(ctx context.Context) {
+	for job := range w.sendq {
+		if err := w.send(ctx, job.block); err != nil {
+			w.sendErr <- err
+			return
+		}
+		w.flushed.Store(job.seq)
+		w.returned <- job
+	}
+}
+
+// recycle takes back a sent block.
+func (w *writer) recycle(job *sendJob) {
+	w.inflight--
+	if job.block.Target() == w.target {
+		w.free = append(w.free, job.block)
+	} else {
+		w.blocks-- // built for an older schema
+	}
+	if w.inflight == 0 && (w.block == nil || w.block.Rows() == 0) {
+		w.flushed.Store(w.lastSeq)
+	}
+}
+
+// handOff queues the current block for sending and continues with another,
+// waiting for one to come back when both are in flight.
+func (w *writer) handOff(ctx context.Context) error {
+	w.firstRow = time.Time{}
+	if w.block == nil || w.block.Rows() == 0 {
+		if w.inflight == 0 {
+			w.flushed.Store(w.lastSeq)
+		}
+		return nil
+	}
+	for len(w.free) == 0 && w.blocks >= maxBlocks {
+		if err := w.await(ctx); err != nil {
+			return err
+		}
+	}
+	var next *schema.Block
+	if n := len(w.free); n > 0 {
+		next, w.free = w.free[n-1], w.free[:n-1]
+	} else {
+		next = schema.NewBlock(w.target)
+		w.blocks++
+	}
+	select {
+	case w.sendq <- &sendJob{block: w.block, seq: w.lastSeq}:
+	case err := <-w.sendErr:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	w.inflight++
+	w.block = next
+	return nil
+}
+
+// await waits for one block to come back from the sender.
+func (w *writer) await(ctx context.Context) error {
+	select {
+	case job := <-w.returned:
+		w.recycle(job)
+		return nil
+	case err := <-w.sendErr:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// drain sends everything pending and waits until ClickHouse has it: before
+// DDL, a schema change, and at shutdown.
+func (w *writer) drain(ctx context.Context) error {
+	if err := w.handOff(ctx); err != nil {
+		return err
+	}
+	for w.inflight > 0 {
+		if err := w.await(ctx); err != nil {
+			return err
+		}
+	}
+	w.flushed.Store(w.lastSeq)
+	return nil
+}
+
 func (w *writer) handle(ctx context.Context, m message) error {
 	if m.ddl != 0 {
-		if err := w.flush(ctx); err != nil {
+		if err := w.drain(ctx); err != nil {
 			return err
 		}
 		return w.applyDDL(ctx, m)
 	}
 	if w.source == nil || (m.source != w.source && !sameColumns(m.source, w.source)) {
-		if err := w.flush(ctx); err != nil {
+		if err := w.drain(ctx); err != nil {
 			return err
 		}
 		if err := w.changeSchema(ctx, m.source); err != nil {
@@ -206,37 +327,33 @@ func equalValue(a, b any) bool {
 	return a == b
 }
 
-// flush sends the pending rows, retrying until ClickHouse takes them.
-func (w *writer) flush(ctx context.Context) error {
-	w.firstRow = time.Time{}
-	if w.block == nil || w.block.Rows() == 0 {
-		w.flushed.Store(w.lastSeq)
-		return nil
-	}
+// send writes one block to ClickHouse, retrying until it takes it, and
+// empties the block.
+func (w *writer) send(ctx context.Context, b *schema.Block) error {
 	start := time.Now()
-	rows := w.block.Rows()
+	rows := b.Rows()
+	t := b.Target()
 	err := w.r.retry(ctx, w.log, "insert into ClickHouse", func(ctx context.Context) error {
-		batch, err := w.r.ch.PrepareBatch(ctx, w.target.InsertSQL())
+		batch, err := w.r.ch.PrepareBatch(ctx, t.InsertSQL())
 		if err != nil {
 			return err
 		}
-		if err := w.block.AppendTo(batch); err != nil {
+		if err := b.AppendTo(batch); err != nil {
 			_ = batch.Abort()
 			return permanent(err)
 		}
 		return batch.Send()
 	})
 	if err != nil {
-		return fmt.Errorf("%s: %w", w.target.FullName(), err)
+		return fmt.Errorf("%s: %w", t.FullName(), err)
 	}
-	for k, n := range w.block.Fixups {
+	for k, n := range b.Fixups {
 		if n > 0 {
 			w.log.Warn("values changed by schema.invalid_dates", "kind", schema.Fixup(k).String(), "count", n)
 		}
 	}
-	w.block.Fixups = [len(w.block.Fixups)]uint64{}
-	w.block.Reset()
-	w.flushed.Store(w.lastSeq)
+	b.Fixups = [len(b.Fixups)]uint64{}
+	b.Reset()
 	w.log.Debug("flushed", "rows", rows, "duration", time.Since(start))
 	return nil
 }
@@ -270,6 +387,7 @@ func (w *writer) changeSchema(ctx context.Context, source *schema.Table) error {
 	w.defaults = nil
 	w.target = target
 	w.block = schema.NewBlock(target)
+	w.free, w.blocks = nil, 1
 	return nil
 }
 
