@@ -4,22 +4,37 @@ import (
 	"sync"
 
 	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/binlog2ch/binlog2ch/schema"
 )
 
-// rowsDecoder decodes rows events like go-mysql does, minus its per-row
-// UnsignedMap: go-mysql builds a fresh map of the table's signedness for
-// every row image, which cost a fifth of the daemon's CPU. Decoded without
-// signedness, UNSIGNED values arrive as signed Go integers of the column's
-// width, and the schema converters reinterpret them (schema.intValue).
+// rowsDecoder replaces go-mysql's rows-event decoding. For tables whose
+// column types binlog2ch decodes itself (schema.RawDecodable), it leaves
+// the row images as bytes (rawRows), decoded later straight into the
+// column buffers: go-mysql's decoding, an interface value per column and
+// fmt for DATE and TIME, was half of the daemon's CPU. Other tables are
+// decoded by go-mysql minus its per-row UnsignedMap (a fresh map for every
+// row image); UNSIGNED values then arrive as signed Go integers of the
+// column's width, which the schema converters reinterpret.
 type rowsDecoder struct {
 	mu sync.Mutex // the parser may decode transaction payloads concurrently
-	// byTable holds, per table id, the last table map seen and its copy
-	// without signedness.
-	byTable map[uint64][2]*replication.TableMapEvent
+	// byTable holds, per table id, the last table map seen, its copy
+	// without signedness, and whether its rows stay raw.
+	byTable map[uint64]tableDecoding
+	raw     bool // raw rows allowed (not with MariaDB's compressed binlog)
 }
 
-func newRowsDecoder() *rowsDecoder {
-	return &rowsDecoder{byTable: map[uint64][2]*replication.TableMapEvent{}}
+type tableDecoding struct {
+	orig, unsigned *replication.TableMapEvent
+	raw            bool
+}
+
+// rawRows are the undecoded row images of one rows event: the only value
+// of its only row.
+type rawRows []byte
+
+func newRowsDecoder(raw bool) *rowsDecoder {
+	return &rowsDecoder{byTable: map[uint64]tableDecoding{}, raw: raw}
 }
 
 func (d *rowsDecoder) decode(e *replication.RowsEvent, data []byte) error {
@@ -28,27 +43,47 @@ func (d *rowsDecoder) decode(e *replication.RowsEvent, data []byte) error {
 		return err
 	}
 	orig := e.Table
-	if orig != nil && len(orig.SignednessBitmap) > 0 {
-		e.Table = d.unsigned(orig)
-		// The reader reads the real table map (names, signedness) from the
-		// event after decoding.
-		defer func() { e.Table = orig }()
+	if orig == nil {
+		return e.DecodeData(pos, data)
 	}
+	td := d.lookup(orig)
+	if td.raw && fullImage(e.ColumnBitmap1, orig.ColumnCount) && (e.ColumnBitmap2 == nil || fullImage(e.ColumnBitmap2, orig.ColumnCount)) {
+		e.Rows = [][]any{{rawRows(data[pos:])}}
+		return nil
+	}
+	// The reader reads the real table map (names, signedness) from the
+	// event after decoding.
+	e.Table = td.unsigned
+	defer func() { e.Table = orig }()
 	return e.DecodeData(pos, data)
 }
 
-// unsigned returns a copy of t without signedness, cached per table id.
-func (d *rowsDecoder) unsigned(t *replication.TableMapEvent) *replication.TableMapEvent {
+// fullImage reports whether a columns-present bitmap has every column.
+func fullImage(bitmap []byte, columns uint64) bool {
+	for i := uint64(0); i < columns; i++ {
+		if i/8 >= uint64(len(bitmap)) || bitmap[i/8]&(1<<(i%8)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// lookup returns how to decode t's rows, cached per table id.
+func (d *rowsDecoder) lookup(t *replication.TableMapEvent) tableDecoding {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if pair, ok := d.byTable[t.TableID]; ok && pair[0] == t {
-		return pair[1]
+	if td, ok := d.byTable[t.TableID]; ok && td.orig == t {
+		return td
 	}
 	c := *t
 	c.SignednessBitmap = nil
+	td := tableDecoding{orig: t, unsigned: &c, raw: d.raw}
+	for i := range t.ColumnType {
+		td.raw = td.raw && schema.RawDecodable(t.ColumnType[i], t.ColumnMeta[i])
+	}
 	if len(d.byTable) > 10000 {
 		clear(d.byTable) // many tables or ids churned by DDL: start over
 	}
-	d.byTable[t.TableID] = [2]*replication.TableMapEvent{t, &c}
-	return &c
+	d.byTable[t.TableID] = td
+	return td
 }

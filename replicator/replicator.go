@@ -35,6 +35,7 @@ type Replicator struct {
 	host   string
 	port   uint16
 
+	rawRows         bool          // decode row images from binlog bytes (not with MariaDB's log_bin_compress)
 	queueLen        int           // messages a writer may have queued
 	eventCache      int           // events go-mysql may decode ahead
 	maxBackoff      time.Duration // cap of the retry backoff
@@ -107,6 +108,12 @@ func (r *Replicator) checkSource(ctx context.Context) error {
 		if !strings.EqualFold(v, w.value) && !(w.variable == "log_bin" && strings.EqualFold(v, "ON")) {
 			return fmt.Errorf("MySQL %s: %s is %s; %s", r.cfg.MySQL.Addr, w.variable, v, w.why)
 		}
+	}
+	// MariaDB's compressed binlog events need go-mysql to decompress them.
+	var compress string
+	r.rawRows = true
+	if err := r.my.QueryRowContext(ctx, "SELECT @@GLOBAL.log_bin_compress").Scan(&compress); err == nil && (compress == "1" || strings.EqualFold(compress, "ON")) {
+		r.rawRows = false
 	}
 	var uuid string
 	if err := r.my.QueryRowContext(ctx, "SELECT @@GLOBAL.server_uuid").Scan(&uuid); err == nil && uuid != "" {

@@ -109,7 +109,7 @@ func (s *syncState) stream(ctx context.Context, from Position) error {
 		ReadTimeout:             30 * time.Second,
 		DisableRetrySync:        true,
 		EventCacheCount:         r.eventCache,
-		RowsEventDecodeFunc:     newRowsDecoder().decode,
+		RowsEventDecodeFunc:     newRowsDecoder(r.rawRows).decode,
 		Logger:                  r.log.With("component", "binlog"),
 	})
 	defer syncer.Close()
@@ -256,7 +256,16 @@ func (s *syncState) rows(ctx context.Context, h *replication.EventHeader, e *rep
 	default:
 		return fatalError{fmt.Errorf("binlog %s: unknown rows event type %s", at, h.EventType)}
 	}
-	return s.dispatch(ctx, st.name, message{source: st.source, rows: e.Rows, op: op, file: s.fileIdx, pos: h.LogPos, at: at})
+	m := message{source: st.source, op: op, file: s.fileIdx, pos: h.LogPos, at: at}
+	if len(e.Rows) == 1 && len(e.Rows[0]) == 1 {
+		if raw, ok := e.Rows[0][0].(rawRows); ok {
+			m.raw = raw
+		}
+	}
+	if m.raw == nil {
+		m.rows = e.Rows
+	}
+	return s.dispatch(ctx, st.name, m)
 }
 
 // dispatch queues a message for the table's writer, starting it if needed;

@@ -28,7 +28,7 @@ func tableFromMap(e *replication.TableMapEvent) (*schema.Table, error) {
 	enums := e.EnumStrValueMap()
 	sets := e.SetStrValueMap()
 	for i := 0; i < int(e.ColumnCount); i++ {
-		c := schema.Column{Name: names[i], Unsigned: unsigned[i]}
+		c := schema.Column{Name: names[i], Unsigned: unsigned[i], BinlogType: e.ColumnType[i], BinlogMeta: e.ColumnMeta[i]}
 		_, c.Nullable = e.Nullable(i)
 		meta := e.ColumnMeta[i]
 		typ := e.ColumnType[i]
@@ -159,6 +159,10 @@ func enrich(binlog, live *schema.Table) *schema.Table {
 		return binlog
 	}
 	t := *live
+	t.Columns = append([]schema.Column(nil), live.Columns...)
+	for i := range t.Columns {
+		t.Columns[i].BinlogType, t.Columns[i].BinlogMeta = binlog.Columns[i].BinlogType, binlog.Columns[i].BinlogMeta
+	}
 	if len(binlog.PrimaryKey) > 0 {
 		t.PrimaryKey = binlog.PrimaryKey
 	}

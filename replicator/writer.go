@@ -43,6 +43,7 @@ type message struct {
 	seq    uint64
 	source *schema.Table // the rows' schema, from the binlog's table map
 	rows   [][]any
+	raw    rawRows // the row images undecoded, instead of rows
 	op     rowOp
 	file   uint32 // binlog file index and event end position: the version
 	pos    uint32
@@ -269,6 +270,9 @@ func (w *writer) handle(ctx context.Context, m message) error {
 // that changes the key also deletes the old key. A DELETE writes the before
 // image with _is_deleted = 1.
 func (w *writer) appendRows(m message) error {
+	if m.raw != nil {
+		return w.appendImages(m)
+	}
 	b := w.block
 	switch m.op {
 	case opInsert:
@@ -295,6 +299,52 @@ func (w *writer) appendRows(m message) error {
 			if err := b.Append(after, v, schema.OpUpdate); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// appendImages decodes the row images of one rows event straight from the
+// binlog bytes, with appendRows' semantics.
+func (w *writer) appendImages(m message) error {
+	b := w.block
+	if !b.RawOK() {
+		return fmt.Errorf("%s: rows left undecoded for a table binlog2ch cannot decode", w.name)
+	}
+	data := []byte(m.raw)
+	for i := 0; len(data) > 0; i++ {
+		v := version(m.file, m.pos, i)
+		switch m.op {
+		case opInsert, opDelete:
+			op := schema.OpInsert
+			if m.op == opDelete {
+				op = schema.OpDelete
+			}
+			n, err := b.AppendImage(data, v, op)
+			if err != nil {
+				return err
+			}
+			data = data[n:]
+		case opUpdate:
+			nb, err := b.ImageSize(data)
+			if err != nil {
+				return fmt.Errorf("%s: %w", w.name, err)
+			}
+			before, after := data[:nb], data[nb:]
+			same, err := b.SameKey(before, after, w.keyColumns())
+			if err != nil {
+				return fmt.Errorf("%s: %w", w.name, err)
+			}
+			if !same {
+				if _, err := b.AppendImage(before, v, schema.OpDelete); err != nil {
+					return err
+				}
+			}
+			na, err := b.AppendImage(after, v, schema.OpUpdate)
+			if err != nil {
+				return err
+			}
+			data = data[nb+na:]
 		}
 	}
 	return nil

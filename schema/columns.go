@@ -24,6 +24,8 @@ type nulls struct {
 	isNull   []bool
 }
 
+func (n *nulls) isNullable() bool { return n.nullable }
+
 func (n *nulls) mark(null bool) {
 	if n.nullable {
 		n.isNull = append(n.isNull, null)

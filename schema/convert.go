@@ -60,8 +60,13 @@ type errMsg string
 type Block struct {
 	target *Target
 	cols   []colBuf
-	conv   []converter // per MySQL column; nil for excluded ones
-	meta   []func(version uint64, op Op)
+	conv   []converter    // per MySQL column; nil for excluded ones
+	raw    []rawConverter // per MySQL column: from binlog bytes; nil when excluded or not decodable
+	// dateTimeBufs are the DATETIME/TIMESTAMP columns' buffers, shared by
+	// both decoders.
+	dateTimeBufs map[*Column]*dateTimeBuf
+	offsets      []int // scratch for SameKey
+	meta         []func(version uint64, op Op)
 	// Fixups counts values changed by the invalid_dates policy, by kind,
 	// in rows that were appended.
 	Fixups  [numFixups]uint64
@@ -73,7 +78,8 @@ type converter func(v any) error
 
 // NewBlock returns an empty block for the target table.
 func NewBlock(t *Target) *Block {
-	b := &Block{target: t, cols: make([]colBuf, len(t.Columns)), conv: make([]converter, len(t.Source.Columns))}
+	b := &Block{target: t, cols: make([]colBuf, len(t.Columns)), conv: make([]converter, len(t.Source.Columns)),
+		raw: make([]rawConverter, len(t.Source.Columns)), dateTimeBufs: map[*Column]*dateTimeBuf{}}
 	for i, tc := range t.Columns {
 		switch tc.Meta {
 		case MetaVersion:
@@ -95,9 +101,11 @@ func NewBlock(t *Target) *Block {
 			b.cols[i] = buf
 			b.meta = append(b.meta, func(_ uint64, op Op) { buf.add(int8(op)) })
 		default:
-			buf, conv := b.newConverter(&t.Source.Columns[tc.Source], tc.Type)
+			c := &t.Source.Columns[tc.Source]
+			buf, conv, put := b.newConverter(c, tc.Type)
 			b.cols[i] = buf
 			b.conv[tc.Source] = conv
+			b.raw[tc.Source] = b.rawConverter(c, tc.Type, buf, put)
 		}
 	}
 	return b
@@ -190,12 +198,55 @@ func (b *Block) Reset() {
 }
 
 // newConverter returns the column buffer and converter for a MySQL column
-// written as ClickHouse type t.
-func (b *Block) newConverter(c *Column, t CHType) (colBuf, converter) {
+// written as ClickHouse type t, and for integer-like columns (integers,
+// YEAR, BIT, ENUM, SET) the typed append both converters share.
+func (b *Block) newConverter(c *Column, t CHType) (colBuf, converter, intPut) {
 	nl := nulls{nullable: t.Nullable}
+	var buf colBuf
+	var put intPut
 	switch c.Kind {
 	case KindTinyInt, KindSmallInt, KindMediumInt, KindInt, KindBigInt, KindYear, KindBit:
-		return intConverter(c, t, nl)
+		buf, put = intConverter(c, t, nl)
+		unsigned, bits := intShape(c)
+		return buf, func(v any) error {
+			u, s, ok := intValue(v, unsigned, bits)
+			if !ok {
+				return errMsg("want an integer")
+			}
+			return put(u, s)
+		}, put
+	case KindEnum:
+		buf, put = enumConverter(c, t, nl)
+		return buf, func(v any) error {
+			if s, ok := v.(string); ok { // already a label (a decoder that resolves them)
+				if sb, ok := buf.(*strBuf); ok {
+					sb.addString(s)
+					return nil
+				}
+			}
+			u, s, ok := intValue(v, false, 64)
+			if !ok {
+				return errMsg("want an ENUM index")
+			}
+			return put(u, s)
+		}, put
+	case KindSet:
+		buf, put = setConverter(c, t, nl)
+		return buf, func(v any) error {
+			u, s, ok := intValue(v, true, 64)
+			if !ok {
+				return errMsg("want a SET bitmask")
+			}
+			return put(u, s)
+		}, put
+	}
+	buf, conv := b.valueConverter(c, t, nl)
+	return buf, conv, nil
+}
+
+// valueConverter handles the columns that are not integer-like.
+func (b *Block) valueConverter(c *Column, t CHType, nl nulls) (colBuf, converter) {
+	switch c.Kind {
 	case KindFloat:
 		buf := &numBuf[float32]{nulls: nl}
 		return buf, func(v any) error {
@@ -323,10 +374,6 @@ func (b *Block) newConverter(c *Column, t CHType) (colBuf, converter) {
 			buf.end()
 			return nil
 		}
-	case KindEnum:
-		return enumConverter(c, t, nl)
-	case KindSet:
-		return setConverter(c, t, nl)
 	}
 	// Map refuses what it cannot convert, so this is a programming error.
 	panic(fmt.Sprintf("schema: no converter for MySQL %s to ClickHouse %s", c.Type, t))
@@ -394,62 +441,67 @@ func validDecimal(s string, intDigits, scale int) bool {
 	return true
 }
 
+// intPut appends an integer-like value read as unsigned (u) and signed (s).
+type intPut func(u uint64, s int64) error
+
+// intShape is how a column's integers are read: signedness and width.
+func intShape(c *Column) (unsigned bool, bits uint) {
+	bits = map[MySQLKind]uint{KindTinyInt: 8, KindSmallInt: 16, KindMediumInt: 24, KindInt: 32, KindBigInt: 64, KindYear: 16, KindBit: 64}[c.Kind]
+	return c.Unsigned || c.Kind == KindYear || c.Kind == KindBit, bits
+}
+
 // intConverter handles the integer families, YEAR and BIT. MySQL values
 // arrive as Go integers of the column's width; without signedness metadata
 // in the binlog an UNSIGNED column's value arrives signed and is
-// reinterpreted at the column's width.
-func intConverter(c *Column, t CHType, nl nulls) (colBuf, converter) {
-	bits := map[MySQLKind]uint{KindTinyInt: 8, KindSmallInt: 16, KindMediumInt: 24, KindInt: 32, KindBigInt: 64, KindYear: 16, KindBit: 64}[c.Kind]
-	unsigned := c.Unsigned || c.Kind == KindYear || c.Kind == KindBit
-	get := func(v any) (uint64, int64, bool) { return intValue(v, unsigned, bits) }
+// reinterpreted at the column's width (intValue).
+func intConverter(c *Column, t CHType, nl nulls) (colBuf, intPut) {
 	switch t.Kind {
 	case CHInt8:
-		return signedBuf[int8](nl, get, math.MinInt8, math.MaxInt8)
+		return signedBuf[int8](nl, math.MinInt8, math.MaxInt8)
 	case CHInt16:
-		return signedBuf[int16](nl, get, math.MinInt16, math.MaxInt16)
+		return signedBuf[int16](nl, math.MinInt16, math.MaxInt16)
 	case CHInt32:
-		return signedBuf[int32](nl, get, math.MinInt32, math.MaxInt32)
+		return signedBuf[int32](nl, math.MinInt32, math.MaxInt32)
 	case CHInt64:
-		return signedBuf[int64](nl, get, math.MinInt64, math.MaxInt64)
+		return signedBuf[int64](nl, math.MinInt64, math.MaxInt64)
 	case CHUInt8:
 		if c.Kind == KindTinyInt && c.Precision == 1 && !c.Unsigned {
 			// TINYINT(1) as a boolean on a server without Bool.
 			buf := &numBuf[uint8]{nulls: nl}
-			return buf, func(v any) error {
-				b, err := boolValue(v)
-				if err == nil {
-					buf.add(b)
+			return buf, func(_ uint64, s int64) error {
+				if err := checkBool(s); err != nil {
+					return err
 				}
-				return err
+				buf.add(uint8(s))
+				return nil
 			}
 		}
-		return unsignedBuf[uint8](nl, get, math.MaxUint8)
+		return unsignedBuf[uint8](nl, math.MaxUint8)
 	case CHUInt16:
-		return unsignedBuf[uint16](nl, get, math.MaxUint16)
+		return unsignedBuf[uint16](nl, math.MaxUint16)
 	case CHUInt32:
-		return unsignedBuf[uint32](nl, get, math.MaxUint32)
+		return unsignedBuf[uint32](nl, math.MaxUint32)
 	case CHUInt64:
-		return unsignedBuf[uint64](nl, get, math.MaxUint64)
+		return unsignedBuf[uint64](nl, math.MaxUint64)
 	case CHBool:
 		buf := &numBuf[bool]{nulls: nl}
-		return buf, func(v any) error {
-			b, err := boolValue(v)
-			if err == nil {
-				buf.add(b == 1)
+		return buf, func(_ uint64, s int64) error {
+			if err := checkBool(s); err != nil {
+				return err
 			}
-			return err
+			buf.add(s == 1)
+			return nil
 		}
 	}
 	panic(fmt.Sprintf("schema: no integer converter for MySQL %s to ClickHouse %s", c.Type, t))
 }
 
-// boolValue is a TINYINT(1) written as a boolean: only 0 and 1 are.
-func boolValue(v any) (uint8, error) {
-	_, s, ok := intValue(v, false, 8)
-	if !ok || s < 0 || s > 1 {
-		return 0, errMsg("not 0 or 1, so not a boolean (schema.tinyint1_as: bool)")
+// checkBool accepts a TINYINT(1) written as a boolean: only 0 and 1 are.
+func checkBool(s int64) error {
+	if s < 0 || s > 1 {
+		return errMsg("not 0 or 1, so not a boolean (schema.tinyint1_as: bool)")
 	}
-	return uint8(s), nil
+	return nil
 }
 
 // intValue extracts an integer. For unsigned columns it returns the value in
@@ -477,25 +529,26 @@ func intValue(v any, unsigned bool, bits uint) (u uint64, s int64, ok bool) {
 	default:
 		return 0, 0, false
 	}
-	if unsigned {
-		// A signed Go value for an unsigned column: the binlog held the same
-		// bits, sign-extended by the decoder; keep the column's width.
-		u = uint64(s)
-		if bits < 64 {
-			u &= 1<<bits - 1
-		}
-		return u, s, true
-	}
-	return uint64(s), s, true
+	u, s = fromSigned(s, unsigned, bits)
+	return u, s, true
 }
 
-func signedBuf[T int8 | int16 | int32 | int64](nl nulls, get func(any) (uint64, int64, bool), lo, hi int64) (colBuf, converter) {
+// fromSigned reads a signed, sign-extended value of a bits-wide column. For
+// an unsigned column the binlog held the same bits: keep the column's width.
+func fromSigned(s int64, unsigned bool, bits uint) (uint64, int64) {
+	if !unsigned {
+		return uint64(s), s
+	}
+	u := uint64(s)
+	if bits < 64 {
+		u &= 1<<bits - 1
+	}
+	return u, s
+}
+
+func signedBuf[T int8 | int16 | int32 | int64](nl nulls, lo, hi int64) (colBuf, intPut) {
 	buf := &numBuf[T]{nulls: nl}
-	return buf, func(v any) error {
-		_, s, ok := get(v)
-		if !ok {
-			return errMsg("want an integer")
-		}
+	return buf, func(_ uint64, s int64) error {
 		if s < lo || s > hi {
 			return errMsg("out of the ClickHouse column's range")
 		}
@@ -504,13 +557,9 @@ func signedBuf[T int8 | int16 | int32 | int64](nl nulls, get func(any) (uint64, 
 	}
 }
 
-func unsignedBuf[T uint8 | uint16 | uint32 | uint64](nl nulls, get func(any) (uint64, int64, bool), hi uint64) (colBuf, converter) {
+func unsignedBuf[T uint8 | uint16 | uint32 | uint64](nl nulls, hi uint64) (colBuf, intPut) {
 	buf := &numBuf[T]{nulls: nl}
-	return buf, func(v any) error {
-		u, _, ok := get(v)
-		if !ok {
-			return errMsg("want an integer")
-		}
+	return buf, func(u uint64, _ int64) error {
 		if u > hi {
 			return errMsg("out of the ClickHouse column's range")
 		}
@@ -519,21 +568,18 @@ func unsignedBuf[T uint8 | uint16 | uint32 | uint64](nl nulls, get func(any) (ui
 	}
 }
 
-func enumConverter(c *Column, t CHType, nl nulls) (colBuf, converter) {
+// enumConverter writes ENUM indexes (in s): MySQL's 1-based index, 0 for
+// an invalid value stored as ”.
+func enumConverter(c *Column, t CHType, nl nulls) (colBuf, intPut) {
 	labels := c.Labels
-	// MySQL's index 0 (an invalid value stored as '') maps to the '' label
-	// when the column declares one.
+	// MySQL's index 0 maps to the '' label when the column declares one.
 	zero := int64(0)
 	for i, l := range labels {
 		if l == "" {
 			zero = int64(i + 1)
 		}
 	}
-	index := func(v any) (int64, error) {
-		_, i, ok := intValue(v, false, 64)
-		if !ok {
-			return 0, errMsg("want an ENUM index")
-		}
+	index := func(i int64) (int64, error) {
 		if i < 0 || i > int64(len(labels)) {
 			return 0, errMsg(fmt.Sprintf("ENUM index out of range 0..%d", len(labels)))
 		}
@@ -545,8 +591,8 @@ func enumConverter(c *Column, t CHType, nl nulls) (colBuf, converter) {
 	switch t.Kind {
 	case CHEnum8:
 		buf := &numBuf[int8]{nulls: nl}
-		return buf, func(v any) error {
-			i, err := index(v)
+		return buf, func(_ uint64, s int64) error {
+			i, err := index(s)
 			if err == nil {
 				buf.add(int8(i))
 			}
@@ -554,8 +600,8 @@ func enumConverter(c *Column, t CHType, nl nulls) (colBuf, converter) {
 		}
 	case CHEnum16:
 		buf := &numBuf[int16]{nulls: nl}
-		return buf, func(v any) error {
-			i, err := index(v)
+		return buf, func(_ uint64, s int64) error {
+			i, err := index(s)
 			if err == nil {
 				buf.add(int16(i))
 			}
@@ -563,12 +609,8 @@ func enumConverter(c *Column, t CHType, nl nulls) (colBuf, converter) {
 		}
 	}
 	buf := &strBuf{nulls: nl}
-	return buf, func(v any) error {
-		if s, ok := v.(string); ok { // already a label (a decoder that resolves them)
-			buf.addString(s)
-			return nil
-		}
-		i, err := index(v)
+	return buf, func(_ uint64, s int64) error {
+		i, err := index(s)
 		if err != nil {
 			return err
 		}
@@ -581,23 +623,19 @@ func enumConverter(c *Column, t CHType, nl nulls) (colBuf, converter) {
 	}
 }
 
-func setConverter(c *Column, t CHType, nl nulls) (colBuf, converter) {
+// setConverter writes SET bitmasks (in u).
+func setConverter(c *Column, t CHType, nl nulls) (colBuf, intPut) {
 	labels := c.Labels
-	mask := func(v any) (uint64, error) {
-		m, _, ok := intValue(v, true, 64)
-		if !ok {
-			return 0, errMsg("want a SET bitmask")
-		}
+	check := func(m uint64) error {
 		if len(labels) < 64 && m>>uint(len(labels)) != 0 {
-			return 0, errMsg(fmt.Sprintf("SET bitmask has bits beyond its %d labels", len(labels)))
+			return errMsg(fmt.Sprintf("SET bitmask has bits beyond its %d labels", len(labels)))
 		}
-		return m, nil
+		return nil
 	}
 	if t.Kind == CHArrayString {
 		buf := &arrBuf{}
-		return buf, func(v any) error {
-			m, err := mask(v)
-			if err != nil {
+		return buf, func(m uint64, _ int64) error {
+			if err := check(m); err != nil {
 				return err
 			}
 			for i := range labels {
@@ -610,9 +648,8 @@ func setConverter(c *Column, t CHType, nl nulls) (colBuf, converter) {
 		}
 	}
 	buf := &strBuf{nulls: nl}
-	return buf, func(v any) error {
-		m, err := mask(v)
-		if err != nil {
+	return buf, func(m uint64, _ int64) error {
+		if err := check(m); err != nil {
 			return err
 		}
 		first := true
@@ -664,56 +701,69 @@ func (b *Block) fix(kind Fixup, nullable bool, clampTo int64) (v int64, null boo
 }
 
 func (b *Block) dateConverter(c *Column, t CHType, nl nulls) (colBuf, converter) {
-	lo, hi := int64(0), int64(dateMaxDays)
+	lo, hi := b.dateBounds(t)
+	buf := &timeBuf{numBuf: numBuf[int64]{nulls: nl}}
+	return buf, func(v any) error {
+		switch d := v.(type) {
+		case string:
+			y, m, dd, ok := parseDate(d)
+			if !ok {
+				return errMsg("not a DATE value")
+			}
+			return b.putDate(buf, lo, hi, y, m, dd)
+		case time.Time:
+			return b.putDays(buf, lo, hi, daysFromCivil(d.Year(), int(d.Month()), d.Day()), -1)
+		}
+		return errMsg("want a DATE string")
+	}
+}
+
+// dateBounds is the range of a Date/Date32 column in days since 1970.
+func (b *Block) dateBounds(t CHType) (lo, hi int64) {
+	lo, hi = 0, dateMaxDays
 	if b.target.Caps.LegacyDateRange {
 		hi = legacyMaxDays
 	}
 	if t.Kind == CHDate32 {
 		lo, hi = date32MinDays, date32MaxDays
 	}
-	buf := &timeBuf{numBuf: numBuf[int64]{nulls: nl}}
-	return buf, func(v any) error {
-		var days int64
-		var kind Fixup = -1
-		switch d := v.(type) {
-		case string:
-			y, m, dd, ok := parseDate(d)
-			switch {
-			case !ok:
-				return errMsg("not a DATE value")
-			case y == 0 && m == 0 && dd == 0:
-				kind = FixupZeroDate
-			case !validDate(y, m, dd):
-				kind = FixupInvalidDate
-			default:
-				days = daysFromCivil(y, m, dd)
-			}
-		case time.Time:
-			days = daysFromCivil(d.Year(), int(d.Month()), d.Day())
-		default:
-			return errMsg("want a DATE string")
-		}
-		clampTo := lo
-		if kind < 0 && (days < lo || days > hi) {
-			kind = FixupDateOutOfRange
-			if days > hi {
-				clampTo = hi
-			}
-		}
-		if kind >= 0 {
-			fixed, null, err := b.fix(kind, nl.nullable, clampTo)
-			if err != nil {
-				return err
-			}
-			if null {
-				buf.appendNull()
-				return nil
-			}
-			days = fixed
-		}
-		buf.add(days * dayMicros)
-		return nil
+	return lo, hi
+}
+
+// putDate appends a DATE given as its parts, which may be zero or invalid.
+func (b *Block) putDate(buf *timeBuf, lo, hi int64, y, m, d int) error {
+	switch {
+	case y == 0 && m == 0 && d == 0:
+		return b.putDays(buf, lo, hi, 0, FixupZeroDate)
+	case !validDate(y, m, d):
+		return b.putDays(buf, lo, hi, 0, FixupInvalidDate)
 	}
+	return b.putDays(buf, lo, hi, daysFromCivil(y, m, d), -1)
+}
+
+// putDays appends a date, applying the invalid_dates policy to a value of
+// fix-up kind `kind` (-1: none) or outside lo..hi.
+func (b *Block) putDays(buf *timeBuf, lo, hi, days int64, kind Fixup) error {
+	clampTo := lo
+	if kind < 0 && (days < lo || days > hi) {
+		kind = FixupDateOutOfRange
+		if days > hi {
+			clampTo = hi
+		}
+	}
+	if kind >= 0 {
+		fixed, null, err := b.fix(kind, buf.nullable, clampTo)
+		if err != nil {
+			return err
+		}
+		if null {
+			buf.appendNull()
+			return nil
+		}
+		days = fixed
+	}
+	buf.add(days * dayMicros)
+	return nil
 }
 
 // dateTimeConverter writes DATETIME and TIMESTAMP as DateTime (seconds) or
@@ -721,73 +771,89 @@ func (b *Block) dateConverter(c *Column, t CHType, nl nulls) (colBuf, converter)
 // sets go-mysql's TimestampStringLocation to UTC); DATETIME values are wall
 // clock in the configured zone.
 func (b *Block) dateTimeConverter(c *Column, t CHType, nl nulls) (colBuf, converter) {
-	loc := b.target.Options.DateTimeZone
-	if c.Kind == KindTimestamp || loc == time.UTC {
-		loc = nil // nil: UTC arithmetic, no zone lookups
-	}
-	is64 := t.Kind == CHDateTime64
-	lo, hi := int64(0), int64(math.MaxUint32)*1e6+999999
-	if b.target.Caps.LegacyDateRange {
-		hi = (legacyMaxDays+1)*dayMicros - 1
-	}
-	if is64 {
-		lo, hi = dt64MinMicros, dt64MaxMicros
-	}
-	var put func(us int64)
-	var buf colBuf
-	if is64 {
-		tb := &timeBuf{numBuf: numBuf[int64]{nulls: nl}}
-		buf, put = tb, tb.add
-	} else {
-		nb := &numBuf[int64]{nulls: nl}
-		buf, put = nb, func(us int64) { nb.add(us / 1e6) }
-	}
+	dt := b.newDateTimeBuf(c, t, nl)
+	b.dateTimeBufs[c] = dt
 	wallClock := c.Kind == KindDateTime
-	return buf, func(v any) error {
-		var us int64
-		var kind Fixup = -1
+	return dt.buf, func(v any) error {
 		switch d := v.(type) {
 		case string:
 			p, ok := parseDateTime(d)
-			switch {
-			case !ok:
+			if !ok {
 				return errMsg("not a DATETIME value")
-			case p.y == 0 && p.mo == 0 && p.d == 0:
-				kind = FixupZeroDate
-			case !validDate(p.y, p.mo, p.d) || p.h > 23 || p.mi > 59 || p.s > 59:
-				kind = FixupInvalidDate
-			default:
-				us = p.micros(loc)
 			}
+			return dt.putParts(p)
 		case time.Time:
-			if wallClock && loc != nil {
-				d = time.Date(d.Year(), d.Month(), d.Day(), d.Hour(), d.Minute(), d.Second(), d.Nanosecond(), loc)
+			if wallClock && dt.loc != nil {
+				d = time.Date(d.Year(), d.Month(), d.Day(), d.Hour(), d.Minute(), d.Second(), d.Nanosecond(), dt.loc)
 			}
-			us = d.UnixMicro()
-		default:
-			return errMsg("want a DATETIME string or time.Time")
+			return dt.put(d.UnixMicro(), -1)
 		}
-		clampTo := lo
-		if kind < 0 && (us < lo || us > hi) {
-			kind = FixupDateOutOfRange
-			if us > hi {
-				clampTo = hi
-			}
-		}
-		if kind >= 0 {
-			fixed, null, err := b.fix(kind, nl.nullable, clampTo)
-			if err != nil {
-				return err
-			}
-			if null {
-				buf.appendNull()
-				return nil
-			}
-			us = fixed
-		}
-		put(us)
-		return nil
+		return errMsg("want a DATETIME string or time.Time")
 	}
+}
+
+// dateTimeBuf is a DateTime or DateTime64 column with its range and zone.
+type dateTimeBuf struct {
+	b      *Block
+	buf    colBuf
+	add    func(us int64)
+	lo, hi int64
+	loc    *time.Location // zone of wall-clock values; nil: UTC
+}
+
+func (b *Block) newDateTimeBuf(c *Column, t CHType, nl nulls) *dateTimeBuf {
+	dt := &dateTimeBuf{b: b, loc: b.target.Options.DateTimeZone, lo: 0, hi: int64(math.MaxUint32)*1e6 + 999999}
+	if c.Kind == KindTimestamp || dt.loc == time.UTC {
+		dt.loc = nil // nil: UTC arithmetic, no zone lookups
+	}
+	if b.target.Caps.LegacyDateRange {
+		dt.hi = (legacyMaxDays+1)*dayMicros - 1
+	}
+	if t.Kind == CHDateTime64 {
+		dt.lo, dt.hi = dt64MinMicros, dt64MaxMicros
+		tb := &timeBuf{numBuf: numBuf[int64]{nulls: nl}}
+		dt.buf, dt.add = tb, tb.add
+	} else {
+		nb := &numBuf[int64]{nulls: nl}
+		dt.buf, dt.add = nb, func(us int64) { nb.add(us / 1e6) }
+	}
+	return dt
+}
+
+// putParts appends a DATETIME given as its parts, wall clock in dt.loc.
+func (dt *dateTimeBuf) putParts(p dateTimeParts) error {
+	switch {
+	case p.y == 0 && p.mo == 0 && p.d == 0:
+		return dt.put(0, FixupZeroDate)
+	case !validDate(p.y, p.mo, p.d) || p.h > 23 || p.mi > 59 || p.s > 59:
+		return dt.put(0, FixupInvalidDate)
+	}
+	return dt.put(p.micros(dt.loc), -1)
+}
+
+// put appends an instant in microseconds, applying the invalid_dates
+// policy to a value of fix-up kind `kind` (-1: none) or out of range.
+func (dt *dateTimeBuf) put(us int64, kind Fixup) error {
+	clampTo := dt.lo
+	if kind < 0 && (us < dt.lo || us > dt.hi) {
+		kind = FixupDateOutOfRange
+		if us > dt.hi {
+			clampTo = dt.hi
+		}
+	}
+	if kind >= 0 {
+		fixed, null, err := dt.b.fix(kind, dt.buf.(interface{ isNullable() bool }).isNullable(), clampTo)
+		if err != nil {
+			return err
+		}
+		if null {
+			dt.buf.appendNull()
+			return nil
+		}
+		us = fixed
+	}
+	dt.add(us)
+	return nil
 }
 
 // dateTimeTextConverter keeps DATETIME(fsp)/TIMESTAMP(fsp) as text where the

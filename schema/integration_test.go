@@ -111,6 +111,50 @@ func decodeRows(t *testing.T, srv *localserver.Servers, flavor string, pos gomys
 	return rows
 }
 
+// rawImages returns the row images of every_type's write-rows events from
+// pos on, undecoded, and the table map they were written with.
+func rawImages(t *testing.T, srv *localserver.Servers, flavor string, pos gomysql.Position, db string) ([][]byte, *replication.TableMapEvent) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var images [][]byte
+	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+		ServerID: 4244, Flavor: flavor, Host: srv.MySQL.Host, Port: uint16(srv.MySQL.Port),
+		User: srv.MySQL.User, Password: srv.MySQL.Password, Logger: slog.New(slog.DiscardHandler),
+		RowsEventDecodeFunc: func(e *replication.RowsEvent, data []byte) error {
+			p, err := e.DecodeHeader(data)
+			if err == nil && string(e.Table.Table) == "every_type" {
+				images = append(images, append([]byte(nil), data[p:]...))
+			}
+			return err
+		},
+	})
+	defer syncer.Close()
+	stream, err := syncer.StartSync(pos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table *replication.TableMapEvent
+	for {
+		ev, err := stream.GetEvent(ctx)
+		if err != nil {
+			t.Fatalf("binlog: %v", err)
+		}
+		switch e := ev.Event.(type) {
+		case *replication.RowsEvent:
+			if string(e.Table.Schema) == db && string(e.Table.Table) == "every_type" {
+				table = e.Table
+			}
+		case *replication.XIDEvent:
+			// The transaction's rows events were all decoded before its XID
+			// arrived here, so images is complete and safe to read.
+			if table != nil {
+				return images, table
+			}
+		}
+	}
+}
+
 // TestEveryTypeThroughTheBinlog writes every MySQL type with edge values,
 // decodes the rows from the binlog, converts them, writes them to
 // ClickHouse, and compares every value with what MySQL returns for it.
@@ -169,6 +213,14 @@ func TestEveryTypeThroughTheBinlog(t *testing.T) {
 		"ParseTime":   decodeRows(t, srv, flavor, pos, db, true, n),
 		"NoParseTime": decodeRows(t, srv, flavor, pos, db, false, n),
 	}
+	// The same events decoded by binlog2ch itself from the binlog bytes.
+	images, tableMap := rawImages(t, srv, flavor, pos, db)
+	rawTable := *table
+	rawTable.Columns = append([]Column(nil), table.Columns...)
+	for i := range rawTable.Columns {
+		rawTable.Columns[i].BinlogType, rawTable.Columns[i].BinlogMeta = tableMap.ColumnType[i], tableMap.ColumnMeta[i]
+	}
+	decoded["Raw"] = nil
 
 	// What the invalid_dates policies change, on a server with the legacy
 	// date range (18.16) and on a modern one.
@@ -199,7 +251,11 @@ func TestEveryTypeThroughTheBinlog(t *testing.T) {
 			t.Run(policy.name+"/"+how, func(t *testing.T) {
 				opts := DefaultOptions()
 				opts.InvalidDates = policy.name
-				target, err := Map(table, db, caps, opts, TableOptions{Name: "every_type_" + policy.name + "_" + how})
+				src := table
+				if how == "Raw" {
+					src = &rawTable
+				}
+				target, err := Map(src, db, caps, opts, TableOptions{Name: "every_type_" + policy.name + "_" + how})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -210,6 +266,25 @@ func TestEveryTypeThroughTheBinlog(t *testing.T) {
 				for i, r := range rows {
 					if err := block.Append(r, uint64(i+1), OpInsert); err != nil {
 						t.Fatal(err)
+					}
+				}
+				if how == "Raw" {
+					if !block.RawOK() {
+						t.Fatal("every_type is not decodable from binlog bytes")
+					}
+					v := uint64(1)
+					for _, data := range images {
+						for len(data) > 0 {
+							n, err := block.AppendImage(data, v, OpInsert)
+							if err != nil {
+								t.Fatal(err)
+							}
+							data = data[n:]
+							v++
+						}
+					}
+					if block.Rows() != n {
+						t.Fatalf("decoded %d rows from the binlog bytes, want %d", block.Rows(), n)
 					}
 				}
 				// The counts hold for ClickHouse 18.16, where DATETIME(6) is text.

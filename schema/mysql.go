@@ -57,6 +57,11 @@ type Column struct {
 	Length int
 	// Labels are ENUM's and SET's values, exactly, in declaration order.
 	Labels []string
+	// BinlogType and BinlogMeta are the column's type code and metadata in
+	// the binlog's table map (0 when the definition did not come from the
+	// binlog); with them rows are decoded straight from binlog bytes.
+	BinlogType byte
+	BinlogMeta uint16
 }
 
 // Table is one MySQL table.

@@ -1,0 +1,696 @@
+package schema
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// Decoding row images straight from binlog bytes into the column buffers:
+// go-mysql's decoder allocates an interface value per column and formats
+// DATE and TIME through fmt, which made it half of the daemon's CPU. The
+// formats are MySQL's binary row format (sql/log_event.cc, the packed
+// temporal and decimal formats); the differential tests check every type
+// against go-mysql's decoding of the same events.
+
+// rawConverter decodes one value at the start of p, appends it, and
+// returns its length.
+type rawConverter func(p []byte) (int, error)
+
+// RawDecodable reports whether binlog2ch decodes binlog values of this type
+// itself. The others (MySQL's binary JSON, pre-5.6 temporal types) go
+// through go-mysql.
+func RawDecodable(typ byte, meta uint16) bool {
+	switch realType(typ, meta) {
+	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONGLONG,
+		mysql.MYSQL_TYPE_FLOAT, mysql.MYSQL_TYPE_DOUBLE, mysql.MYSQL_TYPE_NEWDECIMAL, mysql.MYSQL_TYPE_YEAR, mysql.MYSQL_TYPE_BIT,
+		mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_DATETIME2, mysql.MYSQL_TYPE_TIMESTAMP2, mysql.MYSQL_TYPE_TIME2,
+		mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_ENUM, mysql.MYSQL_TYPE_SET,
+		mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB, mysql.MYSQL_TYPE_BLOB,
+		mysql.MYSQL_TYPE_GEOMETRY:
+		return true
+	}
+	return false
+}
+
+// realType is the type a STRING column really has (CHAR, BINARY, ENUM or
+// SET), which the table map puts in its metadata.
+func realType(typ byte, meta uint16) byte {
+	if typ == mysql.MYSQL_TYPE_STRING && meta >= 256 {
+		if b0 := byte(meta >> 8); b0&0x30 != 0x30 {
+			return b0 | 0x30
+		} else {
+			return b0
+		}
+	}
+	return typ
+}
+
+// stringMaxLen is a CHAR/BINARY column's maximum length in bytes.
+func stringMaxLen(meta uint16) int {
+	b0, b1 := byte(meta>>8), int(meta&0xff)
+	if b0&0x30 != 0x30 {
+		return b1 | int((b0&0x30)^0x30)<<4
+	}
+	return b1
+}
+
+var dig2bytes = [10]int{0, 1, 1, 2, 2, 3, 3, 4, 4, 4}
+
+// decimalSize is the bytes of a binary DECIMAL(precision, scale).
+func decimalSize(precision, scale int) int {
+	intg, frac := precision-scale, scale
+	return intg/9*4 + dig2bytes[intg%9] + frac/9*4 + dig2bytes[frac%9]
+}
+
+// fracBytes is the bytes of a temporal value's fraction of fsp digits.
+func fracBytes(fsp int) int { return (fsp + 1) / 2 }
+
+var errShort = errMsg("binlog row image ends inside the value")
+
+// rawSize is the length of the value of column c at the start of p.
+func rawSize(c *Column, p []byte) (int, error) {
+	meta := c.BinlogMeta
+	n := 0
+	switch realType(c.BinlogType, meta) {
+	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_YEAR:
+		n = 1
+	case mysql.MYSQL_TYPE_SHORT:
+		n = 2
+	case mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_DATE:
+		n = 3
+	case mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_FLOAT:
+		n = 4
+	case mysql.MYSQL_TYPE_LONGLONG, mysql.MYSQL_TYPE_DOUBLE:
+		n = 8
+	case mysql.MYSQL_TYPE_NEWDECIMAL:
+		n = decimalSize(int(meta>>8), int(meta&0xff))
+	case mysql.MYSQL_TYPE_BIT:
+		n = (int(meta>>8)*8 + int(meta&0xff) + 7) / 8
+	case mysql.MYSQL_TYPE_DATETIME2:
+		n = 5 + fracBytes(int(meta))
+	case mysql.MYSQL_TYPE_TIMESTAMP2:
+		n = 4 + fracBytes(int(meta))
+	case mysql.MYSQL_TYPE_TIME2:
+		n = 3 + fracBytes(int(meta))
+	case mysql.MYSQL_TYPE_ENUM, mysql.MYSQL_TYPE_SET:
+		n = int(meta & 0xff)
+	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING:
+		return lengthPrefixed(p, map[bool]int{true: 2, false: 1}[meta >= 256])
+	case mysql.MYSQL_TYPE_STRING:
+		return lengthPrefixed(p, map[bool]int{true: 2, false: 1}[stringMaxLen(meta) >= 256])
+	case mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB, mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_GEOMETRY:
+		return lengthPrefixed(p, int(meta))
+	default:
+		return 0, errMsg(fmt.Sprintf("binlog type %d has no binlog2ch decoder", c.BinlogType))
+	}
+	if len(p) < n {
+		return 0, errShort
+	}
+	return n, nil
+}
+
+// lengthPrefixed is the size of a value with a little-endian length of
+// prefix bytes in front.
+func lengthPrefixed(p []byte, prefix int) (int, error) {
+	if prefix < 1 || prefix > 4 || len(p) < prefix {
+		return 0, errShort
+	}
+	l := 0
+	for i := prefix - 1; i >= 0; i-- {
+		l = l<<8 | int(p[i])
+	}
+	if len(p) < prefix+l {
+		return 0, errShort
+	}
+	return prefix + l, nil
+}
+
+// payload is the bytes of a length-prefixed value of size n.
+func payload(c *Column, p []byte, n int) []byte {
+	switch realType(c.BinlogType, c.BinlogMeta) {
+	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING:
+		if c.BinlogMeta >= 256 {
+			return p[2:n]
+		}
+		return p[1:n]
+	case mysql.MYSQL_TYPE_STRING:
+		if stringMaxLen(c.BinlogMeta) >= 256 {
+			return p[2:n]
+		}
+		return p[1:n]
+	}
+	return p[int(c.BinlogMeta):n]
+}
+
+// leUint reads n little-endian bytes.
+func leUint(p []byte, n int) uint64 {
+	var v uint64
+	for i := n - 1; i >= 0; i-- {
+		v = v<<8 | uint64(p[i])
+	}
+	return v
+}
+
+// beUint reads n big-endian bytes.
+func beUint(p []byte, n int) uint64 {
+	var v uint64
+	for i := 0; i < n; i++ {
+		v = v<<8 | uint64(p[i])
+	}
+	return v
+}
+
+// rawConverter builds the binlog-bytes decoder of a column; nil when the
+// column has no binlog type (a definition from information_schema only) or
+// binlog2ch has no decoder for it.
+func (b *Block) rawConverter(c *Column, t CHType, buf colBuf, put intPut) rawConverter {
+	if c.BinlogType == 0 && c.BinlogMeta == 0 || !RawDecodable(c.BinlogType, c.BinlogMeta) {
+		return nil
+	}
+	size := func(p []byte) (int, error) { return rawSize(c, p) }
+	meta := c.BinlogMeta
+	switch realType(c.BinlogType, meta) {
+	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONGLONG:
+		unsigned, bits := intShape(c)
+		width := int(bits / 8)
+		return func(p []byte) (int, error) {
+			if len(p) < width {
+				return 0, errShort
+			}
+			s := int64(leUint(p, width)<<(64-bits)) >> (64 - bits) // sign-extended
+			u, s := fromSigned(s, unsigned, bits)
+			return width, put(u, s)
+		}
+	case mysql.MYSQL_TYPE_YEAR:
+		return func(p []byte) (int, error) {
+			if len(p) < 1 {
+				return 0, errShort
+			}
+			y := int64(p[0])
+			if y != 0 {
+				y += 1900
+			}
+			return 1, put(uint64(y), y)
+		}
+	case mysql.MYSQL_TYPE_BIT, mysql.MYSQL_TYPE_ENUM, mysql.MYSQL_TYPE_SET:
+		big := c.BinlogType == mysql.MYSQL_TYPE_BIT
+		return func(p []byte) (int, error) {
+			n, err := size(p)
+			if err != nil {
+				return 0, err
+			}
+			var v uint64
+			if big {
+				v = beUint(p, n)
+			} else {
+				v = leUint(p, n)
+			}
+			return n, put(v, int64(v))
+		}
+	case mysql.MYSQL_TYPE_FLOAT:
+		fb := buf.(*numBuf[float32])
+		return func(p []byte) (int, error) {
+			if len(p) < 4 {
+				return 0, errShort
+			}
+			fb.add(math.Float32frombits(binary.LittleEndian.Uint32(p)))
+			return 4, nil
+		}
+	case mysql.MYSQL_TYPE_DOUBLE:
+		fb := buf.(*numBuf[float64])
+		return func(p []byte) (int, error) {
+			if len(p) < 8 {
+				return 0, errShort
+			}
+			fb.add(math.Float64frombits(binary.LittleEndian.Uint64(p)))
+			return 8, nil
+		}
+	case mysql.MYSQL_TYPE_NEWDECIMAL:
+		sb := buf.(*strBuf)
+		precision, scale := int(meta>>8), int(meta&0xff)
+		return func(p []byte) (int, error) {
+			n, err := size(p)
+			if err != nil {
+				return 0, err
+			}
+			sb.arena = appendDecimal(sb.arena, p[:n], precision, scale)
+			sb.end()
+			return n, nil
+		}
+	case mysql.MYSQL_TYPE_DATE:
+		tb := buf.(*timeBuf)
+		lo, hi := b.dateBounds(t)
+		return func(p []byte) (int, error) {
+			if len(p) < 3 {
+				return 0, errShort
+			}
+			v := int(leUint(p, 3))
+			return 3, b.putDate(tb, lo, hi, v>>9, v>>5&15, v&31)
+		}
+	case mysql.MYSQL_TYPE_DATETIME2, mysql.MYSQL_TYPE_TIMESTAMP2:
+		return b.rawDateTime(c, t, buf, size)
+	case mysql.MYSQL_TYPE_TIME2:
+		fsp := int(meta)
+		return func(p []byte) (int, error) {
+			n, err := size(p)
+			if err != nil {
+				return 0, err
+			}
+			us := time2Micros(p, fsp)
+			if t.Kind == CHInt64 {
+				buf.(*numBuf[int64]).add(us)
+			} else {
+				sb := buf.(*strBuf)
+				sb.arena = appendTime(sb.arena, us, fsp)
+				sb.end()
+			}
+			return n, nil
+		}
+	}
+	// Length-prefixed bytes: strings, blobs, geometry.
+	sb := buf.(*strBuf)
+	switch {
+	case c.Kind == KindGeometry:
+		return func(p []byte) (int, error) {
+			n, err := size(p)
+			if err != nil {
+				return 0, err
+			}
+			sb.arena = appendHex(sb.arena, payload(c, p, n))
+			sb.end()
+			return n, nil
+		}
+	case c.Kind == KindBinary && t.Kind == CHFixedString:
+		width := c.Length
+		return func(p []byte) (int, error) {
+			n, err := size(p)
+			if err != nil {
+				return 0, err
+			}
+			v := payload(c, p, n)
+			if len(v) > width {
+				return 0, errMsg(fmt.Sprintf("longer than BINARY(%d)", width))
+			}
+			sb.arena = append(sb.arena, v...)
+			for l := len(v); l < width; l++ {
+				sb.arena = append(sb.arena, 0) // the binlog drops BINARY's trailing zeros
+			}
+			sb.end()
+			return n, nil
+		}
+	}
+	return func(p []byte) (int, error) {
+		n, err := size(p)
+		if err != nil {
+			return 0, err
+		}
+		sb.addBytes(payload(c, p, n))
+		return n, nil
+	}
+}
+
+// rawDateTime decodes DATETIME2 and TIMESTAMP2 values.
+func (b *Block) rawDateTime(c *Column, t CHType, buf colBuf, size func([]byte) (int, error)) rawConverter {
+	fsp := int(c.BinlogMeta)
+	isTimestamp := realType(c.BinlogType, c.BinlogMeta) == mysql.MYSQL_TYPE_TIMESTAMP2
+	var dt *dateTimeBuf
+	if t.Kind != CHString {
+		dt = b.dateTimeBufs[c]
+	}
+	return func(p []byte) (int, error) {
+		n, err := size(p)
+		if err != nil {
+			return 0, err
+		}
+		var parts dateTimeParts
+		var unix int64 // TIMESTAMP: seconds since the epoch
+		if isTimestamp {
+			unix = int64(beUint(p, 4))
+			parts.us = fraction(p[4:], fsp)
+		} else {
+			v := int64(beUint(p, 5)) - 0x8000000000
+			ymd, hms := v>>17, v&(1<<17-1)
+			ym := ymd >> 5
+			parts = dateTimeParts{y: int(ym / 13), mo: int(ym % 13), d: int(ymd & 31),
+				h: int(hms >> 12), mi: int(hms >> 6 & 63), s: int(hms & 63), us: fraction(p[5:], fsp)}
+		}
+		if dt == nil { // text: ClickHouse without DateTime64
+			sb := buf.(*strBuf)
+			if isTimestamp {
+				if unix == 0 && parts.us == 0 {
+					sb.arena = append(sb.arena, "0000-00-00 00:00:00"...)
+					sb.arena = appendFracDigits(sb.arena, 0, fsp)
+					sb.end()
+					return n, nil
+				}
+				parts = partsFromUnix(unix, parts.us)
+			}
+			sb.arena = appendParts(sb.arena, parts, fsp)
+			sb.end()
+			return n, nil
+		}
+		if isTimestamp {
+			if unix == 0 && parts.us == 0 {
+				return n, dt.put(0, FixupZeroDate) // MySQL's zero TIMESTAMP
+			}
+			return n, dt.put(unix*1e6+int64(parts.us), -1)
+		}
+		return n, dt.putParts(parts)
+	}
+}
+
+// fraction reads the microseconds of a temporal value's fsp-digit fraction.
+func fraction(p []byte, fsp int) int {
+	switch fracBytes(fsp) {
+	case 1:
+		return int(p[0]) * 10000
+	case 2:
+		return int(beUint(p, 2)) * 100
+	case 3:
+		return int(beUint(p, 3))
+	}
+	return 0
+}
+
+// time2Micros decodes a TIME2 value into signed microseconds.
+func time2Micros(p []byte, fsp int) int64 {
+	var packed int64 // hms << 24 | microseconds, signed
+	switch fracBytes(fsp) {
+	case 0:
+		packed = (int64(beUint(p, 3)) - 0x800000) << 24
+	case 1:
+		ip, f := int64(beUint(p, 3))-0x800000, int64(p[3])
+		if ip < 0 && f != 0 {
+			ip++
+			f -= 0x100
+		}
+		packed = ip<<24 + f*10000
+	case 2:
+		ip, f := int64(beUint(p, 3))-0x800000, int64(beUint(p[3:], 2))
+		if ip < 0 && f != 0 {
+			ip++
+			f -= 0x10000
+		}
+		packed = ip<<24 + f*100
+	case 3:
+		packed = int64(beUint(p, 6)) - 0x800000000000
+	}
+	neg := packed < 0
+	if neg {
+		packed = -packed
+	}
+	hms, us := packed>>24, packed&(1<<24-1)
+	v := ((hms>>12&1023)*3600+(hms>>6&63)*60+hms&63)*1e6 + us
+	if neg {
+		v = -v
+	}
+	return v
+}
+
+// appendTime renders signed microseconds as MySQL prints TIME(fsp).
+func appendTime(dst []byte, us int64, fsp int) []byte {
+	if us < 0 {
+		dst = append(dst, '-')
+		us = -us
+	}
+	secs := us / 1e6
+	dst = appendInt(dst, int(secs/3600), 2)
+	dst = append(dst, ':')
+	dst = appendInt(dst, int(secs/60%60), 2)
+	dst = append(dst, ':')
+	dst = appendInt(dst, int(secs%60), 2)
+	return appendFracDigits(dst, int(us%1e6), fsp)
+}
+
+// appendFracDigits appends ".ffffff" cut to fsp digits (nothing for fsp 0).
+func appendFracDigits(dst []byte, us, fsp int) []byte {
+	if fsp == 0 {
+		return dst
+	}
+	var digits [6]byte
+	for i := 5; i >= 0; i-- {
+		digits[i] = byte('0' + us%10)
+		us /= 10
+	}
+	dst = append(dst, '.')
+	return append(dst, digits[:fsp]...)
+}
+
+// appendParts renders "YYYY-MM-DD hh:mm:ss[.f]" from parts, zero dates
+// included.
+func appendParts(dst []byte, p dateTimeParts, fsp int) []byte {
+	dst = appendInt(dst, p.y, 4)
+	dst = append(dst, '-')
+	dst = appendInt(dst, p.mo, 2)
+	dst = append(dst, '-')
+	dst = appendInt(dst, p.d, 2)
+	dst = append(dst, ' ')
+	dst = appendInt(dst, p.h, 2)
+	dst = append(dst, ':')
+	dst = appendInt(dst, p.mi, 2)
+	dst = append(dst, ':')
+	dst = appendInt(dst, p.s, 2)
+	return appendFracDigits(dst, p.us, fsp)
+}
+
+// partsFromUnix splits seconds since the epoch into UTC parts.
+func partsFromUnix(unix int64, us int) dateTimeParts {
+	days, secs := unix/86400, unix%86400
+	y, m, d := civilFromDays(days)
+	return dateTimeParts{y: y, mo: m, d: d, h: int(secs / 3600), mi: int(secs / 60 % 60), s: int(secs % 60), us: us}
+}
+
+// civilFromDays is the inverse of daysFromCivil (Howard Hinnant's
+// algorithm).
+func civilFromDays(z int64) (y, m, d int) {
+	z += 719468
+	era := z
+	if era < 0 {
+		era -= 146096
+	}
+	era /= 146097
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	yy := yoe + era*400
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	d = int(doy - (153*mp+2)/5 + 1)
+	m = int(mp + 3)
+	if m > 12 {
+		m -= 12
+	}
+	if m <= 2 {
+		yy++
+	}
+	return int(yy), m, d
+}
+
+// appendDecimal renders a binary DECIMAL(precision, scale) as MySQL prints
+// it: scale fraction digits, no leading zeros.
+func appendDecimal(dst, p []byte, precision, scale int) []byte {
+	intg := precision - scale
+	intg0, intg0x := intg/9, intg%9
+	frac0, frac0x := scale/9, scale%9
+	neg := p[0]&0x80 == 0
+	var mask byte
+	if neg {
+		mask = 0xff
+	}
+	// Reads n bytes big-endian, undoing the sign encoding.
+	pos := 0
+	read := func(n int) uint64 {
+		var v uint64
+		for i := 0; i < n; i++ {
+			c := p[pos+i] ^ mask
+			if pos+i == 0 {
+				c ^= 0x80
+			}
+			v = v<<8 | uint64(c)
+		}
+		pos += n
+		return v
+	}
+	if neg {
+		dst = append(dst, '-')
+	}
+	start := len(dst)
+	var tmp [20]byte
+	emit := func(v uint64, width int) {
+		s := strconv.AppendUint(tmp[:0], v, 10)
+		if len(dst) == start { // no leading zeros
+			if v == 0 {
+				return
+			}
+			dst = append(dst, s...)
+			return
+		}
+		for i := len(s); i < width; i++ {
+			dst = append(dst, '0')
+		}
+		dst = append(dst, s...)
+	}
+	if intg0x > 0 {
+		emit(read(dig2bytes[intg0x]), intg0x)
+	}
+	for i := 0; i < intg0; i++ {
+		emit(read(4), 9)
+	}
+	if len(dst) == start {
+		dst = append(dst, '0')
+	}
+	if scale > 0 {
+		dst = append(dst, '.')
+		for i := 0; i < frac0; i++ {
+			dst = appendPadded(dst, read(4), 9)
+		}
+		if frac0x > 0 {
+			dst = appendPadded(dst, read(dig2bytes[frac0x]), frac0x)
+		}
+	}
+	return dst
+}
+
+func appendPadded(dst []byte, v uint64, width int) []byte {
+	var tmp [20]byte
+	s := strconv.AppendUint(tmp[:0], v, 10)
+	for i := len(s); i < width; i++ {
+		dst = append(dst, '0')
+	}
+	return append(dst, s...)
+}
+
+// RawOK reports whether every column of the block's table can be decoded
+// from binlog bytes.
+func (b *Block) RawOK() bool {
+	for i := range b.target.Source.Columns {
+		c := &b.target.Source.Columns[i]
+		if !RawDecodable(c.BinlogType, c.BinlogMeta) || (b.conv[i] != nil && b.raw[i] == nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// ImageSize is the length of the full row image at the start of data.
+func (b *Block) ImageSize(data []byte) (int, error) {
+	return b.walkImage(data, nil)
+}
+
+// walkImage measures an image; with offsets non-nil it records each
+// column's value offset (-1 for NULL).
+func (b *Block) walkImage(data []byte, offsets []int) (int, error) {
+	cols := b.target.Source.Columns
+	nb := (len(cols) + 7) / 8
+	if len(data) < nb {
+		return 0, errShort
+	}
+	pos := nb
+	for i := range cols {
+		if data[i/8]&(1<<(i%8)) != 0 {
+			if offsets != nil {
+				offsets[i] = -1
+			}
+			continue
+		}
+		if offsets != nil {
+			offsets[i] = pos
+		}
+		n, err := rawSize(&cols[i], data[pos:])
+		if err != nil {
+			return 0, err
+		}
+		pos += n
+	}
+	return pos, nil
+}
+
+// SameKey reports whether two full row images have the same sorting key.
+func (b *Block) SameKey(before, after []byte, key []int) (bool, error) {
+	cols := b.target.Source.Columns
+	if cap(b.offsets) < 2*len(cols) {
+		b.offsets = make([]int, 2*len(cols))
+	}
+	ob, oa := b.offsets[:len(cols)], b.offsets[len(cols):2*len(cols)]
+	if _, err := b.walkImage(before, ob); err != nil {
+		return false, err
+	}
+	if _, err := b.walkImage(after, oa); err != nil {
+		return false, err
+	}
+	for _, i := range key {
+		if ob[i] < 0 || oa[i] < 0 {
+			if ob[i] != oa[i] {
+				return false, nil
+			}
+			continue
+		}
+		nb, _ := rawSize(&cols[i], before[ob[i]:])
+		na, _ := rawSize(&cols[i], after[oa[i]:])
+		if string(before[ob[i]:ob[i]+nb]) != string(after[oa[i]:oa[i]+na]) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// AppendImage decodes the full row image at the start of data (MySQL's
+// binary row format: a NULL bitmap, then each non-NULL value) and appends
+// it with its version and operation. It returns the image's length. On
+// error the block is unchanged.
+func (b *Block) AppendImage(data []byte, version uint64, op Op) (int, error) {
+	src := b.target.Source
+	cols := src.Columns
+	nb := (len(cols) + 7) / 8
+	if len(data) < nb {
+		return 0, fmt.Errorf("%s: %w", src.FullName(), errShort)
+	}
+	rows := b.Rows()
+	b.pending = [numFixups]uint64{}
+	pos := nb
+	for i := range cols {
+		c := &cols[i]
+		var err error
+		n := 0
+		switch {
+		case data[i/8]&(1<<(i%8)) != 0: // NULL
+			if b.conv[i] == nil {
+				continue
+			}
+			if tc := b.target.SourceToTarget[i]; b.target.Columns[tc].Type.Nullable {
+				b.cols[tc].appendNull()
+				continue
+			}
+			err = errMsg("NULL in a column that is NOT NULL in the schema binlog2ch knows")
+		case b.raw[i] == nil: // excluded
+			n, err = rawSize(c, data[pos:])
+		default:
+			n, err = b.raw[i](data[pos:])
+		}
+		if err != nil {
+			for _, col := range b.cols {
+				col.truncate(rows)
+			}
+			return 0, &ConvertError{Table: src.FullName(), Column: c.Name, Type: c.Type, Value: rawValue(data[pos:]), Msg: err.Error()}
+		}
+		pos += n
+	}
+	for _, m := range b.meta {
+		m(version, op)
+	}
+	for k, c := range b.pending {
+		b.Fixups[k] += c
+	}
+	return pos, nil
+}
+
+// rawValue shows the bytes of an undecodable value in an error.
+func rawValue(p []byte) []byte {
+	if len(p) > 16 {
+		p = p[:16]
+	}
+	return append([]byte(nil), p...)
+}
