@@ -40,7 +40,7 @@ func benchCatchUp(b *testing.B, rows int) {
 	b.StopTimer()
 	// The generated rows span MySQL's whole DATE range; ClickHouse 18.16's
 	// Date does not, so the benchmark clamps like a user with such data must.
-	h := newHarness(b, 1, "schema: {invalid_dates: clamp}\nbatch: {}\n")
+	h := newHarness(b, 1, "schema: {invalid_dates: clamp}\nbatch: {"+os.Getenv("BINLOG2CH_BENCH_BATCH")+"}\n")
 	db := h.dbs[0]
 	h.exec("USE "+db, "SET GLOBAL max_allowed_packet = 268435456")
 	conn, err := h.my.Conn(context.Background())
@@ -108,12 +108,14 @@ func benchCatchUp(b *testing.B, rows int) {
 		after.Pos-before.Pos, float64(after.Pos-before.Pos)/float64(rows))
 
 	logPath := filepath.Join(b.TempDir(), "daemon.log")
+	chCPU0, myCPU0 := procCPU(h.srv.ClickHouse.Pid()), procCPU(h.srv.MySQL.Pid())
 	b.StartTimer()
 	start := time.Now()
 	d := h.startDaemon(logPath)
 	h.waitCaughtUpProcess(d, logPath, 30*time.Minute)
 	elapsed := time.Since(start)
 	b.StopTimer()
+	chCPU, myCPU := procCPU(h.srv.ClickHouse.Pid())-chCPU0, procCPU(h.srv.MySQL.Pid())-myCPU0
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-d.done:
@@ -145,6 +147,26 @@ func benchCatchUp(b *testing.B, rows int) {
 		}
 		b.Logf("%d batches sent, %.2fs in all", flushes, total.Seconds())
 	}
+	b.Logf("meanwhile ClickHouse used %.2f CPU-s and MariaDB %.2f CPU-s", chCPU.Seconds(), myCPU.Seconds())
 	b.Logf("%d rows in %.2fs: %.2fM rows/min, %.2f CPU-s per million rows, peak RSS %.0f MiB",
 		rows, elapsed.Seconds(), float64(rows)/elapsed.Minutes()/1e6, cpu.Seconds()/(float64(rows)/1e6), float64(ru.Maxrss)/1024)
+}
+
+// procCPU is a process's user+system CPU time so far (0 when unknown).
+func procCPU(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses.
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,8 +35,13 @@ const (
 	ddlColumnDefaults
 )
 
-// maxBlocks bounds a writer's blocks: one filling, one being sent.
-const maxBlocks = 2
+// senders is how many batches of one table are sent at once: ClickHouse
+// processes each insert mostly on one thread, so two in flight overlap its
+// work. Order does not matter: every row carries its version.
+const senders = 2
+
+// maxBlocks bounds a writer's blocks: one filling, the others being sent.
+const maxBlocks = senders + 1
 
 // message is one unit of work for a writer, in binlog order: the rows of
 // one rows event, or a DDL action.
@@ -78,6 +84,7 @@ type writer struct {
 	returned chan *sendJob // blocks sent, back from it
 	sendErr  chan error    // the sender's fatal error
 	inflight int           // blocks handed off and not yet returned
+	order    []*sendJob    // blocks handed off, oldest first, until sent in order
 	free     []*schema.Block
 	blocks   int // blocks built for the current target
 	// defaults are the DEFAULTs of columns an ALTER added, used when
@@ -98,17 +105,20 @@ func newWriter(r *Replicator, name TableName) *writer {
 // rows are flushed) or an error stops it. Batches are sent by a second
 // goroutine while the next one fills (two blocks per table at most).
 func (w *writer) run(ctx context.Context) error {
-	w.sendq = make(chan *sendJob, 1)
-	w.returned = make(chan *sendJob, 2)
-	w.sendErr = make(chan error, 1)
-	senderDone := make(chan struct{})
-	go func() {
-		defer close(senderDone)
-		w.sender(ctx)
-	}()
+	w.sendq = make(chan *sendJob, senders)
+	w.returned = make(chan *sendJob, maxBlocks)
+	w.sendErr = make(chan error, senders)
+	var sendersDone sync.WaitGroup
+	for i := 0; i < senders; i++ {
+		sendersDone.Add(1)
+		go func() {
+			defer sendersDone.Done()
+			w.sender(ctx)
+		}()
+	}
 	defer func() {
 		close(w.sendq)
-		<-senderDone
+		sendersDone.Wait()
 	}()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -155,23 +165,30 @@ func (w *writer) run(ctx context.Context) error {
 type sendJob struct {
 	block *schema.Block
 	seq   uint64
+	sent  bool
 }
 
-// sender sends the blocks handed off, in order, and returns them.
+// sender sends the blocks handed off and returns them.
 func (w *writer) sender(ctx context.Context) {
 	for job := range w.sendq {
 		if err := w.send(ctx, job.block); err != nil {
 			w.sendErr <- err
 			return
 		}
-		w.flushed.Store(job.seq)
 		w.returned <- job
 	}
 }
 
-// recycle takes back a sent block.
+// recycle takes back a sent block. Blocks may come back out of order: the
+// flushed mark advances over the longest prefix of handed-off blocks that
+// are all sent.
 func (w *writer) recycle(job *sendJob) {
 	w.inflight--
+	job.sent = true
+	for len(w.order) > 0 && w.order[0].sent {
+		w.flushed.Store(w.order[0].seq)
+		w.order = w.order[1:]
+	}
 	if job.block.Target() == w.target {
 		w.free = append(w.free, job.block)
 	} else {
@@ -204,13 +221,15 @@ func (w *writer) handOff(ctx context.Context) error {
 		next = schema.NewBlock(w.target)
 		w.blocks++
 	}
+	job := &sendJob{block: w.block, seq: w.lastSeq}
 	select {
-	case w.sendq <- &sendJob{block: w.block, seq: w.lastSeq}:
+	case w.sendq <- job:
 	case err := <-w.sendErr:
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	w.order = append(w.order, job)
 	w.inflight++
 	w.block = next
 	return nil

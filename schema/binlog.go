@@ -99,9 +99,9 @@ func rawSize(c *Column, p []byte) (int, error) {
 	case mysql.MYSQL_TYPE_ENUM, mysql.MYSQL_TYPE_SET:
 		n = int(meta & 0xff)
 	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING:
-		return lengthPrefixed(p, map[bool]int{true: 2, false: 1}[meta >= 256])
+		return lengthPrefixed(p, prefixLen(int(meta)))
 	case mysql.MYSQL_TYPE_STRING:
-		return lengthPrefixed(p, map[bool]int{true: 2, false: 1}[stringMaxLen(meta) >= 256])
+		return lengthPrefixed(p, prefixLen(stringMaxLen(meta)))
 	case mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB, mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_GEOMETRY:
 		return lengthPrefixed(p, int(meta))
 	default:
@@ -111,6 +111,14 @@ func rawSize(c *Column, p []byte) (int, error) {
 		return 0, errShort
 	}
 	return n, nil
+}
+
+// prefixLen is the length prefix of a string of at most maxLen bytes.
+func prefixLen(maxLen int) int {
+	if maxLen >= 256 {
+		return 2
+	}
+	return 1
 }
 
 // lengthPrefixed is the size of a value with a little-endian length of
@@ -133,15 +141,9 @@ func lengthPrefixed(p []byte, prefix int) (int, error) {
 func payload(c *Column, p []byte, n int) []byte {
 	switch realType(c.BinlogType, c.BinlogMeta) {
 	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING:
-		if c.BinlogMeta >= 256 {
-			return p[2:n]
-		}
-		return p[1:n]
+		return p[prefixLen(int(c.BinlogMeta)):n]
 	case mysql.MYSQL_TYPE_STRING:
-		if stringMaxLen(c.BinlogMeta) >= 256 {
-			return p[2:n]
-		}
-		return p[1:n]
+		return p[prefixLen(stringMaxLen(c.BinlogMeta)):n]
 	}
 	return p[int(c.BinlogMeta):n]
 }

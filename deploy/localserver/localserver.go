@@ -65,6 +65,14 @@ type Server struct {
 	stopErr  error
 }
 
+// Pid is a private server's process id (0 for an external one).
+func (s *Server) Pid() int {
+	if s == nil || s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // Stop kills a private server, waits for it and removes its directory. It
 // is safe to call more than once and does nothing for an external server.
 // The data is thrown away, so there is nothing to shut down gracefully, and a
