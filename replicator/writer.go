@@ -40,8 +40,10 @@ const (
 // work. Order does not matter: every row carries its version.
 const senders = 2
 
-// maxBlocks bounds a writer's blocks: one filling, the others being sent.
-const maxBlocks = senders + 1
+// maxBlocks bounds a writer's blocks, and so its memory: while both are
+// being sent, the writer waits (and reading pauses). A third block measured
+// no faster and 60% more memory.
+const maxBlocks = senders
 
 // message is one unit of work for a writer, in binlog order: the rows of
 // one rows event, or a DDL action.
