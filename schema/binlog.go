@@ -179,6 +179,27 @@ func (b *Block) rawConverter(c *Column, t CHType, buf colBuf, put intPut) rawCon
 	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONGLONG:
 		unsigned, bits := intShape(c)
 		width := int(bits / 8)
+		// The mapping picks a type of the column's signedness at least as
+		// wide as it, so such integers need no range check: append directly.
+		// Anything else (TINYINT(1) as a boolean) goes through put.
+		switch {
+		case t.Kind == CHInt8 && !unsigned && width <= 1:
+			return rawInt[int8](buf, width, unsigned)
+		case t.Kind == CHInt16 && !unsigned && width <= 2:
+			return rawInt[int16](buf, width, unsigned)
+		case t.Kind == CHInt32 && !unsigned && width <= 4:
+			return rawInt[int32](buf, width, unsigned)
+		case t.Kind == CHInt64 && !unsigned:
+			return rawInt[int64](buf, width, unsigned)
+		case t.Kind == CHUInt8 && unsigned && width <= 1:
+			return rawInt[uint8](buf, width, unsigned)
+		case t.Kind == CHUInt16 && unsigned && width <= 2:
+			return rawInt[uint16](buf, width, unsigned)
+		case t.Kind == CHUInt32 && unsigned && width <= 4:
+			return rawInt[uint32](buf, width, unsigned)
+		case t.Kind == CHUInt64 && unsigned:
+			return rawInt[uint64](buf, width, unsigned)
+		}
 		return func(p []byte) (int, error) {
 			if len(p) < width {
 				return 0, errShort
@@ -312,6 +333,25 @@ func (b *Block) rawConverter(c *Column, t CHType, buf colBuf, put intPut) rawCon
 		}
 		sb.addBytes(payload(c, p, n))
 		return n, nil
+	}
+}
+
+// rawInt decodes a width-byte little-endian integer into a column of T at
+// least as wide (signed columns into signed T, unsigned into unsigned T).
+func rawInt[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](buf colBuf, width int, unsigned bool) rawConverter {
+	nb := buf.(*numBuf[T])
+	shift := 64 - 8*width
+	return func(p []byte) (int, error) {
+		if len(p) < width {
+			return 0, errShort
+		}
+		v := leUint(p, width)
+		if unsigned {
+			nb.add(T(v))
+		} else {
+			nb.add(T(int64(v<<shift) >> shift))
+		}
+		return width, nil
 	}
 }
 
