@@ -2,7 +2,7 @@ GO      ?= go
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build deps test test-short vet demo bench fuzz clean
+.PHONY: all build deps test test-short test-race vet demo bench fuzz clean
 
 all: build
 
@@ -23,6 +23,10 @@ vet:
 # integration test whose servers cannot start fails; it never skips.
 test: vet
 	$(GO) test -count=1 -timeout 45m ./...
+
+# The same under the race detector (needs cgo and a C compiler).
+test-race: vet
+	$(GO) test -race -count=1 -timeout 45m ./...
 
 # Unit tests only.
 test-short:

@@ -17,18 +17,31 @@ const binaryCollation = 63
 // with binlog_row_metadata=FULL: the schema as it was when the event was
 // written, which is what the row values must be read with (the live schema
 // may have changed since).
+//
+// It reads the event's fields, never go-mysql's helpers that cache into the
+// event (ColumnNameString, EnumStrValueString...): the parser goroutine
+// reads the same event concurrently (rowsDecoder).
 func tableFromMap(e *replication.TableMapEvent) (*schema.Table, error) {
-	names := e.ColumnNameString()
-	if len(names) != int(e.ColumnCount) {
+	if len(e.ColumnName) != int(e.ColumnCount) {
 		return nil, fmt.Errorf("table %s.%s: the binlog's table-map event has no column names: binlog_row_metadata was not FULL when this event was written; set binlog_row_metadata=FULL on the server and start from a position written after that (a new full sync)", e.Schema, e.Table)
 	}
 	t := &schema.Table{Database: string(e.Schema), Name: string(e.Table)}
 	unsigned := e.UnsignedMap()
 	collations := e.CollationMap()
-	enums := e.EnumStrValueMap()
-	sets := e.SetStrValueMap()
+	nextEnum, nextSet := 0, 0
+	labels := func(values [][][]byte, next *int) []string {
+		if *next >= len(values) {
+			return nil
+		}
+		out := make([]string, len(values[*next]))
+		for i, v := range values[*next] {
+			out[i] = string(v)
+		}
+		*next++
+		return out
+	}
 	for i := 0; i < int(e.ColumnCount); i++ {
-		c := schema.Column{Name: names[i], Unsigned: unsigned[i], BinlogType: e.ColumnType[i], BinlogMeta: e.ColumnMeta[i]}
+		c := schema.Column{Name: string(e.ColumnName[i]), Unsigned: unsigned[i], BinlogType: e.ColumnType[i], BinlogMeta: e.ColumnMeta[i]}
 		_, c.Nullable = e.Nullable(i)
 		meta := e.ColumnMeta[i]
 		typ := e.ColumnType[i]
@@ -86,9 +99,9 @@ func tableFromMap(e *replication.TableMapEvent) (*schema.Table, error) {
 				c.Kind, c.Type = schema.KindBinary, "binary("+strconv.Itoa(c.Length)+")"
 			}
 		case mysql.MYSQL_TYPE_ENUM:
-			c.Kind, c.Labels, c.Type = schema.KindEnum, enums[i], "enum"
+			c.Kind, c.Labels, c.Type = schema.KindEnum, labels(e.EnumStrValue, &nextEnum), "enum"
 		case mysql.MYSQL_TYPE_SET:
-			c.Kind, c.Labels, c.Type = schema.KindSet, sets[i], "set"
+			c.Kind, c.Labels, c.Type = schema.KindSet, labels(e.SetStrValue, &nextSet), "set"
 		case mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB, mysql.MYSQL_TYPE_BLOB:
 			c.Kind, c.Type = schema.KindChar, "text"
 			if binary {
