@@ -146,6 +146,9 @@ func benchCatchUp(b *testing.B, rows int) {
 			}
 		}
 		b.Logf("%d batches sent, %.2fs in all", flushes, total.Seconds())
+		if i := strings.LastIndex(string(data), "waited_for_clickhouse="); i >= 0 {
+			b.Logf("writer waited for ClickHouse %s", strings.Fields(string(data[i+len("waited_for_clickhouse="):]))[0])
+		}
 	}
 	b.Logf("meanwhile ClickHouse used %.2f CPU-s and MariaDB %.2f CPU-s", chCPU.Seconds(), myCPU.Seconds())
 	b.Logf("%d rows in %.2fs: %.2fM rows/min, %.2f CPU-s per million rows, peak RSS %.0f MiB",

@@ -87,6 +87,7 @@ type writer struct {
 	sendErr  chan error    // the sender's fatal error
 	inflight int           // blocks handed off and not yet returned
 	order    []*sendJob    // blocks handed off, oldest first, until sent in order
+	waited   time.Duration // time spent waiting for ClickHouse to take a block
 	free     []*schema.Block
 	blocks   int // blocks built for the current target
 	// defaults are the DEFAULTs of columns an ALTER added, used when
@@ -128,7 +129,9 @@ func (w *writer) run(ctx context.Context) error {
 		select {
 		case m, ok := <-w.in:
 			if !ok {
-				return w.drain(ctx)
+				err := w.drain(ctx)
+				w.log.Debug("writer stopped", "waited_for_clickhouse", w.waited)
+				return err
 			}
 			if err := w.handle(ctx, m); err != nil {
 				return err
@@ -211,10 +214,14 @@ func (w *writer) handOff(ctx context.Context) error {
 		}
 		return nil
 	}
-	for len(w.free) == 0 && w.blocks >= maxBlocks {
-		if err := w.await(ctx); err != nil {
-			return err
+	if len(w.free) == 0 && w.blocks >= maxBlocks {
+		start := time.Now()
+		for len(w.free) == 0 && w.blocks >= maxBlocks {
+			if err := w.await(ctx); err != nil {
+				return err
+			}
 		}
+		w.waited += time.Since(start)
 	}
 	var next *schema.Block
 	if n := len(w.free); n > 0 {
