@@ -24,16 +24,8 @@ type rawConverter func(p []byte) (int, error)
 // itself. The others (MySQL's binary JSON, pre-5.6 temporal types) go
 // through go-mysql.
 func RawDecodable(typ byte, meta uint16) bool {
-	switch realType(typ, meta) {
-	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONGLONG,
-		mysql.MYSQL_TYPE_FLOAT, mysql.MYSQL_TYPE_DOUBLE, mysql.MYSQL_TYPE_NEWDECIMAL, mysql.MYSQL_TYPE_YEAR, mysql.MYSQL_TYPE_BIT,
-		mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_DATETIME2, mysql.MYSQL_TYPE_TIMESTAMP2, mysql.MYSQL_TYPE_TIME2,
-		mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_ENUM, mysql.MYSQL_TYPE_SET,
-		mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB, mysql.MYSQL_TYPE_BLOB,
-		mysql.MYSQL_TYPE_GEOMETRY:
-		return true
-	}
-	return false
+	_, ok := layoutOf(&Column{BinlogType: typ, BinlogMeta: meta})
+	return ok
 }
 
 // realType is the type a STRING column really has (CHAR, BINARY, ENUM or
@@ -71,46 +63,73 @@ func fracBytes(fsp int) int { return (fsp + 1) / 2 }
 
 var errShort = errMsg("binlog row image ends inside the value")
 
-// rawSize is the length of the value of column c at the start of p.
-func rawSize(c *Column, p []byte) (int, error) {
+// rawLayout is how a column's values are laid out in a row image: a fixed
+// size, or a little-endian length of prefix bytes before the bytes.
+type rawLayout struct {
+	fixed  int
+	prefix int
+}
+
+// layoutOf is the layout of column c's values; ok is false for a type
+// binlog2ch does not decode.
+func layoutOf(c *Column) (l rawLayout, ok bool) {
 	meta := c.BinlogMeta
-	n := 0
 	switch realType(c.BinlogType, meta) {
 	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_YEAR:
-		n = 1
+		l.fixed = 1
 	case mysql.MYSQL_TYPE_SHORT:
-		n = 2
+		l.fixed = 2
 	case mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_DATE:
-		n = 3
+		l.fixed = 3
 	case mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_FLOAT:
-		n = 4
+		l.fixed = 4
 	case mysql.MYSQL_TYPE_LONGLONG, mysql.MYSQL_TYPE_DOUBLE:
-		n = 8
+		l.fixed = 8
 	case mysql.MYSQL_TYPE_NEWDECIMAL:
-		n = decimalSize(int(meta>>8), int(meta&0xff))
+		l.fixed = decimalSize(int(meta>>8), int(meta&0xff))
 	case mysql.MYSQL_TYPE_BIT:
-		n = (int(meta>>8)*8 + int(meta&0xff) + 7) / 8
+		l.fixed = (int(meta>>8)*8 + int(meta&0xff) + 7) / 8
 	case mysql.MYSQL_TYPE_DATETIME2:
-		n = 5 + fracBytes(int(meta))
+		l.fixed = 5 + fracBytes(int(meta))
 	case mysql.MYSQL_TYPE_TIMESTAMP2:
-		n = 4 + fracBytes(int(meta))
+		l.fixed = 4 + fracBytes(int(meta))
 	case mysql.MYSQL_TYPE_TIME2:
-		n = 3 + fracBytes(int(meta))
+		l.fixed = 3 + fracBytes(int(meta))
 	case mysql.MYSQL_TYPE_ENUM, mysql.MYSQL_TYPE_SET:
-		n = int(meta & 0xff)
+		l.fixed = int(meta & 0xff)
 	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING:
-		return lengthPrefixed(p, prefixLen(int(meta)))
+		l.prefix = prefixLen(int(meta))
 	case mysql.MYSQL_TYPE_STRING:
-		return lengthPrefixed(p, prefixLen(stringMaxLen(meta)))
+		l.prefix = prefixLen(stringMaxLen(meta))
 	case mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB, mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_GEOMETRY:
-		return lengthPrefixed(p, int(meta))
+		l.prefix = int(meta)
+		if l.prefix < 1 || l.prefix > 4 {
+			return l, false
+		}
 	default:
+		return l, false
+	}
+	return l, l.fixed > 0 || l.prefix > 0
+}
+
+// size is the length of the value at the start of p.
+func (l rawLayout) size(p []byte) (int, error) {
+	if l.fixed > 0 {
+		if len(p) < l.fixed {
+			return 0, errShort
+		}
+		return l.fixed, nil
+	}
+	return lengthPrefixed(p, l.prefix)
+}
+
+// rawSize is the length of the value of column c at the start of p.
+func rawSize(c *Column, p []byte) (int, error) {
+	l, ok := layoutOf(c)
+	if !ok {
 		return 0, errMsg(fmt.Sprintf("binlog type %d has no binlog2ch decoder", c.BinlogType))
 	}
-	if len(p) < n {
-		return 0, errShort
-	}
-	return n, nil
+	return l.size(p)
 }
 
 // prefixLen is the length prefix of a string of at most maxLen bytes.
@@ -135,17 +154,6 @@ func lengthPrefixed(p []byte, prefix int) (int, error) {
 		return 0, errShort
 	}
 	return prefix + l, nil
-}
-
-// payload is the bytes of a length-prefixed value of size n.
-func payload(c *Column, p []byte, n int) []byte {
-	switch realType(c.BinlogType, c.BinlogMeta) {
-	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING:
-		return p[prefixLen(int(c.BinlogMeta)):n]
-	case mysql.MYSQL_TYPE_STRING:
-		return p[prefixLen(stringMaxLen(c.BinlogMeta)):n]
-	}
-	return p[int(c.BinlogMeta):n]
 }
 
 // leUint reads n little-endian bytes.
@@ -173,7 +181,8 @@ func (b *Block) rawConverter(c *Column, t CHType, buf colBuf, put intPut) rawCon
 	if c.BinlogType == 0 && c.BinlogMeta == 0 || !RawDecodable(c.BinlogType, c.BinlogMeta) {
 		return nil
 	}
-	size := func(p []byte) (int, error) { return rawSize(c, p) }
+	layout, _ := layoutOf(c)
+	size := layout.size
 	meta := c.BinlogMeta
 	switch realType(c.BinlogType, meta) {
 	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONGLONG:
@@ -303,7 +312,7 @@ func (b *Block) rawConverter(c *Column, t CHType, buf colBuf, put intPut) rawCon
 			if err != nil {
 				return 0, err
 			}
-			sb.arena = appendHex(sb.arena, payload(c, p, n))
+			sb.arena = appendHex(sb.arena, p[layout.prefix:n])
 			sb.end()
 			return n, nil
 		}
@@ -314,7 +323,7 @@ func (b *Block) rawConverter(c *Column, t CHType, buf colBuf, put intPut) rawCon
 			if err != nil {
 				return 0, err
 			}
-			v := payload(c, p, n)
+			v := p[layout.prefix:n]
 			if len(v) > width {
 				return 0, errMsg(fmt.Sprintf("longer than BINARY(%d)", width))
 			}
@@ -331,7 +340,7 @@ func (b *Block) rawConverter(c *Column, t CHType, buf colBuf, put intPut) rawCon
 		if err != nil {
 			return 0, err
 		}
-		sb.addBytes(payload(c, p, n))
+		sb.addBytes(p[layout.prefix:n])
 		return n, nil
 	}
 }
@@ -608,17 +617,24 @@ func appendPadded(dst []byte, v uint64, width int) []byte {
 // RawOK reports whether every column of the block's table can be decoded
 // from binlog bytes.
 func (b *Block) RawOK() bool {
-	for i := range b.target.Source.Columns {
-		c := &b.target.Source.Columns[i]
-		if !RawDecodable(c.BinlogType, c.BinlogMeta) || (b.conv[i] != nil && b.raw[i] == nil) {
-			return false
+	if b.layouts == nil {
+		ok := true
+		b.layouts = make([]rawLayout, len(b.target.Source.Columns))
+		for i := range b.target.Source.Columns {
+			var decodable bool
+			b.layouts[i], decodable = layoutOf(&b.target.Source.Columns[i])
+			ok = ok && decodable && (b.conv[i] == nil || b.raw[i] != nil)
 		}
+		b.rawOK = ok
 	}
-	return true
+	return b.rawOK
 }
 
 // ImageSize is the length of the full row image at the start of data.
 func (b *Block) ImageSize(data []byte) (int, error) {
+	if !b.RawOK() {
+		return 0, errMsg("table not decodable from binlog bytes")
+	}
 	return b.walkImage(data, nil)
 }
 
@@ -641,7 +657,7 @@ func (b *Block) walkImage(data []byte, offsets []int) (int, error) {
 		if offsets != nil {
 			offsets[i] = pos
 		}
-		n, err := rawSize(&cols[i], data[pos:])
+		n, err := b.layouts[i].size(data[pos:])
 		if err != nil {
 			return 0, err
 		}
@@ -652,6 +668,9 @@ func (b *Block) walkImage(data []byte, offsets []int) (int, error) {
 
 // SameKey reports whether two full row images have the same sorting key.
 func (b *Block) SameKey(before, after []byte, key []int) (bool, error) {
+	if !b.RawOK() {
+		return false, errMsg("table not decodable from binlog bytes")
+	}
 	cols := b.target.Source.Columns
 	if cap(b.offsets) < 2*len(cols) {
 		b.offsets = make([]int, 2*len(cols))
@@ -670,8 +689,8 @@ func (b *Block) SameKey(before, after []byte, key []int) (bool, error) {
 			}
 			continue
 		}
-		nb, _ := rawSize(&cols[i], before[ob[i]:])
-		na, _ := rawSize(&cols[i], after[oa[i]:])
+		nb, _ := b.layouts[i].size(before[ob[i]:])
+		na, _ := b.layouts[i].size(after[oa[i]:])
 		if string(before[ob[i]:ob[i]+nb]) != string(after[oa[i]:oa[i]+na]) {
 			return false, nil
 		}
@@ -685,6 +704,9 @@ func (b *Block) SameKey(before, after []byte, key []int) (bool, error) {
 // error the block is unchanged.
 func (b *Block) AppendImage(data []byte, version uint64, op Op) (int, error) {
 	src := b.target.Source
+	if !b.RawOK() {
+		return 0, fmt.Errorf("%s: not decodable from binlog bytes", src.FullName())
+	}
 	cols := src.Columns
 	nb := (len(cols) + 7) / 8
 	if len(data) < nb {
@@ -708,7 +730,7 @@ func (b *Block) AppendImage(data []byte, version uint64, op Op) (int, error) {
 			}
 			err = errMsg("NULL in a column that is NOT NULL in the schema binlog2ch knows")
 		case b.raw[i] == nil: // excluded
-			n, err = rawSize(c, data[pos:])
+			n, err = b.layouts[i].size(data[pos:])
 		default:
 			n, err = b.raw[i](data[pos:])
 		}

@@ -65,7 +65,9 @@ type Block struct {
 	// dateTimeBufs are the DATETIME/TIMESTAMP columns' buffers, shared by
 	// both decoders.
 	dateTimeBufs map[*Column]*dateTimeBuf
-	offsets      []int // scratch for SameKey
+	offsets      []int       // scratch for SameKey
+	layouts      []rawLayout // per MySQL column, set by RawOK
+	rawOK        bool
 	meta         []func(version uint64, op Op)
 	// Fixups counts values changed by the invalid_dates policy, by kind,
 	// in rows that were appended.
