@@ -58,6 +58,9 @@ func (b *numBuf[T]) appendTo(c driver.BatchColumn) error {
 	if !b.nullable {
 		return c.Append(b.vals)
 	}
+	if cap(b.ptrs) < len(b.vals) {
+		b.ptrs = make([]*T, 0, len(b.vals))
+	}
 	b.ptrs = b.ptrs[:0]
 	for i := range b.vals {
 		if b.isNull[i] {
@@ -102,6 +105,9 @@ func (b *strBuf) size() int { return len(b.arena) + 8*len(b.ends) }
 // strings returns the values as strings pointing into the arena, valid
 // until the next append or reset.
 func (b *strBuf) strings() []string {
+	if cap(b.strs) < len(b.ends) {
+		b.strs = make([]string, 0, len(b.ends)) // exact: no growth copies
+	}
 	b.strs = b.strs[:0]
 	start := 0
 	for _, end := range b.ends {
@@ -122,6 +128,9 @@ func (b *strBuf) appendTo(c driver.BatchColumn) error {
 	strs := b.strings()
 	if !b.nullable {
 		return c.Append(strs)
+	}
+	if cap(b.ptrs) < len(strs) {
+		b.ptrs = make([]*string, 0, len(strs))
 	}
 	b.ptrs = b.ptrs[:0]
 	for i := range strs {
@@ -144,12 +153,18 @@ type timeBuf struct {
 
 func (b *timeBuf) appendTo(c driver.BatchColumn) error {
 	defer func() { b.times, b.tptrs = nil, nil }() // see strBuf.appendTo
+	if cap(b.times) < len(b.vals) {
+		b.times = make([]time.Time, 0, len(b.vals))
+	}
 	b.times = b.times[:0]
 	for _, us := range b.vals {
 		b.times = append(b.times, time.UnixMicro(us).UTC())
 	}
 	if !b.nullable {
 		return c.Append(b.times)
+	}
+	if cap(b.tptrs) < len(b.times) {
+		b.tptrs = make([]*time.Time, 0, len(b.times))
 	}
 	b.tptrs = b.tptrs[:0]
 	for i := range b.times {
