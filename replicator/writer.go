@@ -105,8 +105,8 @@ func newWriter(r *Replicator, name TableName) *writer {
 }
 
 // run processes messages until in is closed (a clean shutdown: the pending
-// rows are flushed) or an error stops it. Batches are sent by a second
-// goroutine while the next one fills (two blocks per table at most).
+// rows are flushed) or an error stops it. Batches are sent by `senders`
+// goroutines while the next one fills.
 func (w *writer) run(ctx context.Context) error {
 	w.sendq = make(chan *sendJob, senders)
 	w.returned = make(chan *sendJob, maxBlocks)
@@ -123,6 +123,10 @@ func (w *writer) run(ctx context.Context) error {
 		close(w.sendq)
 		sendersDone.Wait()
 	}()
+	// Runs before the wait above: a sender retrying a failed insert must not
+	// keep a writer that is stopping for another error.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
