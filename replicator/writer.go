@@ -107,7 +107,11 @@ func newWriter(r *Replicator, name TableName) *writer {
 // run processes messages until in is closed (a clean shutdown: the pending
 // rows are flushed) or an error stops it. Batches are sent by `senders`
 // goroutines while the next one fills.
-func (w *writer) run(ctx context.Context) error {
+func (w *writer) run(parent context.Context) error {
+	// Canceled when run returns, before it waits for the senders: a sender
+	// retrying a failed insert must not keep a writer that is stopping for
+	// another error.
+	ctx, cancel := context.WithCancel(parent)
 	w.sendq = make(chan *sendJob, senders)
 	w.returned = make(chan *sendJob, maxBlocks)
 	w.sendErr = make(chan error, senders)
@@ -120,13 +124,10 @@ func (w *writer) run(ctx context.Context) error {
 		}()
 	}
 	defer func() {
+		cancel()
 		close(w.sendq)
 		sendersDone.Wait()
 	}()
-	// Runs before the wait above: a sender retrying a failed insert must not
-	// keep a writer that is stopping for another error.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
