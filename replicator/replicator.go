@@ -183,6 +183,11 @@ func (r *Replicator) startPosition(ctx context.Context) (Position, error) {
 		return Position{}, err
 	}
 	r.log.Warn("no checkpoint: starting at the current binlog position. Rows already in MySQL are NOT copied: the initial snapshot is not implemented yet (binlog2ch fullsync lands with issue #5)", "position", p.String())
+	// Saved now, so a crash before the first change cannot move the start
+	// past changes made meanwhile.
+	if err := SaveCheckpoint(r.cfg.StateDir, Checkpoint{Position: p, Server: r.server, SavedAt: time.Now().UTC()}); err != nil {
+		return Position{}, err
+	}
 	return p, nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 
@@ -101,4 +103,82 @@ func TestSchemaCommand(t *testing.T) {
 	if code, out, _ := runCLI(t, "schema", "-config", cfg, "-profile", "modern", "-tables", db+".composite"); code != exitOK || !strings.Contains(out, "DateTime64(3") {
 		t.Errorf("-profile modern: exit %d\n%s", code, out)
 	}
+}
+
+// TestRunCommand runs `binlog2ch run` against the test servers: rows
+// written after it starts arrive, and SIGTERM (a canceled context) ends it
+// with exit code 0 and a saved checkpoint.
+func TestRunCommand(t *testing.T) {
+	srv := servertest.Need(t)
+	ctx := context.Background()
+	db := servertest.Name("b2c_cmdrun")
+	my, err := sql.Open("mysql", srv.MySQL.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer my.Close()
+	if _, err := my.Exec("CREATE DATABASE " + db); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = my.Exec("DROP DATABASE " + db) })
+	ch, err := clickhouse.Open(&clickhouse.Options{Addr: []string{srv.ClickHouse.Addr()}, Auth: clickhouse.Auth{Username: srv.ClickHouse.User, Password: srv.ClickHouse.Password}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	t.Cleanup(func() { _ = ch.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db) })
+
+	cfg := writeConfig(t, srv, db, "batch: {flush_interval: 100ms}\ncheckpoint: {interval: 100ms}")
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	var out, errOut bytes.Buffer
+	go func() { done <- dispatch(runCtx, &env{stdout: &out, stderr: &errOut}, []string{"run", "-config", cfg, "-log-format", "text"}) }()
+	defer cancel()
+
+	// No checkpoint yet: the daemon starts at the current position, so wait
+	// until it has saved one before writing.
+	stateDir := filepath.Join(filepath.Dir(cfg), "state")
+	waitFor(t, done, &errOut, func() bool {
+		_, err := os.Stat(filepath.Join(stateDir, "checkpoint.json"))
+		return err == nil
+	})
+	if _, err := my.Exec("CREATE TABLE " + db + ".t (id INT PRIMARY KEY, v VARCHAR(10))"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := my.Exec("INSERT INTO " + db + ".t VALUES (1, 'a'), (2, 'b')"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, done, &errOut, func() bool {
+		var n uint64
+		return ch.QueryRow(ctx, "SELECT count() FROM "+db+".t FINAL WHERE _is_deleted = 0").Scan(&n) == nil && n == 2
+	})
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Fatalf("exit %d after SIGTERM; stderr:\n%s", code, errOut.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("run did not stop within 60s")
+	}
+	if !strings.Contains(errOut.String(), "msg=stopped") {
+		t.Errorf("no clean stop in the log:\n%s", errOut.String())
+	}
+}
+
+func waitFor(t *testing.T, done chan int, errOut *bytes.Buffer, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case code := <-done:
+			t.Fatalf("run exited with %d; stderr:\n%s", code, errOut.String())
+		default:
+		}
+		if cond() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("timed out")
 }
