@@ -132,7 +132,9 @@ func TestRunCommand(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan int, 1)
 	var out, errOut bytes.Buffer
-	go func() { done <- dispatch(runCtx, &env{stdout: &out, stderr: &errOut}, []string{"run", "-config", cfg, "-log-format", "text"}) }()
+	go func() {
+		done <- dispatch(runCtx, &env{stdout: &out, stderr: &errOut}, []string{"run", "-config", cfg, "-log-format", "text"})
+	}()
 	defer cancel()
 
 	// No checkpoint yet: the daemon starts at the current position, so wait
