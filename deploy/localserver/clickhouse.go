@@ -94,6 +94,14 @@ func startClickHouseOnce(ctx context.Context, bin string) (*Server, error, bool)
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("ClickHouse: write config: %w", err), false
 	}
+	s.restart = func(ctx context.Context) error {
+		cmd := exec.Command(bin, "--config-file="+cfgPath)
+		cmd.Dir = dir
+		if err := s.launch(cmd); err != nil {
+			return err
+		}
+		return s.waitReady(ctx, 60*time.Second, s.pingClickHouse)
+	}
 	cmd := exec.Command(bin, "--config-file="+cfgPath)
 	cmd.Dir = dir
 	if err := s.launch(cmd); err != nil {

@@ -61,8 +61,30 @@ type Server struct {
 	done    chan struct{} // closed when the process has exited
 	waitErr error
 
+	restart func(context.Context) error // starts the process again on the same ports and data
+
 	stopOnce sync.Once
 	stopErr  error
+}
+
+// Kill kills a private server's process (SIGKILL), keeping its data, to
+// test what a crash or an outage does; Restart brings it back.
+func (s *Server) Kill() error {
+	if s.External || s.cmd == nil {
+		return fmt.Errorf("%s: only a private server can be killed", s.name)
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	<-s.done
+	return nil
+}
+
+// Restart starts a killed private server again, on the same ports and with
+// the same data, and waits until it answers.
+func (s *Server) Restart(ctx context.Context) error {
+	if s.External || s.restart == nil {
+		return fmt.Errorf("%s: only a private ClickHouse can be restarted", s.name)
+	}
+	return s.restart(ctx)
 }
 
 // Pid is a private server's process id (0 for an external one).

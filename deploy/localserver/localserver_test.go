@@ -99,3 +99,32 @@ func TestStartAndStop(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestClickHouseKillAndRestart(t *testing.T) {
+	if testing.Short() || os.Getenv("BINLOG2CH_SKIP_INTEGRATION") == "1" {
+		t.Skip("integration test skipped on request")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ch, err := StartClickHouse(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Stop()
+	port := ch.Port
+	if err := ch.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.pingClickHouse(ctx); err == nil {
+		t.Fatal("ClickHouse answers after Kill")
+	}
+	if err := ch.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ch.Port != port {
+		t.Fatalf("port changed from %d to %d", port, ch.Port)
+	}
+	if err := ch.pingClickHouse(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
