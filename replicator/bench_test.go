@@ -147,7 +147,8 @@ func benchCatchUp(b *testing.B, rows int) {
 		}
 		b.Logf("%d batches sent, %.2fs in all", flushes, total.Seconds())
 		if i := strings.LastIndex(string(data), "waited_for_clickhouse="); i >= 0 {
-			b.Logf("writer waited for ClickHouse %s", strings.Fields(string(data[i+len("waited_for_clickhouse="):]))[0])
+			f := strings.Fields(string(data[i:]))
+			b.Logf("writer: %s %s", f[0], f[1])
 		}
 	}
 	b.Logf("meanwhile ClickHouse used %.2f CPU-s and MariaDB %.2f CPU-s", chCPU.Seconds(), myCPU.Seconds())

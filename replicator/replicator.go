@@ -54,7 +54,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Replicator, error
 		return nil, fmt.Errorf("mysql.addr: bad port %q", portText)
 	}
 	r := &Replicator{cfg: cfg, log: log, host: host, port: uint16(port),
-		queueLen: 64, eventCache: 256, maxBackoff: 30 * time.Second, shutdownTimeout: 30 * time.Second}
+		queueLen: 256, eventCache: 1024, maxBackoff: 30 * time.Second, shutdownTimeout: 30 * time.Second}
 	if r.my, err = OpenMySQL(ctx, cfg); err != nil {
 		return nil, err
 	}

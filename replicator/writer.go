@@ -88,6 +88,7 @@ type writer struct {
 	inflight int           // blocks handed off and not yet returned
 	order    []*sendJob    // blocks handed off, oldest first, until sent in order
 	waited   time.Duration // time spent waiting for ClickHouse to take a block
+	busy     time.Duration // time spent converting rows
 	free     []*schema.Block
 	blocks   int // blocks built for the current target
 	// defaults are the DEFAULTs of columns an ALTER added, used when
@@ -135,12 +136,14 @@ func (w *writer) run(parent context.Context) error {
 		case m, ok := <-w.in:
 			if !ok {
 				err := w.drain(ctx)
-				w.log.Debug("writer stopped", "waited_for_clickhouse", w.waited)
+				w.log.Debug("writer stopped", "waited_for_clickhouse", w.waited, "converting", w.busy)
 				return err
 			}
+			start := time.Now()
 			if err := w.handle(ctx, m); err != nil {
 				return err
 			}
+			w.busy += time.Since(start)
 			w.lastSeq = m.seq
 			if w.block != nil && w.block.Rows() > 0 {
 				if w.block.Rows() >= w.r.cfg.Batch.MaxRows || w.block.Size() >= w.r.cfg.Batch.MaxBytes {
