@@ -226,3 +226,34 @@ func TestClickHouseOutage(t *testing.T) {
 		t.Errorf("no retry logged during the outage")
 	}
 }
+
+// TestMySQLRestart: the source goes away mid-stream (killed, as in a
+// crash); the daemon reconnects at the last transaction boundary it read
+// and ends with an exact match.
+func TestMySQLRestart(t *testing.T) {
+	h := newHarness(t, 1, "")
+	if h.srv.MySQL.External {
+		t.Skip("needs a private MariaDB it can kill")
+	}
+	a := h.dbs[0]
+	run := h.start()
+	h.exec("CREATE TABLE "+a+".m (id INT PRIMARY KEY, v INT)", "INSERT INTO "+a+".m VALUES (1, 1), (2, 2)")
+	h.waitCaughtUp(run, 30*time.Second)
+	if err := h.srv.MySQL.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the reader fails and retries meanwhile
+	if err := h.srv.MySQL.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.my.SetMaxIdleConns(0) // drop connections to the killed server
+	h.my.SetMaxIdleConns(2)
+	for i := 3; i < 100; i++ {
+		h.exec(fmt.Sprintf("INSERT INTO %s.m VALUES (%d, %d)", a, i, i), fmt.Sprintf("UPDATE %s.m SET v = v * 2 WHERE id = %d", a, i-1))
+	}
+	h.waitCaughtUp(run, 90*time.Second)
+	h.assertEqual(a, "m", []string{"id", "v"})
+	if !strings.Contains(run.logs.String(), "binlog stream failed; reconnecting") {
+		t.Errorf("no reconnect logged")
+	}
+}

@@ -82,7 +82,7 @@ func (s *Server) Kill() error {
 // the same data, and waits until it answers.
 func (s *Server) Restart(ctx context.Context) error {
 	if s.External || s.restart == nil {
-		return fmt.Errorf("%s: only a private ClickHouse can be restarted", s.name)
+		return fmt.Errorf("%s: only a private server can be restarted", s.name)
 	}
 	return s.restart(ctx)
 }

@@ -82,7 +82,14 @@ func startMariaDBOnce(ctx context.Context, installDB, mariadbd string, extraArgs
 		"--collation-server=utf8mb4_general_ci",
 		"--max-allowed-packet=256M",
 	}
-	cmd := exec.Command(mariadbd, append(args, extraArgs...)...)
+	all := append(args, extraArgs...)
+	s.restart = func(ctx context.Context) error {
+		if err := s.launch(exec.Command(mariadbd, all...)); err != nil {
+			return err
+		}
+		return s.waitReady(ctx, 60*time.Second, s.pingMySQL)
+	}
+	cmd := exec.Command(mariadbd, all...)
 	if err := s.launch(cmd); err != nil {
 		os.RemoveAll(dir)
 		return nil, err, false
