@@ -2,7 +2,7 @@ GO      ?= go
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build deps test test-short test-race vet demo bench fuzz clean
+.PHONY: all build deps test test-short test-race vet lint demo bench fuzz clean
 
 all: build
 
@@ -18,6 +18,10 @@ deps:
 vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+# staticcheck, pinned (the module proxy serves exact versions only).
+lint: vet
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 # Unit tests plus integration tests against throwaway servers. An
 # integration test whose servers cannot start fails; it never skips.

@@ -123,15 +123,6 @@ func (l rawLayout) size(p []byte) (int, error) {
 	return lengthPrefixed(p, l.prefix)
 }
 
-// rawSize is the length of the value of column c at the start of p.
-func rawSize(c *Column, p []byte) (int, error) {
-	l, ok := layoutOf(c)
-	if !ok {
-		return 0, errMsg(fmt.Sprintf("binlog type %d has no binlog2ch decoder", c.BinlogType))
-	}
-	return l.size(p)
-}
-
 // prefixLen is the length prefix of a string of at most maxLen bytes.
 func prefixLen(maxLen int) int {
 	if maxLen >= 256 {

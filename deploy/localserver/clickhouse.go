@@ -87,7 +87,8 @@ func startClickHouseOnce(ctx context.Context, bin string) (*Server, error, bool)
 	}
 	cfg := strings.NewReplacer("{{dir}}", dir, "{{tcp}}", strconv.Itoa(tcp), "{{http}}", strconv.Itoa(httpPort)).Replace(clickHouseConfig)
 	cfgPath := filepath.Join(dir, "config.xml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err == nil {
+	err = os.WriteFile(cfgPath, []byte(cfg), 0o600)
+	if err == nil {
 		err = os.WriteFile(filepath.Join(dir, "users.xml"), []byte(clickHouseUsers), 0o600)
 	}
 	if err != nil {
