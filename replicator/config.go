@@ -38,6 +38,9 @@ type BatchConfig struct {
 	MaxRows       int           `yaml:"max_rows"`
 	MaxBytes      int           `yaml:"max_bytes"`
 	FlushInterval time.Duration `yaml:"flush_interval"`
+	// MaxInFlight is how many batches of one table may be buffered and
+	// sent at once; memory grows with it.
+	MaxInFlight int `yaml:"max_inflight"`
 }
 
 // CheckpointConfig sets how often the binlog position is saved.
@@ -144,7 +147,7 @@ func defaultConfig() Config {
 	return Config{
 		ClickHouse: ClickHouseConfig{User: "default", DatabaseMap: map[string]string{}},
 		Metrics:    MetricsConfig{Listen: "127.0.0.1:9188"},
-		Batch:      BatchConfig{MaxRows: 100000, MaxBytes: 64 << 20, FlushInterval: time.Second},
+		Batch:      BatchConfig{MaxRows: 100000, MaxBytes: 64 << 20, FlushInterval: time.Second, MaxInFlight: 2},
 		Checkpoint: CheckpointConfig{Interval: time.Second},
 		Schema: SchemaConfig{
 			DateTimeZone: "UTC",
@@ -290,6 +293,12 @@ func (c *Config) validate(d *decoder, dir string) {
 	}
 	if c.Batch.MaxBytes < 1<<10 {
 		d.problem("batch.max_bytes", "must be >= 1024")
+	}
+	if c.Batch.MaxInFlight < 1 || c.Batch.MaxInFlight > 16 {
+		d.problem("batch.max_inflight", "must be from 1 to 16")
+	}
+	if c.Batch.MaxBytes > 1<<30 {
+		d.problem("batch.max_bytes", "must be <= 1 GiB")
 	}
 	if c.Batch.FlushInterval < time.Millisecond {
 		d.problem("batch.flush_interval", "must be >= 1ms")

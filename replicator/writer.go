@@ -35,16 +35,6 @@ const (
 	ddlColumnDefaults
 )
 
-// senders is how many batches of one table are sent at once: ClickHouse
-// processes each insert mostly on one thread, so two in flight overlap its
-// work. Order does not matter: every row carries its version.
-const senders = 2
-
-// maxBlocks bounds a writer's blocks, and so its memory: while both are
-// being sent, the writer waits (and reading pauses). A third block measured
-// no faster and 60% more memory.
-const maxBlocks = senders
-
 // message is one unit of work for a writer, in binlog order: the rows of
 // one rows event, or a DDL action.
 type message struct {
@@ -106,15 +96,20 @@ func newWriter(r *Replicator, name TableName) *writer {
 }
 
 // run processes messages until in is closed (a clean shutdown: the pending
-// rows are flushed) or an error stops it. Batches are sent by `senders`
+// rows are flushed) or an error stops it. Batches are sent by other
 // goroutines while the next one fills.
 func (w *writer) run(parent context.Context) error {
 	// Canceled when run returns, before it waits for the senders: a sender
 	// retrying a failed insert must not keep a writer that is stopping for
 	// another error.
 	ctx, cancel := context.WithCancel(parent)
+	// Up to batch.max_inflight batches of a table are sent at once
+	// (ClickHouse works on each insert mostly on one thread; order does not
+	// matter, every row carries its version). They are also all the blocks
+	// a writer has: while every one is in flight, the writer waits.
+	senders := w.r.cfg.Batch.MaxInFlight
 	w.sendq = make(chan *sendJob, senders)
-	w.returned = make(chan *sendJob, maxBlocks)
+	w.returned = make(chan *sendJob, senders)
 	w.sendErr = make(chan error, senders)
 	var sendersDone sync.WaitGroup
 	for i := 0; i < senders; i++ {
@@ -222,9 +217,9 @@ func (w *writer) handOff(ctx context.Context) error {
 		}
 		return nil
 	}
-	if len(w.free) == 0 && w.blocks >= maxBlocks {
+	if max := w.r.cfg.Batch.MaxInFlight; len(w.free) == 0 && w.blocks >= max {
 		start := time.Now()
-		for len(w.free) == 0 && w.blocks >= maxBlocks {
+		for len(w.free) == 0 && w.blocks >= max {
 			if err := w.await(ctx); err != nil {
 				return err
 			}
