@@ -47,7 +47,7 @@ func commands() []command {
 		{"schema", "print the ClickHouse DDL binlog2ch would create", schemaCmd},
 		{"loadgen", "fill MySQL tables with generated rows", notYet("loadgen", "issue #6 (loadgen and bench)")},
 		{"bench", "measure rows/minute, lag, CPU and memory", notYet("bench", "issue #6 (loadgen and bench)")},
-		{"demo", "start throwaway servers, create and fill binlog_field_test_1, replicate it", demoCmd},
+		{"demo", "start throwaway servers, replicate a freshly filled binlog_field_test_1, show it", demoCmd},
 		{"version", "print the version", versionCmd},
 	}
 }

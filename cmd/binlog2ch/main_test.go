@@ -106,7 +106,7 @@ func TestDemo(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"MySQL holds 300 rows", " answers.", "Stopping the servers."} {
+	for _, want := range []string{"MySQL holds 300 rows", "ClickHouse holds 300 rows", "testdecimal=", "Stopping the servers."} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
