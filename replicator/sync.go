@@ -78,6 +78,10 @@ func (s *syncState) read(ctx context.Context, start Position) error {
 		if errors.As(err, &fatal) {
 			return fatal.err
 		}
+		if s.commits[len(s.commits)-1].pos != resume {
+			delay = 100 * time.Millisecond // it made progress: a new outage starts the backoff over
+		}
+		resume = s.commits[len(s.commits)-1].pos
 		s.r.log.Warn("binlog stream failed; reconnecting", "error", err, "position", resume.String(), "retry_in", delay)
 		select {
 		case <-ctx.Done():
