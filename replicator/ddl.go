@@ -6,6 +6,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/pingcap/tidb/pkg/parser/test_driver" // also the parser's value driver
 
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -101,6 +102,24 @@ func parseDDL(p *parser.Parser, defaultDB, query string) (effects []ddlEffect, o
 // which ClickHouse casts to the column's type. Expressions such as
 // CURRENT_TIMESTAMP have no constant value and are left out.
 func defaultLiteral(e ast.ExprNode) (string, bool) {
+	neg := false
+	for {
+		switch x := e.(type) {
+		case *ast.ParenthesesExpr:
+			e = x.Expr
+			continue
+		case *ast.UnaryOperationExpr:
+			if x.Op == opcode.Minus {
+				neg, e = !neg, x.V
+				continue
+			}
+			if x.Op == opcode.Plus {
+				e = x.V
+				continue
+			}
+		}
+		break
+	}
 	v, ok := e.(*test_driver.ValueExpr)
 	if !ok {
 		return "", false
@@ -116,9 +135,19 @@ func defaultLiteral(e ast.ExprNode) (string, bool) {
 	case test_driver.KindMysqlDecimal:
 		s = v.GetMysqlDecimal().String()
 	case test_driver.KindString, test_driver.KindBytes:
+		if neg {
+			return "", false // -'text' is an expression, not a constant we mirror
+		}
 		s = v.GetString()
 	default:
 		return "", false
+	}
+	if neg {
+		if rest, ok := strings.CutPrefix(s, "-"); ok {
+			s = rest
+		} else {
+			s = "-" + s
+		}
 	}
 	return schema.QuoteString(s), true
 }
