@@ -71,6 +71,8 @@ type TableOverride struct {
 	PartitionBy    string   `yaml:"partition_by"`
 	ExcludeColumns []string `yaml:"exclude_columns"`
 	Mode           string   `yaml:"mode"`
+	// Columns overrides ClickHouse column types, column -> type.
+	Columns map[string]string `yaml:"columns"`
 }
 
 // TableOptions are the schema overrides for MySQL table db.table.
@@ -80,7 +82,7 @@ func (c *Config) TableOptions(db, table string) schema.TableOptions {
 		return schema.TableOptions{}
 	}
 	return schema.TableOptions{Name: o.Name, Engine: o.Engine, OrderBy: o.OrderBy, PartitionBy: o.PartitionBy,
-		Exclude: o.ExcludeColumns, Mode: schema.Mode(o.Mode)}
+		Exclude: o.ExcludeColumns, Mode: schema.Mode(o.Mode), Types: o.Columns}
 }
 
 // MySQLConfig is the source server.
@@ -284,6 +286,11 @@ func (c *Config) validate(d *decoder, dir string) {
 		if o.Name != "" {
 			if err := checkDatabaseName(o.Name); err != nil {
 				d.problem(prefix+".name", "table name "+err.Error())
+			}
+		}
+		for col, typ := range o.Columns {
+			if _, err := schema.ParseCHType(typ); err != nil {
+				d.problem(prefix+".columns."+col, err.Error())
 			}
 		}
 	}

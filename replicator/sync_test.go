@@ -304,3 +304,23 @@ func TestManyTypesReplicated(t *testing.T) {
 		t.Errorf("bit %b geometry %s, want 1010101010 and %s", bit, geo, wantGeo)
 	}
 }
+
+// TestTypeOverrideReplicated: per-table column type overrides reach
+// ClickHouse and the values still match.
+func TestTypeOverrideReplicated(t *testing.T) {
+	h := newHarness(t, 1, "")
+	a := h.dbs[0]
+	h.cfg.Tables.Overrides = map[string]TableOverride{a + ".ov": {Columns: map[string]string{"v": "Int64", "d": "Decimal(12, 4)", "e": "String"}}}
+	run := h.start()
+	h.exec("CREATE TABLE "+a+".ov (id INT PRIMARY KEY, v INT, d DECIMAL(5,2), e ENUM('a','b'))",
+		"INSERT INTO "+a+".ov VALUES (1, -7, -123.45, 'b'), (2, NULL, NULL, NULL)")
+	h.waitCaughtUp(run, 30*time.Second)
+	h.assertEqual(a, "ov", []string{"id", "v", "e"})
+	var typ, d string
+	if err := h.ch.QueryRow(context.Background(), "SELECT toTypeName(v), toString(d) FROM "+a+".ov FINAL WHERE id = 1").Scan(&typ, &d); err != nil {
+		t.Fatal(err)
+	}
+	if typ != "Nullable(Int64)" || d != "-123.4500" {
+		t.Errorf("v is %s and d %s, want Nullable(Int64) and -123.4500", typ, d)
+	}
+}

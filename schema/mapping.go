@@ -110,6 +110,9 @@ type TableOptions struct {
 	PartitionBy string   // PARTITION BY expression; default none
 	Exclude     []string // MySQL columns not replicated
 	Mode        Mode     // default ModeReplacing (ModeChangelog without a key)
+	// Types overrides the ClickHouse type of MySQL columns (see
+	// ParseCHType and checkOverride for what is allowed).
+	Types map[string]string
 }
 
 // Meta columns binlog2ch adds to every table.
@@ -177,6 +180,11 @@ func Map(t *Table, db string, caps Capabilities, opts Options, to TableOptions) 
 	if to.Name != "" {
 		target.Name = to.Name
 	}
+	for name := range to.Types {
+		if t.ColumnIndex(name) < 0 {
+			return nil, fmt.Errorf("%s: type override for column %q, which does not exist", t.FullName(), name)
+		}
+	}
 	excluded := map[int]bool{}
 	for _, name := range to.Exclude {
 		i := t.ColumnIndex(name)
@@ -221,6 +229,16 @@ func Map(t *Table, db string, caps Capabilities, opts Options, to TableOptions) 
 		typ, err := mapType(c, caps, opts)
 		if err != nil {
 			return nil, fmt.Errorf("%s.%s: %w", t.FullName(), c.Name, err)
+		}
+		if o, ok := to.Types[c.Name]; ok {
+			over, err := ParseCHType(o)
+			if err == nil {
+				err = checkOverride(c, typ, over, caps)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s.%s: %w", t.FullName(), c.Name, err)
+			}
+			typ = over
 		}
 		// A sorting key column cannot be Nullable in ClickHouse; MySQL key
 		// columns are NOT NULL anyway.

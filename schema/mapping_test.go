@@ -215,3 +215,73 @@ func TestQuote(t *testing.T) {
 		t.Errorf("QuoteString: %s", got)
 	}
 }
+
+func TestTypeOverrides(t *testing.T) {
+	tb := everyType(t)
+	target, err := Map(tb, "x", ClickHouseModern, DefaultOptions(), TableOptions{Types: map[string]string{
+		"ti": "Int64", "biu": "UInt64", "d92": "Decimal(18, 4)", "d3810": "String", "dt": "Date32",
+		"dtm": "DateTime64(3, 'Europe/Berlin')", "e": "String",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"ti": "Nullable(Int64)", "biu": "Nullable(UInt64)", "d92": "Nullable(Decimal(18, 4))", "d3810": "Nullable(String)",
+		"dt": "Nullable(Date32)", "dtm": "Nullable(DateTime64(3, 'Europe/Berlin'))", "e": "Nullable(String)",
+	} {
+		for _, c := range target.Columns {
+			if c.Name == name && c.Type.String() != want {
+				t.Errorf("%s: %s, want %s", name, c.Type, want)
+			}
+		}
+	}
+	// The overridden columns convert.
+	b := NewBlock(target)
+	row := make([]any, len(tb.Columns))
+	row[0] = int32(1)
+	row[tb.ColumnIndex("ti")] = int8(-5)
+	row[tb.ColumnIndex("d92")] = "-12.50"
+	row[tb.ColumnIndex("e")] = int64(2)
+	if err := b.Append(row, 1, OpInsert); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct {
+		col, typ, want string
+	}{
+		{"ti", "UInt64", "same signedness"},
+		{"bi", "Int32", "at least as wide"},
+		{"d92", "Decimal(5, 1)", "at least its integer digits and scale"},
+		{"dtm6", "DateTime64(3)", "at least its fraction digits"},
+		{"c", "Int64", "cannot be overridden"},
+		{"e", "Int8", "an ENUM takes String"},
+		{"nope", "String", `column "nope", which does not exist`},
+		{"ti", "Array(Int8)", "cannot be an override"},
+	} {
+		_, err := Map(tb, "x", ClickHouseModern, DefaultOptions(), TableOptions{Types: map[string]string{c.col: c.typ}})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s as %s: got %v, want %q", c.col, c.typ, err, c.want)
+		}
+	}
+	if _, err := Map(tb, "x", ClickHouse18, DefaultOptions(), TableOptions{Types: map[string]string{"dtm": "DateTime64(0)"}}); err == nil {
+		t.Error("DateTime64 accepted on a server without it")
+	}
+}
+
+func TestParseCHType(t *testing.T) {
+	for in, want := range map[string]string{
+		"Int8": "Int8", "UInt64": "UInt64", " String ": "String", "Decimal(9,2)": "Decimal(9, 2)",
+		"DateTime": "DateTime('UTC')", "DateTime('Asia/Tokyo')": "DateTime('Asia/Tokyo')", "DateTime64(6)": "DateTime64(6, 'UTC')",
+		"Date32": "Date32",
+	} {
+		got, err := ParseCHType(in)
+		if err != nil || got.String() != want {
+			t.Errorf("ParseCHType(%q) = %s, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "Decimal(100, 2)", "Decimal(9)", "DateTime64(9)", "DateTime(UTC)", "Nullable(Int8)", "Int8(", "Float64"} {
+		if _, err := ParseCHType(bad); err == nil {
+			t.Errorf("ParseCHType(%q) accepted", bad)
+		}
+	}
+}
