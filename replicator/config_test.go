@@ -149,6 +149,7 @@ func TestBadConfigs(t *testing.T) {
 		{"override glob", "  exclude:", "  overrides: {\"shop.*\": {}}\n  exclude:", "config: tables.overrides.shop.*: must be an exact db.table name"},
 		{"override not included", "  exclude:", "  overrides: {other.t: {}}\n  exclude:", "config: tables.overrides.other.t: this table is not selected"},
 		{"override bad mode", "  exclude:", "  overrides: {shop.t: {mode: append}}\n  exclude:", `config: tables.overrides.shop.t.mode: want replacing or changelog, got "append"`},
+		{"bad override type", "  exclude:", "  overrides: {shop.t: {columns: {v: Float64}}}\n  exclude:", `config: tables.overrides.shop.t.columns.v: type "Float64" cannot be an override`},
 		{"bad inflight", "metrics:", "batch: {max_inflight: 0}\nmetrics:", "config: batch.max_inflight: must be from 1 to 16"},
 		{"override unknown key", "  exclude:", "  overrides: {shop.t: {engin: x}}\n  exclude:", "config: tables.overrides.shop.t.engin: unknown key"},
 	}
