@@ -1,0 +1,98 @@
+package replicator
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/binlog2ch/binlog2ch/schema"
+)
+
+// mapEvent is the table map MariaDB 10.11 wrote (binlog_row_metadata=FULL)
+// for CREATE TABLE d.t (a INT UNSIGNED NOT NULL, b VARCHAR(5) NOT NULL,
+// c BINARY(4), e ENUM('x','y'), dd DECIMAL(10,3), PRIMARY KEY (b, a)),
+// plus a DATETIME(3) and a BLOB column.
+func mapEvent() *replication.TableMapEvent {
+	return &replication.TableMapEvent{
+		TableID: 18, Schema: []byte("d"), Table: []byte("t"), ColumnCount: 7,
+		ColumnType:       []byte{3, 15, 254, 254, 246, 18, 252},
+		ColumnMeta:       []uint16{0, 20, 65028, 63233, 2563, 3, 2},
+		NullBitmap:       []byte{0b1111100},
+		SignednessBitmap: []byte{0b10000000},
+		ColumnName:       [][]byte{[]byte("a"), []byte("b"), []byte("c"), []byte("e"), []byte("dd"), []byte("dt"), []byte("bl")},
+		ColumnCharset:    []uint64{45, 63, 63},
+		EnumStrValue:     [][][]byte{{[]byte("x"), []byte("y")}},
+		PrimaryKey:       []uint64{1, 0},
+	}
+}
+
+func TestTableFromMap(t *testing.T) {
+	tb, err := tableFromMap(mapEvent())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type col struct {
+		kind     schema.MySQLKind
+		unsigned bool
+		nullable bool
+	}
+	want := []col{
+		{schema.KindInt, true, false}, {schema.KindChar, false, false}, {schema.KindBinary, false, true},
+		{schema.KindEnum, false, true}, {schema.KindDecimal, false, true}, {schema.KindDateTime, false, true}, {schema.KindBlob, false, true},
+	}
+	for i, w := range want {
+		c := tb.Columns[i]
+		if (col{c.Kind, c.Unsigned, c.Nullable}) != w {
+			t.Errorf("column %s: kind %v unsigned %v nullable %v, want %+v", c.Name, c.Kind, c.Unsigned, c.Nullable, w)
+		}
+	}
+	if c := tb.Columns[2]; c.Length != 4 || c.Type != "binary(4)" {
+		t.Errorf("BINARY(4): length %d type %s", c.Length, c.Type)
+	}
+	if c := tb.Columns[3]; !reflect.DeepEqual(c.Labels, []string{"x", "y"}) {
+		t.Errorf("ENUM labels %q", c.Labels)
+	}
+	if c := tb.Columns[4]; c.Precision != 10 || c.Scale != 3 {
+		t.Errorf("DECIMAL(10,3): %d,%d", c.Precision, c.Scale)
+	}
+	if c := tb.Columns[5]; c.Fsp != 3 || c.Type != "datetime(3)" {
+		t.Errorf("DATETIME(3): fsp %d type %s", c.Fsp, c.Type)
+	}
+	if !reflect.DeepEqual(tb.PrimaryKey, []int{1, 0}) {
+		t.Errorf("primary key %v", tb.PrimaryKey)
+	}
+	for i := range tb.Columns {
+		if !schema.RawDecodable(tb.Columns[i].BinlogType, tb.Columns[i].BinlogMeta) {
+			t.Errorf("column %s not decodable from binlog bytes", tb.Columns[i].Name)
+		}
+	}
+}
+
+func TestTableFromMapNeedsColumnNames(t *testing.T) {
+	e := mapEvent()
+	e.ColumnName = nil
+	if _, err := tableFromMap(e); err == nil || !strings.Contains(err.Error(), "binlog_row_metadata was not FULL") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestEnrichKeepsBinlogTypes(t *testing.T) {
+	binlog, err := tableFromMap(mapEvent())
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := &schema.Table{Database: "d", Name: "t", Columns: append([]schema.Column(nil), binlog.Columns...), UniqueKey: []int{2}}
+	for i := range live.Columns {
+		live.Columns[i].BinlogType, live.Columns[i].BinlogMeta = 0, 0
+	}
+	got := enrich(binlog, live)
+	if !reflect.DeepEqual(got.UniqueKey, []int{2}) || got.Columns[4].BinlogType != 246 || !reflect.DeepEqual(got.PrimaryKey, []int{1, 0}) {
+		t.Errorf("enrich lost something: %+v", got)
+	}
+	live.Columns[1].Name = "renamed"
+	if got := enrich(binlog, live); got != binlog {
+		t.Error("a live schema with other columns must not be used")
+	}
+}
