@@ -78,9 +78,13 @@ type writer struct {
 	inflight int           // blocks handed off and not yet returned
 	order    []*sendJob    // blocks handed off, oldest first, until sent in order
 	waited   time.Duration // time spent waiting for ClickHouse to take a block
-	busy     time.Duration // time spent converting rows
-	free     []*schema.Block
-	blocks   int // blocks built for the current target
+	// fixups count values changed by schema.invalid_dates, by kind, in
+	// batches sent; the senders update them.
+	fixups       [schema.NumFixups]atomic.Uint64
+	fixupsLogged atomic.Int64  // when the totals were last logged (Unix ns)
+	busy         time.Duration // time spent converting rows
+	free         []*schema.Block
+	blocks       int // blocks built for the current target
 	// defaults are the DEFAULTs of columns an ALTER added, used when
 	// ClickHouse gets the column (at the next table map).
 	defaults map[string]string
@@ -428,15 +432,36 @@ func (w *writer) send(ctx context.Context, b *schema.Block) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", t.FullName(), err)
 	}
-	for k, n := range b.Fixups {
-		if n > 0 {
-			w.log.Warn("values changed by schema.invalid_dates", "kind", schema.Fixup(k).String(), "count", n)
-		}
-	}
+	w.noteFixups(b.Fixups)
 	b.Fixups = [len(b.Fixups)]uint64{}
 	b.Reset()
 	w.log.Debug("flushed", "rows", rows, "duration", time.Since(start))
 	return nil
+}
+
+// noteFixups adds a sent batch's fix-ups to the writer's totals and logs
+// the totals at most once a minute (the first at once), not once a batch.
+func (w *writer) noteFixups(f [schema.NumFixups]uint64) {
+	changed := false
+	for k, n := range f {
+		if n > 0 {
+			w.fixups[k].Add(n)
+			changed = true
+		}
+	}
+	if !changed {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := w.fixupsLogged.Load()
+	if now-last < int64(time.Minute) || !w.fixupsLogged.CompareAndSwap(last, now) {
+		return
+	}
+	attrs := []any{}
+	for k := range w.fixups {
+		attrs = append(attrs, schema.Fixup(k).String(), w.fixups[k].Load())
+	}
+	w.log.Warn("values changed by schema.invalid_dates so far", attrs...)
 }
 
 // changeSchema moves the writer to a new source schema: the first one, or

@@ -22,6 +22,9 @@ const (
 	numFixups
 )
 
+// NumFixups is the number of fix-up kinds (the size of Block.Fixups).
+const NumFixups = int(numFixups)
+
 var fixupNames = [numFixups]string{"zero_date", "invalid_date", "date_out_of_range"}
 
 // String is the fix-up's metric label.
