@@ -26,6 +26,7 @@ const benchMaxLen = 8
 // process) started from a checkpoint before them, timed until its
 // checkpoint passes them. It reports rows/min, the daemon's CPU seconds per
 // million rows and its peak RSS. Run it with -benchtime 1x.
+// BINLOG2CH_BENCH_BATCH adds batch settings, e.g. "max_rows: 50000".
 func BenchmarkCatchUp(b *testing.B) {
 	rows := 1_000_000
 	if v := os.Getenv("BINLOG2CH_BENCH_ROWS"); v != "" {

@@ -137,10 +137,15 @@ func (r *Replicator) checkSource(ctx context.Context) error {
 
 // currentPosition is the server's current binlog position.
 func (r *Replicator) currentPosition(ctx context.Context) (Position, error) {
-	rows, err := r.my.QueryContext(ctx, "SHOW MASTER STATUS")
+	return binlogPosition(ctx, r.my)
+}
+
+// binlogPosition reads a server's current binlog position.
+func binlogPosition(ctx context.Context, db *sql.DB) (Position, error) {
+	rows, err := db.QueryContext(ctx, "SHOW MASTER STATUS")
 	if err != nil {
 		// MySQL 8.4 renamed it.
-		if rows, err = r.my.QueryContext(ctx, "SHOW BINARY LOG STATUS"); err != nil {
+		if rows, err = db.QueryContext(ctx, "SHOW BINARY LOG STATUS"); err != nil {
 			return Position{}, fmt.Errorf("read the binlog position: %w", err)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,29 +48,10 @@ func TestToolchain(t *testing.T) {
 	if strings.Contains(strings.ToLower(version), "mariadb") {
 		flavor = mysql.MariaDBFlavor
 	}
-	// SHOW MASTER STATUS is SHOW BINARY LOG STATUS on MySQL 8.4.
-	var file string
-	var pos uint32
-	var cols []string
-	rows, err := my.QueryContext(ctx, "SHOW MASTER STATUS")
-	if err != nil {
-		rows, err = my.QueryContext(ctx, "SHOW BINARY LOG STATUS")
-	}
+	start, err := binlogPosition(ctx, my)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cols, err = rows.Columns(); err != nil || !rows.Next() {
-		t.Fatalf("no binlog status (is log_bin on?): %v", err)
-	}
-	dest := make([]any, len(cols))
-	for i := range dest {
-		dest[i] = new(sql.RawBytes)
-	}
-	dest[0], dest[1] = &file, &pos
-	if err := rows.Scan(dest...); err != nil {
-		t.Fatal(err)
-	}
-	rows.Close()
 
 	db := servertest.Name("b2c_toolchain")
 	for _, q := range []string{
@@ -92,7 +72,7 @@ func TestToolchain(t *testing.T) {
 		ParseTime: true, Logger: slog.New(slog.DiscardHandler),
 	})
 	defer syncer.Close()
-	stream, err := syncer.StartSync(mysql.Position{Name: file, Pos: pos})
+	stream, err := syncer.StartSync(mysql.Position{Name: start.File, Pos: start.Pos})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,5 +147,5 @@ func TestToolchain(t *testing.T) {
 		gotCreated.UTC().Format(time.DateTime) != "2024-02-29 23:59:58" {
 		t.Fatalf("ClickHouse returned id=%d name=%q amount=%s created=%s", gotID, gotName, gotAmount, gotCreated.UTC())
 	}
-	t.Logf("MySQL %s (%s) -> binlog %s:%s -> ClickHouse: row intact", version, flavor, file, strconv.Itoa(int(pos)))
+	t.Logf("MySQL %s (%s) -> binlog %s -> ClickHouse: row intact", version, flavor, start)
 }
