@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -276,4 +280,222 @@ func (h *harness) assertEqualInto(db, chDB, table string, cols []string) {
 		h.t.Errorf("%s.%s differs: MySQL %d rows, ClickHouse %d rows\nMySQL:\n%s\nClickHouse:\n%s", db, table, len(want), len(got),
 			truncate(strings.Join(want, "\n"), 3000), truncate(strings.Join(got, "\n"), 3000))
 	}
+}
+
+// TestRunSnapshotsWhileWritten: `run` starts without a checkpoint on tables
+// that already hold rows and keep changing (inserts, updates, key changes,
+// deletes) while it copies them; once it follows the binlog and has caught
+// up, ClickHouse equals MySQL.
+func TestRunSnapshotsWhileWritten(t *testing.T) {
+	h := newHarness(t, 1, "fullsync: {chunk_rows: 500, workers: 2}\n")
+	a := h.dbs[0]
+	h.exec("CREATE TABLE "+a+".w (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(40))",
+		"CREATE TABLE "+a+".w2 (a INT NOT NULL, b VARCHAR(10) NOT NULL, v INT, PRIMARY KEY (a, b))")
+	for i := 0; i < 20; i++ {
+		var vals, vals2 []string
+		for j := 0; j < 1000; j++ {
+			id := i*1000 + j
+			vals = append(vals, fmt.Sprintf("(%d, %d, 's%d')", id, id%97, id))
+			vals2 = append(vals2, fmt.Sprintf("(%d, 'k%d', %d)", id%50, id, id))
+		}
+		h.exec("INSERT INTO "+a+".w VALUES "+strings.Join(vals, ", "), "INSERT INTO "+a+".w2 VALUES "+strings.Join(vals2, ", "))
+	}
+	if err := os.Remove(filepath.Join(h.cfg.StateDir, checkpointFile)); err != nil {
+		t.Fatal(err)
+	}
+
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var workErr error
+	var txns atomic.Int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rnd := rand.New(rand.NewPCG(5, 6))
+		conn, err := h.my.Conn(context.Background())
+		if err != nil {
+			workErr = err
+			return
+		}
+		defer conn.Close()
+		next := 20000
+		for i := 0; !stop.Load(); i++ {
+			stmts := []string{"BEGIN"}
+			for j := 0; j < 1+rnd.IntN(10); j++ {
+				id := rnd.IntN(next)
+				switch p := rnd.IntN(10); {
+				case p < 3:
+					next++
+					stmts = append(stmts, fmt.Sprintf("INSERT INTO %s.w VALUES (%d, %d, 'ins %d')", a, next, rnd.IntN(1000), i),
+						fmt.Sprintf("INSERT IGNORE INTO %s.w2 VALUES (%d, 'n%d', %d)", a, rnd.IntN(60), next, i))
+				case p < 6:
+					stmts = append(stmts, fmt.Sprintf("UPDATE %s.w SET v = v + 1, s = 'upd %d' WHERE id = %d", a, i, id),
+						fmt.Sprintf("UPDATE %s.w2 SET v = %d WHERE a = %d AND b = 'k%d'", a, i, id%50, id))
+				case p < 7:
+					stmts = append(stmts, fmt.Sprintf("UPDATE IGNORE %s.w SET id = id + 1000000 WHERE id = %d", a, id))
+				default:
+					stmts = append(stmts, fmt.Sprintf("DELETE FROM %s.w WHERE id = %d", a, id),
+						fmt.Sprintf("DELETE FROM %s.w2 WHERE a = %d AND b = 'k%d'", a, id%50, id))
+				}
+			}
+			stmts = append(stmts, "COMMIT")
+			for _, q := range stmts {
+				if _, err := conn.ExecContext(context.Background(), q); err != nil {
+					workErr = fmt.Errorf("%s: %w", q, err)
+					return
+				}
+			}
+			txns.Add(1)
+		}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	run := h.start()
+	// Until the snapshot is done, count the transactions written during it.
+	before := txns.Load()
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		st, err := loadCopyState(h.cfg.StateDir, snapshotStateFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st != nil && st.Complete {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the snapshot did not finish; logs:\n%s", tail(run.logs.String(), 6000))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	during := txns.Load() - before
+	time.Sleep(300 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+	if workErr != nil {
+		t.Fatal(workErr)
+	}
+	h.waitCaughtUp(run, 60*time.Second)
+	t.Logf("%d transactions written while the snapshot ran", during)
+	if during < 5 {
+		t.Errorf("only %d transactions ran during the snapshot: the test did not test concurrency", during)
+	}
+	h.assertEqual(a, "w", []string{"id", "v", "s"})
+	h.assertEqual(a, "w2", []string{"a", "b", "v"})
+	if !strings.Contains(run.logs.String(), "initial snapshot done") {
+		t.Errorf("no snapshot logged:\n%s", tail(run.logs.String(), 3000))
+	}
+}
+
+// envFullSync makes the test binary run `fullsync` on the given config
+// instead of the tests, so a test can SIGKILL it.
+const envFullSync = "BINLOG2CH_TEST_FULLSYNC_CONFIG"
+
+func fullSyncMain(path string) int {
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg, err := LoadConfig(path)
+	if err != nil {
+		log.Error("config", "error", err)
+		return 2
+	}
+	r, err := New(context.Background(), cfg, log)
+	if err != nil {
+		log.Error("start", "error", err)
+		return 1
+	}
+	defer r.Close()
+	if _, err := r.FullSync(context.Background(), FullSyncOptions{}); err != nil {
+		log.Error("fullsync", "error", err)
+		return 1
+	}
+	return 0
+}
+
+// TestFullSyncKilledAndResumed SIGKILLs a fullsync (a child process) once a
+// fifth of the table is confirmed, runs it again, and checks the result is
+// exact and the second run read only the rows the first had not confirmed.
+func TestFullSyncKilledAndResumed(t *testing.T) {
+	h := newHarness(t, 1, "")
+	a := h.dbs[0]
+	h.exec("CREATE TABLE " + a + ".big (id INT PRIMARY KEY, grp INT NOT NULL, s VARCHAR(64), d DECIMAL(12,2))")
+	const total = 150_000
+	for i := 0; i < total/5000; i++ {
+		h.exec(fmt.Sprintf("INSERT INTO %s.big SELECT seq, seq %% 13, CONCAT('row ', seq, REPEAT('x', seq %% 40)), seq / 7 "+
+			"FROM %s.seq_%d_to_%d", a, a, i*5000+1, (i+1)*5000))
+	}
+	cfg := h.fullSyncConfig("fullsync: {chunk_rows: 2000, workers: 1}\n", "")
+	path := filepath.Join(filepath.Dir(h.path), "fullsync.yaml")
+
+	logPath := filepath.Join(t.TempDir(), "fullsync.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), envFullSync+"="+path)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		st, err := loadCopyState(cfg.StateDir, fullSyncStateFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := progressOf(st, a+".big"); p != nil && p.Rows >= total/5 {
+			break
+		}
+		select {
+		case <-exited:
+			data, _ := os.ReadFile(logPath)
+			t.Fatalf("fullsync exited before it was killed:\n%s", tail(string(data), 4000))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("fullsync made no progress")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+	logFile.Close()
+	st, err := loadCopyState(cfg.StateDir, fullSyncStateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	confirmed := progressOf(st, a+".big")
+	if confirmed.Complete || confirmed.Rows >= total {
+		t.Fatalf("killed too late: %+v", confirmed)
+	}
+
+	var logs syncBuffer
+	statuses, err := h.fullSync(cfg, &logs, FullSyncOptions{})
+	if err != nil {
+		t.Fatalf("second fullsync: %v\n%s", err, tail(logs.String(), 4000))
+	}
+	s := statuses[0]
+	t.Logf("first run confirmed %d rows in %d chunks; second run read %d rows in %d chunks", confirmed.Rows, confirmed.Chunks, s.Rows, s.Chunks)
+	if !s.Resumed || s.Rows != total-confirmed.Rows {
+		t.Errorf("second run read %d rows (resumed %v), want exactly the %d not confirmed", s.Rows, s.Resumed, total-confirmed.Rows)
+	}
+	if !strings.Contains(logs.String(), "resuming the interrupted fullsync") {
+		t.Errorf("resume not logged:\n%s", logs.String())
+	}
+	h.assertEqual(a, "big", []string{"id", "grp", "s", "d"})
+	var n, distinct uint64
+	if err := h.ch.QueryRow(context.Background(), "SELECT count(), uniqExact(id) FROM "+a+".big FINAL").Scan(&n, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if n != total || distinct != total {
+		t.Errorf("ClickHouse FINAL holds %d rows, %d distinct ids; want %d", n, distinct, total)
+	}
+}
+
+func progressOf(st *copyState, table string) *tableProgress {
+	if st == nil {
+		return nil
+	}
+	return st.Tables[table]
 }
