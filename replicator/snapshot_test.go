@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,15 @@ import (
 // rows over four connections, with dates moved into ClickHouse 18.16's
 // range (the generator spans MySQL's), so every value compares exactly.
 func (h *harness) fillFieldTest(db string, rows, maxLen int) {
+	h.t.Helper()
+	h.fillFieldTestOnly(db, rows, maxLen)
+	h.exec("UPDATE " + db + ".binlog_field_test_1 SET testdate = GREATEST(LEAST(testdate, '2105-12-31'), '1970-01-02'), " +
+		"testdatetime = GREATEST(LEAST(testdatetime, '2105-12-31 23:59:59'), '1970-01-02 00:00:00')")
+}
+
+// fillFieldTestOnly creates and fills binlog_field_test_1, dates as
+// generated.
+func (h *harness) fillFieldTestOnly(db string, rows, maxLen int) {
 	h.t.Helper()
 	h.exec("SET GLOBAL max_allowed_packet = 268435456")
 	ctx := context.Background()
@@ -77,8 +87,6 @@ func (h *harness) fillFieldTest(db string, rows, maxLen int) {
 	for err := range errs {
 		h.t.Fatal(err)
 	}
-	h.exec("UPDATE " + db + ".binlog_field_test_1 SET testdate = GREATEST(LEAST(testdate, '2105-12-31'), '1970-01-02'), " +
-		"testdatetime = GREATEST(LEAST(testdatetime, '2105-12-31 23:59:59'), '1970-01-02 00:00:00')")
 }
 
 // fieldTestCompared are binlog_field_test's columns that MySQL's CAST(...
@@ -395,6 +403,12 @@ func fullSyncMain(path string) int {
 	if err != nil {
 		log.Error("config", "error", err)
 		return 2
+	}
+	if prof := os.Getenv("BINLOG2CH_TEST_CPUPROFILE"); prof != "" {
+		f, err := os.Create(prof)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
 	}
 	r, err := New(context.Background(), cfg, log)
 	if err != nil {

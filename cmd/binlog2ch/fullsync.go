@@ -100,7 +100,7 @@ func writeSummary(w io.Writer, statuses []replicator.TableStatus, elapsed time.D
 		fmt.Fprintln(w, "no tables to copy")
 		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "table\tstate\trows\tseconds\trows/min\t")
 	var rows uint64
 	for _, s := range statuses {
