@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -70,6 +71,13 @@ func benchFullSync(b *testing.B, rows int) {
 	b.ReportMetric(float64(rows)/elapsed.Minutes(), "rows/min")
 	b.ReportMetric(cpu.Seconds()/(float64(rows)/1e6), "cpu-s/Mrows")
 	b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MiB")
+	if data, err := os.ReadFile(logPath); err == nil {
+		flushes := strings.Count(string(data), "msg=flushed")
+		if i := strings.LastIndex(string(data), "waited_for_clickhouse="); i >= 0 {
+			f := strings.Fields(string(data[i:]))
+			b.Logf("%d batches; writer: %s %s", flushes, f[0], f[1])
+		}
+	}
 	b.Logf("meanwhile ClickHouse used %.2f CPU-s and MariaDB %.2f CPU-s", chCPU.Seconds(), myCPU.Seconds())
 	b.Logf("%d rows in %.2fs: %.2fM rows/min, %.2f CPU-s per million rows, peak RSS %.0f MiB",
 		rows, elapsed.Seconds(), float64(rows)/elapsed.Minutes()/1e6, cpu.Seconds()/(float64(rows)/1e6), float64(ru.Maxrss)/1024)
