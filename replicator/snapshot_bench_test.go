@@ -46,7 +46,10 @@ func benchFullSync(b *testing.B, rows int) {
 	defer logFile.Close()
 	chCPU0, myCPU0 := procCPU(h.srv.ClickHouse.Pid()), procCPU(h.srv.MySQL.Pid())
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), envFullSync+"="+path)
+	// The garbage collector settings `binlog2ch fullsync` applies
+	// (cmd/binlog2ch/fullsync.go), unless the environment has its own.
+	cmd.Env = append([]string{"GOGC=400", "GOMEMLIMIT=256MiB"}, os.Environ()...)
+	cmd.Env = append(cmd.Env, envFullSync+"="+path)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	b.StartTimer()
