@@ -678,6 +678,7 @@ func (c *copier) readJob(j chunkJob) {
 	}
 	what := "read rows after " + showKey(j.r.Lo)
 	op := func() error {
+		rows = 0 // a retry sends the range again
 		_, err := t.reader.read(t.ctx, c.db, j.r, snapshotBatchRows, emit)
 		return err
 	}
