@@ -306,7 +306,7 @@ func (c *copier) copyTable(ctx context.Context, t *tableCopy, jobs chan<- chunkJ
 	complete, err := c.prepare(ctx, t)
 	if err != nil {
 		if c.runMode && errors.Is(err, errTableGone) {
-			t.log.Warn("table no longer exists; the binlog replay takes care of it", "error", err)
+			t.log.Warn("table no longer exists: dropped or renamed since the snapshot began. A drop is replayed from the binlog; the rows of a table renamed into the replicated set are not copied: copy it with binlog2ch fullsync", "error", err)
 			c.markComplete(t)
 			t.setState(stateDone, nil)
 			return
@@ -413,6 +413,9 @@ func (c *copier) prepare(ctx context.Context, t *tableCopy) (complete bool, err 
 	}
 	if c.runMode && target.Mode == schema.ModeChangelog {
 		t.log.Warn("changelog table (no primary or NOT NULL unique key, or mode: changelog): rows changed between the recorded binlog position and the end of its copy appear twice in its changelog, as copied rows and as binlog events")
+	}
+	if key == nil {
+		t.log.Info("no usable key: copying the table in one scan (not resumable mid-table: an interrupted scan starts over)")
 	}
 	var keyNames []string
 	for _, i := range key {

@@ -98,3 +98,21 @@ func TestRangeConditions(t *testing.T) {
 		t.Errorf("whole range: %q %v", w, a)
 	}
 }
+
+// TestSnapshotVersion: a copied row's version is at or above every event
+// ending at or before the recorded position and below every later one,
+// in the same binlog file or a later one.
+func TestSnapshotVersion(t *testing.T) {
+	const file, pos = 3, 1000
+	v := version(file, pos, maxVersionRow)
+	for _, before := range []uint64{version(file, pos, 0), version(file, pos, 7), version(file, pos-1, maxVersionRow), version(file-1, 1<<32-1, maxVersionRow)} {
+		if before > v {
+			t.Errorf("event at or before the position has version %x above the copy's %x", before, v)
+		}
+	}
+	for _, after := range []uint64{version(file, pos+1, 0), version(file+1, 4, 0)} {
+		if after <= v {
+			t.Errorf("event after the position has version %x, not above the copy's %x", after, v)
+		}
+	}
+}
