@@ -462,7 +462,8 @@ func (c *copier) prepare(ctx context.Context, t *tableCopy) (complete bool, err 
 		}
 	}
 	skip := func(i int) bool { return target.SourceToTarget[i] < 0 }
-	if t.reader, err = newTableReader(src, key, skip); err != nil {
+	reader, err := newTableReader(src, key, skip)
+	if err != nil {
 		return false, err
 	}
 	var est sql.NullInt64
@@ -472,8 +473,11 @@ func (c *copier) prepare(ctx context.Context, t *tableCopy) (complete bool, err 
 	t.status.Estimate = uint64(max(est.Int64, 0))
 	t.mu.Unlock()
 
-	t.w = newWriter(r, t.name)
-	t.w.in = make(chan message, 4) // a few batches: the readers are never far ahead
+	w := newWriter(r, t.name)
+	w.in = make(chan message, 4) // a few batches: the readers are never far ahead
+	t.mu.Lock() // confirm reads them from another goroutine
+	t.reader, t.w = reader, w
+	t.mu.Unlock()
 	return false, nil
 }
 
@@ -721,11 +725,13 @@ func (c *copier) confirmAll() error {
 // confirm moves the table's ranges whose rows the writer has confirmed
 // into the state and saves it.
 func (c *copier) confirm(t *tableCopy) error {
+	t.mu.Lock()
 	if t.w == nil {
+		t.mu.Unlock()
 		return nil
 	}
 	flushed := t.w.flushed.Load()
-	t.mu.Lock()
+	keyed := t.reader.key != nil
 	var rows, chunks uint64
 	scanDone := false
 	kept := t.pending[:0]
@@ -736,7 +742,7 @@ func (c *copier) confirm(t *tableCopy) error {
 		}
 		rows += p.rows
 		chunks++
-		if t.reader.key == nil {
+		if !keyed {
 			scanDone = true
 			continue
 		}
@@ -761,7 +767,7 @@ func (c *copier) confirm(t *tableCopy) error {
 	c.stateMu.Lock()
 	t.prog.Rows += rows
 	t.prog.Chunks += chunks
-	if t.reader.key != nil {
+	if keyed {
 		t.prog.Done = mergeAdjacent(ranges)
 	}
 	if scanDone {

@@ -336,10 +336,16 @@ func (tr *tableReader) nextBoundary(ctx context.Context, db *sql.DB, r keyRange,
 	for i := range raw {
 		dest[i] = &raw[i]
 	}
+	// Copied row by row: RawBytes point into the driver's buffer, which the
+	// connection reuses once the rows are done.
+	last := make([][]byte, len(raw))
 	count := 0
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, 0, err
+		}
+		for i, b := range raw {
+			last[i] = append(last[i][:0], b...)
 		}
 		count++
 	}
@@ -349,9 +355,10 @@ func (tr *tableReader) nextBoundary(ctx context.Context, db *sql.DB, r keyRange,
 	if count == 0 {
 		return nil, 0, nil
 	}
-	last := make([][]byte, len(raw))
-	for i, b := range raw {
-		last[i] = append([]byte{}, b...)
+	for i := range last {
+		if last[i] == nil {
+			last[i] = []byte{} // an empty key value, not an open bound
+		}
 	}
 	return last, count, nil
 }
