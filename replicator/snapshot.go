@@ -475,7 +475,7 @@ func (c *copier) prepare(ctx context.Context, t *tableCopy) (complete bool, err 
 
 	w := newWriter(r, t.name)
 	w.in = make(chan message, 4) // a few batches: the readers are never far ahead
-	t.mu.Lock() // confirm reads them from another goroutine
+	t.mu.Lock()                  // confirm reads them from another goroutine
 	t.reader, t.w = reader, w
 	t.mu.Unlock()
 	return false, nil
