@@ -516,3 +516,74 @@ func progressOf(st *copyState, table string) *tableProgress {
 	}
 	return st.Tables[table]
 }
+
+// TestRunSnapshotKilledAndResumed SIGKILLs the daemon during its initial
+// snapshot; the restarted daemon finishes the snapshot (rather than
+// following the binlog from the saved checkpoint and skipping the rest of
+// the rows) and ClickHouse ends equal to MySQL.
+func TestRunSnapshotKilledAndResumed(t *testing.T) {
+	h := newHarness(t, 1, "fullsync: {chunk_rows: 1000, workers: 1}\n")
+	a := h.dbs[0]
+	h.exec("CREATE TABLE " + a + ".r (id INT PRIMARY KEY, s VARCHAR(64))")
+	const total = 100_000
+	for i := 0; i < total/5000; i++ {
+		h.exec(fmt.Sprintf("INSERT INTO %s.r SELECT seq, CONCAT('row ', seq) FROM %s.seq_%d_to_%d", a, a, i*5000+1, (i+1)*5000))
+	}
+	if err := os.Remove(filepath.Join(h.cfg.StateDir, checkpointFile)); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(t.TempDir(), "daemon.log")
+	d := h.startDaemon(logPath)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st, err := loadCopyState(h.cfg.StateDir, snapshotStateFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := progressOf(st, a+".r"); p != nil && p.Rows > 0 {
+			if p.Complete {
+				t.Fatal("the snapshot finished before it could be killed")
+			}
+			break
+		}
+		select {
+		case <-d.done:
+			data, _ := os.ReadFile(logPath)
+			t.Fatalf("the daemon exited:\n%s", tail(string(data), 4000))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no snapshot progress")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_ = d.cmd.Process.Kill()
+	<-d.done
+	h.exec("UPDATE "+a+".r SET s = 'changed' WHERE id % 1000 = 0", "DELETE FROM "+a+".r WHERE id % 1000 = 1")
+	d = h.startDaemon(logPath)
+	defer func() {
+		_ = d.cmd.Process.Signal(syscall.SIGTERM)
+		<-d.done
+	}()
+	h.waitCaughtUpProcess(d, logPath, 60*time.Second)
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		st, err := loadCopyState(h.cfg.StateDir, snapshotStateFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Complete {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the resumed snapshot did not finish")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	h.waitCaughtUpProcess(d, logPath, 60*time.Second)
+	h.assertEqual(a, "r", []string{"id", "s"})
+	data, _ := os.ReadFile(logPath)
+	if !strings.Contains(string(data), "resuming the interrupted initial snapshot") {
+		t.Errorf("no resume logged:\n%s", tail(string(data), 3000))
+	}
+}
