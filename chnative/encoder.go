@@ -25,6 +25,20 @@ type Encoder struct {
 	buf  []byte
 	comp *compress.Writer
 	err  error
+	// captured keeps the uncompressed stream instead (NewCapture).
+	captured []byte
+	capture  bool
+}
+
+// NewCapture returns an Encoder that keeps what is written, uncompressed,
+// for comparing encodings in tests.
+func NewCapture() *Encoder { return &Encoder{capture: true} }
+
+// Captured is what a capturing Encoder got so far.
+func (e *Encoder) Captured() []byte {
+	e.captured = append(e.captured, e.buf...)
+	e.buf = e.buf[:0]
+	return e.captured
 }
 
 func (e *Encoder) begin(kind uint64) {
@@ -43,6 +57,11 @@ func (e *Encoder) end() error {
 }
 
 func (e *Encoder) flush() {
+	if e.capture {
+		e.captured = append(e.captured, e.buf...)
+		e.buf = e.buf[:0]
+		return
+	}
 	if e.comp == nil {
 		e.comp = compress.NewWriter(compress.LevelZero, compress.LZ4)
 	}

@@ -76,6 +76,9 @@ type Block struct {
 	// in rows that were appended.
 	Fixups  [numFixups]uint64
 	pending [numFixups]uint64 // fix-ups of the row being appended
+	// native are the columns' Native-format encoders, set by NativeOK.
+	native   []nativeFn
+	nativeOK bool
 }
 
 // converter appends one MySQL value to its column.
