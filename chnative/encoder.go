@@ -34,6 +34,22 @@ type Encoder struct {
 // for comparing encodings in tests.
 func NewCapture() *Encoder { return &Encoder{capture: true} }
 
+// NewDiscard returns an Encoder that compresses and discards what is
+// written: for measuring the encoding alone.
+func NewDiscard() *Encoder { return &Encoder{w: bufio.NewWriter(io.Discard)} }
+
+// Encode runs write as the body of a data packet and finishes the packet.
+func (e *Encoder) Encode(write func(*Encoder) error) error {
+	e.begin(clientData)
+	if err := write(e); err != nil {
+		return err
+	}
+	if err := e.end(); err != nil {
+		return err
+	}
+	return e.w.Flush()
+}
+
 // Captured is what a capturing Encoder got so far.
 func (e *Encoder) Captured() []byte {
 	e.captured = append(e.captured, e.buf...)

@@ -29,6 +29,7 @@ type Replicator struct {
 	my   *sql.DB
 	ch   driver.Conn
 	caps schema.Capabilities
+	ins  *inserters // native-protocol INSERTs (insert.go)
 
 	flavor string // mysql.MySQLFlavor or mysql.MariaDBFlavor
 	server string // identity of the source server, stored with the checkpoint
@@ -53,7 +54,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Replicator, error
 	if err != nil {
 		return nil, fmt.Errorf("mysql.addr: bad port %q", portText)
 	}
-	r := &Replicator{cfg: cfg, log: log, host: host, port: uint16(port),
+	r := &Replicator{cfg: cfg, log: log, host: host, port: uint16(port), ins: newInserters(cfg),
 		queueLen: 256, eventCache: 1024, maxBackoff: 30 * time.Second, shutdownTimeout: 30 * time.Second}
 	if r.my, err = OpenMySQL(ctx, cfg); err != nil {
 		return nil, err
@@ -76,6 +77,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Replicator, error
 
 // Close closes the server connections.
 func (r *Replicator) Close() {
+	r.ins.close()
 	if r.ch != nil {
 		r.ch.Close()
 	}

@@ -48,6 +48,45 @@ type syncState struct {
 	commits   []commitPoint // not yet checkpointed, oldest first
 	lastSaved time.Time
 	saved     Position
+	wk        waker
+}
+
+// waker interrupts the reader's wait for the next binlog event when a
+// writer has flushed, so the checkpoint follows the data into ClickHouse at
+// once instead of at the next event (up to a heartbeat later when the
+// source is idle).
+type waker struct {
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	timer  *time.Timer
+}
+
+// waitContext returns the context for the next wait; wake cancels it.
+func (k *waker) waitContext(parent context.Context) context.Context {
+	ctx, cancel := context.WithCancel(parent)
+	k.mu.Lock()
+	k.cancel = cancel
+	k.mu.Unlock()
+	return ctx
+}
+
+func (k *waker) wake() {
+	k.mu.Lock()
+	if k.cancel != nil {
+		k.cancel()
+	}
+	k.mu.Unlock()
+}
+
+// wakeAfter wakes the reader after d.
+func (k *waker) wakeAfter(d time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.timer == nil {
+		k.timer = time.AfterFunc(d, k.wake)
+	} else {
+		k.timer.Reset(d)
+	}
 }
 
 // read follows the binlog from start until ctx ends or an error that
@@ -126,10 +165,22 @@ func (s *syncState) stream(ctx context.Context, from Position) error {
 		return fatalError{err}
 	}
 	clear(s.tables) // table ids are re-sent after every reconnect
+	waitCtx := s.wk.waitContext(ctx)
+	defer s.wk.wake() // releases the last wait context
 	for {
-		ev, err := stream.GetEvent(ctx)
+		ev, err := stream.GetEvent(waitCtx)
 		if err != nil {
-			return err
+			if waitCtx.Err() == nil || ctx.Err() != nil {
+				return err
+			}
+			// A writer flushed: checkpoint now, or when the interval allows.
+			waitCtx = s.wk.waitContext(ctx)
+			if since := time.Since(s.lastSaved); since < r.cfg.Checkpoint.Interval {
+				s.wk.wakeAfter(r.cfg.Checkpoint.Interval - since)
+			} else if err := s.checkpoint(false); err != nil {
+				return fatalError{err}
+			}
+			continue
 		}
 		if err := s.handle(ctx, ev); err != nil {
 			return err
@@ -281,6 +332,7 @@ func (s *syncState) dispatch(ctx context.Context, name TableName, m message) err
 	w := s.writers[name]
 	if w == nil {
 		w = newWriter(s.r, name)
+		w.flushedHook = s.wk.wake
 		s.writers[name] = w
 		s.all = append(s.all, w)
 		s.startWriter(w)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 
+	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
@@ -88,6 +89,11 @@ type writer struct {
 	// defaults are the DEFAULTs of columns an ALTER added, used when
 	// ClickHouse gets the column (at the next table map).
 	defaults map[string]string
+	// nativeRefused is a target whose ClickHouse table differs from the
+	// mapping, so its blocks go through clickhouse-go.
+	nativeRefused atomic.Pointer[schema.Target]
+	// flushedHook, if set, is called when blocks sent advance flushed.
+	flushedHook func()
 }
 
 func newWriter(r *Replicator, name TableName) *writer {
@@ -200,6 +206,9 @@ func (w *writer) recycle(job *sendJob) {
 	for len(w.order) > 0 && w.order[0].sent {
 		w.flushed.Store(w.order[0].seq)
 		w.order = w.order[1:]
+	}
+	if w.flushedHook != nil {
+		defer w.flushedHook()
 	}
 	if job.block.Target() == w.target {
 		w.free = append(w.free, job.block)
@@ -419,6 +428,16 @@ func (w *writer) send(ctx context.Context, b *schema.Block) error {
 	rows := b.Rows()
 	t := b.Target()
 	err := w.r.retry(ctx, w.log, "insert into ClickHouse", func(ctx context.Context) error {
+		if b.NativeOK() && w.nativeRefused.Load() != t {
+			err := w.r.ins.insertNative(ctx, b)
+			var mismatch *headerMismatch
+			if !errors.As(err, &mismatch) {
+				return err
+			}
+			w.nativeRefused.Store(t)
+			w.log.Info("the ClickHouse table's columns differ from binlog2ch's mapping; inserting through clickhouse-go, which converts",
+				"detail", mismatch.detail)
+		}
 		batch, err := w.r.ch.PrepareBatch(ctx, t.InsertSQL())
 		if err != nil {
 			return err
@@ -580,6 +599,10 @@ func transient(err error) bool {
 	var ex *clickhouse.Exception
 	if errors.As(err, &ex) {
 		return transientCodes[ex.Code]
+	}
+	var nex *chnative.Exception
+	if errors.As(err, &nex) {
+		return transientCodes[nex.Code]
 	}
 	return true
 }

@@ -1,0 +1,106 @@
+package replicator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/binlog2ch/binlog2ch/chnative"
+	"github.com/binlog2ch/binlog2ch/schema"
+)
+
+// maxIdleInserters bounds the native connections kept open between
+// inserts; ClickHouse holds a thread per open connection.
+const maxIdleInserters = 8
+
+// inserters is a pool of native-protocol connections for INSERTs. Blocks
+// go out through them, encoded straight from the writers' buffers; a
+// block they cannot encode goes through clickhouse-go instead.
+type inserters struct {
+	opts chnative.Options
+	mu   sync.Mutex
+	idle []*chnative.Conn
+}
+
+func newInserters(cfg *Config) *inserters {
+	return &inserters{opts: chnative.Options{Addr: cfg.ClickHouse.Addr, User: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password.Reveal()}}
+}
+
+func (p *inserters) get(ctx context.Context) (*chnative.Conn, error) {
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		c := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return c, nil
+	}
+	p.mu.Unlock()
+	return chnative.Dial(ctx, p.opts)
+}
+
+// put returns a connection that finished an insert cleanly.
+func (p *inserters) put(c *chnative.Conn) {
+	p.mu.Lock()
+	if len(p.idle) < maxIdleInserters {
+		p.idle = append(p.idle, c)
+		c = nil
+	}
+	p.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+}
+
+func (p *inserters) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.idle {
+		c.Close()
+	}
+	p.idle = nil
+}
+
+// headerMismatch means the server's table differs from the mapping the
+// block was built for; clickhouse-go, which converts by the server's
+// types, sends such blocks.
+type headerMismatch struct{ detail string }
+
+func (e *headerMismatch) Error() string { return e.detail }
+
+// insertNative sends one block over a pooled native connection.
+func (p *inserters) insertNative(ctx context.Context, b *schema.Block) error {
+	c, err := p.get(ctx)
+	if err != nil {
+		return err
+	}
+	t := b.Target()
+	err = c.Insert(ctx, t.InsertSQL(), func(cols []chnative.Column) error {
+		return checkHeader(t, cols)
+	}, b.EncodeNative)
+	if err != nil {
+		// The connection may be mid-query; a new one is cheap.
+		c.Close()
+		return err
+	}
+	p.put(c)
+	return nil
+}
+
+// checkHeader compares the columns the server expects with the block's.
+func checkHeader(t *schema.Target, cols []chnative.Column) error {
+	if len(cols) != len(t.Columns) {
+		return &headerMismatch{fmt.Sprintf("ClickHouse expects %d columns, the block has %d", len(cols), len(t.Columns))}
+	}
+	var diff []string
+	for i, c := range cols {
+		want := t.Columns[i]
+		if c.Name != want.Name || c.Type != want.Type.String() {
+			diff = append(diff, fmt.Sprintf("%s %s (binlog2ch: %s %s)", c.Name, c.Type, want.Name, want.Type))
+		}
+	}
+	if len(diff) > 0 {
+		return &headerMismatch{"ClickHouse has " + strings.Join(diff, ", ")}
+	}
+	return nil
+}
