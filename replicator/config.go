@@ -38,8 +38,8 @@ type BatchConfig struct {
 	MaxRows       int           `yaml:"max_rows"`
 	MaxBytes      int           `yaml:"max_bytes"`
 	FlushInterval time.Duration `yaml:"flush_interval"`
-	// MaxInFlight is how many batches of one table may be buffered and
-	// sent at once; memory grows with it.
+	// MaxInFlight is how many inserts of one table may be in flight at
+	// once, while one more batch fills; memory grows with it.
 	MaxInFlight int `yaml:"max_inflight"`
 }
 

@@ -115,8 +115,9 @@ func (w *writer) run(parent context.Context) error {
 	ctx, cancel := context.WithCancel(parent)
 	// Up to batch.max_inflight batches of a table are sent at once
 	// (ClickHouse works on each insert mostly on one thread; order does not
-	// matter, every row carries its version). They are also all the blocks
-	// a writer has: while every one is in flight, the writer waits.
+	// matter, every row carries its version) while one more fills. Those
+	// are all the blocks a writer has: when every one is in flight or
+	// full, the writer waits.
 	senders := w.r.cfg.Batch.MaxInFlight
 	w.sendq = make(chan *sendJob, senders)
 	w.returned = make(chan *sendJob, senders)
@@ -230,7 +231,7 @@ func (w *writer) handOff(ctx context.Context) error {
 		}
 		return nil
 	}
-	if max := w.r.cfg.Batch.MaxInFlight; len(w.free) == 0 && w.blocks >= max {
+	if max := w.r.cfg.Batch.MaxInFlight + 1; len(w.free) == 0 && w.blocks >= max {
 		start := time.Now()
 		for len(w.free) == 0 && w.blocks >= max {
 			if err := w.await(ctx); err != nil {
