@@ -5,14 +5,21 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
-// maxIdleInserters bounds the native connections kept open between
-// inserts; ClickHouse holds a thread per open connection.
-const maxIdleInserters = 8
+const (
+	// maxIdleInserters bounds the native connections kept open between
+	// inserts; ClickHouse holds a thread per open connection.
+	maxIdleInserters = 8
+	// maxIdleTime is how long an idle connection is kept: longer, and the
+	// server (or a load balancer) may have dropped it, which would turn
+	// the next insert into a failure and a retry.
+	maxIdleTime = 30 * time.Second
+)
 
 // inserters is a pool of native-protocol connections for INSERTs. Blocks
 // go out through them, encoded straight from the writers' buffers; a
@@ -20,7 +27,12 @@ const maxIdleInserters = 8
 type inserters struct {
 	opts chnative.Options
 	mu   sync.Mutex
-	idle []*chnative.Conn
+	idle []idleConn
+}
+
+type idleConn struct {
+	c     *chnative.Conn
+	since time.Time
 }
 
 func newInserters(cfg *Config) *inserters {
@@ -29,11 +41,14 @@ func newInserters(cfg *Config) *inserters {
 
 func (p *inserters) get(ctx context.Context) (*chnative.Conn, error) {
 	p.mu.Lock()
-	if n := len(p.idle); n > 0 {
-		c := p.idle[n-1]
+	for n := len(p.idle); n > 0; n-- {
+		ic := p.idle[n-1]
 		p.idle = p.idle[:n-1]
-		p.mu.Unlock()
-		return c, nil
+		if time.Since(ic.since) < maxIdleTime {
+			p.mu.Unlock()
+			return ic.c, nil
+		}
+		ic.c.Close()
 	}
 	p.mu.Unlock()
 	return chnative.Dial(ctx, p.opts)
@@ -43,7 +58,7 @@ func (p *inserters) get(ctx context.Context) (*chnative.Conn, error) {
 func (p *inserters) put(c *chnative.Conn) {
 	p.mu.Lock()
 	if len(p.idle) < maxIdleInserters {
-		p.idle = append(p.idle, c)
+		p.idle = append(p.idle, idleConn{c, time.Now()})
 		c = nil
 	}
 	p.mu.Unlock()
@@ -55,8 +70,8 @@ func (p *inserters) put(c *chnative.Conn) {
 func (p *inserters) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, c := range p.idle {
-		c.Close()
+	for _, ic := range p.idle {
+		ic.c.Close()
 	}
 	p.idle = nil
 }
