@@ -45,7 +45,7 @@ func commands() []command {
 		{"fullsync", "copy tables once, then exit", fullsyncCmd},
 		{"verify", "compare MySQL and ClickHouse table by table", verifyCmd},
 		{"schema", "print the ClickHouse DDL binlog2ch would create", schemaCmd},
-		{"loadgen", "fill MySQL tables with generated rows", notYet("loadgen", "issue #6 (loadgen and bench)")},
+		{"loadgen", "fill MySQL tables with generated rows (like Bifrost's insertDataTest)", loadgenCmd},
 		{"bench", "measure rows/minute, lag, CPU and memory", notYet("bench", "issue #6 (loadgen and bench)")},
 		{"demo", "start throwaway servers, replicate a freshly filled binlog_field_test_1, show it", demoCmd},
 		{"version", "print the version", versionCmd},
