@@ -46,6 +46,9 @@ type Options struct {
 	Seed                     uint64
 	// Progress is where the per-second line and the summary go (nil: none).
 	Progress io.Writer
+	// Inserted, if set, counts committed inserted rows as they commit, for
+	// a caller that samples the run (the benchmark's lag measurement).
+	Inserted *atomic.Uint64
 }
 
 // Result is what a run did.
@@ -121,6 +124,9 @@ func Open(o *Options) (*sql.DB, error) {
 	c.User = o.User
 	c.Passwd = o.Password
 	c.Timeout = 10 * time.Second
+	// Statements are not canceled when a run ends (see worker.run); these
+	// bound one that hangs.
+	c.ReadTimeout, c.WriteTimeout = time.Minute, time.Minute
 	c.Params = map[string]string{"time_zone": "'+00:00'"}
 	db, err := sql.Open("mysql", c.FormatDSN())
 	if err != nil {
@@ -340,6 +346,10 @@ type worker struct {
 // reports false when the connection gave up after repeated errors.
 func (w *worker) run(ctx context.Context) bool {
 	o := w.o
+	// Statements run to completion even when the run ends meanwhile: one
+	// canceled in flight may still have committed, and the counts would
+	// no longer match what MySQL holds.
+	stmtCtx := context.WithoutCancel(ctx)
 	counting := o.Count > 0
 	failures := 0
 	for ctx.Err() == nil {
@@ -349,11 +359,11 @@ func (w *worker) run(ctx context.Context) bool {
 		var err error
 		switch p := w.rnd.Float64(); {
 		case p < o.UpdateRatio && w.t.maxID.Load() > 0:
-			err = w.change(ctx, w.gen.Update(o.Schema, w.t.name, 1+w.rnd.Uint64N(w.t.maxID.Load())), &w.st.upd)
+			err = w.change(stmtCtx, w.gen.Update(o.Schema, w.t.name, 1+w.rnd.Uint64N(w.t.maxID.Load())), &w.st.upd)
 		case p >= o.UpdateRatio && p < o.UpdateRatio+o.DeleteRatio && w.t.maxID.Load() > 0:
-			err = w.change(ctx, w.gen.Delete(o.Schema, w.t.name, 1+w.rnd.Uint64N(w.t.maxID.Load())), &w.st.del)
+			err = w.change(stmtCtx, w.gen.Delete(o.Schema, w.t.name, 1+w.rnd.Uint64N(w.t.maxID.Load())), &w.st.del)
 		default:
-			err = w.insert(ctx, counting)
+			err = w.insert(ctx, stmtCtx, counting)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -374,7 +384,7 @@ func (w *worker) run(ctx context.Context) bool {
 	return true
 }
 
-func (w *worker) insert(ctx context.Context, counting bool) error {
+func (w *worker) insert(ctx, stmtCtx context.Context, counting bool) error {
 	n := w.o.BatchSize
 	if counting {
 		// Claim the rows first, so connections never overshoot the count.
@@ -393,8 +403,14 @@ func (w *worker) insert(ctx context.Context, counting bool) error {
 		}
 		sleep(ctx, time.Until(w.next))
 		w.next = w.next.Add(time.Duration(float64(n) / w.perConnRate * float64(time.Second)))
+		if ctx.Err() != nil {
+			if counting {
+				w.t.remaining.Add(int64(n))
+			}
+			return nil
+		}
 	}
-	res, err := w.db.ExecContext(ctx, w.gen.Insert(w.o.Schema, w.t.name, n))
+	res, err := w.db.ExecContext(stmtCtx, w.gen.Insert(w.o.Schema, w.t.name, n))
 	if err != nil {
 		if counting {
 			w.t.remaining.Add(int64(n)) // not in: someone inserts them later
@@ -402,6 +418,9 @@ func (w *worker) insert(ctx context.Context, counting bool) error {
 		return err
 	}
 	w.st.ins.Add(uint64(n))
+	if w.o.Inserted != nil {
+		w.o.Inserted.Add(uint64(n))
+	}
 	if first, err := res.LastInsertId(); err == nil && first > 0 {
 		// A multi-row INSERT gets consecutive ids from the first.
 		last := uint64(first) + uint64(n) - 1
