@@ -53,6 +53,7 @@ tables:
   include: [%s]
   exclude: ["*.skip_*"]
 state_dir: state
+metrics: {listen: "127.0.0.1:0"}
 %s`, srv.MySQL.Addr(), srv.MySQL.User, srv.MySQL.Password, srv.ClickHouse.Addr(), srv.ClickHouse.User, srv.ClickHouse.Password,
 		strings.Join(include, ", "), extra+testTiming(extra))
 	h.path = filepath.Join(dir, "binlog2ch.yaml")
