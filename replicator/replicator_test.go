@@ -127,6 +127,7 @@ type running struct {
 	cancel context.CancelFunc
 	done   chan error
 	logs   *syncBuffer
+	r      *Replicator
 }
 
 func (h *harness) start() *running {
@@ -134,7 +135,7 @@ func (h *harness) start() *running {
 	logs := &syncBuffer{}
 	r := h.newReplicator(logs)
 	ctx, cancel := context.WithCancel(context.Background())
-	run := &running{cancel: cancel, done: make(chan error, 1), logs: logs}
+	run := &running{cancel: cancel, done: make(chan error, 1), logs: logs, r: r}
 	go func() {
 		defer r.Close()
 		run.done <- r.Run(ctx)
