@@ -2,7 +2,7 @@ GO      ?= go
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build deps test test-short test-race vet lint demo bench fuzz clean
+.PHONY: all build deps test test-short test-race vet lint demo bench bench-short bench-go fuzz clean
 
 all: build
 
@@ -46,8 +46,18 @@ fuzz:
 		$(GO) test -short -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./schema || exit 1; \
 	done
 
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+# The benchmark scenarios (catch-up and live) against throwaway servers;
+# reports go to bench-results/. bench-short takes under two minutes.
+bench: deps build
+	bin/binlog2ch bench
+
+bench-short: deps build
+	bin/binlog2ch bench -short
+
+# The Go benchmarks (decoding, encoding, catch-up through the daemon).
+bench-go:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./replicator
+	$(GO) test -run '^$$' -bench . -benchmem ./schema
 
 clean:
 	rm -rf bin

@@ -29,6 +29,20 @@ type FieldTestGen struct {
 	rnd    *rand.Rand
 	buf    []byte
 	maxLen int // cap on variable lengths; 0: none
+	extra  int // extra_1..extra_N columns, see WithExtraColumns
+}
+
+// WithExtraColumns adds n nullable VARCHAR(64) columns, extra_1..extra_n,
+// to every row (a wider table, like the CrateDB ingest bench's extra
+// tags); about one value in ten is NULL.
+func (g *FieldTestGen) WithExtraColumns(n int) *FieldTestGen {
+	g.extra = n
+	return g
+}
+
+// ExtraColumnDDL is the definition of extra column i (1-based).
+func ExtraColumnDDL(i int) string {
+	return "`extra_" + strconv.Itoa(i) + "` VARCHAR(64) NULL"
 }
 
 // Compact caps every string and blob at n bytes (characters), for rows the
@@ -52,16 +66,18 @@ func NewFieldTestGen(seed uint64) *FieldTestGen {
 // returned string is valid until the next call.
 func (g *FieldTestGen) Insert(db, table string, rows int) string {
 	b := g.buf[:0]
-	b = append(b, "INSERT INTO "...)
-	b = appendIdent(b, db)
-	b = append(b, '.')
-	b = appendIdent(b, table)
+	b = appendTable(append(b, "INSERT INTO "...), db, table)
 	b = append(b, " ("...)
 	for i, c := range FieldTestColumns {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = appendIdent(b, c)
+	}
+	for i := 1; i <= g.extra; i++ {
+		b = append(b, ",`extra_"...)
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, '`')
 	}
 	b = append(b, ") VALUES "...)
 	for r := 0; r < rows; r++ {
@@ -135,7 +151,44 @@ func (g *FieldTestGen) appendRow(b []byte) []byte {
 	b = strconv.AppendUint(b, uint64(r.Uint32()), 10)
 	b = append(b, ',')
 	b = strconv.AppendUint(b, r.Uint64(), 10)
+	for i := 0; i < g.extra; i++ {
+		b = append(b, ',')
+		if r.IntN(10) == 0 {
+			b = append(b, "NULL"...)
+		} else {
+			b = g.appendText(b, g.length(64))
+		}
+	}
 	return append(b, ')')
+}
+
+// Update returns an UPDATE of the row with the given id that changes four
+// columns of different types.
+func (g *FieldTestGen) Update(db, table string, id uint64) string {
+	b := g.buf[:0]
+	b = appendTable(append(b, "UPDATE "...), db, table)
+	b = append(b, " SET `testint` = "...)
+	b = strconv.AppendInt(b, int64(int32(g.rnd.Uint32())), 10)
+	b = append(b, ", `testvarchar` = "...)
+	b = g.appendText(b, g.length(400))
+	b = append(b, ", `testdatetime` = "...)
+	b = g.appendDateTime(b, 1000, 9999)
+	b = append(b, ", `testdecimal` = "...)
+	b = g.appendFixed2(b, 1e9-1)
+	b = append(b, " WHERE `id` = "...)
+	b = strconv.AppendUint(b, id, 10)
+	g.buf = b
+	return string(b)
+}
+
+// Delete returns a DELETE of the row with the given id.
+func (g *FieldTestGen) Delete(db, table string, id uint64) string {
+	b := g.buf[:0]
+	b = appendTable(append(b, "DELETE FROM "...), db, table)
+	b = append(b, " WHERE `id` = "...)
+	b = strconv.AppendUint(b, id, 10)
+	g.buf = b
+	return string(b)
 }
 
 // length draws a length up to max, mostly short: real rows are mostly
@@ -280,6 +333,13 @@ func appendPad(b []byte, v, width int) []byte {
 		b = append(b, '0')
 	}
 	return append(b, s...)
+}
+
+// appendTable appends `db`.`table`.
+func appendTable(b []byte, db, table string) []byte {
+	b = appendIdent(b, db)
+	b = append(b, '.')
+	return appendIdent(b, table)
 }
 
 // appendIdent appends a backquoted MySQL identifier.

@@ -14,6 +14,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -29,6 +30,16 @@ type Replicator struct {
 	my   *sql.DB
 	ch   driver.Conn
 	caps schema.Capabilities
+	ins  *inserters // native-protocol INSERTs (insert.go)
+	m    *metrics
+
+	onReady      func()
+	checkin      atomic.Int64 // when the reader last checked in (Unix ns), for Alive
+	mysqlUp      atomic.Bool  // the binlog stream is connected
+	clickhouseUp atomic.Bool  // the last insert, DDL or ping succeeded
+	readPos      atomic.Pointer[Position]
+	savedPos     atomic.Pointer[Position]
+	httpAddr     atomic.Value // string
 
 	flavor string // mysql.MySQLFlavor or mysql.MariaDBFlavor
 	server string // identity of the source server, stored with the checkpoint
@@ -53,7 +64,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Replicator, error
 	if err != nil {
 		return nil, fmt.Errorf("mysql.addr: bad port %q", portText)
 	}
-	r := &Replicator{cfg: cfg, log: log, host: host, port: uint16(port),
+	r := &Replicator{cfg: cfg, log: log, host: host, port: uint16(port), ins: newInserters(cfg), m: newMetrics(),
 		queueLen: 256, eventCache: 1024, maxBackoff: 30 * time.Second, shutdownTimeout: 30 * time.Second}
 	if r.my, err = OpenMySQL(ctx, cfg); err != nil {
 		return nil, err
@@ -70,12 +81,15 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Replicator, error
 		r.Close()
 		return nil, err
 	}
+	r.m.ready = r.ready
+	r.clickhouseUp.Store(true)
 	log.Info("connected", "mysql", cfg.MySQL.Addr, "flavor", r.flavor, "clickhouse", cfg.ClickHouse.Addr, "clickhouse_version", r.caps.Version)
 	return r, nil
 }
 
 // Close closes the server connections.
 func (r *Replicator) Close() {
+	r.ins.close()
 	if r.ch != nil {
 		r.ch.Close()
 	}
@@ -171,35 +185,38 @@ func binlogPosition(ctx context.Context, db *sql.DB) (Position, error) {
 
 // startPosition is where to read from: the checkpoint or, at the first
 // start, the current binlog position, recorded before the initial snapshot
-// copies every selected table (see snapshot.go). The snapshot runs before
-// the binlog is followed; a restart during it resumes it.
-func (r *Replicator) startPosition(ctx context.Context) (Position, error) {
+// copies every selected table (see snapshot.go). snap is that snapshot
+// when it is still to be done (also after a restart during it); Run does
+// it before following the binlog.
+func (r *Replicator) startPosition(ctx context.Context) (start Position, snap *copyState, err error) {
 	cp, err := LoadCheckpoint(r.cfg.StateDir)
 	if err != nil {
-		return Position{}, err
+		return Position{}, nil, err
 	}
 	if cp != nil && cp.Server != r.server {
-		return Position{}, fmt.Errorf("checkpoint in %s belongs to MySQL server %s, but %s is %s: a binlog position means nothing on another server. Point mysql.addr at the right server, or move the checkpoint away to start over", r.cfg.StateDir, cp.Server, r.cfg.MySQL.Addr, r.server)
+		return Position{}, nil, fmt.Errorf("checkpoint in %s belongs to MySQL server %s, but %s is %s: a binlog position means nothing on another server. Point mysql.addr at the right server, or move the checkpoint away to start over", r.cfg.StateDir, cp.Server, r.cfg.MySQL.Addr, r.server)
 	}
-	snap, err := loadCopyState(r.cfg.StateDir, snapshotStateFile)
-	if err != nil {
-		return Position{}, err
+	if snap, err = loadCopyState(r.cfg.StateDir, snapshotStateFile); err != nil {
+		return Position{}, nil, err
 	}
 	if snap != nil && snap.Server != r.server {
-		return Position{}, fmt.Errorf("the initial snapshot in %s belongs to MySQL server %s, but %s is %s. Point mysql.addr at the right server, or move state_dir away to start over", r.cfg.StateDir, snap.Server, r.cfg.MySQL.Addr, r.server)
+		return Position{}, nil, fmt.Errorf("the initial snapshot in %s belongs to MySQL server %s, but %s is %s. Point mysql.addr at the right server, or move state_dir away to start over", r.cfg.StateDir, snap.Server, r.cfg.MySQL.Addr, r.server)
 	}
 	if cp != nil && (snap == nil || snap.Complete) {
 		r.log.Info("resuming from checkpoint", "position", cp.Position.String(), "saved_at", cp.SavedAt)
-		return cp.Position, nil
+		// Everything before the checkpoint was in ClickHouse when it was
+		// saved: the lag is at least the time since.
+		r.m.durable.Store(cp.SavedAt.UnixNano())
+		return cp.Position, nil, nil
 	}
 	if snap == nil {
 		p, err := r.currentPosition(ctx)
 		if err != nil {
-			return Position{}, err
+			return Position{}, nil, err
 		}
 		tables, err := ListTables(ctx, r.my, r.cfg)
 		if err != nil {
-			return Position{}, err
+			return Position{}, nil, err
 		}
 		snap = &copyState{Server: r.server, Position: p, Started: time.Now().UTC(), Tables: map[string]*tableProgress{}, List: tables}
 		r.log.Info("no checkpoint: first start. Copying the existing rows of every selected table (initial snapshot), then following the binlog from the position recorded before the copy",
@@ -207,21 +224,20 @@ func (r *Replicator) startPosition(ctx context.Context) (Position, error) {
 		// The snapshot state first: a crash before the checkpoint is saved
 		// then still resumes this snapshot at this position.
 		if err := saveCopyState(r.cfg.StateDir, snapshotStateFile, snap); err != nil {
-			return Position{}, err
+			return Position{}, nil, err
 		}
 	} else {
 		r.log.Info("resuming the interrupted initial snapshot", "position", snap.Position.String(), "started", snap.Started)
 	}
+	// The lag counts from the recorded position: the copy is catching up.
+	r.m.durable.Store(snap.Started.UnixNano())
 	if cp == nil {
 		cp = &Checkpoint{Position: snap.Position, Server: r.server, SavedAt: time.Now().UTC()}
 		if err := SaveCheckpoint(r.cfg.StateDir, *cp); err != nil {
-			return Position{}, err
+			return Position{}, nil, err
 		}
 	}
-	if err := r.initialSnapshot(ctx, snap); err != nil {
-		return Position{}, err
-	}
-	return cp.Position, nil
+	return cp.Position, snap, nil
 }
 
 // initialSnapshot copies the tables listed when the snapshot began (tables
@@ -258,12 +274,30 @@ func (r *Replicator) initialSnapshot(ctx context.Context, st *copyState) error {
 // Run replicates until ctx ends (a clean shutdown: pending rows flushed,
 // checkpoint saved, nil returned) or an error stops it.
 func (r *Replicator) Run(ctx context.Context) error {
-	start, err := r.startPosition(ctx)
+	start, snap, err := r.startPosition(ctx)
 	if err != nil {
 		return err
 	}
-	if ctx.Err() != nil {
-		return nil // stopped during the initial snapshot
+	r.savedPos.Store(&start)
+	r.readPos.Store(&start)
+	r.checkIn()
+	stopHTTP, err := r.serveHTTP(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
+	if r.onReady != nil {
+		r.onReady()
+	}
+	if snap != nil {
+		// Served and ready meanwhile: a copy can take hours, and the lag
+		// metric shows it catching up.
+		if err := r.initialSnapshot(ctx, snap); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil // stopped during the snapshot; the next start resumes it
+		}
 	}
 	// Writers talk to ClickHouse with their own context: a shutdown signal
 	// stops reading, not the flush of what was read.

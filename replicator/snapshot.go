@@ -236,11 +236,17 @@ func (c *copier) run(ctx context.Context, tables []TableName) ([]TableStatus, er
 			running = false
 		case <-tick.C:
 		}
+		c.r.checkIn() // the daemon is alive while it copies
 		if err := c.confirmAll(); err != nil {
 			c.log.Error("saving fullsync progress failed", "error", err)
 		}
+		statuses := c.statuses()
+		for _, st := range statuses {
+			c.r.m.snapCopied.WithLabelValues(st.Name.Database, st.Name.Table).Set(float64(st.Confirmed))
+			c.r.m.snapEstimated.WithLabelValues(st.Name.Database, st.Name.Table).Set(float64(max(st.Estimate, st.Confirmed)))
+		}
 		if c.progress != nil {
-			c.progress(c.statuses())
+			c.progress(statuses)
 		}
 	}
 	close(jobs)
@@ -445,7 +451,7 @@ func (c *copier) prepare(ctx context.Context, t *tableCopy) (complete bool, err 
 	if c.recreate {
 		stmt := "DROP TABLE IF EXISTS " + schema.QuoteIdent(target.Database) + "." + schema.QuoteIdent(target.Name)
 		t.log.Info("-recreate: dropping the target", "statement", stmt)
-		if err := r.retry(ctx, t.log, "DDL", func(ctx context.Context) error { return r.ch.Exec(ctx, stmt) }); err != nil {
+		if err := r.retry(ctx, t.log, stageDDL, "DDL", func(ctx context.Context) error { return r.ch.Exec(ctx, stmt) }); err != nil {
 			return false, fmt.Errorf("%s: %w", stmt, err)
 		}
 	} else if err := c.checkTarget(ctx, target); err != nil {
@@ -485,7 +491,7 @@ func (c *copier) prepare(ctx context.Context, t *tableCopy) (complete bool, err 
 // what the mapping gives (-recreate replaces it).
 func (c *copier) checkTarget(ctx context.Context, target *schema.Target) error {
 	var cols []chColumn
-	err := c.r.retry(ctx, c.log, "read ClickHouse schema", func(ctx context.Context) error {
+	err := c.r.retry(ctx, c.log, stageSchema, "read ClickHouse schema", func(ctx context.Context) error {
 		var err error
 		cols, err = c.r.columns(ctx, target.Database, target.Name)
 		return err
@@ -520,7 +526,7 @@ func (c *copier) deleteSnapshotRows(ctx context.Context, t *tableCopy) error {
 	stmt := fmt.Sprintf("ALTER TABLE %s DELETE WHERE %s = %d AND %s = %d", full, schema.QuoteIdent(schema.VersionColumn),
 		version(c.file, c.pos, maxVersionRow), schema.QuoteIdent(schema.OpColumn), schema.OpInsert)
 	t.log.Info("removing the rows of the interrupted copy before copying again", "statement", stmt)
-	if err := c.r.retry(ctx, t.log, "DDL", func(ctx context.Context) error { return c.r.ch.Exec(ctx, stmt) }); err != nil {
+	if err := c.r.retry(ctx, t.log, stageDDL, "DDL", func(ctx context.Context) error { return c.r.ch.Exec(ctx, stmt) }); err != nil {
 		return fmt.Errorf("%s: %w", stmt, err)
 	}
 	for {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 
+	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
@@ -92,6 +93,13 @@ type writer struct {
 	// defaults are the DEFAULTs of columns an ALTER added, used when
 	// ClickHouse gets the column (at the next table map).
 	defaults map[string]string
+	// nativeRefused is a target whose ClickHouse table differs from the
+	// mapping, so its blocks go through clickhouse-go.
+	nativeRefused atomic.Pointer[schema.Target]
+	// flushedHook, if set, is called when blocks sent advance flushed.
+	flushedHook  func()
+	tm           *tableMetrics
+	inflightRows int // rows in blocks handed off and not yet returned
 }
 
 func newWriter(r *Replicator, name TableName) *writer {
@@ -100,6 +108,7 @@ func newWriter(r *Replicator, name TableName) *writer {
 		name: name,
 		in:   make(chan message, r.queueLen),
 		log:  r.log.With("table", name.String()),
+		tm:   r.m.forTable(name),
 	}
 }
 
@@ -113,8 +122,9 @@ func (w *writer) run(parent context.Context) error {
 	ctx, cancel := context.WithCancel(parent)
 	// Up to batch.max_inflight batches of a table are sent at once
 	// (ClickHouse works on each insert mostly on one thread; order does not
-	// matter, every row carries its version). They are also all the blocks
-	// a writer has: while every one is in flight, the writer waits.
+	// matter, every row carries its version) while one more fills. Those
+	// are all the blocks a writer has: when every one is in flight or
+	// full, the writer waits.
 	senders := w.r.cfg.Batch.MaxInFlight
 	w.sendq = make(chan *sendJob, senders)
 	w.returned = make(chan *sendJob, senders)
@@ -148,6 +158,7 @@ func (w *writer) run(parent context.Context) error {
 			}
 			w.busy += time.Since(start)
 			w.lastSeq = m.seq
+			w.noteQueue()
 			if w.block != nil && w.block.Rows() > 0 {
 				if w.block.Rows() >= w.r.cfg.Batch.MaxRows || w.block.Size() >= w.r.cfg.Batch.MaxBytes {
 					if err := w.handOff(ctx); err != nil {
@@ -176,11 +187,22 @@ func (w *writer) run(parent context.Context) error {
 	}
 }
 
+// noteQueue updates binlog2ch_queue_rows: rows converted and not yet in
+// ClickHouse.
+func (w *writer) noteQueue() {
+	n := w.inflightRows
+	if w.block != nil {
+		n += w.block.Rows()
+	}
+	w.tm.queueRows.Set(float64(n))
+}
+
 // sendJob is a block on its way to ClickHouse; seq is the last message
 // whose rows it holds.
 type sendJob struct {
 	block *schema.Block
 	seq   uint64
+	rows  int
 	sent  bool
 }
 
@@ -200,10 +222,15 @@ func (w *writer) sender(ctx context.Context) {
 // are all sent.
 func (w *writer) recycle(job *sendJob) {
 	w.inflight--
+	w.inflightRows -= job.rows
+	defer w.noteQueue()
 	job.sent = true
 	for len(w.order) > 0 && w.order[0].sent {
 		w.flushed.Store(w.order[0].seq)
 		w.order = w.order[1:]
+	}
+	if w.flushedHook != nil {
+		defer w.flushedHook()
 	}
 	if job.block.Target() == w.target {
 		w.free = append(w.free, job.block)
@@ -225,7 +252,7 @@ func (w *writer) handOff(ctx context.Context) error {
 		}
 		return nil
 	}
-	if max := w.r.cfg.Batch.MaxInFlight; len(w.free) == 0 && w.blocks >= max {
+	if max := w.r.cfg.Batch.MaxInFlight + 1; len(w.free) == 0 && w.blocks >= max {
 		start := time.Now()
 		for len(w.free) == 0 && w.blocks >= max {
 			if err := w.await(ctx); err != nil {
@@ -241,7 +268,7 @@ func (w *writer) handOff(ctx context.Context) error {
 		next = schema.NewBlock(w.target)
 		w.blocks++
 	}
-	job := &sendJob{block: w.block, seq: w.lastSeq}
+	job := &sendJob{block: w.block, seq: w.lastSeq, rows: w.block.Rows()}
 	select {
 	case w.sendq <- job:
 	case err := <-w.sendErr:
@@ -251,6 +278,7 @@ func (w *writer) handOff(ctx context.Context) error {
 	}
 	w.order = append(w.order, job)
 	w.inflight++
+	w.inflightRows += job.rows
 	w.block = next
 	return nil
 }
@@ -426,7 +454,17 @@ func (w *writer) send(ctx context.Context, b *schema.Block) error {
 	start := time.Now()
 	rows := b.Rows()
 	t := b.Target()
-	err := w.r.retry(ctx, w.log, "insert into ClickHouse", func(ctx context.Context) error {
+	err := w.r.retry(ctx, w.log, stageInsert, "insert into ClickHouse", func(ctx context.Context) error {
+		if b.NativeOK() && w.nativeRefused.Load() != t {
+			err := w.r.ins.insertNative(ctx, b)
+			var mismatch *headerMismatch
+			if !errors.As(err, &mismatch) {
+				return err
+			}
+			w.nativeRefused.Store(t)
+			w.log.Info("the ClickHouse table's columns differ from binlog2ch's mapping; inserting through clickhouse-go, which converts",
+				"detail", mismatch.detail)
+		}
 		batch, err := w.r.ch.PrepareBatch(ctx, t.InsertSQL())
 		if err != nil {
 			return err
@@ -442,8 +480,14 @@ func (w *writer) send(ctx context.Context, b *schema.Block) error {
 	}
 	w.noteFixups(b.Fixups)
 	b.Fixups = [len(b.Fixups)]uint64{}
+	for op := schema.OpInsert; op <= schema.OpDelete; op++ {
+		w.tm.rows[op].Add(float64(b.OpRows[op]))
+	}
+	took := time.Since(start)
+	w.tm.flushDuration.Observe(took.Seconds())
+	w.tm.batchRows.Observe(float64(rows))
 	b.Reset()
-	w.log.Debug("flushed", "rows", rows, "duration", time.Since(start))
+	w.log.Debug("flushed", "rows", rows, "duration", took)
 	return nil
 }
 
@@ -454,6 +498,7 @@ func (w *writer) noteFixups(f [schema.NumFixups]uint64) {
 	for k, n := range f {
 		if n > 0 {
 			w.fixups[k].Add(n)
+			w.tm.fixups[k].Add(float64(n))
 			changed = true
 		}
 	}
@@ -520,6 +565,7 @@ func (w *writer) applyDDL(ctx context.Context, m message) error {
 		stmt = "TRUNCATE TABLE IF EXISTS " + full
 	case ddlDrop:
 		stmt = "DROP TABLE IF EXISTS " + full
+		defer w.r.m.forget(w.name)
 	case ddlRenameTable:
 		newName := m.newName
 		if o := w.r.cfg.TableOptions(w.name.Database, m.newName); o.Name != "" {
@@ -532,8 +578,10 @@ func (w *writer) applyDDL(ctx context.Context, m message) error {
 		if exists { // on a replay the rename may already be done
 			stmt = "RENAME TABLE " + full + " TO " + schema.QuoteIdent(db) + "." + schema.QuoteIdent(newName)
 		}
+		w.r.m.forget(w.name)
 		w.name.Table = m.newName
 		w.log = w.r.log.With("table", w.name.String())
+		w.tm = w.r.m.forTable(w.name)
 		w.source, w.target, w.block = nil, nil, nil // re-read on the next rows
 	case ddlColumnDefaults:
 		w.defaults = m.defaults
@@ -561,7 +609,7 @@ func (w *writer) applyDDL(ctx context.Context, m message) error {
 		return nil
 	}
 	w.log.Info("applying DDL", "statement", stmt, "binlog", m.at.String())
-	return w.r.retry(ctx, w.log, "DDL", func(ctx context.Context) error { return w.r.ch.Exec(ctx, stmt) })
+	return w.r.retry(ctx, w.log, stageDDL, "DDL", func(ctx context.Context) error { return w.r.ch.Exec(ctx, stmt) })
 }
 
 // permanentError marks an error retrying cannot fix.
@@ -589,21 +637,30 @@ func transient(err error) bool {
 	if errors.As(err, &ex) {
 		return transientCodes[ex.Code]
 	}
+	var nex *chnative.Exception
+	if errors.As(err, &nex) {
+		return transientCodes[nex.Code]
+	}
 	return true
 }
 
 // retry runs op until it succeeds, with capped exponential backoff, logging
 // each failure once. It gives up when ctx ends or on an error retrying
 // cannot fix (a ClickHouse exception about the statement itself).
-func (r *Replicator) retry(ctx context.Context, log *slog.Logger, what string, op func(context.Context) error) error {
+func (r *Replicator) retry(ctx context.Context, log *slog.Logger, stage, what string, op func(context.Context) error) error {
 	delay := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := op(ctx)
 		if err == nil {
+			r.clickhouseUp.Store(true)
 			if attempt > 1 {
 				log.Info(what+" succeeded after retrying", "attempts", attempt)
 			}
 			return nil
+		}
+		r.m.errors.WithLabelValues(stage).Inc()
+		if transient(err) {
+			r.clickhouseUp.Store(false)
 		}
 		if !transient(err) || ctx.Err() != nil {
 			return err

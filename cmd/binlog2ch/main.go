@@ -45,8 +45,8 @@ func commands() []command {
 		{"fullsync", "copy tables once, then exit", fullsyncCmd},
 		{"verify", "compare MySQL and ClickHouse table by table", verifyCmd},
 		{"schema", "print the ClickHouse DDL binlog2ch would create", schemaCmd},
-		{"loadgen", "fill MySQL tables with generated rows", notYet("loadgen", "issue #6 (loadgen and bench)")},
-		{"bench", "measure rows/minute, lag, CPU and memory", notYet("bench", "issue #6 (loadgen and bench)")},
+		{"loadgen", "fill MySQL tables with generated rows (like Bifrost's insertDataTest)", loadgenCmd},
+		{"bench", "measure rows/minute, lag, CPU and memory (catch-up and live)", benchCmd},
 		{"demo", "start throwaway servers, replicate a freshly filled binlog_field_test_1, show it", demoCmd},
 		{"version", "print the version", versionCmd},
 	}
@@ -186,16 +186,6 @@ func isTerminal(w io.Writer) bool {
 func notImplemented(e *env, cmd, issue string) int {
 	fmt.Fprintf(e.stderr, "binlog2ch %s: not implemented yet; it lands with %s\n", cmd, issue)
 	return exitUsage
-}
-
-func notYet(cmd, issue string) func(context.Context, *env, []string) int {
-	return func(_ context.Context, e *env, args []string) int {
-		fs := newFlagSet(e, cmd, "(not implemented yet)")
-		if code, done := parseFlags(e, fs, args); done {
-			return code
-		}
-		return notImplemented(e, cmd, issue)
-	}
 }
 
 // configCommand is a command that, until its issue lands, validates the

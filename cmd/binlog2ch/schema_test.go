@@ -18,7 +18,17 @@ import (
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 )
 
-func TestMain(m *testing.M) { servertest.Main(m) }
+// envAsMain makes the test binary behave as the binlog2ch binary, so a
+// command that starts `binlog2ch run` as a child process (bench) can be
+// tested: the child is this binary with the variable set.
+const envAsMain = "BINLOG2CH_TEST_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envAsMain) == "1" {
+		main()
+	}
+	servertest.Main(m)
+}
 
 // writeConfig writes a config for the test servers selecting db.*.
 func writeConfig(t *testing.T, srv *localserver.Servers, db, extra string) string {
@@ -30,6 +40,7 @@ tables:
   include: ["%s.*"]
 %s
 state_dir: state
+metrics: {listen: "127.0.0.1:0"}
 `, srv.MySQL.Addr(), srv.MySQL.User, srv.MySQL.Password, srv.ClickHouse.Addr(), srv.ClickHouse.User, srv.ClickHouse.Password, db, extra)
 	path := filepath.Join(dir, "binlog2ch.yaml")
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {

@@ -171,6 +171,17 @@ func clickHouseFromEnvOrStart(ctx context.Context) (*Server, error) {
 	return StartClickHouse(ctx)
 }
 
+// External is a server the caller already runs, given as
+// mysql://user:password@host:port or clickhouse://user:password@host:port
+// (native protocol port); Stop leaves it running. what names the setting
+// in errors; the password is never echoed.
+func External(what, raw string) (*Server, error) {
+	if strings.HasPrefix(raw, "clickhouse://") {
+		return external(what, raw, "clickhouse", 9000)
+	}
+	return external(what, raw, "mysql", 3306)
+}
+
 // external parses scheme://user:password@host:port from an environment
 // variable. The password is never echoed in errors.
 func external(env, raw, scheme string, defaultPort int) (*Server, error) {

@@ -1,0 +1,568 @@
+// Package bench runs binlog2ch's benchmark: it fills MySQL with loadgen,
+// runs the daemon as a child process, and measures rows/minute, lag, the
+// daemon's CPU and memory, and the parts ClickHouse created, in two
+// scenarios: catch-up (the rows are in the binlog before the daemon starts)
+// and live (the daemon follows loadgen at a fixed rate, then at full
+// speed).
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/binlog2ch/binlog2ch/deploy/localserver"
+	"github.com/binlog2ch/binlog2ch/loadgen"
+)
+
+// Options size the benchmark and say where it runs.
+type Options struct {
+	MySQL, ClickHouse localserver.Endpoint
+	// Daemon returns the command that runs `binlog2ch run` on a config.
+	Daemon func(config string) *exec.Cmd
+	Dir    string // for the daemon's config, state and log
+
+	CatchUpRows  int           // rows in the binlog before the daemon starts
+	LiveRate     float64       // rows/s of the fixed-rate live phase
+	LiveDuration time.Duration // of each live phase
+	MaxLen       int           // string and blob cap, see loadgen
+	Conns        int           // loadgen connections
+	Progress     io.Writer     // what is going on, line by line
+}
+
+// Defaults are the full benchmark's sizes; Short ones take under two
+// minutes.
+func Defaults(short bool) Options {
+	o := Options{CatchUpRows: 2_000_000, LiveRate: 20000, LiveDuration: 60 * time.Second, MaxLen: 8, Conns: 4}
+	if short {
+		o.CatchUpRows, o.LiveRate, o.LiveDuration = 200_000, 5000, 10*time.Second
+	}
+	return o
+}
+
+// Scenario is one measured phase.
+type Scenario struct {
+	Name       string  `json:"name"`
+	Rows       uint64  `json:"rows"` // rows inserted into MySQL
+	RowsInCH   uint64  `json:"rows_in_clickhouse"`
+	Seconds    float64 `json:"seconds"`      // until ClickHouse held them all
+	RowsPerMin float64 `json:"rows_per_min"` // replicated
+	// LoadRowsPerMin is loadgen's rate (live scenarios).
+	LoadRowsPerMin float64 `json:"load_rows_per_min,omitempty"`
+	Lag            *Lag    `json:"lag,omitempty"`
+	KeptUp         *bool   `json:"kept_up,omitempty"`
+	CPUPerMRows    float64 `json:"daemon_cpu_seconds_per_million_rows"`
+	PeakRSSMiB     float64 `json:"daemon_peak_rss_mib"`
+	Parts          uint64  `json:"clickhouse_parts_created"`
+	Series         []Point `json:"series"`
+}
+
+// Lag is the time from a row's commit in MySQL to its visibility in
+// ClickHouse, over the phase's samples.
+type Lag struct {
+	P50     float64 `json:"p50_seconds"`
+	P99     float64 `json:"p99_seconds"`
+	Max     float64 `json:"max_seconds"`
+	Samples int     `json:"samples"`
+}
+
+// Point is one second of a scenario.
+type Point struct {
+	T          float64 `json:"t"`               // seconds since the phase started
+	RowsPerSec float64 `json:"rows_per_second"` // replicated in that second
+	LagSeconds float64 `json:"lag_seconds"`     // lag of the rows committed then (-1: none)
+}
+
+// Report is a whole benchmark run.
+type Report struct {
+	Date       time.Time  `json:"date"`
+	Host       string     `json:"host"`
+	MySQL      string     `json:"mysql_version"`
+	ClickHouse string     `json:"clickhouse_version"`
+	Binlog2ch  string     `json:"binlog2ch_version"`
+	Settings   string     `json:"settings"`
+	Scenarios  []Scenario `json:"scenarios"`
+}
+
+// keptUpLag is the largest lag at which a live phase counts as kept up:
+// flush_interval (1s) plus an insert, with room for a merge's slowdown.
+const keptUpLag = 5 * time.Second
+
+// sampleEvery is the resolution of the measurements.
+const sampleEvery = 100 * time.Millisecond
+
+// run is one benchmark in progress.
+type run struct {
+	o      Options
+	my     *sql.DB
+	ch     driver.Conn
+	db     string
+	daemon *exec.Cmd
+	exited chan struct{}
+	log    io.Writer
+}
+
+// Run runs both scenarios and returns the report.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	r := &run{o: o, db: "b2c_bench_" + strconv.FormatInt(time.Now().Unix(), 36), log: o.Progress}
+	var err error
+	if r.my, err = loadgen.Open(r.loadOptions()); err != nil {
+		return nil, err
+	}
+	defer r.my.Close()
+	if r.ch, err = clickhouse.Open(&clickhouse.Options{Addr: []string{o.ClickHouse.Addr()},
+		Auth: clickhouse.Auth{Username: o.ClickHouse.User, Password: o.ClickHouse.Password}}); err != nil {
+		return nil, err
+	}
+	defer r.ch.Close()
+	rep := &Report{Date: time.Now().UTC(), Host: hostDescription(),
+		Settings: fmt.Sprintf("binlog_field_test, strings capped at %d characters, loadgen %d connections x 1000-row INSERTs; daemon defaults (batch.max_rows 100000, flush_interval 1s, max_inflight 2)", o.MaxLen, o.Conns)}
+	if err := r.my.QueryRowContext(ctx, "SELECT VERSION()").Scan(&rep.MySQL); err != nil {
+		return nil, fmt.Errorf("MySQL %s: %w", o.MySQL.Addr(), err)
+	}
+	if err := r.ch.QueryRow(ctx, "SELECT version()").Scan(&rep.ClickHouse); err != nil {
+		return nil, fmt.Errorf("ClickHouse %s: %w", o.ClickHouse.Addr(), err)
+	}
+	if _, err := r.my.ExecContext(ctx, "CREATE DATABASE "+r.db); err != nil {
+		return nil, err
+	}
+	defer r.cleanup()
+	if err := r.writeConfig(); err != nil {
+		return nil, err
+	}
+	// The daemon starts once before the tables exist, so its checkpoint is
+	// before every row, then stops while the catch-up rows go in.
+	if err := r.startDaemon(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.stopDaemon(); err != nil {
+		return nil, err
+	}
+	catchUp, err := r.catchUp(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep.Scenarios = append(rep.Scenarios, catchUp)
+	for i, rate := range []float64{o.LiveRate, 0} {
+		s, err := r.live(ctx, "binlog_field_test_"+strconv.Itoa(i+2), rate)
+		if err != nil {
+			return nil, err
+		}
+		rep.Scenarios = append(rep.Scenarios, s)
+	}
+	if err := r.stopDaemon(); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+func (r *run) loadOptions() *loadgen.Options {
+	return &loadgen.Options{Host: r.o.MySQL.Host, Port: r.o.MySQL.Port, User: r.o.MySQL.User, Password: r.o.MySQL.Password,
+		Schema: r.db, BatchSize: 1000, Conns: r.o.Conns, MaxLen: r.o.MaxLen, Create: true, Seed: 1}
+}
+
+func (r *run) cleanup() {
+	if r.daemon != nil {
+		_ = r.stopDaemon()
+	}
+	ctx := context.Background()
+	_, _ = r.my.ExecContext(ctx, "DROP DATABASE IF EXISTS "+r.db)
+	_ = r.ch.Exec(ctx, "DROP DATABASE IF EXISTS "+r.db)
+}
+
+func (r *run) writeConfig() error {
+	conf := fmt.Sprintf(`mysql: {addr: %q, user: %q, password: %q, server_id: 4243}
+clickhouse: {addr: [%q], user: %q, password: %q}
+tables: {include: ["%s.*"]}
+state_dir: state
+metrics: {listen: "127.0.0.1:0"}
+# The generated rows span MySQL's whole DATE range; ClickHouse 18.16's Date
+# does not, so the benchmark clamps them (the default stops instead).
+schema: {invalid_dates: clamp}
+`, r.o.MySQL.Addr(), r.o.MySQL.User, r.o.MySQL.Password, r.o.ClickHouse.Addr(), r.o.ClickHouse.User, r.o.ClickHouse.Password, r.db)
+	return os.WriteFile(r.configPath(), []byte(conf), 0o600)
+}
+
+func (r *run) configPath() string { return filepath.Join(r.o.Dir, "binlog2ch.yaml") }
+
+// startDaemon starts `binlog2ch run` and waits until it has a checkpoint.
+func (r *run) startDaemon(ctx context.Context) error {
+	logFile, err := os.OpenFile(filepath.Join(r.o.Dir, "daemon.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := r.o.Daemon(r.configPath())
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("start the daemon: %w", err)
+	}
+	r.daemon, r.exited = cmd, make(chan struct{})
+	exited := r.exited
+	go func() { _ = cmd.Wait(); logFile.Close(); close(exited) }()
+	state := filepath.Join(r.o.Dir, "state", "checkpoint.json")
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(state); err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("the daemon exited at start; its log: %s", r.logTail())
+		default:
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("the daemon saved no checkpoint within a minute; its log: %s", r.logTail())
+		}
+	}
+}
+
+func (r *run) stopDaemon() error {
+	if r.daemon == nil {
+		return nil
+	}
+	_ = r.daemon.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.exited:
+	case <-time.After(60 * time.Second):
+		_ = r.daemon.Process.Kill()
+		<-r.exited
+		r.daemon = nil
+		return errors.New("the daemon did not stop within 60s of SIGTERM")
+	}
+	state := r.daemon.ProcessState
+	r.daemon = nil
+	if !state.Success() {
+		return fmt.Errorf("the daemon exited with %v; its log: %s", state, r.logTail())
+	}
+	return nil
+}
+
+func (r *run) logTail() string {
+	data, _ := os.ReadFile(filepath.Join(r.o.Dir, "daemon.log"))
+	if len(data) > 3000 {
+		data = data[len(data)-3000:]
+	}
+	return string(data)
+}
+
+func (r *run) alive() error {
+	select {
+	case <-r.exited:
+		return fmt.Errorf("the daemon exited; its log: %s", r.logTail())
+	default:
+		return nil
+	}
+}
+
+// catchUp fills a table with the daemon stopped, then starts it and times
+// it until ClickHouse holds every row.
+func (r *run) catchUp(ctx context.Context) (Scenario, error) {
+	s := Scenario{Name: "catch-up"}
+	lo := r.loadOptions()
+	lo.Table, lo.Count = "binlog_field_test_1", r.o.CatchUpRows
+	fmt.Fprintf(r.log, "catch-up: writing %d rows with the daemon stopped\n", lo.Count)
+	res, err := loadgen.Run(ctx, *lo)
+	if err != nil {
+		return s, err
+	}
+	s.Rows = res.Inserted
+	fmt.Fprintf(r.log, "catch-up: %d rows in MySQL (%.0f rows/s); starting the daemon\n", res.Inserted, res.RowsPerSecond())
+	start := time.Now()
+	if err := r.startDaemon(ctx); err != nil {
+		return s, err
+	}
+	m := r.newMeter()
+	var counts []sample
+	for {
+		n, err := r.count(ctx, lo.Table)
+		if err != nil {
+			return s, err
+		}
+		counts = append(counts, sample{time.Since(start), n})
+		if n >= s.Rows {
+			break
+		}
+		if err := r.alive(); err != nil {
+			return s, err
+		}
+		if time.Since(start) > 30*time.Minute {
+			return s, fmt.Errorf("catch-up: ClickHouse holds %d of %d rows after 30 minutes", n, s.Rows)
+		}
+		time.Sleep(sampleEvery)
+	}
+	el := time.Since(start)
+	s.RowsInCH = counts[len(counts)-1].n
+	s.Seconds = el.Seconds()
+	s.RowsPerMin = float64(s.Rows) / el.Minutes()
+	s.CPUPerMRows, s.PeakRSSMiB = m.read(s.Rows)
+	s.Series = series(nil, counts)
+	s.Parts = r.parts(ctx, lo.Table)
+	return s, nil
+}
+
+// sample is a row count at a moment of a phase.
+type sample struct {
+	t time.Duration
+	n uint64
+}
+
+// live runs loadgen into a new table at rate rows/s (0: as fast as it
+// goes) while the daemon follows, and measures the lag.
+func (r *run) live(ctx context.Context, table string, rate float64) (Scenario, error) {
+	name := "live, max rate"
+	if rate > 0 {
+		name = fmt.Sprintf("live, %.0f rows/s", rate)
+	}
+	s := Scenario{Name: name}
+	lo := r.loadOptions()
+	lo.Table, lo.Rate, lo.Duration = table, rate, r.o.LiveDuration
+	var inserted atomic.Uint64
+	lo.Inserted = &inserted
+	// The table exists before the clock starts, so the phase measures rows.
+	if _, err := r.my.ExecContext(ctx, "CREATE TABLE "+r.db+"."+table+" LIKE "+r.db+".binlog_field_test_1"); err != nil {
+		return s, err
+	}
+	fmt.Fprintf(r.log, "%s: loadgen for %s while the daemon follows\n", name, r.o.LiveDuration)
+	m := r.newMeter()
+	start := time.Now()
+	type result struct {
+		res loadgen.Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := loadgen.Run(ctx, *lo)
+		done <- result{res, err}
+	}()
+	var mysqlSide, chSide []sample
+	var lr result
+	finished := false
+	for {
+		t := time.Since(start)
+		mysqlSide = append(mysqlSide, sample{t, inserted.Load()})
+		n, err := r.count(ctx, table)
+		if err != nil {
+			return s, err
+		}
+		chSide = append(chSide, sample{time.Since(start), n})
+		if !finished {
+			select {
+			case lr = <-done:
+				finished = true
+				if lr.err != nil {
+					return s, lr.err
+				}
+				s.Rows = lr.res.Inserted
+				s.LoadRowsPerMin = lr.res.RowsPerSecond() * 60
+			default:
+			}
+		}
+		if finished && n >= s.Rows {
+			break
+		}
+		if err := r.alive(); err != nil {
+			return s, err
+		}
+		if finished && time.Since(start) > r.o.LiveDuration+10*time.Minute {
+			return s, fmt.Errorf("%s: ClickHouse holds %d of %d rows 10 minutes after the load stopped", name, n, s.Rows)
+		}
+		time.Sleep(sampleEvery)
+	}
+	el := chSide[len(chSide)-1].t
+	s.RowsInCH = chSide[len(chSide)-1].n
+	s.Seconds = el.Seconds()
+	s.RowsPerMin = float64(s.Rows) / el.Minutes()
+	s.CPUPerMRows, s.PeakRSSMiB = m.read(s.Rows)
+	lags := lagSamples(mysqlSide, chSide)
+	s.Lag = summarize(lags)
+	kept := s.Lag.Max <= keptUpLag.Seconds()
+	s.KeptUp = &kept
+	s.Series = series(lags, chSide)
+	s.Parts = r.parts(ctx, table)
+	return s, nil
+}
+
+func (r *run) count(ctx context.Context, table string) (uint64, error) {
+	var n uint64
+	err := r.ch.QueryRow(ctx, "SELECT count() FROM "+r.db+"."+table).Scan(&n)
+	if err != nil && strings.Contains(err.Error(), "doesn't exist") {
+		return 0, nil // not created yet
+	}
+	return n, err
+}
+
+// parts counts the parts ClickHouse created for a table: active ones and
+// those merged away (kept for old_parts_lifetime, 8 minutes by default).
+func (r *run) parts(ctx context.Context, table string) uint64 {
+	var n uint64
+	_ = r.ch.QueryRow(ctx, "SELECT count() FROM system.parts WHERE database = ? AND table = ? AND level = 0", r.db, table).Scan(&n)
+	return n
+}
+
+// lagSample is the lag of the rows committed at time t.
+type lagSample struct {
+	t   time.Duration
+	lag time.Duration
+}
+
+// lagSamples matches each MySQL sample (rows committed by t) with the
+// first ClickHouse sample holding as many rows.
+func lagSamples(mysqlSide, chSide []sample) []lagSample {
+	var out []lagSample
+	j := 0
+	var last uint64
+	for _, m := range mysqlSide {
+		if m.n == last {
+			continue // nothing new committed
+		}
+		last = m.n
+		for j < len(chSide) && chSide[j].n < m.n {
+			j++
+		}
+		if j == len(chSide) {
+			break
+		}
+		lag := chSide[j].t - m.t
+		if lag < 0 {
+			lag = 0
+		}
+		out = append(out, lagSample{m.t, lag})
+	}
+	return out
+}
+
+func summarize(lags []lagSample) *Lag {
+	if len(lags) == 0 {
+		return &Lag{}
+	}
+	d := make([]float64, len(lags))
+	for i, l := range lags {
+		d[i] = l.lag.Seconds()
+	}
+	sort.Float64s(d)
+	pct := func(p float64) float64 { return d[min(len(d)-1, int(p*float64(len(d))))] }
+	return &Lag{P50: pct(0.50), P99: pct(0.99), Max: d[len(d)-1], Samples: len(d)}
+}
+
+// series bins a phase into seconds: rows replicated in each, and the
+// largest lag of the rows committed in it.
+func series(lags []lagSample, chSide []sample) []Point {
+	if len(chSide) == 0 {
+		return nil
+	}
+	secs := int(chSide[len(chSide)-1].t/time.Second) + 1
+	pts := make([]Point, secs)
+	for i := range pts {
+		pts[i] = Point{T: float64(i), LagSeconds: -1}
+	}
+	var prev uint64
+	for _, c := range chSide {
+		i := int(c.t / time.Second)
+		pts[i].RowsPerSec += float64(c.n - prev)
+		prev = c.n
+	}
+	for _, l := range lags {
+		i := int(l.t / time.Second)
+		if i < len(pts) && l.lag.Seconds() > pts[i].LagSeconds {
+			pts[i].LagSeconds = l.lag.Seconds()
+		}
+	}
+	return pts
+}
+
+// meter reads the daemon's CPU time and peak RSS from /proc.
+type meter struct {
+	pid int
+	cpu time.Duration
+}
+
+func (r *run) newMeter() *meter {
+	m := &meter{pid: r.daemon.Process.Pid}
+	m.cpu = procCPU(m.pid)
+	// Resets the peak RSS so each phase reports its own (Linux 4.0+).
+	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", m.pid), []byte("5"), 0)
+	return m
+}
+
+// read returns CPU seconds per million rows and the peak RSS in MiB.
+func (m *meter) read(rows uint64) (float64, float64) {
+	cpu := procCPU(m.pid) - m.cpu
+	var perM float64
+	if rows > 0 {
+		perM = cpu.Seconds() / (float64(rows) / 1e6)
+	}
+	return perM, peakRSS(m.pid)
+}
+
+// procCPU is a process's user+system CPU time so far.
+func procCPU(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+}
+
+// peakRSS is VmHWM in MiB.
+func peakRSS(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// hostDescription names the hardware: CPU model, cores, memory.
+func hostDescription() string {
+	model := "unknown CPU"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	mem := ""
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
+				mem = fmt.Sprintf(", %.0f GiB", kb/1024/1024)
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d cores%s", model, runtime.NumCPU(), mem)
+}

@@ -1,0 +1,461 @@
+// Package chnative inserts columnar blocks into ClickHouse over the native
+// TCP protocol. It exists for speed: a general driver copies every value
+// into its own column types before encoding them, while here the caller
+// writes its buffers straight into LZ4 frames on the socket. It speaks only
+// what an INSERT needs: handshake, query, data blocks, and the server's
+// progress, exception and end-of-stream packets.
+package chnative
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/ch-go/compress"
+)
+
+// Revision is the protocol revision binlog2ch speaks; a server uses the
+// lower of its own and this. It is old on purpose: from 54441 on the query
+// packet carries fields binlog2ch has no use for (inter-server secret,
+// OpenTelemetry, distributed depth, parameters), and ClickHouse keeps
+// accepting old clients. 18.16 and every later server speak it.
+const Revision = 54420
+
+// Revisions at which the protocol gained what this client reads or writes.
+const (
+	revClientInfo     = 54032
+	revServerTimezone = 54058
+	revQuotaKey       = 54060
+	revDisplayName    = 54372
+	revVersionPatch   = 54401
+	revClientWrite    = 54420 // Progress carries written rows and bytes
+	revTotalRows      = 51554
+)
+
+// Client and server packet types.
+const (
+	clientHello = 0
+	clientQuery = 1
+	clientData  = 2
+
+	serverHello         = 0
+	serverData          = 1
+	serverException     = 2
+	serverProgress      = 3
+	serverEndOfStream   = 5
+	serverProfileInfo   = 6
+	serverTotals        = 7
+	serverExtremes      = 8
+	serverLog           = 10
+	serverTableColumns  = 11
+	serverProfileEvents = 14
+)
+
+const (
+	stageComplete = 2
+	// maxString bounds strings read from the server, against a corrupt
+	// stream allocating without limit.
+	maxString = 1 << 30
+)
+
+// Options say where and how to connect.
+type Options struct {
+	Addr        []string // host:port, tried in order
+	Database    string
+	User        string
+	Password    string
+	DialTimeout time.Duration // default 10s
+	// ReadTimeout bounds each wait for the server (default 5 minutes).
+	ReadTimeout time.Duration
+}
+
+// Server describes the server a Conn talks to.
+type Server struct {
+	Name                string
+	Major, Minor, Patch uint64
+	Revision            uint64
+	Timezone            string
+	DisplayName         string
+}
+
+// Conn is one native-protocol connection. It is not safe for concurrent
+// use; after any error other than an *Exception it must be closed.
+type Conn struct {
+	conn     net.Conn
+	r        *bufio.Reader
+	w        *bufio.Writer
+	server   Server
+	revision uint64 // the one both sides speak
+	opts     Options
+	enc      Encoder
+}
+
+// Dial connects and performs the handshake.
+func Dial(ctx context.Context, opts Options) (*Conn, error) {
+	if opts.DialTimeout == 0 {
+		opts.DialTimeout = 10 * time.Second
+	}
+	if opts.ReadTimeout == 0 {
+		opts.ReadTimeout = 5 * time.Minute
+	}
+	if opts.User == "" {
+		opts.User = "default"
+	}
+	if opts.Database == "" {
+		opts.Database = "default"
+	}
+	var errs []error
+	for _, addr := range opts.Addr {
+		c, err := dial(ctx, addr, opts)
+		if err == nil {
+			return c, nil
+		}
+		var ex *Exception
+		if errors.As(err, &ex) {
+			return nil, err // the server answered: another address will too
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		return nil, errors.New("clickhouse: no address to connect to")
+	}
+	return nil, errors.Join(errs...)
+}
+
+func dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
+	d := net.Dialer{Timeout: opts.DialTimeout}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{conn: nc, r: bufio.NewReaderSize(nc, 64<<10), w: bufio.NewWriterSize(nc, 64<<10), opts: opts}
+	c.enc.w = c.w
+	_ = nc.SetDeadline(time.Now().Add(opts.DialTimeout))
+	if err := c.handshake(); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("clickhouse %s: handshake: %w", addr, err)
+	}
+	_ = nc.SetDeadline(time.Time{})
+	return c, nil
+}
+
+// Server is what the server said about itself.
+func (c *Conn) Server() Server { return c.server }
+
+// Close closes the connection.
+func (c *Conn) Close() error { return c.conn.Close() }
+
+func (c *Conn) handshake() error {
+	w := c.w
+	putUvarint(w, clientHello)
+	putString(w, "binlog2ch")
+	putUvarint(w, 1) // client version major, minor
+	putUvarint(w, 0)
+	putUvarint(w, Revision)
+	putString(w, c.opts.Database)
+	putString(w, c.opts.User)
+	putString(w, c.opts.Password)
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	kind, err := binary.ReadUvarint(c.r)
+	if err != nil {
+		return err
+	}
+	switch kind {
+	case serverHello:
+	case serverException:
+		return c.readException()
+	default:
+		return fmt.Errorf("unexpected packet %d instead of the server's hello", kind)
+	}
+	s := &c.server
+	if s.Name, err = c.readString(); err != nil {
+		return err
+	}
+	for _, p := range []*uint64{&s.Major, &s.Minor, &s.Revision} {
+		if *p, err = binary.ReadUvarint(c.r); err != nil {
+			return err
+		}
+	}
+	c.revision = min(s.Revision, Revision)
+	if c.revision >= revServerTimezone {
+		if s.Timezone, err = c.readString(); err != nil {
+			return err
+		}
+	}
+	if c.revision >= revDisplayName {
+		if s.DisplayName, err = c.readString(); err != nil {
+			return err
+		}
+	}
+	if c.revision >= revVersionPatch {
+		if s.Patch, err = binary.ReadUvarint(c.r); err != nil {
+			return err
+		}
+	} else {
+		s.Patch = s.Revision
+	}
+	return nil
+}
+
+// Column is a column of the block the server expects.
+type Column struct{ Name, Type string }
+
+// Insert runs query, "INSERT INTO db.t (columns)", and sends one block. header receives the
+// columns the server expects (from the query's column list) and may refuse
+// them; body writes the block's rows and columns to the encoder (see
+// Encoder.Block). Insert returns when the server has stored the block.
+func (c *Conn) Insert(ctx context.Context, query string, header func([]Column) error, body func(*Encoder) error) error {
+	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	err := c.insert(query, header, body)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
+	return err
+}
+
+func (c *Conn) insert(query string, header func([]Column) error, body func(*Encoder) error) error {
+	_ = c.conn.SetDeadline(time.Now().Add(c.opts.ReadTimeout))
+	c.writeQuery(query)
+	// No external tables: an empty block ends them.
+	if err := c.endOfData(); err != nil {
+		return err
+	}
+	cols, err := c.readHeader()
+	if err != nil {
+		return err
+	}
+	if err := header(cols); err != nil {
+		return err // the connection is mid-query: the caller closes it
+	}
+	_ = c.conn.SetDeadline(time.Now().Add(c.opts.ReadTimeout))
+	c.enc.begin(clientData)
+	if err := body(&c.enc); err != nil {
+		return err
+	}
+	if err := c.enc.end(); err != nil {
+		return err
+	}
+	if err := c.endOfData(); err != nil {
+		return err
+	}
+	_ = c.conn.SetDeadline(time.Now().Add(c.opts.ReadTimeout))
+	for {
+		kind, err := c.readPacket()
+		if err != nil {
+			return err
+		}
+		switch kind {
+		case serverEndOfStream:
+			_ = c.conn.SetDeadline(time.Time{})
+			return nil
+		case serverData:
+			return errors.New("the server sent data after the insert")
+		}
+	}
+}
+
+// endOfData sends the empty block that ends a stream of data blocks, and
+// flushes.
+func (c *Conn) endOfData() error {
+	c.enc.begin(clientData)
+	c.enc.blockHeader(0, 0)
+	if err := c.enc.end(); err != nil {
+		return err
+	}
+	return c.w.Flush()
+}
+
+func (c *Conn) writeQuery(query string) {
+	w := c.w
+	putUvarint(w, clientQuery)
+	putString(w, "") // query id: the server assigns one
+	if c.revision >= revClientInfo {
+		w.WriteByte(1) // initial query
+		putString(w, "")
+		putString(w, "")
+		putString(w, "0.0.0.0:0")
+		w.WriteByte(1) // TCP
+		putString(w, os.Getenv("USER"))
+		host, _ := os.Hostname()
+		putString(w, host)
+		putString(w, "binlog2ch")
+		putUvarint(w, 1)
+		putUvarint(w, 0)
+		putUvarint(w, Revision)
+		if c.revision >= revQuotaKey {
+			putString(w, "")
+		}
+		if c.revision >= revVersionPatch {
+			putUvarint(w, 0)
+		}
+	}
+	putString(w, "") // no settings: the empty name ends the list in every format
+	putUvarint(w, stageComplete)
+	putUvarint(w, 1) // compressed
+	putString(w, query+" VALUES")
+}
+
+// readHeader reads packets until the block that names the columns an
+// INSERT expects.
+func (c *Conn) readHeader() ([]Column, error) {
+	for {
+		kind, err := binary.ReadUvarint(c.r)
+		if err != nil {
+			return nil, err
+		}
+		if kind != serverData {
+			if err := c.skipPacket(kind); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if _, err := c.readString(); err != nil { // table name
+			return nil, err
+		}
+		cr := &reader{r: bufio.NewReader(compress.NewReader(c.r))}
+		cols, rows, err := cr.blockColumns(c.revision)
+		if err != nil {
+			return nil, fmt.Errorf("the insert's header block: %w", err)
+		}
+		if rows != 0 {
+			return nil, fmt.Errorf("the insert's header block has %d rows", rows)
+		}
+		return cols, nil
+	}
+}
+
+// readPacket reads one packet after the data was sent and returns its
+// kind; an exception becomes the error.
+func (c *Conn) readPacket() (uint64, error) {
+	kind, err := binary.ReadUvarint(c.r)
+	if err != nil {
+		return 0, err
+	}
+	if kind == serverEndOfStream || kind == serverData {
+		return kind, nil
+	}
+	return kind, c.skipPacket(kind)
+}
+
+// skipPacket reads the body of a packet binlog2ch has no use for.
+func (c *Conn) skipPacket(kind uint64) error {
+	rd := &reader{r: c.r}
+	switch kind {
+	case serverException:
+		return c.readException()
+	case serverProgress:
+		n := 3
+		if c.revision >= revClientWrite {
+			n = 5
+		} else if c.revision < revTotalRows {
+			n = 2
+		}
+		for i := 0; i < n; i++ {
+			if _, err := binary.ReadUvarint(c.r); err != nil {
+				return err
+			}
+		}
+		return nil
+	case serverProfileInfo:
+		for _, f := range []byte{'u', 'u', 'u', 'b', 'u', 'b'} {
+			var err error
+			if f == 'u' {
+				_, err = binary.ReadUvarint(c.r)
+			} else {
+				_, err = c.r.ReadByte()
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	case serverTableColumns:
+		for i := 0; i < 2; i++ {
+			if _, err := c.readString(); err != nil {
+				return err
+			}
+		}
+		return nil
+	case serverLog, serverProfileEvents:
+		// Never compressed.
+		if _, err := c.readString(); err != nil {
+			return err
+		}
+		return rd.skipBlock(c.revision)
+	case serverTotals, serverExtremes:
+		if _, err := c.readString(); err != nil {
+			return err
+		}
+		return (&reader{r: bufio.NewReader(compress.NewReader(c.r))}).skipBlock(c.revision)
+	}
+	return fmt.Errorf("unexpected packet %d from the server", kind)
+}
+
+// Exception is an error the server reported.
+type Exception struct {
+	Code    int32
+	Name    string
+	Message string
+	Stack   string
+	Nested  *Exception
+}
+
+func (e *Exception) Error() string {
+	return fmt.Sprintf("code: %d, message: %s", e.Code, strings.TrimPrefix(e.Message, e.Name+": "))
+}
+
+func (c *Conn) readException() error {
+	var first, last *Exception
+	for {
+		var code [4]byte
+		if _, err := io.ReadFull(c.r, code[:]); err != nil {
+			return err
+		}
+		e := &Exception{Code: int32(binary.LittleEndian.Uint32(code[:]))}
+		var err error
+		if e.Name, err = c.readString(); err != nil {
+			return err
+		}
+		if e.Message, err = c.readString(); err != nil {
+			return err
+		}
+		if e.Stack, err = c.readString(); err != nil {
+			return err
+		}
+		nested, err := c.r.ReadByte()
+		if err != nil {
+			return err
+		}
+		if first == nil {
+			first = e
+		} else {
+			last.Nested = e
+		}
+		last = e
+		if nested == 0 {
+			return first
+		}
+	}
+}
+
+func (c *Conn) readString() (string, error) { return (&reader{r: c.r}).string() }
+
+func putUvarint(w *bufio.Writer, x uint64) {
+	var b [binary.MaxVarintLen64]byte
+	w.Write(b[:binary.PutUvarint(b[:], x)])
+}
+
+func putString(w *bufio.Writer, s string) {
+	putUvarint(w, uint64(len(s)))
+	w.WriteString(s)
+}

@@ -1,0 +1,312 @@
+package chnative
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/ClickHouse/ch-go/compress"
+)
+
+// frameSize is how much uncompressed data goes into one LZ4 frame, as
+// ClickHouse's own max_compress_block_size.
+const frameSize = 1 << 20
+
+// Encoder writes a block in the Native format into LZ4 frames. Values are
+// appended to a frame buffer that is compressed and written out whenever
+// it fills, so a block never exists a second time in memory.
+type Encoder struct {
+	w    *bufio.Writer
+	buf  []byte
+	comp *compress.Writer
+	err  error
+	// captured keeps the uncompressed stream instead (NewCapture).
+	captured []byte
+	capture  bool
+}
+
+// NewCapture returns an Encoder that keeps what is written, uncompressed,
+// for comparing encodings in tests.
+func NewCapture() *Encoder { return &Encoder{capture: true} }
+
+// NewDiscard returns an Encoder that compresses and discards what is
+// written: for measuring the encoding alone.
+func NewDiscard() *Encoder { return &Encoder{w: bufio.NewWriter(io.Discard)} }
+
+// Encode runs write as the body of a data packet and finishes the packet.
+func (e *Encoder) Encode(write func(*Encoder) error) error {
+	e.begin(clientData)
+	if err := write(e); err != nil {
+		return err
+	}
+	if err := e.end(); err != nil {
+		return err
+	}
+	return e.w.Flush()
+}
+
+// Captured is what a capturing Encoder got so far.
+func (e *Encoder) Captured() []byte {
+	e.captured = append(e.captured, e.buf...)
+	e.buf = e.buf[:0]
+	return e.captured
+}
+
+func (e *Encoder) begin(kind uint64) {
+	putUvarint(e.w, kind)
+	putString(e.w, "") // table name: the query's table
+	e.buf = e.buf[:0]
+	e.err = nil
+}
+
+// end writes out what is buffered and reports the first write error.
+func (e *Encoder) end() error {
+	if len(e.buf) > 0 {
+		e.flush()
+	}
+	return e.err
+}
+
+func (e *Encoder) flush() {
+	if e.capture {
+		e.captured = append(e.captured, e.buf...)
+		e.buf = e.buf[:0]
+		return
+	}
+	if e.comp == nil {
+		e.comp = compress.NewWriter(compress.LevelZero, compress.LZ4)
+	}
+	if e.err == nil {
+		if err := e.comp.Compress(e.buf); err != nil {
+			e.err = err
+		} else if _, err := e.w.Write(e.comp.Data); err != nil {
+			e.err = err
+		}
+	}
+	e.buf = e.buf[:0]
+}
+
+func (e *Encoder) grew() {
+	if len(e.buf) >= frameSize {
+		e.flush()
+	}
+}
+
+// StartBlock writes the block header: block info, then the column and row
+// counts. Each column follows with Column and its data.
+func (e *Encoder) StartBlock(columns, rows int) { e.blockHeader(columns, rows) }
+
+func (e *Encoder) blockHeader(columns, rows int) {
+	// Block info: field 1 is_overflows = false, field 2 bucket_num = -1.
+	e.buf = append(e.buf, 1, 0, 2, 0xff, 0xff, 0xff, 0xff, 0)
+	e.Uvarint(uint64(columns))
+	e.Uvarint(uint64(rows))
+}
+
+// Column starts a column: its name and type, as the server's header has
+// them.
+func (e *Encoder) Column(name, typ string) {
+	e.String(name)
+	e.String(typ)
+}
+
+// Uvarint appends a variable-length unsigned integer.
+func (e *Encoder) Uvarint(x uint64) {
+	e.buf = binary.AppendUvarint(e.buf, x)
+	e.grew()
+}
+
+// String appends a length-prefixed string (a String value).
+func (e *Encoder) String(s string) {
+	e.buf = binary.AppendUvarint(e.buf, uint64(len(s)))
+	if len(s) <= frameSize-len(e.buf) {
+		e.buf = append(e.buf, s...)
+		e.grew()
+		return
+	}
+	e.bytes([]byte(s))
+}
+
+// StringBytes appends a length-prefixed byte string (a String value).
+func (e *Encoder) StringBytes(p []byte) {
+	e.buf = binary.AppendUvarint(e.buf, uint64(len(p)))
+	e.Bytes(p)
+}
+
+// Bytes appends raw bytes: fixed-width values already in ClickHouse's
+// (little-endian) layout, or FixedString data.
+func (e *Encoder) Bytes(p []byte) {
+	if len(p) <= frameSize-len(e.buf) {
+		e.buf = append(e.buf, p...)
+		e.grew()
+		return
+	}
+	e.bytes(p)
+}
+
+func (e *Encoder) bytes(p []byte) {
+	for len(p) > 0 {
+		n := min(len(p), frameSize-len(e.buf))
+		e.buf = append(e.buf, p[:n]...)
+		p = p[n:]
+		e.grew()
+	}
+}
+
+// Zeros appends n zero bytes.
+func (e *Encoder) Zeros(n int) {
+	for n > 0 {
+		k := min(n, frameSize-len(e.buf))
+		e.buf = append(e.buf, make([]byte, k)...)
+		n -= k
+		e.grew()
+	}
+}
+
+// Uint8 appends one byte.
+func (e *Encoder) Uint8(v uint8) { e.buf = append(e.buf, v); e.grew() }
+
+// Uint16 appends a little-endian 16-bit value.
+func (e *Encoder) Uint16(v uint16) { e.buf = binary.LittleEndian.AppendUint16(e.buf, v); e.grew() }
+
+// Uint32 appends a little-endian 32-bit value.
+func (e *Encoder) Uint32(v uint32) { e.buf = binary.LittleEndian.AppendUint32(e.buf, v); e.grew() }
+
+// Uint64 appends a little-endian 64-bit value.
+func (e *Encoder) Uint64(v uint64) { e.buf = binary.LittleEndian.AppendUint64(e.buf, v); e.grew() }
+
+// Uint128 appends a little-endian 128-bit value, low half first.
+func (e *Encoder) Uint128(lo, hi uint64) {
+	e.buf = binary.LittleEndian.AppendUint64(e.buf, lo)
+	e.buf = binary.LittleEndian.AppendUint64(e.buf, hi)
+	e.grew()
+}
+
+// reader parses server blocks, only as far as an INSERT needs.
+type reader struct{ r *bufio.Reader }
+
+func (r *reader) string() (string, error) {
+	n, err := binary.ReadUvarint(r.r)
+	if err != nil {
+		return "", err
+	}
+	if n > maxString {
+		return "", fmt.Errorf("a string of %d bytes from the server: the stream is corrupt", n)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r.r, b); err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// blockInfo skips the block info fields.
+func (r *reader) blockInfo() error {
+	for {
+		field, err := binary.ReadUvarint(r.r)
+		if err != nil {
+			return err
+		}
+		switch field {
+		case 0:
+			return nil
+		case 1:
+			_, err = r.r.Discard(1)
+		case 2:
+			_, err = r.r.Discard(4)
+		default:
+			return fmt.Errorf("unknown block info field %d", field)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// blockColumns reads a block's header and column names and types; with
+// rows > 0 the caller must skip the data.
+func (r *reader) blockColumns(revision uint64) ([]Column, uint64, error) {
+	if err := r.blockInfo(); err != nil {
+		return nil, 0, err
+	}
+	ncols, err := binary.ReadUvarint(r.r)
+	if err != nil {
+		return nil, 0, err
+	}
+	rows, err := binary.ReadUvarint(r.r)
+	if err != nil {
+		return nil, 0, err
+	}
+	if ncols > 1<<16 {
+		return nil, 0, fmt.Errorf("a block of %d columns: the stream is corrupt", ncols)
+	}
+	cols := make([]Column, ncols)
+	for i := range cols {
+		if cols[i].Name, err = r.string(); err != nil {
+			return nil, 0, err
+		}
+		if cols[i].Type, err = r.string(); err != nil {
+			return nil, 0, err
+		}
+		if rows > 0 && i < len(cols) {
+			// Column data follows each column's header; blockColumns is
+			// for empty blocks, skipBlock for the rest.
+			if err := r.skipColumn(cols[i].Type, rows); err != nil {
+				return nil, 0, fmt.Errorf("column %s: %w", cols[i].Name, err)
+			}
+		}
+	}
+	return cols, rows, nil
+}
+
+// skipBlock reads a block and drops it.
+func (r *reader) skipBlock(revision uint64) error {
+	_, _, err := r.blockColumns(revision)
+	return err
+}
+
+// fixedWidth are the sizes of the fixed-width types a server's log and
+// profile-event blocks use.
+var fixedWidth = map[string]int{
+	"UInt8": 1, "Int8": 1, "UInt16": 2, "Int16": 2, "UInt32": 4, "Int32": 4, "Float32": 4,
+	"UInt64": 8, "Int64": 8, "Float64": 8, "DateTime": 4, "Date": 2,
+}
+
+func (r *reader) skipColumn(typ string, rows uint64) error {
+	if w, ok := fixedWidth[typ]; ok {
+		if rows > math.MaxInt32 {
+			return errors.New("too many rows")
+		}
+		_, err := r.r.Discard(w * int(rows))
+		return err
+	}
+	switch {
+	case typ == "String":
+		for i := uint64(0); i < rows; i++ {
+			n, err := binary.ReadUvarint(r.r)
+			if err != nil {
+				return err
+			}
+			if n > maxString {
+				return errors.New("corrupt string length")
+			}
+			if _, err := r.r.Discard(int(n)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case strings.HasPrefix(typ, "FixedString("):
+		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(typ, "FixedString("), ")"))
+		if err != nil {
+			return err
+		}
+		_, err = r.r.Discard(n * int(rows))
+		return err
+	}
+	return fmt.Errorf("cannot skip a %s column", typ)
+}

@@ -1,0 +1,135 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+)
+
+func options(t *testing.T) Options {
+	srv := servertest.Need(t)
+	return Options{Host: srv.MySQL.Host, Port: srv.MySQL.Port, User: srv.MySQL.User, Password: srv.MySQL.Password,
+		Schema: servertest.Name("b2c_loadgen"), Table: "binlog_field_test_1", BatchSize: 500, Conns: 3, Seed: 7}
+}
+
+func countRows(t *testing.T, db *sql.DB, schema, table string) (n uint64) {
+	t.Helper()
+	if err := db.QueryRow("SELECT COUNT(*) FROM " + ident(schema) + "." + ident(table)).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestRunMixedWorkload fills two tables with inserts, updates and deletes
+// and checks the counters against what MySQL holds.
+func TestRunMixedWorkload(t *testing.T) {
+	o := options(t)
+	o.Tables, o.Count, o.UpdateRatio, o.DeleteRatio, o.ExtraColumns, o.Create = 2, 3000, 0.3, 0.1, 2, true
+	var out bytes.Buffer
+	o.Progress = &out
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Inserted != 6000 || res.Errors != 0 || res.Updated == 0 || res.Deleted == 0 {
+		t.Fatalf("result %+v", res)
+	}
+	db, err := Open(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var rows uint64
+	for _, table := range []string{"binlog_field_test_1", "binlog_field_test_2"} {
+		rows += countRows(t, db, o.Schema, table)
+	}
+	if rows != res.Inserted-res.Deleted {
+		t.Fatalf("MySQL holds %d rows; inserted %d, deleted %d", rows, res.Inserted, res.Deleted)
+	}
+	var nulls, values uint64
+	if err := db.QueryRow("SELECT SUM(extra_2 IS NULL), SUM(extra_2 IS NOT NULL) FROM "+ident(o.Schema)+".binlog_field_test_1").Scan(&nulls, &values); err != nil {
+		t.Fatal(err)
+	}
+	if nulls == 0 || values == 0 {
+		t.Fatalf("extra_2: %d NULLs, %d values: want both", nulls, values)
+	}
+	summary := out.String()
+	for _, want := range []string{"Global Results", "inserted:  6000 rows", "errors:    0"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary lacks %q:\n%s", want, summary)
+		}
+	}
+}
+
+// TestRunDurationAndRate: -duration stops an unbounded run and -rate
+// holds the insert rate down.
+func TestRunDurationAndRate(t *testing.T) {
+	o := options(t)
+	o.Create, o.Duration, o.Rate, o.BatchSize, o.MaxLen = true, 2500*time.Millisecond, 2000, 100, 8
+	var out bytes.Buffer
+	o.Progress = &out
+	start := time.Now()
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el < 2*time.Second || el > 10*time.Second {
+		t.Fatalf("ran %s for -duration 2.5s", el)
+	}
+	// Paced: at most rate x duration, plus one batch per connection.
+	if res.Inserted == 0 || res.Inserted > 2000*2.5+3*100 {
+		t.Fatalf("inserted %d rows at -rate 2000 for 2.5s", res.Inserted)
+	}
+	line := regexp.MustCompile(`(?m)^INS \d+ \(\d+\.\d/s\), UPD 0 \(0\.0/s\), DEL 0 \(0\.0/s\), ERR 0, \d+ sec$`)
+	if !line.MatchString(out.String()) {
+		t.Fatalf("no progress line in:\n%s", out.String())
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	o := options(t)
+	o.Count = 10
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "-create") {
+		t.Fatalf("missing table: got %v, want advice to use -create", err)
+	}
+	bad := o
+	bad.Count, bad.Duration = 0, 0
+	var oe *OptionsError
+	if _, err := Run(context.Background(), bad); !errors.As(err, &oe) {
+		t.Fatalf("no -count nor -duration: got %v", err)
+	}
+	// A user that may read but not write: every statement fails, each
+	// connection gives up, and the run says why.
+	o.Create = true
+	if _, err := Run(context.Background(), o); err != nil { // creates the table as root
+		t.Fatal(err)
+	}
+	db, err := Open(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	user := servertest.Name("ro")
+	for _, q := range []string{"CREATE USER '" + user + "'@'%' IDENTIFIED BY 'pw'", "GRANT SELECT ON " + ident(o.Schema) + ".* TO '" + user + "'@'%'"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer db.Exec("DROP USER '" + user + "'@'%'")
+	ro := o
+	ro.User, ro.Password, ro.Create, ro.Count = user, "pw", false, 100000
+	res, err := Run(context.Background(), ro)
+	if err == nil || !strings.Contains(err.Error(), "every connection failed") || !strings.Contains(err.Error(), "INSERT command denied") {
+		t.Fatalf("read-only user: got %v", err)
+	}
+	if res.Errors != uint64(ro.Conns*maxConsecutiveErrors) {
+		t.Fatalf("counted %d errors, want %d", res.Errors, ro.Conns*maxConsecutiveErrors)
+	}
+}

@@ -1,0 +1,121 @@
+package replicator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/binlog2ch/binlog2ch/chnative"
+	"github.com/binlog2ch/binlog2ch/schema"
+)
+
+const (
+	// maxIdleInserters bounds the native connections kept open between
+	// inserts; ClickHouse holds a thread per open connection.
+	maxIdleInserters = 8
+	// maxIdleTime is how long an idle connection is kept: longer, and the
+	// server (or a load balancer) may have dropped it, which would turn
+	// the next insert into a failure and a retry.
+	maxIdleTime = 30 * time.Second
+)
+
+// inserters is a pool of native-protocol connections for INSERTs. Blocks
+// go out through them, encoded straight from the writers' buffers; a
+// block they cannot encode goes through clickhouse-go instead.
+type inserters struct {
+	opts chnative.Options
+	mu   sync.Mutex
+	idle []idleConn
+}
+
+type idleConn struct {
+	c     *chnative.Conn
+	since time.Time
+}
+
+func newInserters(cfg *Config) *inserters {
+	return &inserters{opts: chnative.Options{Addr: cfg.ClickHouse.Addr, User: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password.Reveal()}}
+}
+
+func (p *inserters) get(ctx context.Context) (*chnative.Conn, error) {
+	p.mu.Lock()
+	for n := len(p.idle); n > 0; n-- {
+		ic := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		if time.Since(ic.since) < maxIdleTime {
+			p.mu.Unlock()
+			return ic.c, nil
+		}
+		ic.c.Close()
+	}
+	p.mu.Unlock()
+	return chnative.Dial(ctx, p.opts)
+}
+
+// put returns a connection that finished an insert cleanly.
+func (p *inserters) put(c *chnative.Conn) {
+	p.mu.Lock()
+	if len(p.idle) < maxIdleInserters {
+		p.idle = append(p.idle, idleConn{c, time.Now()})
+		c = nil
+	}
+	p.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+}
+
+func (p *inserters) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, ic := range p.idle {
+		ic.c.Close()
+	}
+	p.idle = nil
+}
+
+// headerMismatch means the server's table differs from the mapping the
+// block was built for; clickhouse-go, which converts by the server's
+// types, sends such blocks.
+type headerMismatch struct{ detail string }
+
+func (e *headerMismatch) Error() string { return e.detail }
+
+// insertNative sends one block over a pooled native connection.
+func (p *inserters) insertNative(ctx context.Context, b *schema.Block) error {
+	c, err := p.get(ctx)
+	if err != nil {
+		return err
+	}
+	t := b.Target()
+	err = c.Insert(ctx, t.InsertSQL(), func(cols []chnative.Column) error {
+		return checkHeader(t, cols)
+	}, b.EncodeNative)
+	if err != nil {
+		// The connection may be mid-query; a new one is cheap.
+		c.Close()
+		return err
+	}
+	p.put(c)
+	return nil
+}
+
+// checkHeader compares the columns the server expects with the block's.
+func checkHeader(t *schema.Target, cols []chnative.Column) error {
+	if len(cols) != len(t.Columns) {
+		return &headerMismatch{fmt.Sprintf("ClickHouse expects %d columns, the block has %d", len(cols), len(t.Columns))}
+	}
+	var diff []string
+	for i, c := range cols {
+		want := t.Columns[i]
+		if c.Name != want.Name || c.Type != want.Type.String() {
+			diff = append(diff, fmt.Sprintf("%s %s (binlog2ch: %s %s)", c.Name, c.Type, want.Name, want.Type))
+		}
+	}
+	if len(diff) > 0 {
+		return &headerMismatch{"ClickHouse has " + strings.Join(diff, ", ")}
+	}
+	return nil
+}

@@ -1,0 +1,320 @@
+package schema
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"unsafe"
+
+	"github.com/binlog2ch/binlog2ch/chnative"
+)
+
+// nativeFn writes one column's data in ClickHouse's Native format.
+type nativeFn func(e *chnative.Encoder) error
+
+// NativeOK reports whether EncodeNative can write this block: every column
+// type has a native encoder here, and the host is little-endian (fixed-width
+// buffers are written as they lie in memory).
+func (b *Block) NativeOK() bool {
+	if b.native == nil {
+		b.native = make([]nativeFn, len(b.cols))
+		b.nativeOK = hostLittleEndian()
+		for i, c := range b.cols {
+			b.native[i] = nativeColumn(c, b.target.Columns[i].Type)
+			if b.native[i] == nil {
+				b.nativeOK = false
+			}
+		}
+	}
+	return b.nativeOK
+}
+
+// EncodeNative writes the block in the Native format: the block header,
+// then each column's name, type and data. Call it only when NativeOK.
+func (b *Block) EncodeNative(e *chnative.Encoder) error {
+	if !b.NativeOK() {
+		return errors.New("schema: block has columns without a native encoder")
+	}
+	e.StartBlock(len(b.cols), b.Rows())
+	for i, fn := range b.native {
+		c := &b.target.Columns[i]
+		e.Column(c.Name, c.Type.String())
+		if err := fn(e); err != nil {
+			return fmt.Errorf("%s: column %s: %w", b.target.FullName(), c.Name, err)
+		}
+	}
+	return nil
+}
+
+func hostLittleEndian() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}
+
+// chWidth is the byte width of a fixed-width ClickHouse type (0: not one).
+func chWidth(k CHKind) uintptr {
+	switch k {
+	case CHInt8, CHUInt8, CHEnum8, CHBool:
+		return 1
+	case CHInt16, CHUInt16, CHEnum16, CHDate:
+		return 2
+	case CHInt32, CHUInt32, CHFloat32, CHDateTime, CHDate32:
+		return 4
+	case CHInt64, CHUInt64, CHFloat64, CHDateTime64:
+		return 8
+	}
+	return 0
+}
+
+// nativeColumn picks the encoder for a buffer written as type t, or nil.
+func nativeColumn(buf colBuf, t CHType) nativeFn {
+	switch buf := buf.(type) {
+	case *numBuf[int8]:
+		return rawColumn(buf, t)
+	case *numBuf[int16]:
+		return rawColumn(buf, t)
+	case *numBuf[int32]:
+		return rawColumn(buf, t)
+	case *numBuf[uint8]:
+		return rawColumn(buf, t)
+	case *numBuf[uint16]:
+		return rawColumn(buf, t)
+	case *numBuf[uint32]:
+		return rawColumn(buf, t)
+	case *numBuf[uint64]:
+		return rawColumn(buf, t)
+	case *numBuf[float32]:
+		return rawColumn(buf, t)
+	case *numBuf[float64]:
+		return rawColumn(buf, t)
+	case *numBuf[bool]:
+		return rawColumn(buf, t)
+	case *numBuf[int64]:
+		if t.Kind == CHDateTime { // held as Unix seconds
+			return func(e *chnative.Encoder) error {
+				nullMap(e, &buf.nulls)
+				for _, s := range buf.vals {
+					e.Uint32(uint32(s))
+				}
+				return nil
+			}
+		}
+		return rawColumn(buf, t)
+	case *timeBuf:
+		return timeColumn(buf, t)
+	case *strBuf:
+		return stringColumn(buf, t)
+	case *arrBuf:
+		if t.Kind != CHArrayString || t.Nullable {
+			return nil
+		}
+		return func(e *chnative.Encoder) error {
+			for _, n := range buf.rowEnds {
+				e.Uint64(uint64(n))
+			}
+			return writeStrings(e, &buf.strBuf)
+		}
+	}
+	return nil
+}
+
+// rawColumn writes values whose memory layout is the ClickHouse type's.
+func rawColumn[T any](buf *numBuf[T], t CHType) nativeFn {
+	var z T
+	if w := chWidth(t.Kind); w == 0 || w != unsafe.Sizeof(z) || t.Kind == CHDateTime || t.Kind == CHDate || t.Kind == CHDate32 || t.Kind == CHDateTime64 {
+		return nil
+	}
+	return func(e *chnative.Encoder) error {
+		nullMap(e, &buf.nulls)
+		if len(buf.vals) > 0 {
+			e.Bytes(unsafe.Slice((*byte)(unsafe.Pointer(&buf.vals[0])), len(buf.vals)*int(unsafe.Sizeof(z))))
+		}
+		return nil
+	}
+}
+
+// nullMap writes a Nullable column's null map: one byte per row, 1 for
+// NULL (a Go bool is one byte, 0 or 1). NULL rows hold a zero value in the
+// data that follows.
+func nullMap(e *chnative.Encoder, n *nulls) {
+	if n.nullable && len(n.isNull) > 0 {
+		e.Bytes(unsafe.Slice((*byte)(unsafe.Pointer(&n.isNull[0])), len(n.isNull)))
+	}
+}
+
+// timeColumn writes Date, Date32 and DateTime64 values held as Unix
+// microseconds.
+func timeColumn(buf *timeBuf, t CHType) nativeFn {
+	switch t.Kind {
+	case CHDate:
+		return func(e *chnative.Encoder) error {
+			nullMap(e, &buf.nulls)
+			for _, us := range buf.vals {
+				e.Uint16(uint16(us / dayMicros))
+			}
+			return nil
+		}
+	case CHDate32:
+		return func(e *chnative.Encoder) error {
+			nullMap(e, &buf.nulls)
+			for _, us := range buf.vals {
+				e.Uint32(uint32(int32(us / dayMicros)))
+			}
+			return nil
+		}
+	case CHDateTime64:
+		if t.Scale < 0 || t.Scale > 9 {
+			return nil
+		}
+		mul, div := int64(1), int64(1)
+		for p := t.Scale; p > 6; p-- {
+			mul *= 10
+		}
+		for p := t.Scale; p < 6; p++ {
+			div *= 10
+		}
+		return func(e *chnative.Encoder) error {
+			nullMap(e, &buf.nulls)
+			for _, us := range buf.vals {
+				e.Uint64(uint64(us * mul / div))
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+func stringColumn(buf *strBuf, t CHType) nativeFn {
+	switch t.Kind {
+	case CHString:
+		return func(e *chnative.Encoder) error {
+			nullMap(e, &buf.nulls)
+			return writeStrings(e, buf)
+		}
+	case CHFixedString:
+		n := t.Length
+		return func(e *chnative.Encoder) error {
+			nullMap(e, &buf.nulls)
+			start := 0
+			for _, end := range buf.ends {
+				v := buf.arena[start:end]
+				start = end
+				if len(v) > n {
+					return fmt.Errorf("a value of %d bytes in a FixedString(%d)", len(v), n)
+				}
+				e.Bytes(v)
+				e.Zeros(n - len(v))
+			}
+			return nil
+		}
+	case CHDecimal:
+		return decimalColumn(buf, t)
+	}
+	return nil
+}
+
+func writeStrings(e *chnative.Encoder, buf *strBuf) error {
+	start := 0
+	for _, end := range buf.ends {
+		e.StringBytes(buf.arena[start:end])
+		start = end
+	}
+	return nil
+}
+
+// decimalColumn writes decimals held as text ("-123.45") as the scaled
+// integers ClickHouse stores: 4, 8, 16 or 32 bytes by precision.
+func decimalColumn(buf *strBuf, t CHType) nativeFn {
+	var width int
+	switch {
+	case t.Precision <= 9:
+		width = 4
+	case t.Precision <= 18:
+		width = 8
+	case t.Precision <= 38:
+		width = 16
+	case t.Precision <= 76:
+		width = 32
+	default:
+		return nil
+	}
+	scale := t.Scale
+	return func(e *chnative.Encoder) error {
+		nullMap(e, &buf.nulls)
+		start := 0
+		for _, end := range buf.ends {
+			v, err := scaledDecimal(buf.arena[start:end], scale)
+			if err != nil {
+				return err
+			}
+			start = end
+			switch width {
+			case 4:
+				e.Uint32(uint32(v[0]))
+			case 8:
+				e.Uint64(v[0])
+			case 16:
+				e.Uint128(v[0], v[1])
+			default:
+				e.Uint128(v[0], v[1])
+				e.Uint128(v[2], v[3])
+			}
+		}
+		return nil
+	}
+}
+
+// scaledDecimal parses a decimal's text into the integer value*10^scale as
+// 256-bit two's complement, least significant limb first. Empty text (a
+// NULL row's placeholder) is 0.
+func scaledDecimal(s []byte, scale int) ([4]uint64, error) {
+	var v [4]uint64
+	neg := len(s) > 0 && s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	frac := -1
+	digits := 0
+	for _, c := range s {
+		if c == '.' && frac < 0 {
+			frac = 0
+			continue
+		}
+		if c < '0' || c > '9' {
+			return v, fmt.Errorf("%q is not a decimal number", s)
+		}
+		if frac >= 0 {
+			frac++
+		}
+		digits++
+		if digits <= 19 && v[1]|v[2]|v[3] == 0 && v[0] <= (1<<64-1-9)/10 {
+			v[0] = v[0]*10 + uint64(c-'0')
+		} else {
+			mulAdd(&v, 10, uint64(c-'0'))
+		}
+	}
+	if frac > scale {
+		return v, fmt.Errorf("%q has more than %d decimal places", s, scale)
+	}
+	for i := max(frac, 0); i < scale; i++ {
+		mulAdd(&v, 10, 0)
+	}
+	if neg {
+		var borrow uint64
+		for i := range v {
+			v[i], borrow = bits.Sub64(0, v[i], borrow)
+		}
+	}
+	return v, nil
+}
+
+// mulAdd sets v = v*m + a.
+func mulAdd(v *[4]uint64, m, a uint64) {
+	carry := a
+	for i := range v {
+		hi, lo := bits.Mul64(v[i], m)
+		var c uint64
+		v[i], c = bits.Add64(lo, carry, 0)
+		carry = hi + c
+	}
+}
