@@ -193,6 +193,7 @@ func (r *run) writeConfig() error {
 clickhouse: {addr: [%q], user: %q, password: %q}
 tables: {include: ["%s.*"]}
 state_dir: state
+metrics: {listen: "127.0.0.1:0"}
 # The generated rows span MySQL's whole DATE range; ClickHouse 18.16's Date
 # does not, so the benchmark clamps them (the default stops instead).
 schema: {invalid_dates: clamp}

@@ -32,7 +32,7 @@ func (r *Replicator) columns(ctx context.Context, db, table string) ([]chColumn,
 
 func (r *Replicator) tableExists(ctx context.Context, db, table string) (bool, error) {
 	var cols []chColumn
-	err := r.retry(ctx, r.log, "read ClickHouse schema", func(ctx context.Context) error {
+	err := r.retry(ctx, r.log, stageSchema, "read ClickHouse schema", func(ctx context.Context) error {
 		var err error
 		cols, err = r.columns(ctx, db, table)
 		return err
@@ -50,7 +50,7 @@ func (r *Replicator) tableExists(ctx context.Context, db, table string) (bool, e
 func (r *Replicator) ensureTable(ctx context.Context, log *slog.Logger, t *schema.Target, drop []string, defaults map[string]string) error {
 	full := schema.QuoteIdent(t.Database) + "." + schema.QuoteIdent(t.Name)
 	var stmts []string
-	err := r.retry(ctx, log, "read ClickHouse schema", func(ctx context.Context) error {
+	err := r.retry(ctx, log, stageSchema, "read ClickHouse schema", func(ctx context.Context) error {
 		cols, err := r.columns(ctx, t.Database, t.Name)
 		if err != nil {
 			return err
@@ -95,7 +95,7 @@ func (r *Replicator) ensureTable(ctx context.Context, log *slog.Logger, t *schem
 	}
 	for _, s := range stmts {
 		log.Info("applying DDL", "statement", s)
-		if err := r.retry(ctx, log, "DDL", func(ctx context.Context) error { return r.ch.Exec(ctx, s) }); err != nil {
+		if err := r.retry(ctx, log, stageDDL, "DDL", func(ctx context.Context) error { return r.ch.Exec(ctx, s) }); err != nil {
 			return fmt.Errorf("%s: %w", s, err)
 		}
 	}
@@ -125,7 +125,7 @@ func (r *Replicator) renameColumns(ctx context.Context, log *slog.Logger, t *sch
 		}
 		s := "ALTER TABLE " + full + " RENAME COLUMN " + schema.QuoteIdent(from) + " TO " + schema.QuoteIdent(to)
 		log.Info("applying DDL", "statement", s)
-		if err := r.retry(ctx, log, "DDL", func(ctx context.Context) error { return r.ch.Exec(ctx, s) }); err != nil {
+		if err := r.retry(ctx, log, stageDDL, "DDL", func(ctx context.Context) error { return r.ch.Exec(ctx, s) }); err != nil {
 			return err
 		}
 	}

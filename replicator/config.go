@@ -117,7 +117,12 @@ type TablesConfig struct {
 
 // MetricsConfig is the Prometheus endpoint.
 type MetricsConfig struct {
+	// Listen is host:port for /metrics, /healthz and /readyz (port 0: a
+	// free port, logged).
 	Listen string `yaml:"listen"`
+	// ReadyMaxLag is the largest binlog2ch_lag_seconds /readyz calls
+	// ready.
+	ReadyMaxLag time.Duration `yaml:"ready_max_lag"`
 }
 
 // Secret is a string that never prints: fmt, slog and YAML output show
@@ -148,7 +153,7 @@ func redactedUnlessEmpty(s Secret) string {
 func defaultConfig() Config {
 	return Config{
 		ClickHouse: ClickHouseConfig{User: "default", DatabaseMap: map[string]string{}},
-		Metrics:    MetricsConfig{Listen: "127.0.0.1:9188"},
+		Metrics:    MetricsConfig{Listen: "127.0.0.1:9188", ReadyMaxLag: time.Minute},
 		Batch:      BatchConfig{MaxRows: 100000, MaxBytes: 64 << 20, FlushInterval: time.Second, MaxInFlight: 2},
 		Checkpoint: CheckpointConfig{Interval: time.Second},
 		Schema: SchemaConfig{
@@ -233,7 +238,7 @@ func ParseConfig(data []byte, file string, lookupEnv func(string) (string, bool)
 // validate checks required keys and impossible values, reads password files
 // and resolves relative paths against dir.
 func (c *Config) validate(d *decoder, dir string) {
-	d.hostPort("mysql.addr", c.MySQL.Addr, true)
+	d.hostPort("mysql.addr", c.MySQL.Addr, true, false)
 	d.required("mysql.user", c.MySQL.User)
 	c.MySQL.Password = d.password("mysql", c.MySQL.Password, c.MySQL.PasswordFile, dir)
 	if c.MySQL.ServerID == 0 {
@@ -244,7 +249,7 @@ func (c *Config) validate(d *decoder, dir string) {
 		d.problem("clickhouse.addr", "required: at least one host:port (native protocol, usually port 9000)")
 	}
 	for i, a := range c.ClickHouse.Addr {
-		d.hostPort(fmt.Sprintf("clickhouse.addr[%d]", i), a, true)
+		d.hostPort(fmt.Sprintf("clickhouse.addr[%d]", i), a, true, false)
 	}
 	d.required("clickhouse.user", c.ClickHouse.User)
 	c.ClickHouse.Password = d.password("clickhouse", c.ClickHouse.Password, c.ClickHouse.PasswordFile, dir)
@@ -317,7 +322,10 @@ func (c *Config) validate(d *decoder, dir string) {
 	if d.required("state_dir", c.StateDir) && !filepath.IsAbs(c.StateDir) {
 		c.StateDir = filepath.Join(dir, c.StateDir)
 	}
-	d.hostPort("metrics.listen", c.Metrics.Listen, false)
+	d.hostPort("metrics.listen", c.Metrics.Listen, false, true)
+	if c.Metrics.ReadyMaxLag < time.Second {
+		d.problem("metrics.ready_max_lag", "must be >= 1s")
+	}
 }
 
 func (s *SchemaConfig) validate(d *decoder) {
@@ -387,7 +395,7 @@ func (d *decoder) required(key, v string) bool {
 }
 
 // hostPort checks a host:port address; a required one must also be present.
-func (d *decoder) hostPort(key, v string, required bool) {
+func (d *decoder) hostPort(key, v string, required, portZero bool) {
 	if v == "" {
 		if required {
 			d.problem(key, "required: host:port")
@@ -401,7 +409,7 @@ func (d *decoder) hostPort(key, v string, required bool) {
 		d.problem(key, fmt.Sprintf("must be host:port, got %q", v))
 		return
 	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+	if n, err := strconv.Atoi(port); err != nil || n < 1 && !(portZero && n == 0) || n > 65535 {
 		d.problem(key, fmt.Sprintf("port must be a number from 1 to 65535, got %q", port))
 	}
 }

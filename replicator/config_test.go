@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const validConfig = `
@@ -151,6 +152,8 @@ func TestBadConfigs(t *testing.T) {
 		{"override bad mode", "  exclude:", "  overrides: {shop.t: {mode: append}}\n  exclude:", `config: tables.overrides.shop.t.mode: want replacing or changelog, got "append"`},
 		{"bad override type", "  exclude:", "  overrides: {shop.t: {columns: {v: Float64}}}\n  exclude:", `config: tables.overrides.shop.t.columns.v: type "Float64" cannot be an override`},
 		{"bad inflight", "metrics:", "batch: {max_inflight: 0}\nmetrics:", "config: batch.max_inflight: must be from 1 to 16"},
+		{"bad ready lag", `listen: "127.0.0.1:9188"`, "listen: \"127.0.0.1:9188\"\n  ready_max_lag: 10ms", "config: metrics.ready_max_lag: must be >= 1s"},
+		{"port zero elsewhere", `addr: "127.0.0.1:3306"`, `addr: "127.0.0.1:0"`, `config: mysql.addr: port must be a number from 1 to 65535, got "0"`},
 		{"override unknown key", "  exclude:", "  overrides: {shop.t: {engin: x}}\n  exclude:", "config: tables.overrides.shop.t.engin: unknown key"},
 	}
 	for _, c := range cases {
@@ -238,5 +241,16 @@ func TestExampleConfigIsValid(t *testing.T) {
 	t.Setenv("MYSQL_PASSWORD", "example")
 	if _, err := LoadConfig("../deploy/binlog2ch.example.yaml"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMetricsListenPortZero: a free port, for tests and ad-hoc runs.
+func TestMetricsListenPortZero(t *testing.T) {
+	cfg, err := ParseConfig([]byte(strings.Replace(validConfig, `listen: "127.0.0.1:9188"`, `listen: "127.0.0.1:0"`, 1)), "binlog2ch.yaml", env(map[string]string{"MYSQL_PASSWORD": "x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Metrics.Listen != "127.0.0.1:0" || cfg.Metrics.ReadyMaxLag != time.Minute {
+		t.Fatalf("metrics config %+v", cfg.Metrics)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -30,6 +31,15 @@ type Replicator struct {
 	ch   driver.Conn
 	caps schema.Capabilities
 	ins  *inserters // native-protocol INSERTs (insert.go)
+	m    *metrics
+
+	onReady      func()
+	checkin      atomic.Int64 // when the reader last checked in (Unix ns), for Alive
+	mysqlUp      atomic.Bool  // the binlog stream is connected
+	clickhouseUp atomic.Bool  // the last insert, DDL or ping succeeded
+	readPos      atomic.Pointer[Position]
+	savedPos     atomic.Pointer[Position]
+	httpAddr     atomic.Value // string
 
 	flavor string // mysql.MySQLFlavor or mysql.MariaDBFlavor
 	server string // identity of the source server, stored with the checkpoint
@@ -54,7 +64,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Replicator, error
 	if err != nil {
 		return nil, fmt.Errorf("mysql.addr: bad port %q", portText)
 	}
-	r := &Replicator{cfg: cfg, log: log, host: host, port: uint16(port), ins: newInserters(cfg),
+	r := &Replicator{cfg: cfg, log: log, host: host, port: uint16(port), ins: newInserters(cfg), m: newMetrics(),
 		queueLen: 256, eventCache: 1024, maxBackoff: 30 * time.Second, shutdownTimeout: 30 * time.Second}
 	if r.my, err = OpenMySQL(ctx, cfg); err != nil {
 		return nil, err
@@ -71,6 +81,8 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Replicator, error
 		r.Close()
 		return nil, err
 	}
+	r.m.ready = r.ready
+	r.clickhouseUp.Store(true)
 	log.Info("connected", "mysql", cfg.MySQL.Addr, "flavor", r.flavor, "clickhouse", cfg.ClickHouse.Addr, "clickhouse_version", r.caps.Version)
 	return r, nil
 }
@@ -183,6 +195,9 @@ func (r *Replicator) startPosition(ctx context.Context) (Position, error) {
 			return Position{}, fmt.Errorf("checkpoint in %s belongs to MySQL server %s, but %s is %s: a binlog position means nothing on another server. Point mysql.addr at the right server, or move the checkpoint away to start over", r.cfg.StateDir, cp.Server, r.cfg.MySQL.Addr, r.server)
 		}
 		r.log.Info("resuming from checkpoint", "position", cp.Position.String(), "saved_at", cp.SavedAt)
+		// Everything before the checkpoint was in ClickHouse when it was
+		// saved: the lag is at least the time since.
+		r.m.durable.Store(cp.SavedAt.UnixNano())
 		return cp.Position, nil
 	}
 	p, err := r.currentPosition(ctx)
@@ -190,6 +205,7 @@ func (r *Replicator) startPosition(ctx context.Context) (Position, error) {
 		return Position{}, err
 	}
 	r.log.Warn("no checkpoint: starting at the current binlog position. Rows already in MySQL are NOT copied: the initial snapshot is not implemented yet (binlog2ch fullsync lands with issue #5)", "position", p.String())
+	r.m.durable.Store(time.Now().UnixNano())
 	// Saved now, so a crash before the first change cannot move the start
 	// past changes made meanwhile.
 	if err := SaveCheckpoint(r.cfg.StateDir, Checkpoint{Position: p, Server: r.server, SavedAt: time.Now().UTC()}); err != nil {
@@ -204,6 +220,17 @@ func (r *Replicator) Run(ctx context.Context) error {
 	start, err := r.startPosition(ctx)
 	if err != nil {
 		return err
+	}
+	r.savedPos.Store(&start)
+	r.readPos.Store(&start)
+	r.checkIn()
+	stopHTTP, err := r.serveHTTP(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
+	if r.onReady != nil {
+		r.onReady()
 	}
 	// Writers talk to ClickHouse with their own context: a shutdown signal
 	// stops reading, not the flush of what was read.

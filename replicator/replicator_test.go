@@ -53,6 +53,7 @@ tables:
   include: [%s]
   exclude: ["*.skip_*"]
 state_dir: state
+metrics: {listen: "127.0.0.1:0"}
 %s`, srv.MySQL.Addr(), srv.MySQL.User, srv.MySQL.Password, srv.ClickHouse.Addr(), srv.ClickHouse.User, srv.ClickHouse.Password,
 		strings.Join(include, ", "), extra+testTiming(extra))
 	h.path = filepath.Join(dir, "binlog2ch.yaml")
@@ -126,6 +127,7 @@ type running struct {
 	cancel context.CancelFunc
 	done   chan error
 	logs   *syncBuffer
+	r      *Replicator
 }
 
 func (h *harness) start() *running {
@@ -133,7 +135,7 @@ func (h *harness) start() *running {
 	logs := &syncBuffer{}
 	r := h.newReplicator(logs)
 	ctx, cancel := context.WithCancel(context.Background())
-	run := &running{cancel: cancel, done: make(chan error, 1), logs: logs}
+	run := &running{cancel: cancel, done: make(chan error, 1), logs: logs, r: r}
 	go func() {
 		defer r.Close()
 		run.done <- r.Run(ctx)

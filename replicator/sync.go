@@ -29,6 +29,7 @@ type tableState struct {
 type commitPoint struct {
 	seq uint64
 	pos Position
+	at  int64 // timestamp (Unix ns) of the transaction's last event; 0: unknown
 }
 
 // syncState is the reader: it decodes the binlog, routes rows to writers,
@@ -49,6 +50,7 @@ type syncState struct {
 	lastSaved time.Time
 	saved     Position
 	wk        waker
+	lastTS    int64 // timestamp (Unix ns) of the newest event read
 }
 
 // waker interrupts the reader's wait for the next binlog event when a
@@ -121,6 +123,9 @@ func (s *syncState) read(ctx context.Context, start Position) error {
 			delay = 100 * time.Millisecond // it made progress: a new outage starts the backoff over
 		}
 		resume = s.commits[len(s.commits)-1].pos
+		s.r.mysqlUp.Store(false)
+		s.r.m.errors.WithLabelValues(stageRead).Inc()
+		s.r.checkIn()
 		s.r.log.Warn("binlog stream failed; reconnecting", "error", err, "position", resume.String(), "retry_in", delay)
 		select {
 		case <-ctx.Done():
@@ -182,6 +187,7 @@ func (s *syncState) stream(ctx context.Context, from Position) error {
 			}
 			continue
 		}
+		s.observe(ev.Header)
 		if err := s.handle(ctx, ev); err != nil {
 			return err
 		}
@@ -191,6 +197,39 @@ func (s *syncState) stream(ctx context.Context, from Position) error {
 			}
 		}
 	}
+}
+
+// observe updates liveness and the lag metrics for an event read.
+func (s *syncState) observe(h *replication.EventHeader) {
+	r := s.r
+	r.checkIn()
+	r.mysqlUp.Store(true)
+	now := time.Now().UnixNano()
+	if h.EventType == replication.HEARTBEAT_EVENT || h.EventType == replication.HEARTBEAT_LOG_EVENT_V2 {
+		// The server has nothing newer: the reader is at its end, and
+		// with nothing pending in the writers, so is ClickHouse.
+		advanceTo(&r.m.read, now)
+		if !s.pending() {
+			advanceTo(&r.m.durable, now)
+		}
+		return
+	}
+	r.m.eventsRead.Inc()
+	if h.Timestamp != 0 { // the events a server sends at connect have none
+		ts := int64(h.Timestamp) * int64(time.Second)
+		s.lastTS = ts
+		advanceTo(&r.m.read, ts)
+	}
+}
+
+// pending reports whether any writer holds rows not yet in ClickHouse.
+func (s *syncState) pending() bool {
+	for _, w := range s.all {
+		if w.flushed.Load() < w.dispatched {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *syncState) handle(ctx context.Context, ev *replication.BinlogEvent) error {
@@ -244,7 +283,11 @@ func (s *syncState) advance(h *replication.EventHeader) {
 
 // commit records a transaction boundary at the current position.
 func (s *syncState) commit() {
-	s.commits = append(s.commits, commitPoint{seq: s.seq, pos: s.pos})
+	s.commits = append(s.commits, commitPoint{seq: s.seq, pos: s.pos, at: s.lastTS})
+	pos := s.pos
+	s.r.readPos.Store(&pos)
+	s.r.m.readFile.Set(float64(s.fileIdx))
+	s.r.m.readPos.Set(float64(s.pos.Pos))
 }
 
 func (s *syncState) tableMap(e *replication.TableMapEvent) error {
@@ -343,8 +386,22 @@ func (s *syncState) dispatch(ctx context.Context, name TableName, m message) err
 	case w.in <- m:
 		w.dispatched = m.seq
 		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	default:
+	}
+	// The queue is full (ClickHouse is slow or away): wait, checking in
+	// so the daemon still counts as alive.
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case w.in <- m:
+			w.dispatched = m.seq
+			return nil
+		case <-tick.C:
+			s.r.checkIn()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 
@@ -360,9 +417,18 @@ func (s *syncState) query(ctx context.Context, e *replication.QueryEvent) error 
 	}
 	effects, ok := parseDDL(s.parser, string(e.Schema), q)
 	if !ok {
+		s.r.m.ddl.WithLabelValues("not_understood").Inc()
 		s.r.log.Warn("DDL not understood; tables keep replicating with the columns the binlog shows", "statement", truncate(q, 500), "binlog", s.pos.String())
 		return nil
 	}
+	applied := false
+	defer func() {
+		result := "skipped" // not about a replicated table, or nothing to do
+		if applied {
+			result = "applied"
+		}
+		s.r.m.ddl.WithLabelValues(result).Inc()
+	}()
 	for _, ef := range effects {
 		oldIn := s.r.cfg.Replicates(ef.table.Database, ef.table.Table) && !systemDatabases[ef.table.Database]
 		switch ef.kind {
@@ -373,6 +439,7 @@ func (s *syncState) query(ctx context.Context, e *replication.QueryEvent) error 
 			if err := s.dispatch(ctx, ef.table, message{ddl: ef.kind, renames: ef.renames, defaults: ef.defaults, at: s.pos}); err != nil {
 				return err
 			}
+			applied = true
 			if ef.kind == ddlDrop {
 				s.stopWriter(ef.table)
 			}
@@ -383,6 +450,7 @@ func (s *syncState) query(ctx context.Context, e *replication.QueryEvent) error 
 				if err := s.dispatch(ctx, ef.table, message{ddl: ddlRenameTable, newName: ef.newTable.Table, at: s.pos}); err != nil {
 					return err
 				}
+				applied = true
 				s.writers[ef.newTable] = s.writers[ef.table]
 				delete(s.writers, ef.table)
 			case oldIn:
@@ -423,6 +491,13 @@ func (s *syncState) checkpoint(final bool) error {
 		i--
 	}
 	cp := s.commits[i].pos
+	if at := s.commits[i].at; at != 0 {
+		advanceTo(&s.r.m.durable, at)
+	}
+	if i == len(s.commits)-1 && !s.pending() {
+		// Everything read is in: as current as the newest event read.
+		advanceTo(&s.r.m.durable, s.lastTS)
+	}
 	s.commits = s.commits[i:]
 	// Forget writers that have finished.
 	s.all = slices.DeleteFunc(s.all, func(w *writer) bool { return w.done.Load() && w.closed })
@@ -430,9 +505,16 @@ func (s *syncState) checkpoint(final bool) error {
 		return nil
 	}
 	if err := SaveCheckpoint(s.r.cfg.StateDir, Checkpoint{Position: cp, Server: s.r.server, SavedAt: time.Now().UTC()}); err != nil {
+		s.r.m.errors.WithLabelValues(stageCheckpoint).Inc()
 		return err
 	}
 	s.saved = cp
+	s.r.savedPos.Store(&cp)
+	s.r.m.checkpointTS.Set(float64(time.Now().UnixNano()) / 1e9)
+	if idx, err := fileIndex(cp.File); err == nil {
+		s.r.m.cpFile.Set(float64(idx))
+	}
+	s.r.m.cpPos.Set(float64(cp.Pos))
 	return nil
 }
 

@@ -94,6 +94,8 @@ type writer struct {
 	nativeRefused atomic.Pointer[schema.Target]
 	// flushedHook, if set, is called when blocks sent advance flushed.
 	flushedHook func()
+	tm           *tableMetrics
+	inflightRows int // rows in blocks handed off and not yet returned
 }
 
 func newWriter(r *Replicator, name TableName) *writer {
@@ -102,6 +104,7 @@ func newWriter(r *Replicator, name TableName) *writer {
 		name: name,
 		in:   make(chan message, r.queueLen),
 		log:  r.log.With("table", name.String()),
+		tm:   r.m.forTable(name),
 	}
 }
 
@@ -151,6 +154,7 @@ func (w *writer) run(parent context.Context) error {
 			}
 			w.busy += time.Since(start)
 			w.lastSeq = m.seq
+			w.noteQueue()
 			if w.block != nil && w.block.Rows() > 0 {
 				if w.block.Rows() >= w.r.cfg.Batch.MaxRows || w.block.Size() >= w.r.cfg.Batch.MaxBytes {
 					if err := w.handOff(ctx); err != nil {
@@ -179,11 +183,22 @@ func (w *writer) run(parent context.Context) error {
 	}
 }
 
+// noteQueue updates binlog2ch_queue_rows: rows converted and not yet in
+// ClickHouse.
+func (w *writer) noteQueue() {
+	n := w.inflightRows
+	if w.block != nil {
+		n += w.block.Rows()
+	}
+	w.tm.queueRows.Set(float64(n))
+}
+
 // sendJob is a block on its way to ClickHouse; seq is the last message
 // whose rows it holds.
 type sendJob struct {
 	block *schema.Block
 	seq   uint64
+	rows  int
 	sent  bool
 }
 
@@ -203,6 +218,8 @@ func (w *writer) sender(ctx context.Context) {
 // are all sent.
 func (w *writer) recycle(job *sendJob) {
 	w.inflight--
+	w.inflightRows -= job.rows
+	defer w.noteQueue()
 	job.sent = true
 	for len(w.order) > 0 && w.order[0].sent {
 		w.flushed.Store(w.order[0].seq)
@@ -247,7 +264,7 @@ func (w *writer) handOff(ctx context.Context) error {
 		next = schema.NewBlock(w.target)
 		w.blocks++
 	}
-	job := &sendJob{block: w.block, seq: w.lastSeq}
+	job := &sendJob{block: w.block, seq: w.lastSeq, rows: w.block.Rows()}
 	select {
 	case w.sendq <- job:
 	case err := <-w.sendErr:
@@ -257,6 +274,7 @@ func (w *writer) handOff(ctx context.Context) error {
 	}
 	w.order = append(w.order, job)
 	w.inflight++
+	w.inflightRows += job.rows
 	w.block = next
 	return nil
 }
@@ -428,7 +446,7 @@ func (w *writer) send(ctx context.Context, b *schema.Block) error {
 	start := time.Now()
 	rows := b.Rows()
 	t := b.Target()
-	err := w.r.retry(ctx, w.log, "insert into ClickHouse", func(ctx context.Context) error {
+	err := w.r.retry(ctx, w.log, stageInsert, "insert into ClickHouse", func(ctx context.Context) error {
 		if b.NativeOK() && w.nativeRefused.Load() != t {
 			err := w.r.ins.insertNative(ctx, b)
 			var mismatch *headerMismatch
@@ -454,8 +472,14 @@ func (w *writer) send(ctx context.Context, b *schema.Block) error {
 	}
 	w.noteFixups(b.Fixups)
 	b.Fixups = [len(b.Fixups)]uint64{}
+	for op := schema.OpInsert; op <= schema.OpDelete; op++ {
+		w.tm.rows[op].Add(float64(b.OpRows[op]))
+	}
+	took := time.Since(start)
+	w.tm.flushDuration.Observe(took.Seconds())
+	w.tm.batchRows.Observe(float64(rows))
 	b.Reset()
-	w.log.Debug("flushed", "rows", rows, "duration", time.Since(start))
+	w.log.Debug("flushed", "rows", rows, "duration", took)
 	return nil
 }
 
@@ -466,6 +490,7 @@ func (w *writer) noteFixups(f [schema.NumFixups]uint64) {
 	for k, n := range f {
 		if n > 0 {
 			w.fixups[k].Add(n)
+			w.tm.fixups[k].Add(float64(n))
 			changed = true
 		}
 	}
@@ -532,6 +557,7 @@ func (w *writer) applyDDL(ctx context.Context, m message) error {
 		stmt = "TRUNCATE TABLE IF EXISTS " + full
 	case ddlDrop:
 		stmt = "DROP TABLE IF EXISTS " + full
+		defer w.r.m.forget(w.name)
 	case ddlRenameTable:
 		newName := m.newName
 		if o := w.r.cfg.TableOptions(w.name.Database, m.newName); o.Name != "" {
@@ -544,8 +570,10 @@ func (w *writer) applyDDL(ctx context.Context, m message) error {
 		if exists { // on a replay the rename may already be done
 			stmt = "RENAME TABLE " + full + " TO " + schema.QuoteIdent(db) + "." + schema.QuoteIdent(newName)
 		}
+		w.r.m.forget(w.name)
 		w.name.Table = m.newName
 		w.log = w.r.log.With("table", w.name.String())
+		w.tm = w.r.m.forTable(w.name)
 		w.source, w.target, w.block = nil, nil, nil // re-read on the next rows
 	case ddlColumnDefaults:
 		w.defaults = m.defaults
@@ -573,7 +601,7 @@ func (w *writer) applyDDL(ctx context.Context, m message) error {
 		return nil
 	}
 	w.log.Info("applying DDL", "statement", stmt, "binlog", m.at.String())
-	return w.r.retry(ctx, w.log, "DDL", func(ctx context.Context) error { return w.r.ch.Exec(ctx, stmt) })
+	return w.r.retry(ctx, w.log, stageDDL, "DDL", func(ctx context.Context) error { return w.r.ch.Exec(ctx, stmt) })
 }
 
 // permanentError marks an error retrying cannot fix.
@@ -611,15 +639,20 @@ func transient(err error) bool {
 // retry runs op until it succeeds, with capped exponential backoff, logging
 // each failure once. It gives up when ctx ends or on an error retrying
 // cannot fix (a ClickHouse exception about the statement itself).
-func (r *Replicator) retry(ctx context.Context, log *slog.Logger, what string, op func(context.Context) error) error {
+func (r *Replicator) retry(ctx context.Context, log *slog.Logger, stage, what string, op func(context.Context) error) error {
 	delay := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := op(ctx)
 		if err == nil {
+			r.clickhouseUp.Store(true)
 			if attempt > 1 {
 				log.Info(what+" succeeded after retrying", "attempts", attempt)
 			}
 			return nil
+		}
+		r.m.errors.WithLabelValues(stage).Inc()
+		if transient(err) {
+			r.clickhouseUp.Store(false)
 		}
 		if !transient(err) || ctx.Err() != nil {
 			return err

@@ -739,6 +739,7 @@ func (b *Block) AppendImage(data []byte, version uint64, op Op) (int, error) {
 	for k, c := range b.pending {
 		b.Fixups[k] += c
 	}
+	b.OpRows[op&3]++
 	return pos, nil
 }
 

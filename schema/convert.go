@@ -76,6 +76,8 @@ type Block struct {
 	// in rows that were appended.
 	Fixups  [numFixups]uint64
 	pending [numFixups]uint64 // fix-ups of the row being appended
+	// OpRows counts the rows appended, by Op (index 1-3).
+	OpRows [4]uint64
 	// native are the columns' Native-format encoders, set by NativeOK.
 	native   []nativeFn
 	nativeOK bool
@@ -182,6 +184,7 @@ func (b *Block) Append(row []any, version uint64, op Op) error {
 	for k, c := range b.pending {
 		b.Fixups[k] += c
 	}
+	b.OpRows[op&3]++
 	return nil
 }
 
@@ -203,6 +206,7 @@ func (b *Block) Reset() {
 	for _, c := range b.cols {
 		c.reset()
 	}
+	b.OpRows = [4]uint64{}
 }
 
 // newConverter returns the column buffer and converter for a MySQL column

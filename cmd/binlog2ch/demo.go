@@ -64,6 +64,7 @@ func demo(ctx context.Context, e *env, rows int, keep bool) error {
 clickhouse: {addr: [%q], user: %q, password: %q}
 tables: {include: ["%s.*"]}
 state_dir: state
+metrics: {listen: "127.0.0.1:0"}
 # The generated rows span MySQL's whole DATE range; ClickHouse 18.16's Date
 # and DateTime do not, so the demo clamps them (the default stops instead).
 schema: {invalid_dates: clamp}

@@ -40,6 +40,7 @@ tables:
   include: ["%s.*"]
 %s
 state_dir: state
+metrics: {listen: "127.0.0.1:0"}
 `, srv.MySQL.Addr(), srv.MySQL.User, srv.MySQL.Password, srv.ClickHouse.Addr(), srv.ClickHouse.User, srv.ClickHouse.Password, db, extra)
 	path := filepath.Join(dir, "binlog2ch.yaml")
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
