@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -346,4 +350,42 @@ func TestPromtool(t *testing.T) {
 		t.Fatal(err)
 	}
 	run("check", "rules", file)
+}
+
+// TestMetricsListMatchesReplicator keeps the list above equal to the
+// metrics replicator/metrics.go registers (the Name: of each metric's
+// options), so renaming a metric there fails here rather than leaving an
+// alert that can never fire.
+func TestMetricsListMatchesReplicator(t *testing.T) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, filepath.Join("..", "replicator", "metrics.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	registered := map[string]bool{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		kv, ok := n.(*ast.KeyValueExpr)
+		if !ok {
+			return true
+		}
+		key, ok := kv.Key.(*ast.Ident)
+		lit, isLit := kv.Value.(*ast.BasicLit)
+		if !ok || key.Name != "Name" || !isLit || lit.Kind != token.STRING {
+			return true
+		}
+		if name, err := strconv.Unquote(lit.Value); err == nil && strings.HasPrefix(name, "binlog2ch_") {
+			registered[name] = true
+		}
+		return true
+	})
+	for name := range registered {
+		if _, ok := metrics[name]; !ok {
+			t.Errorf("replicator registers %s, which the deploy tests do not know: add it to metrics here", name)
+		}
+	}
+	for name := range metrics {
+		if !registered[name] {
+			t.Errorf("%s is not registered in replicator/metrics.go", name)
+		}
+	}
 }
