@@ -227,12 +227,7 @@ func (c *Conn) insert(query string, header func([]Column) error, body func(*Enco
 	_ = c.conn.SetDeadline(time.Now().Add(c.opts.ReadTimeout))
 	c.writeQuery(query)
 	// No external tables: an empty block ends them.
-	c.enc.begin(clientData)
-	c.enc.blockHeader(0, 0)
-	if err := c.enc.end(); err != nil {
-		return err
-	}
-	if err := c.w.Flush(); err != nil {
+	if err := c.endOfData(); err != nil {
 		return err
 	}
 	cols, err := c.readHeader()
@@ -250,13 +245,7 @@ func (c *Conn) insert(query string, header func([]Column) error, body func(*Enco
 	if err := c.enc.end(); err != nil {
 		return err
 	}
-	// An empty block ends the data.
-	c.enc.begin(clientData)
-	c.enc.blockHeader(0, 0)
-	if err := c.enc.end(); err != nil {
-		return err
-	}
-	if err := c.w.Flush(); err != nil {
+	if err := c.endOfData(); err != nil {
 		return err
 	}
 	_ = c.conn.SetDeadline(time.Now().Add(c.opts.ReadTimeout))
@@ -273,6 +262,17 @@ func (c *Conn) insert(query string, header func([]Column) error, body func(*Enco
 			return errors.New("the server sent data after the insert")
 		}
 	}
+}
+
+// endOfData sends the empty block that ends a stream of data blocks, and
+// flushes.
+func (c *Conn) endOfData() error {
+	c.enc.begin(clientData)
+	c.enc.blockHeader(0, 0)
+	if err := c.enc.end(); err != nil {
+		return err
+	}
+	return c.w.Flush()
 }
 
 func (c *Conn) writeQuery(query string) {

@@ -66,10 +66,7 @@ func NewFieldTestGen(seed uint64) *FieldTestGen {
 // returned string is valid until the next call.
 func (g *FieldTestGen) Insert(db, table string, rows int) string {
 	b := g.buf[:0]
-	b = append(b, "INSERT INTO "...)
-	b = appendIdent(b, db)
-	b = append(b, '.')
-	b = appendIdent(b, table)
+	b = appendTable(append(b, "INSERT INTO "...), db, table)
 	b = append(b, " ("...)
 	for i, c := range FieldTestColumns {
 		if i > 0 {
@@ -169,10 +166,7 @@ func (g *FieldTestGen) appendRow(b []byte) []byte {
 // columns of different types.
 func (g *FieldTestGen) Update(db, table string, id uint64) string {
 	b := g.buf[:0]
-	b = append(b, "UPDATE "...)
-	b = appendIdent(b, db)
-	b = append(b, '.')
-	b = appendIdent(b, table)
+	b = appendTable(append(b, "UPDATE "...), db, table)
 	b = append(b, " SET `testint` = "...)
 	b = strconv.AppendInt(b, int64(int32(g.rnd.Uint32())), 10)
 	b = append(b, ", `testvarchar` = "...)
@@ -190,10 +184,7 @@ func (g *FieldTestGen) Update(db, table string, id uint64) string {
 // Delete returns a DELETE of the row with the given id.
 func (g *FieldTestGen) Delete(db, table string, id uint64) string {
 	b := g.buf[:0]
-	b = append(b, "DELETE FROM "...)
-	b = appendIdent(b, db)
-	b = append(b, '.')
-	b = appendIdent(b, table)
+	b = appendTable(append(b, "DELETE FROM "...), db, table)
 	b = append(b, " WHERE `id` = "...)
 	b = strconv.AppendUint(b, id, 10)
 	g.buf = b
@@ -342,6 +333,13 @@ func appendPad(b []byte, v, width int) []byte {
 		b = append(b, '0')
 	}
 	return append(b, s...)
+}
+
+// appendTable appends `db`.`table`.
+func appendTable(b []byte, db, table string) []byte {
+	b = appendIdent(b, db)
+	b = append(b, '.')
+	return appendIdent(b, table)
 }
 
 // appendIdent appends a backquoted MySQL identifier.

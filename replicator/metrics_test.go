@@ -66,9 +66,9 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 }
 
 // TestMetricsTellTheTruth scrapes /metrics while rows stream: the row
-// counters match the rows written; with ClickHouse stopped the lag keeps
-// growing and /readyz says not ready; after its restart everything
-// recovers and no row is lost.
+// counters match the rows written; with ClickHouse killed mid-stream the
+// daemon retries, the lag keeps growing and /readyz says not ready; after
+// its restart everything recovers and no row is lost or reordered.
 func TestMetricsTellTheTruth(t *testing.T) {
 	h := newHarness(t, 1, "")
 	if h.srv.ClickHouse.External {
@@ -105,12 +105,26 @@ func TestMetricsTellTheTruth(t *testing.T) {
 	if err := h.srv.ClickHouse.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	h.exec("INSERT INTO "+a+".m VALUES (1000, 1), (1001, 2)", "UPDATE "+a+".m SET v = 7 WHERE id = 1")
-	// The lag grows while nothing gets through, well past its idle value.
+	// While it is down: inserts, updates and deletes, counted as MySQL
+	// reports them.
 	lag1 := scrape(t, addr, "binlog2ch_lag_seconds")
+	changed := func(q string) float64 {
+		res, err := h.my.Exec(q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		n, _ := res.RowsAffected()
+		return float64(n)
+	}
+	var ins, upd, del float64
+	for i := 100; i < 200; i++ {
+		ins += changed(fmt.Sprintf("INSERT INTO %s.m VALUES (%d, %d)", a, i, i))
+		upd += changed(fmt.Sprintf("UPDATE %s.m SET v = v + 1 WHERE id = %d", a, i-2))
+	}
+	del += changed("DELETE FROM " + a + ".m WHERE id % 7 = 0")
+	// The lag grows while nothing gets through, well past its idle value.
 	time.Sleep(3 * time.Second)
-	lag2 := scrape(t, addr, "binlog2ch_lag_seconds")
-	if lag2 < lag1+2 {
+	if lag2 := scrape(t, addr, "binlog2ch_lag_seconds"); lag2 < lag1+2 {
 		t.Fatalf("lag did not grow while ClickHouse was down: %.1f s then %.1f s", lag1, lag2)
 	}
 	if code, st := probe(t, addr, "/readyz"); code != http.StatusServiceUnavailable || st.Ready || st.ClickHouse {
@@ -128,9 +142,12 @@ func TestMetricsTellTheTruth(t *testing.T) {
 	}
 	h.waitCaughtUp(run, 90*time.Second)
 	h.assertEqual(a, "m", []string{"id", "v"})
+	if !strings.Contains(run.logs.String(), "failed; retrying") {
+		t.Errorf("no retry logged during the outage")
+	}
 	waitFor(t, 15*time.Second, "lag back near 0", func() bool { return scrape(t, addr, "binlog2ch_lag_seconds") < 3 })
 	waitFor(t, 15*time.Second, "ready again", func() bool { code, _ := probe(t, addr, "/readyz"); return code == http.StatusOK })
-	if ins, upd := rows("insert"), rows("update"); ins != 102 || upd != 31 {
-		t.Fatalf("rows_total after the outage: insert %v, update %v; want 102, 31", ins, upd)
+	if gi, gu, gd := rows("insert"), rows("update"), rows("delete"); gi != 100+ins || gu != 30+upd || gd != 10+del {
+		t.Fatalf("rows_total after the outage: insert %v, update %v, delete %v; want %v, %v, %v", gi, gu, gd, 100+ins, 30+upd, 10+del)
 	}
 }

@@ -93,7 +93,7 @@ type writer struct {
 	// mapping, so its blocks go through clickhouse-go.
 	nativeRefused atomic.Pointer[schema.Target]
 	// flushedHook, if set, is called when blocks sent advance flushed.
-	flushedHook func()
+	flushedHook  func()
 	tm           *tableMetrics
 	inflightRows int // rows in blocks handed off and not yet returned
 }
