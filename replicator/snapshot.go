@@ -38,7 +38,9 @@ const snapshotBatchRows = 1024
 type FullSyncOptions struct {
 	// Tables to copy; nil copies every table the config selects.
 	Tables []TableName
-	// Recreate drops each target table and starts its copy over.
+	// Recreate drops each target table and copies it from the start. An
+	// interrupted -recreate copy run again with Recreate resumes: tables
+	// it recreated are not dropped again.
 	Recreate bool
 	// Progress, when set, is called about four times a second with every
 	// table's status, and once more at the end.
@@ -145,8 +147,8 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]Tabl
 		st = nil
 	case st != nil && st.Complete:
 		st = nil // the last copy finished: this is a new one
-	case st != nil && opts.Recreate:
-		r.log.Info("-recreate: discarding the interrupted fullsync's progress", "started", st.Started)
+	case st != nil && opts.Recreate && !st.Recreate:
+		r.log.Info("-recreate: discarding the interrupted fullsync's progress (it was not a -recreate copy)", "started", st.Started)
 		st = nil
 	case st != nil:
 		r.log.Info("resuming the interrupted fullsync", "started", st.Started, "position", st.Position.String())
@@ -156,7 +158,7 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]Tabl
 		if err != nil {
 			return nil, err
 		}
-		st = &copyState{Server: r.server, Position: pos, Started: time.Now().UTC(), Tables: map[string]*tableProgress{}}
+		st = &copyState{Server: r.server, Position: pos, Started: time.Now().UTC(), Tables: map[string]*tableProgress{}, Recreate: opts.Recreate}
 		r.log.Info("fullsync: binlog position recorded before reading any table", "position", pos.String())
 	}
 	tables := opts.Tables
@@ -430,13 +432,17 @@ func (c *copier) prepare(ctx context.Context, t *tableCopy) (complete bool, err 
 
 	c.stateMu.Lock()
 	prog := c.st.Tables[t.name.String()]
-	if prog == nil || c.recreate || !slices.Equal(prog.Key, keyNames) {
-		if prog != nil && !c.recreate && (prog.Rows > 0 || prog.ScanStarted) {
+	keyChanged := prog != nil && !slices.Equal(prog.Key, keyNames)
+	if prog == nil || keyChanged || (c.recreate && !prog.Recreated) {
+		if keyChanged && (prog.Rows > 0 || prog.ScanStarted) {
 			t.log.Warn("the table's key changed since the interrupted copy; copying it from the start")
 		}
 		prog = &tableProgress{Key: keyNames}
 		c.st.Tables[t.name.String()] = prog
 	}
+	// -recreate drops a table once per copy: resuming an interrupted
+	// -recreate copy keeps what it already copied into the new table.
+	drop := c.recreate && !prog.Recreated
 	t.prog = prog
 	resumed := prog.Rows > 0 || prog.ScanStarted
 	complete = prog.Complete
@@ -448,11 +454,17 @@ func (c *copier) prepare(ctx context.Context, t *tableCopy) (complete bool, err 
 		return true, nil
 	}
 
-	if c.recreate {
+	if drop {
 		stmt := "DROP TABLE IF EXISTS " + schema.QuoteIdent(target.Database) + "." + schema.QuoteIdent(target.Name)
 		t.log.Info("-recreate: dropping the target", "statement", stmt)
 		if err := r.retry(ctx, t.log, stageDDL, "DDL", func(ctx context.Context) error { return r.ch.Exec(ctx, stmt) }); err != nil {
 			return false, fmt.Errorf("%s: %w", stmt, err)
+		}
+		c.stateMu.Lock()
+		prog.Recreated = true
+		c.stateMu.Unlock()
+		if err := c.save(); err != nil {
+			return false, err
 		}
 	} else if err := c.checkTarget(ctx, target); err != nil {
 		return false, err

@@ -31,6 +31,8 @@ type copyState struct {
 	// List is the tables an initial snapshot copies: those that existed
 	// when it began.
 	List []TableName `json:"list,omitempty"`
+	// Recreate marks a `fullsync -recreate` copy.
+	Recreate bool `json:"recreate,omitempty"`
 }
 
 // tableProgress is one table's confirmed progress.
@@ -43,10 +45,12 @@ type tableProgress struct {
 	Done []keyRange `json:"done,omitempty"`
 	// ScanStarted marks a table copied by one scan (no usable key) that
 	// was begun: its rows may be partly in ClickHouse.
-	ScanStarted bool   `json:"scan_started,omitempty"`
-	Rows        uint64 `json:"rows"`   // rows confirmed so far
-	Chunks      uint64 `json:"chunks"` // chunks confirmed so far
-	Complete    bool   `json:"complete"`
+	ScanStarted bool `json:"scan_started,omitempty"`
+	// Recreated: -recreate dropped and recreated the target in this copy.
+	Recreated bool   `json:"recreated,omitempty"`
+	Rows      uint64 `json:"rows"`   // rows confirmed so far
+	Chunks    uint64 `json:"chunks"` // chunks confirmed so far
+	Complete  bool   `json:"complete"`
 }
 
 // keyRange is the key range (Lo, Hi]; a nil bound is open. Key values are

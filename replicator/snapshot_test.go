@@ -400,6 +400,9 @@ func TestRunSnapshotsWhileWritten(t *testing.T) {
 // instead of the tests, so a test can SIGKILL it.
 const envFullSync = "BINLOG2CH_TEST_FULLSYNC_CONFIG"
 
+// envFullSyncRecreate=1 makes that fullsync a -recreate one.
+const envFullSyncRecreate = "BINLOG2CH_TEST_FULLSYNC_RECREATE"
+
 func fullSyncMain(path string) int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg, err := LoadConfig(path)
@@ -419,7 +422,8 @@ func fullSyncMain(path string) int {
 		return 1
 	}
 	defer r.Close()
-	if _, err := r.FullSync(context.Background(), FullSyncOptions{}); err != nil {
+	opts := FullSyncOptions{Recreate: os.Getenv(envFullSyncRecreate) == "1"}
+	if _, err := r.FullSync(context.Background(), opts); err != nil {
 		log.Error("fullsync", "error", err)
 		return 1
 	}
@@ -428,8 +432,15 @@ func fullSyncMain(path string) int {
 
 // TestFullSyncKilledAndResumed SIGKILLs a fullsync (a child process) once a
 // fifth of the table is confirmed, runs it again, and checks the result is
-// exact and the second run read only the rows the first had not confirmed.
+// exact and the second run read only the rows the first had not confirmed;
+// also for -recreate, whose second run must not drop the table again.
 func TestFullSyncKilledAndResumed(t *testing.T) {
+	for _, recreate := range []bool{false, true} {
+		t.Run(fmt.Sprintf("recreate=%v", recreate), func(t *testing.T) { testFullSyncKilledAndResumed(t, recreate) })
+	}
+}
+
+func testFullSyncKilledAndResumed(t *testing.T, recreate bool) {
 	h := newHarness(t, 1, "")
 	a := h.dbs[0]
 	h.exec("CREATE TABLE " + a + ".big (id INT PRIMARY KEY, grp INT NOT NULL, s VARCHAR(64), d DECIMAL(12,2))")
@@ -448,6 +459,9 @@ func TestFullSyncKilledAndResumed(t *testing.T) {
 	}
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), envFullSync+"="+path)
+	if recreate {
+		cmd.Env = append(cmd.Env, envFullSyncRecreate+"=1")
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -488,7 +502,7 @@ func TestFullSyncKilledAndResumed(t *testing.T) {
 	}
 
 	var logs syncBuffer
-	statuses, err := h.fullSync(cfg, &logs, FullSyncOptions{})
+	statuses, err := h.fullSync(cfg, &logs, FullSyncOptions{Recreate: recreate})
 	if err != nil {
 		t.Fatalf("second fullsync: %v\n%s", err, tail(logs.String(), 4000))
 	}
@@ -497,8 +511,8 @@ func TestFullSyncKilledAndResumed(t *testing.T) {
 	if !s.Resumed || s.Rows != total-confirmed.Rows {
 		t.Errorf("second run read %d rows (resumed %v), want exactly the %d not confirmed", s.Rows, s.Resumed, total-confirmed.Rows)
 	}
-	if !strings.Contains(logs.String(), "resuming the interrupted fullsync") {
-		t.Errorf("resume not logged:\n%s", logs.String())
+	if !strings.Contains(logs.String(), "resuming the interrupted fullsync") || strings.Contains(logs.String(), "dropping the target") {
+		t.Errorf("no resume logged, or the table dropped again:\n%s", logs.String())
 	}
 	h.assertEqual(a, "big", []string{"id", "grp", "s", "d"})
 	var n, distinct uint64

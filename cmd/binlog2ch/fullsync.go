@@ -22,7 +22,7 @@ func fullsyncCmd(ctx context.Context, e *env, args []string) int {
 	var cf configFlags
 	cf.register(fs)
 	tables := fs.String("tables", "", "comma-separated db.table list to copy (default: every table the config includes)")
-	recreate := fs.Bool("recreate", false, "drop each target table and copy it from the start (also discards an interrupted run's progress)")
+	recreate := fs.Bool("recreate", false, "drop each target table and copy it from the start (once per copy: an interrupted -recreate copy run again with -recreate resumes)")
 	progress := fs.String("progress", "auto", "progress display: bars (live, per table), log (a line every 5s), or auto (bars on a terminal)")
 	if code, done := parseFlags(e, fs, args); done {
 		return code
