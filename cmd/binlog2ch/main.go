@@ -213,9 +213,6 @@ var (
 	fullsyncCmd = configCommand("fullsync", "-config FILE [-tables db.t1,db.t2]", "issue #5 (full sync)", func(fs *flag.FlagSet) {
 		fs.String("tables", "", "comma-separated db.table list to copy (default: every table the config includes)")
 	})
-	verifyCmd = configCommand("verify", "-config FILE [-tables db.t1,db.t2]", "issue #8 (verify)", func(fs *flag.FlagSet) {
-		fs.String("tables", "", "comma-separated db.table list to compare (default: every replicated table)")
-	})
 )
 
 func versionCmd(_ context.Context, e *env, args []string) int {
