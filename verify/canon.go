@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/binlog2ch/binlog2ch/schema"
 )
@@ -63,6 +64,10 @@ func canonical(c *schema.Column, t schema.CHType, caps schema.Capabilities) (col
 		m, h, col.form = floatMySQL(my), floatClickHouse("toFloat64("+ch+")"), formFloat
 	case schema.KindDate:
 		m, h, col.temporal = "CAST("+my+" AS CHAR)", "toString("+ch+")", true
+		if t.Kind == schema.CHDate {
+			// ClickHouse before 20.x prints day 0 as 0000-00-00.
+			h = "if(toUInt16(" + ch + ") = 0, '1970-01-01', toString(" + ch + "))"
+		}
 	case schema.KindDateTime, schema.KindTimestamp:
 		m, h, col.temporal = dateTimeExprs(my, ch, c, t)
 	case schema.KindTime:
@@ -155,8 +160,16 @@ func dateTimeExprs(my, ch string, c *schema.Column, t schema.CHType) (string, st
 		m = "CONCAT(" + m + ", '" + pad + "')"
 	}
 	h := "toString(" + ch + ")"
-	if t.Kind == schema.CHString {
+	switch t.Kind {
+	case schema.CHString:
 		h = ch
+	case schema.CHDateTime:
+		// ClickHouse before 20.x prints the epoch as 0000-00-00 00:00:00.
+		epoch := "1970-01-01 00:00:00"
+		if loc, err := time.LoadLocation(t.Zone); err == nil {
+			epoch = time.Unix(0, 0).In(loc).Format(time.DateTime)
+		}
+		h = "if(toUInt32(" + ch + ") = 0, '" + epoch + "', " + h + ")"
 	}
 	return m, h, true
 }
