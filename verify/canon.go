@@ -22,11 +22,11 @@ const nullMark = "N"
 type form int
 
 const (
-	formText form = iota // numbers, dates, times: readable as is
-	formHex              // upper-case hex of the bytes
-	formMD5              // lower-case MD5 of the bytes (large values)
-	formRaw              // Decimal128 as the two 64-bit halves of its scaled integer
-	formFloat            // IEEE double as mantissa 'p' exponent
+	formText  form = iota // numbers, dates, times: readable as is
+	formHex               // upper-case hex of the bytes
+	formMD5               // lower-case MD5 of the bytes (large values)
+	formRaw               // Decimal128 as the two 64-bit halves of its scaled integer
+	formFloat             // IEEE double as mantissa 'p' exponent
 )
 
 // column is one compared column: the SQL that renders its value
