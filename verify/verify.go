@@ -440,34 +440,48 @@ func (v *verifier) compareChunk(ctx context.Context, p *plan, b bound, tr *Table
 	if err != nil {
 		return aggregate{}, aggregate{}, err
 	}
-	for attempt := 0; ; attempt++ {
-		my, err := v.mysqlAggregate(ctx, p, myWhere)
-		if err != nil {
-			return my, aggregate{}, err
-		}
-		last := attempt >= v.opts.Retries
-		if attempt > 0 {
-			pos, err := binlogPosition(ctx, v.my)
-			if err != nil {
-				addNote(tr, "cannot read MySQL's binlog position, so mismatches were not re-checked: "+err.Error())
-				last = true
-			} else {
-				caught, note, err := v.waitCheckpoint(ctx, pos)
-				if err != nil {
-					return my, aggregate{}, err
-				}
-				if !caught {
-					addNote(tr, note)
-					last = true
-				}
-			}
-		}
-		ch, err := v.clickhouseAggregate(ctx, p, chWhere)
-		if err != nil || my == ch || last {
+	// First both sides at once: nothing to wait for yet.
+	type result struct {
+		a   aggregate
+		err error
+	}
+	chDone := make(chan result, 1)
+	go func() {
+		a, err := v.clickhouseAggregate(ctx, p, chWhere)
+		chDone <- result{a, err}
+	}()
+	my, myErr := v.mysqlAggregate(ctx, p, myWhere)
+	r := <-chDone
+	ch := r.a
+	if err := errors.Join(myErr, r.err); err != nil || my == ch {
+		return my, ch, err
+	}
+	for attempt := 1; attempt <= v.opts.Retries; attempt++ {
+		v.log.Debug("chunk differs; comparing again once the checkpoint passes MySQL's position", "table", p.src.FullName(), "attempt", attempt)
+		prevMy, prevCh := my, ch
+		if my, err = v.mysqlAggregate(ctx, p, myWhere); err != nil {
 			return my, ch, err
 		}
-		v.log.Debug("chunk differs; comparing again once the checkpoint passes MySQL's position", "table", p.src.FullName(), "attempt", attempt+1)
+		pos, err := binlogPosition(ctx, v.my)
+		if err != nil {
+			addNote(tr, "cannot read MySQL's binlog position, so mismatches were not re-checked: "+err.Error())
+			return my, ch, nil
+		}
+		caught, note, err := v.waitCheckpoint(ctx, pos)
+		if err != nil {
+			return my, ch, err
+		}
+		if !caught {
+			addNote(tr, note)
+		}
+		if ch, err = v.clickhouseAggregate(ctx, p, chWhere); err != nil || my == ch || !caught {
+			return my, ch, err
+		}
+		if my == prevMy && ch == prevCh {
+			break // nothing changed on either side: no rows in flight
+		}
 	}
+	return my, ch, nil
 }
 
 func addNote(tr *TableReport, note string) {
