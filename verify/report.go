@@ -37,15 +37,14 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 			fmt.Fprintf(&b, "MySQL %s -> ClickHouse %s\n", t.Database, t.ClickHouseDatabase)
 			tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TABLE\tROWS MYSQL\tROWS CLICKHOUSE\t")
+			fmt.Fprintln(tw, "TABLE\tROWS MYSQL\tROWS CLICKHOUSE\tSTATUS")
 		}
 		rowsCH := strconv.FormatInt(t.RowsClickHouse, 10)
 		rowsMy := strconv.FormatUint(t.RowsMySQL, 10)
 		if t.Status == StatusError {
 			rowsMy, rowsCH = "-", "-"
 		}
-		// The status goes after the aligned columns: it may be long.
-		fmt.Fprintf(tw, "%s\t%s\t%s\t  %s\n", t.Table, rowsMy, rowsCH, t.statusText())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Table, rowsMy, rowsCH, t.statusText())
 	}
 	flush()
 	for _, t := range r.Tables {

@@ -81,7 +81,7 @@ func TestVerifyCommand(t *testing.T) {
 	code, out, _ = runCLI(t, "verify", "-config", cfg, "-json", "-chunk", "1")
 	var rep verify.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != exitOK || !rep.OK || len(rep.Tables) != 1 ||
-		rep.Tables[0].RowsMySQL != 2 || rep.Tables[0].Chunks != 3 || rep.Tables[0].Status != verify.StatusOK {
+		rep.Tables[0].RowsMySQL != 2 || rep.Tables[0].Chunks != 2 || rep.Tables[0].Status != verify.StatusOK {
 		t.Fatalf("equal -json: exit %d, %v\n%s", code, err, out)
 	}
 
