@@ -132,7 +132,10 @@ func decimalExprs(my, ch string, c *schema.Column, t schema.CHType, caps schema.
 	// compare the stored 128-bit scaled integer instead, as its two
 	// little-endian 64-bit halves. MySQL computes the same halves from the
 	// two's complement of value * 10^scale in exact DECIMAL arithmetic.
-	scaled := fmt.Sprintf("CAST(%s * 1%s AS DECIMAL(65,0))", target, strings.Repeat("0", t.Scale))
+	// The scaled integer from the text (which has exactly the scale's
+	// digits): multiplying would need more digits than DECIMAL(65) has left
+	// for a large scale.
+	scaled := "CAST(REPLACE(CAST(" + target + " AS CHAR), '.', '') AS DECIMAL(65,0))"
 	const two64, two128 = "18446744073709551616", "340282366920938463463374607431768211456"
 	u := "IF(" + scaled + " < 0, " + scaled + " + " + two128 + ", " + scaled + ")"
 	lo := "MOD(" + u + ", " + two64 + ")"

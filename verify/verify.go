@@ -66,10 +66,12 @@ func (o *Options) defaults() {
 
 // Report is the outcome of a verification.
 type Report struct {
-	OK         bool           `json:"ok"`
-	Mismatches int            `json:"mismatches"`
-	Errors     int            `json:"errors"`
-	Tables     []*TableReport `json:"tables"`
+	OK         bool `json:"ok"`
+	Mismatches int  `json:"mismatches"`
+	Errors     int  `json:"errors"`
+	// Error is what stopped the whole run (a server that cannot be reached).
+	Error  string         `json:"error,omitempty"`
+	Tables []*TableReport `json:"tables"`
 }
 
 // TableReport is one table's outcome.
@@ -141,7 +143,10 @@ func Run(ctx context.Context, cfg *replicator.Config, opts Options) (*Report, er
 	v := &verifier{cfg: cfg, opts: opts, my: my, ch: ch, caps: caps, log: opts.Log}
 	rep := &Report{OK: true, Tables: []*TableReport{}}
 	for _, n := range names {
+		start := time.Now()
 		tr := v.table(ctx, n)
+		v.log.Info("table verified", "table", n.String(), "status", tr.Status, "rows_mysql", tr.RowsMySQL,
+			"rows_clickhouse", tr.RowsClickHouse, "chunks", tr.Chunks, "duration", time.Since(start).Round(time.Millisecond))
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}

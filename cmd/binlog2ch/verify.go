@@ -46,6 +46,10 @@ func verifyCmd(ctx context.Context, e *env, args []string) int {
 	rep, err := verify.Run(ctx, cfg, verify.Options{Tables: names, Chunk: *chunk, Log: logger})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "binlog2ch verify: %v\n", err)
+		if *asJSON {
+			// A machine reading stdout still gets a report.
+			_ = (&verify.Report{Error: err.Error(), Tables: []*verify.TableReport{}}).WriteJSON(e.stdout)
+		}
 		return exitUsage
 	}
 	if *asJSON {

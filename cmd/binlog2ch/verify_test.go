@@ -129,4 +129,9 @@ func TestVerifyCommand(t *testing.T) {
 	if code, _, errOut := runCLI(t, "verify", "-config", down); code != exitUsage || !strings.Contains(errOut, "MySQL "+addr) {
 		t.Errorf("unreachable MySQL: exit %d, %s", code, errOut)
 	}
+	code, out, _ = runCLI(t, "verify", "-config", down, "-json")
+	rep = verify.Report{}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != exitUsage || rep.OK || !strings.Contains(rep.Error, "MySQL "+addr) {
+		t.Errorf("unreachable MySQL -json: exit %d, %v\n%s", code, err, out)
+	}
 }
