@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,10 +23,6 @@ import (
 )
 
 func TestMain(m *testing.M) { servertest.Main(m) }
-
-// serverIDs keeps concurrently running test daemons' replica ids apart:
-// the source drops a replica connection when another takes its id.
-var serverIDs atomic.Uint32
 
 // testEnv is a MySQL database replicated by a daemon running in this
 // process, and connections to both servers.
@@ -53,7 +49,10 @@ state_dir: state
 metrics: {listen: "127.0.0.1:0"}
 batch: {flush_interval: 100ms}
 checkpoint: {interval: 100ms}
-%s`, srv.MySQL.Addr(), srv.MySQL.User, srv.MySQL.Password, 5000+serverIDs.Add(1),
+%s`, srv.MySQL.Addr(), srv.MySQL.User, srv.MySQL.Password,
+		// Random, so daemons of tests running at once (here or in another
+		// package on shared servers) do not take each other's replica id.
+		5000+rand.N(1<<30),
 		srv.ClickHouse.Addr(), srv.ClickHouse.User, srv.ClickHouse.Password, e.db+".*",
 		strings.ReplaceAll(tablesExtra, "DB", e.db), strings.ReplaceAll(extra, "DB", e.db))
 	path := filepath.Join(t.TempDir(), "binlog2ch.yaml")
