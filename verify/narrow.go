@@ -12,14 +12,80 @@ import (
 )
 
 // narrow finds the differing keys of a mismatched chunk by comparing per-row
-// hashes: MySQL's (key, hash) pairs of the chunk are held in memory (a chunk
-// is Chunk rows, more only when many rows share a key prefix) and
-// ClickHouse's are streamed against them.
-func (v *verifier) narrow(ctx context.Context, p *plan, b bound, tr *TableReport) error {
+// hashes: MySQL's (key, hash) pairs are held in memory and ClickHouse's are
+// streamed against them. A chunk larger than Chunk rows (a key whose
+// leading column is text is one chunk; many rows may share a key prefix) is
+// first split into buckets by a hash of the key, which both servers compute
+// alike whatever their orders, and only differing buckets are compared row
+// by row, so memory stays near Chunk rows.
+func (v *verifier) narrow(ctx context.Context, p *plan, b bound, rows uint64, tr *TableReport) error {
 	myWhere, chWhere, err := p.where(b)
 	if err != nil {
 		return err
 	}
+	if rows <= uint64(v.opts.Chunk) {
+		return v.narrowRows(ctx, p, myWhere, chWhere, tr)
+	}
+	buckets := (rows + uint64(v.opts.Chunk) - 1) / uint64(v.opts.Chunk)
+	myBucket := fmt.Sprintf("CAST(CONV(LEFT(MD5(%s), 8), 16, 10) AS UNSIGNED) %% %d", p.myKey, buckets)
+	chBucket := fmt.Sprintf("reinterpretAsUInt32(reverse(substring(MD5(%s), 1, 4))) %% %d", p.chKey, buckets)
+	my := map[uint64]aggregate{}
+	q := "SELECT " + myBucket + " AS bucket, COUNT(*), CAST(MOD(SUM(" + p.myHash + "), 18446744073709551616) AS CHAR) FROM " + p.myFrom + " WHERE " + myWhere + " GROUP BY bucket"
+	myRows, err := v.my.QueryContext(ctx, q)
+	if err != nil {
+		return fmt.Errorf("MySQL %s: bucket checksums: %w", p.src.FullName(), err)
+	}
+	for myRows.Next() {
+		var bucket uint64
+		var a aggregate
+		var sum string
+		if err := myRows.Scan(&bucket, &a.rows, &sum); err != nil {
+			myRows.Close()
+			return fmt.Errorf("MySQL %s: bucket checksums: %w", p.src.FullName(), err)
+		}
+		if a.sum, err = parseSum(sum); err != nil {
+			myRows.Close()
+			return fmt.Errorf("MySQL %s: bucket checksums: %w", p.src.FullName(), err)
+		}
+		my[bucket] = a
+	}
+	myRows.Close()
+	if err := myRows.Err(); err != nil {
+		return fmt.Errorf("MySQL %s: bucket checksums: %w", p.src.FullName(), err)
+	}
+	ch := map[uint64]aggregate{}
+	chRows, err := v.ch.Query(ctx, "SELECT toUInt64("+chBucket+") AS bucket, count(), sum("+p.chHash+") FROM "+p.chRows(chWhere)+" GROUP BY bucket")
+	if err != nil {
+		return fmt.Errorf("ClickHouse %s: bucket checksums: %w", p.target.FullName(), err)
+	}
+	for chRows.Next() {
+		var bucket uint64
+		var a aggregate
+		if err := chRows.Scan(&bucket, &a.rows, &a.sum); err != nil {
+			chRows.Close()
+			return fmt.Errorf("ClickHouse %s: bucket checksums: %w", p.target.FullName(), err)
+		}
+		ch[bucket] = a
+	}
+	chRows.Close()
+	if err := chRows.Err(); err != nil {
+		return fmt.Errorf("ClickHouse %s: bucket checksums: %w", p.target.FullName(), err)
+	}
+	v.log.Debug("chunk split into key hash buckets", "table", p.src.FullName(), "rows", rows, "buckets", buckets)
+	for bucket := uint64(0); bucket < buckets && len(tr.Diffs) < v.opts.MaxDiffs; bucket++ {
+		if my[bucket] == ch[bucket] {
+			continue
+		}
+		n := strconv.FormatUint(bucket, 10)
+		if err := v.narrowRows(ctx, p, "("+myWhere+") AND "+myBucket+" = "+n, "("+chWhere+") AND "+chBucket+" = "+n, tr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// narrowRows compares the rows matching the conditions one by one.
+func (v *verifier) narrowRows(ctx context.Context, p *plan, myWhere, chWhere string, tr *TableReport) error {
 	rows, err := v.my.QueryContext(ctx, "SELECT "+p.myKey+", "+p.myHash+" FROM "+p.myFrom+" WHERE "+myWhere+" ORDER BY "+p.order)
 	if err != nil {
 		return fmt.Errorf("MySQL %s: row hashes: %w", p.src.FullName(), err)

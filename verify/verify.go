@@ -420,7 +420,7 @@ func (v *verifier) checksums(ctx context.Context, p *plan, tr *TableReport) erro
 		if my != ch {
 			tr.MismatchedChunks++
 			if len(tr.Diffs) < v.opts.MaxDiffs {
-				if err := v.narrow(ctx, p, b, tr); err != nil {
+				if err := v.narrow(ctx, p, b, max(my.rows, ch.rows), tr); err != nil {
 					return err
 				}
 			} else {
@@ -509,12 +509,20 @@ func (v *verifier) mysqlAggregate(ctx context.Context, p *plan, where string) (a
 	if err := v.my.QueryRowContext(ctx, q).Scan(&a.rows, &sum); err != nil {
 		return a, fmt.Errorf("MySQL %s: checksum: %w", p.src.FullName(), err)
 	}
-	n, ok := new(big.Int).SetString(sum, 10)
-	if !ok || !n.IsUint64() {
-		return a, fmt.Errorf("MySQL %s: checksum: unexpected sum %q", p.src.FullName(), sum)
+	var err error
+	if a.sum, err = parseSum(sum); err != nil {
+		return a, fmt.Errorf("MySQL %s: checksum: %w", p.src.FullName(), err)
 	}
-	a.sum = n.Uint64()
 	return a, nil
+}
+
+// parseSum reads MySQL's checksum, a DECIMAL below 2^64.
+func parseSum(s string) (uint64, error) {
+	n, ok := new(big.Int).SetString(s, 10)
+	if !ok || !n.IsUint64() {
+		return 0, fmt.Errorf("unexpected sum %q", s)
+	}
+	return n.Uint64(), nil
 }
 
 // chRows is the current rows of the ClickHouse table in the range: FINAL
