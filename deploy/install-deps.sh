@@ -17,17 +17,30 @@ if [ -z "${BINLOG2CH_TEST_CLICKHOUSE:-}" ] && ! have clickhouse-server; then
 	pkgs="$pkgs clickhouse-server clickhouse-client"
 fi
 
+# Optional, installed only where apt-get runs: promtool (Debian package
+# prometheus) lets `go test ./deploy` run alerts.yml's unit tests; without
+# it those tests skip.
+optional=""
+if ! have promtool; then
+	optional="prometheus"
+fi
+can_apt=false
+if [ "$(id -u)" -eq 0 ] && [ -f /etc/debian_version ] && command -v apt-get >/dev/null 2>&1; then
+	can_apt=true
+fi
+
 if ! command -v go >/dev/null 2>&1; then
 	echo "install-deps: Go is not installed; get Go >= 1.25 from https://go.dev/dl/" >&2
 	exit 1
 fi
 
-if [ -z "$pkgs" ]; then
+if [ -z "$pkgs" ] && { [ -z "$optional" ] || ! $can_apt; }; then
 	echo "install-deps: MariaDB and ClickHouse are present"
 	exit 0
 fi
 
-if [ "$(id -u)" -eq 0 ] && [ -f /etc/debian_version ] && command -v apt-get >/dev/null 2>&1; then
+if $can_apt; then
+	pkgs="$pkgs $optional"
 	echo "install-deps: installing$pkgs with apt-get"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -q

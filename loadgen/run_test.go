@@ -31,7 +31,8 @@ func countRows(t *testing.T, db *sql.DB, schema, table string) (n uint64) {
 // and checks the counters against what MySQL holds.
 func TestRunMixedWorkload(t *testing.T) {
 	o := options(t)
-	o.Tables, o.Count, o.UpdateRatio, o.DeleteRatio, o.ExtraColumns, o.Create = 2, 3000, 0.3, 0.1, 2, true
+	// Small batches: many statements, so updates and deletes surely occur.
+	o.Tables, o.Count, o.BatchSize, o.UpdateRatio, o.DeleteRatio, o.ExtraColumns, o.Create = 2, 3000, 50, 0.3, 0.2, 2, true
 	var out bytes.Buffer
 	o.Progress = &out
 	res, err := Run(context.Background(), o)

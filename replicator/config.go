@@ -30,6 +30,15 @@ type Config struct {
 	Schema     SchemaConfig     `yaml:"schema"`
 	Batch      BatchConfig      `yaml:"batch"`
 	Checkpoint CheckpointConfig `yaml:"checkpoint"`
+	FullSync   FullSyncConfig   `yaml:"fullsync"`
+}
+
+// FullSyncConfig sets how tables are copied (`fullsync` and the initial
+// snapshot of `run`): key ranges of ChunkRows rows, read over Workers
+// MySQL connections.
+type FullSyncConfig struct {
+	ChunkRows int `yaml:"chunk_rows"`
+	Workers   int `yaml:"workers"`
 }
 
 // BatchConfig bounds the writers' batches: a batch is sent when it holds
@@ -156,6 +165,7 @@ func defaultConfig() Config {
 		Metrics:    MetricsConfig{Listen: "127.0.0.1:9188", ReadyMaxLag: time.Minute},
 		Batch:      BatchConfig{MaxRows: 100000, MaxBytes: 64 << 20, FlushInterval: time.Second, MaxInFlight: 2},
 		Checkpoint: CheckpointConfig{Interval: time.Second},
+		FullSync:   FullSyncConfig{ChunkRows: 50000, Workers: 4},
 		Schema: SchemaConfig{
 			DateTimeZone: "UTC",
 			TimeAs:       schema.TimeAsString,
@@ -317,6 +327,12 @@ func (c *Config) validate(d *decoder, dir string) {
 	}
 	if c.Checkpoint.Interval < time.Millisecond {
 		d.problem("checkpoint.interval", "must be >= 1ms")
+	}
+	if c.FullSync.ChunkRows < 1 || c.FullSync.ChunkRows > 10_000_000 {
+		d.problem("fullsync.chunk_rows", "must be from 1 to 10000000")
+	}
+	if c.FullSync.Workers < 1 || c.FullSync.Workers > 64 {
+		d.problem("fullsync.workers", "must be from 1 to 64")
 	}
 
 	if d.required("state_dir", c.StateDir) && !filepath.IsAbs(c.StateDir) {

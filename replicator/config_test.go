@@ -68,7 +68,8 @@ state_dir: state
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ClickHouse.User != "default" || cfg.Metrics.Listen != "127.0.0.1:9188" || cfg.ClickHouse.DatabaseMap == nil {
+	if cfg.ClickHouse.User != "default" || cfg.Metrics.Listen != "127.0.0.1:9188" || cfg.ClickHouse.DatabaseMap == nil ||
+		cfg.FullSync.ChunkRows != 50000 || cfg.FullSync.Workers != 4 {
 		t.Errorf("defaults not applied: %+v", cfg)
 	}
 	if cfg.StateDir != "/etc/b2c/state" {
@@ -152,6 +153,9 @@ func TestBadConfigs(t *testing.T) {
 		{"override bad mode", "  exclude:", "  overrides: {shop.t: {mode: append}}\n  exclude:", `config: tables.overrides.shop.t.mode: want replacing or changelog, got "append"`},
 		{"bad override type", "  exclude:", "  overrides: {shop.t: {columns: {v: Float64}}}\n  exclude:", `config: tables.overrides.shop.t.columns.v: type "Float64" cannot be an override`},
 		{"bad inflight", "metrics:", "batch: {max_inflight: 0}\nmetrics:", "config: batch.max_inflight: must be from 1 to 16"},
+		{"bad chunk rows", "metrics:", "fullsync: {chunk_rows: 0}\nmetrics:", "config: fullsync.chunk_rows: must be from 1 to 10000000"},
+		{"bad workers", "metrics:", "fullsync: {workers: 65}\nmetrics:", "config: fullsync.workers: must be from 1 to 64"},
+		{"fullsync unknown key", "metrics:", "fullsync: {chunk: 5}\nmetrics:", "config: fullsync.chunk: unknown key (known here: chunk_rows, workers)"},
 		{"bad ready lag", `listen: "127.0.0.1:9188"`, "listen: \"127.0.0.1:9188\"\n  ready_max_lag: 10ms", "config: metrics.ready_max_lag: must be >= 1s"},
 		{"port zero elsewhere", `addr: "127.0.0.1:3306"`, `addr: "127.0.0.1:0"`, `config: mysql.addr: port must be a number from 1 to 65535, got "0"`},
 		{"override unknown key", "  exclude:", "  overrides: {shop.t: {engin: x}}\n  exclude:", "config: tables.overrides.shop.t.engin: unknown key"},

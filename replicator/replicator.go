@@ -183,41 +183,98 @@ func binlogPosition(ctx context.Context, db *sql.DB) (Position, error) {
 	return p, rows.Err()
 }
 
-// startPosition is where to read from: the checkpoint, or for a first start
-// the server's current position.
-func (r *Replicator) startPosition(ctx context.Context) (Position, error) {
+// startPosition is where to read from: the checkpoint or, at the first
+// start, the current binlog position, recorded before the initial snapshot
+// copies every selected table (see snapshot.go). snap is that snapshot
+// when it is still to be done (also after a restart during it); Run does
+// it before following the binlog.
+func (r *Replicator) startPosition(ctx context.Context) (start Position, snap *copyState, err error) {
 	cp, err := LoadCheckpoint(r.cfg.StateDir)
 	if err != nil {
-		return Position{}, err
+		return Position{}, nil, err
 	}
-	if cp != nil {
-		if cp.Server != r.server {
-			return Position{}, fmt.Errorf("checkpoint in %s belongs to MySQL server %s, but %s is %s: a binlog position means nothing on another server. Point mysql.addr at the right server, or move the checkpoint away to start over", r.cfg.StateDir, cp.Server, r.cfg.MySQL.Addr, r.server)
-		}
+	if cp != nil && cp.Server != r.server {
+		return Position{}, nil, fmt.Errorf("checkpoint in %s belongs to MySQL server %s, but %s is %s: a binlog position means nothing on another server. Point mysql.addr at the right server, or move the checkpoint away to start over", r.cfg.StateDir, cp.Server, r.cfg.MySQL.Addr, r.server)
+	}
+	if snap, err = loadCopyState(r.cfg.StateDir, snapshotStateFile); err != nil {
+		return Position{}, nil, err
+	}
+	if snap != nil && snap.Server != r.server {
+		return Position{}, nil, fmt.Errorf("the initial snapshot in %s belongs to MySQL server %s, but %s is %s. Point mysql.addr at the right server, or move state_dir away to start over", r.cfg.StateDir, snap.Server, r.cfg.MySQL.Addr, r.server)
+	}
+	if cp != nil && (snap == nil || snap.Complete) {
 		r.log.Info("resuming from checkpoint", "position", cp.Position.String(), "saved_at", cp.SavedAt)
 		// Everything before the checkpoint was in ClickHouse when it was
 		// saved: the lag is at least the time since.
 		r.m.durable.Store(cp.SavedAt.UnixNano())
-		return cp.Position, nil
+		return cp.Position, nil, nil
 	}
-	p, err := r.currentPosition(ctx)
+	if snap == nil {
+		p, err := r.currentPosition(ctx)
+		if err != nil {
+			return Position{}, nil, err
+		}
+		tables, err := ListTables(ctx, r.my, r.cfg)
+		if err != nil {
+			return Position{}, nil, err
+		}
+		snap = &copyState{Server: r.server, Position: p, Started: time.Now().UTC(), Tables: map[string]*tableProgress{}, List: tables}
+		r.log.Info("no checkpoint: first start. Copying the existing rows of every selected table (initial snapshot), then following the binlog from the position recorded before the copy",
+			"position", p.String(), "tables", len(tables))
+		// The snapshot state first: a crash before the checkpoint is saved
+		// then still resumes this snapshot at this position.
+		if err := saveCopyState(r.cfg.StateDir, snapshotStateFile, snap); err != nil {
+			return Position{}, nil, err
+		}
+	} else {
+		r.log.Info("resuming the interrupted initial snapshot", "position", snap.Position.String(), "started", snap.Started)
+	}
+	// The lag counts from the recorded position: the copy is catching up.
+	r.m.durable.Store(snap.Started.UnixNano())
+	if cp == nil {
+		cp = &Checkpoint{Position: snap.Position, Server: r.server, SavedAt: time.Now().UTC()}
+		if err := SaveCheckpoint(r.cfg.StateDir, *cp); err != nil {
+			return Position{}, nil, err
+		}
+	}
+	return cp.Position, snap, nil
+}
+
+// initialSnapshot copies the tables listed when the snapshot began (tables
+// created later start empty and come whole from the binlog). Interrupted
+// by ctx, it returns nil with the progress saved.
+func (r *Replicator) initialSnapshot(ctx context.Context, st *copyState) error {
+	c := &copier{r: r, log: r.log.With("component", "snapshot"), st: st, stateFile: snapshotStateFile, runMode: true,
+		progress: LogProgress(r.log.With("component", "snapshot"), 10*time.Second)}
+	start := time.Now()
+	statuses, err := c.run(ctx, st.List)
+	if ctx.Err() != nil {
+		r.log.Warn("stopped during the initial snapshot; the next start resumes it")
+		return nil
+	}
 	if err != nil {
-		return Position{}, err
+		return fmt.Errorf("initial snapshot: %w", err)
 	}
-	r.log.Warn("no checkpoint: starting at the current binlog position. Rows already in MySQL are NOT copied: the initial snapshot is not implemented yet (binlog2ch fullsync lands with issue #5)", "position", p.String())
-	r.m.durable.Store(time.Now().UnixNano())
-	// Saved now, so a crash before the first change cannot move the start
-	// past changes made meanwhile.
-	if err := SaveCheckpoint(r.cfg.StateDir, Checkpoint{Position: p, Server: r.server, SavedAt: time.Now().UTC()}); err != nil {
-		return Position{}, err
+	var rows uint64
+	for _, s := range statuses {
+		rows += s.Rows
 	}
-	return p, nil
+	c.stateMu.Lock()
+	st.Complete = true
+	err = saveCopyState(r.cfg.StateDir, snapshotStateFile, st)
+	c.stateMu.Unlock()
+	if err != nil {
+		return err
+	}
+	r.log.Info("initial snapshot done; following the binlog from the recorded position", "tables", len(statuses), "rows", rows,
+		"seconds", time.Since(start).Seconds(), "position", st.Position.String())
+	return nil
 }
 
 // Run replicates until ctx ends (a clean shutdown: pending rows flushed,
 // checkpoint saved, nil returned) or an error stops it.
 func (r *Replicator) Run(ctx context.Context) error {
-	start, err := r.startPosition(ctx)
+	start, snap, err := r.startPosition(ctx)
 	if err != nil {
 		return err
 	}
@@ -231,6 +288,16 @@ func (r *Replicator) Run(ctx context.Context) error {
 	defer stopHTTP()
 	if r.onReady != nil {
 		r.onReady()
+	}
+	if snap != nil {
+		// Served and ready meanwhile: a copy can take hours, and the lag
+		// metric shows it catching up.
+		if err := r.initialSnapshot(ctx, snap); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil // stopped during the snapshot; the next start resumes it
+		}
 	}
 	// Writers talk to ClickHouse with their own context: a shutdown signal
 	// stops reading, not the flush of what was read.

@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(envDaemon); cfg != "" {
 		os.Exit(daemonMain(cfg))
 	}
+	if cfg := os.Getenv(envFullSync); cfg != "" {
+		os.Exit(fullSyncMain(cfg))
+	}
 	servertest.Main(m)
 }
 

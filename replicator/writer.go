@@ -47,6 +47,10 @@ type message struct {
 	file   uint32 // binlog file index and event end position: the version
 	pos    uint32
 	at     Position // for error messages
+	// snapshot marks rows read from the table rather than the binlog: they
+	// all get version(file, pos, maxVersionRow), at or above every event
+	// ending at or before pos and below every later one.
+	snapshot bool
 
 	ddl      ddlKind
 	newName  string            // ddlRenameTable: new MySQL table name
@@ -340,7 +344,11 @@ func (w *writer) appendRows(m message) error {
 	switch m.op {
 	case opInsert:
 		for i, row := range m.rows {
-			if err := b.Append(row, version(m.file, m.pos, i), schema.OpInsert); err != nil {
+			v := version(m.file, m.pos, i)
+			if m.snapshot {
+				v = version(m.file, m.pos, maxVersionRow)
+			}
+			if err := b.Append(row, v, schema.OpInsert); err != nil {
 				return err
 			}
 		}

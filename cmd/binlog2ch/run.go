@@ -27,7 +27,10 @@ func runCmd(ctx context.Context, e *env, args []string) int {
 		return exitError
 	}
 	defer r.Close()
-	if err := r.Run(ctx); err != nil {
+	systemdDone := notifySystemd(ctx, r, logger)
+	err = r.Run(ctx)
+	systemdDone()
+	if err != nil {
 		logger.Error("replication stopped", "error", err)
 		fmt.Fprintf(e.stderr, "binlog2ch run: %v\n", err)
 		return exitError

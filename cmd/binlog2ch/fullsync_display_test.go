@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/binlog2ch/binlog2ch/replicator"
+)
+
+func TestBarLine(t *testing.T) {
+	if got := barLine(50, 100, 50, 1, "copying"); !strings.Contains(got, "[###############...............]  50%  50/~100 rows  50 rows/s  ETA 1s  copying") {
+		t.Errorf("half done: %q", got)
+	}
+	// More rows than MySQL estimated: the estimate grows, nothing overflows.
+	if got := barLine(150, 100, 150, 0, "done"); !strings.Contains(got, "100%  150/~150 rows") {
+		t.Errorf("beyond the estimate: %q", got)
+	}
+}
+
+// TestBarDisplay: log lines written through the display appear above the
+// bars, which are redrawn below them.
+func TestBarDisplay(t *testing.T) {
+	var out bytes.Buffer
+	d := &barDisplay{w: &out}
+	now := time.Now()
+	d.update([]replicator.TableStatus{
+		{Name: replicator.TableName{Database: "d", Table: "a"}, State: "copying", Confirmed: 10, Rows: 20, Estimate: 100, Start: now.Add(-time.Second)},
+		{Name: replicator.TableName{Database: "d", Table: "bb"}, State: "failed", Err: errors.New("x")},
+	})
+	if _, err := d.Write([]byte("a log line\n")); err != nil {
+		t.Fatal(err)
+	}
+	d.finish()
+	s := out.String()
+	logAt := strings.Index(s, "a log line")
+	lastBars := strings.LastIndex(s, "overall")
+	if logAt < 0 || lastBars < logAt || strings.Count(s, "d.bb") != 2 || !strings.Contains(s, "\x1b[1A\x1b[2K") {
+		t.Errorf("display output:\n%q", s)
+	}
+}

@@ -1,0 +1,183 @@
+package replicator
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// State files of the two snapshot users: `binlog2ch fullsync` and the
+// initial snapshot of `binlog2ch run`. They never share a file, so a
+// fullsync run next to the daemon cannot disturb its snapshot.
+const (
+	fullSyncStateFile = "fullsync.json"
+	snapshotStateFile = "snapshot.json"
+)
+
+// copyState is the durable progress of a full copy: where the binlog was
+// before any table was read (every snapshot row's version comes from it)
+// and, per table, which key ranges are confirmed in ClickHouse.
+type copyState struct {
+	Server   string    `json:"server"`
+	Position Position  `json:"position"`
+	Started  time.Time `json:"started"`
+	// Tables is keyed by MySQL db.table.
+	Tables   map[string]*tableProgress `json:"tables"`
+	Complete bool                      `json:"complete"`
+	// List is the tables an initial snapshot copies: those that existed
+	// when it began.
+	List []TableName `json:"list,omitempty"`
+	// Recreate marks a `fullsync -recreate` copy.
+	Recreate bool `json:"recreate,omitempty"`
+}
+
+// tableProgress is one table's confirmed progress.
+type tableProgress struct {
+	// Key names the columns the ranges are in; a resume with another key
+	// (the primary key changed) starts the table over.
+	Key []string `json:"key,omitempty"`
+	// Done are the key ranges whose rows ClickHouse has, in key order,
+	// adjacent ones merged.
+	Done []keyRange `json:"done,omitempty"`
+	// ScanStarted marks a table copied by one scan (no usable key) that
+	// was begun: its rows may be partly in ClickHouse.
+	ScanStarted bool `json:"scan_started,omitempty"`
+	// Recreated: -recreate dropped and recreated the target in this copy.
+	Recreated bool   `json:"recreated,omitempty"`
+	Rows      uint64 `json:"rows"`   // rows confirmed so far
+	Chunks    uint64 `json:"chunks"` // chunks confirmed so far
+	Complete  bool   `json:"complete"`
+}
+
+// keyRange is the key range (Lo, Hi]; a nil bound is open. Key values are
+// as MySQL prints them (binary for binary columns).
+type keyRange struct {
+	Lo [][]byte `json:"lo"`
+	Hi [][]byte `json:"hi"`
+}
+
+func equalKey(a, b [][]byte) bool {
+	if (a == nil) != (b == nil) || len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// gaps are the ranges not yet done, in key order. done must be in key order
+// with adjacent ranges merged.
+func gaps(done []keyRange) []keyRange {
+	if len(done) == 0 {
+		return []keyRange{{}}
+	}
+	var out []keyRange
+	if done[0].Lo != nil {
+		out = append(out, keyRange{Hi: done[0].Lo})
+	}
+	for i := 1; i < len(done); i++ {
+		out = append(out, keyRange{Lo: done[i-1].Hi, Hi: done[i].Lo})
+	}
+	if last := done[len(done)-1]; last.Hi != nil {
+		out = append(out, keyRange{Lo: last.Hi})
+	}
+	return out
+}
+
+// mergeAdjacent merges ranges, in key order, where one ends at the next's
+// start.
+func mergeAdjacent(rs []keyRange) []keyRange {
+	var out []keyRange
+	for _, r := range rs {
+		if n := len(out); n > 0 && out[n-1].Hi != nil && equalKey(out[n-1].Hi, r.Lo) {
+			out[n-1].Hi = r.Hi
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// covered reports whether done is the whole key space.
+func covered(done []keyRange) bool {
+	return len(done) == 1 && done[0].Lo == nil && done[0].Hi == nil
+}
+
+// loadCopyState reads a state file; nil without error when there is none.
+func loadCopyState(dir, name string) (*copyState, error) {
+	path := filepath.Join(dir, name)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var st copyState
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&st); err != nil {
+		return nil, fmt.Errorf("%s is corrupt (%v); delete it to start the copy over", path, err)
+	}
+	if _, err := fileIndex(st.Position.File); err != nil {
+		return nil, fmt.Errorf("%s is corrupt (position %s); delete it to start the copy over", path, st.Position)
+	}
+	if st.Tables == nil {
+		st.Tables = map[string]*tableProgress{}
+	}
+	return &st, nil
+}
+
+// saveCopyState writes a state file atomically and durably, like the
+// checkpoint: a reader after a crash sees the old or the new state, never
+// a torn one, and never a state newer than what ClickHouse confirmed.
+func saveCopyState(dir, name string, st *copyState) error {
+	data, err := json.MarshalIndent(st, "", " ")
+	if err != nil {
+		return err
+	}
+	return writeFileDurably(dir, name, append(data, '\n'))
+}
+
+// writeFileDurably replaces dir/name: a temporary file, fsynced, renamed,
+// and the directory fsynced.
+func writeFileDurably(dir, name string, data []byte) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("state_dir %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, name+".tmp*")
+	if err != nil {
+		return fmt.Errorf("save %s: %w", name, err)
+	}
+	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("save %s: %w", name, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("save %s: %w", name, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("save %s: %w", name, err)
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		return fmt.Errorf("save %s: %w", name, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("save %s: %w", name, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("save %s: fsync %s: %w", name, dir, err)
+	}
+	return nil
+}
