@@ -182,39 +182,6 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// notImplemented says plainly that a command has not been built yet.
-func notImplemented(e *env, cmd, issue string) int {
-	fmt.Fprintf(e.stderr, "binlog2ch %s: not implemented yet; it lands with %s\n", cmd, issue)
-	return exitUsage
-}
-
-// configCommand is a command that, until its issue lands, validates the
-// config and says it is not implemented.
-func configCommand(cmd, synopsis, issue string, extra func(fs *flag.FlagSet)) func(context.Context, *env, []string) int {
-	return func(_ context.Context, e *env, args []string) int {
-		fs := newFlagSet(e, cmd, synopsis)
-		var cf configFlags
-		cf.register(fs)
-		if extra != nil {
-			extra(fs)
-		}
-		if code, done := parseFlags(e, fs, args); done {
-			return code
-		}
-		if _, _, code := cf.load(e, cmd); code != exitOK {
-			return code
-		}
-		fmt.Fprintf(e.stderr, "binlog2ch %s: config %s is valid\n", cmd, cf.config)
-		return notImplemented(e, cmd, issue)
-	}
-}
-
-var (
-	verifyCmd = configCommand("verify", "-config FILE [-tables db.t1,db.t2]", "issue #8 (verify)", func(fs *flag.FlagSet) {
-		fs.String("tables", "", "comma-separated db.table list to compare (default: every replicated table)")
-	})
-)
-
 func versionCmd(_ context.Context, e *env, args []string) int {
 	fs := newFlagSet(e, "version", "")
 	if code, done := parseFlags(e, fs, args); done {

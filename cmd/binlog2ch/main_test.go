@@ -66,18 +66,6 @@ func TestConfigCommandsRejectBadConfig(t *testing.T) {
 	}
 }
 
-// TestUnbuiltCommandsSaySo: nothing may pretend to work.
-func TestUnbuiltCommandsSaySo(t *testing.T) {
-	t.Setenv("MYSQL_PASSWORD", "x")
-	example := "../../deploy/binlog2ch.example.yaml"
-	for _, args := range [][]string{{"verify", "-config", example}} {
-		code, _, errOut := runCLI(t, args...)
-		if code != exitUsage || !strings.Contains(errOut, "not implemented yet") {
-			t.Errorf("%v: exit %d, %q", args, code, errOut)
-		}
-	}
-}
-
 func TestNewLogger(t *testing.T) {
 	var b bytes.Buffer
 	l, err := newLogger(&b, "debug", "json")
