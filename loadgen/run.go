@@ -54,10 +54,12 @@ type Options struct {
 // Result is what a run did.
 type Result struct {
 	Elapsed                    time.Duration
-	Inserted, Updated, Deleted uint64
+	Inserted, Updated, Deleted uint64 // rows
 	Errors                     uint64
-	Tables                     []string
-	FirstError                 string
+	// Statements run successfully, by kind.
+	InsertStatements, UpdateStatements, DeleteStatements uint64
+	Tables                                               []string
+	FirstError                                           string
 }
 
 // RowsPerSecond is the insert rate.
@@ -268,9 +270,10 @@ func ident(s string) string { return string(appendIdent(nil, s)) }
 
 // stats are a run's counters, shared by its connections.
 type stats struct {
-	ins, upd, del, errs atomic.Uint64
-	mu                  sync.Mutex
-	firstErr            string
+	ins, upd, del, errs       atomic.Uint64
+	insStmt, updStmt, delStmt atomic.Uint64
+	mu                        sync.Mutex
+	firstErr                  string
 }
 
 func (s *stats) fail(err error) {
@@ -286,7 +289,8 @@ func (s *stats) result(elapsed time.Duration, tables []string) Result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Result{Elapsed: elapsed, Inserted: s.ins.Load(), Updated: s.upd.Load(), Deleted: s.del.Load(),
-		Errors: s.errs.Load(), Tables: tables, FirstError: s.firstErr}
+		Errors: s.errs.Load(), Tables: tables, FirstError: s.firstErr,
+		InsertStatements: s.insStmt.Load(), UpdateStatements: s.updStmt.Load(), DeleteStatements: s.delStmt.Load()}
 }
 
 // report prints a progress line every second; the returned function stops
@@ -359,9 +363,9 @@ func (w *worker) run(ctx context.Context) bool {
 		var err error
 		switch p := w.rnd.Float64(); {
 		case p < o.UpdateRatio && w.t.maxID.Load() > 0:
-			err = w.change(stmtCtx, w.gen.Update(o.Schema, w.t.name, 1+w.rnd.Uint64N(w.t.maxID.Load())), &w.st.upd)
+			err = w.change(stmtCtx, w.gen.Update(o.Schema, w.t.name, 1+w.rnd.Uint64N(w.t.maxID.Load())), &w.st.upd, &w.st.updStmt)
 		case p >= o.UpdateRatio && p < o.UpdateRatio+o.DeleteRatio && w.t.maxID.Load() > 0:
-			err = w.change(stmtCtx, w.gen.Delete(o.Schema, w.t.name, 1+w.rnd.Uint64N(w.t.maxID.Load())), &w.st.del)
+			err = w.change(stmtCtx, w.gen.Delete(o.Schema, w.t.name, 1+w.rnd.Uint64N(w.t.maxID.Load())), &w.st.del, &w.st.delStmt)
 		default:
 			err = w.insert(ctx, stmtCtx, counting)
 		}
@@ -418,6 +422,7 @@ func (w *worker) insert(ctx, stmtCtx context.Context, counting bool) error {
 		return err
 	}
 	w.st.ins.Add(uint64(n))
+	w.st.insStmt.Add(1)
 	if w.o.Inserted != nil {
 		w.o.Inserted.Add(uint64(n))
 	}
@@ -434,11 +439,12 @@ func (w *worker) insert(ctx, stmtCtx context.Context, counting bool) error {
 	return nil
 }
 
-func (w *worker) change(ctx context.Context, stmt string, counter *atomic.Uint64) error {
+func (w *worker) change(ctx context.Context, stmt string, counter, statements *atomic.Uint64) error {
 	res, err := w.db.ExecContext(ctx, stmt)
 	if err != nil {
 		return err
 	}
+	statements.Add(1)
 	if n, err := res.RowsAffected(); err == nil {
 		counter.Add(uint64(n))
 	}

@@ -134,3 +134,23 @@ func TestRunErrors(t *testing.T) {
 		t.Fatalf("counted %d errors, want %d", res.Errors, ro.Conns*maxConsecutiveErrors)
 	}
 }
+
+// TestRunRatiosHold: the shares of update and delete statements are the
+// ones asked for, within a tolerance (the first statements of a table are
+// inserts: there is nothing to change yet).
+func TestRunRatiosHold(t *testing.T) {
+	o := options(t)
+	o.Create, o.Count, o.BatchSize, o.Conns, o.UpdateRatio, o.DeleteRatio, o.MaxLen = true, 6000, 5, 2, 0.3, 0.1, 8
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := float64(res.InsertStatements + res.UpdateStatements + res.DeleteStatements)
+	upd, del := float64(res.UpdateStatements)/total, float64(res.DeleteStatements)/total
+	if total < 1500 || upd < 0.25 || upd > 0.35 || del < 0.06 || del > 0.14 {
+		t.Fatalf("%.0f statements: %.3f updates, %.3f deletes; want about 0.3 and 0.1 (%+v)", total, upd, del, res)
+	}
+	if res.InsertStatements != 6000/5 || res.Inserted != 6000 {
+		t.Fatalf("inserts: %d statements, %d rows", res.InsertStatements, res.Inserted)
+	}
+}

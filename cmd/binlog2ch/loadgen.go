@@ -12,8 +12,27 @@ import (
 // loadgenCmd fills MySQL tables like Bifrost's insertDataTest: its flags
 // keep that tool's names and meaning.
 func loadgenCmd(ctx context.Context, e *env, args []string) int {
+	o, code, done := loadgenOptions(e, args)
+	if done {
+		return code
+	}
+	o.Progress = e.stdout
+	_, err := loadgen.Run(ctx, o)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "binlog2ch loadgen: %v\n", err)
+		var oe *loadgen.OptionsError
+		if errors.As(err, &oe) {
+			return exitUsage
+		}
+		return exitError
+	}
+	return exitOK
+}
+
+// loadgenOptions parses the flags; done is true when the command must
+// return code (after -h or a bad flag).
+func loadgenOptions(e *env, args []string) (o loadgen.Options, code int, done bool) {
 	fs := newFlagSet(e, "loadgen", "-schema DB [-table T] [-count N] [flags]")
-	var o loadgen.Options
 	var intervalMS int
 	fs.StringVar(&o.Host, "host", "127.0.0.1", "MySQL host")
 	fs.IntVar(&o.Port, "port", 3306, "MySQL port")
@@ -37,22 +56,12 @@ func loadgenCmd(ctx context.Context, e *env, args []string) int {
 	var seed uint64
 	fs.Uint64Var(&seed, "seed", 0, "random seed (0: from the clock); the same seed writes the same rows")
 	if code, done := parseFlags(e, fs, args); done {
-		return code
+		return o, code, true
 	}
 	o.Interval = time.Duration(intervalMS) * time.Millisecond
 	o.Seed = seed
 	if o.Seed == 0 {
 		o.Seed = uint64(time.Now().UnixNano())
 	}
-	o.Progress = e.stdout
-	_, err := loadgen.Run(ctx, o)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "binlog2ch loadgen: %v\n", err)
-		var oe *loadgen.OptionsError
-		if errors.As(err, &oe) {
-			return exitUsage
-		}
-		return exitError
-	}
-	return exitOK
+	return o, exitOK, false
 }
