@@ -4,13 +4,12 @@ import (
 	"io"
 	"reflect"
 	"strconv"
-	"time"
-
-	"github.com/binlog2ch/binlog2ch/loadgen"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/loadgen"
 )
 
 func TestLoadgenCommand(t *testing.T) {
