@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -45,6 +47,14 @@ type FullSyncOptions struct {
 	// Progress, when set, is called about four times a second with every
 	// table's status, and once more at the end.
 	Progress func([]TableStatus)
+	// SetCheckpoint, after a complete copy, saves run's checkpoint at the
+	// copy's binlog position (and drops an unfinished initial snapshot's
+	// state), so run follows the binlog from there: the way back after the
+	// binlog at run's checkpoint was purged. It needs Recreate and every
+	// table, since events before the position are skipped: only a full
+	// copy into emptied tables holds their effects (rows deleted meanwhile
+	// included). run must be stopped meanwhile.
+	SetCheckpoint bool
 }
 
 // TableStatus is one table's copy, for progress displays and summaries.
@@ -137,6 +147,9 @@ type chunkJob struct {
 // interrupted run recorded in state_dir. A table that fails does not stop
 // the others; the error names every failed table.
 func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]TableStatus, error) {
+	if opts.SetCheckpoint && (!opts.Recreate || opts.Tables != nil) {
+		return nil, errors.New("setting run's checkpoint needs a -recreate copy of every configured table (no -tables): events before the copy's position are skipped")
+	}
 	st, err := loadCopyState(r.cfg.StateDir, fullSyncStateFile)
 	if err != nil {
 		return nil, err
@@ -175,7 +188,22 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]Tabl
 		err = saveCopyState(r.cfg.StateDir, c.stateFile, c.st)
 		c.stateMu.Unlock()
 	}
+	if err == nil && opts.SetCheckpoint {
+		err = r.resetCheckpoint(st.Position)
+	}
 	return statuses, err
+}
+
+// resetCheckpoint moves run's checkpoint to a complete copy's position.
+func (r *Replicator) resetCheckpoint(p Position) error {
+	if err := os.Remove(filepath.Join(r.cfg.StateDir, snapshotStateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the initial snapshot's state: %w", err)
+	}
+	if err := SaveCheckpoint(r.cfg.StateDir, Checkpoint{Position: p, Server: r.server, SavedAt: time.Now().UTC()}); err != nil {
+		return err
+	}
+	r.log.Warn("run's checkpoint set to the copy's position: run follows the binlog from there", "position", p.String())
+	return nil
 }
 
 // run copies tables and returns their statuses; the error joins every

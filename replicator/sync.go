@@ -128,7 +128,7 @@ func (s *syncState) read(ctx context.Context, start Position) error {
 		}
 		var me *mysql.MyError
 		if errors.As(err, &me) && me.Code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG {
-			return fmt.Errorf("the source cannot send the binlog from %s: %v. If that binlog file was purged, the rows in it are lost to replication: take a new full sync (binlog2ch fullsync) and start from its position", resume, err)
+			return fmt.Errorf("the source cannot send the binlog from %s: %v. If that binlog file was purged, the changes in it are lost to replication: stop binlog2ch and copy everything again with `binlog2ch fullsync -recreate -checkpoint` (it recreates every table and moves the checkpoint to the copy's position), then start it", resume, err)
 		}
 		var fatal fatalError
 		if errors.As(err, &fatal) {

@@ -18,11 +18,12 @@ import (
 // table was copied, 1 otherwise (the summary and the log name each failed
 // table).
 func fullsyncCmd(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "fullsync", "-config FILE [-tables db.t1,db.t2] [-recreate] [-progress auto|bars|log]")
+	fs := newFlagSet(e, "fullsync", "-config FILE [-tables db.t1,db.t2] [-recreate [-checkpoint]] [-progress auto|bars|log]")
 	var cf configFlags
 	cf.register(fs)
 	tables := fs.String("tables", "", "comma-separated db.table list to copy (default: every table the config includes)")
 	recreate := fs.Bool("recreate", false, "drop each target table and copy it from the start (once per copy: an interrupted -recreate copy run again with -recreate resumes)")
+	setCheckpoint := fs.Bool("checkpoint", false, "with -recreate and every table: afterwards, set run's checkpoint to this copy's binlog position (after run's binlog was purged; stop run first)")
 	progress := fs.String("progress", "auto", "progress display: bars (live, per table), log (a line every 5s), or auto (bars on a terminal)")
 	if code, done := parseFlags(e, fs, args); done {
 		return code
@@ -77,7 +78,11 @@ func fullsyncCmd(ctx context.Context, e *env, args []string) int {
 		return exitError
 	}
 	defer r.Close()
-	opts := replicator.FullSyncOptions{Tables: names, Recreate: *recreate}
+	if *setCheckpoint && (!*recreate || names != nil) {
+		fmt.Fprintln(e.stderr, "binlog2ch fullsync: -checkpoint needs -recreate and every table (no -tables): run skips the events before the copy, so only a full copy into emptied tables holds their effects")
+		return exitUsage
+	}
+	opts := replicator.FullSyncOptions{Tables: names, Recreate: *recreate, SetCheckpoint: *setCheckpoint}
 	if bars != nil {
 		opts.Progress = bars.update
 	} else {
