@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ClickHouse/ch-go/compress"
@@ -60,6 +61,8 @@ const (
 )
 
 const (
+	// tlsAlert starts a TLS alert record.
+	tlsAlert      = 0x15
 	stageComplete = 2
 	// maxString bounds strings read from the server, against a corrupt
 	// stream allocating without limit.
@@ -158,6 +161,10 @@ func dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 	c.enc.w = c.w
 	if err := c.handshake(); err != nil {
 		raw.Close()
+		if opts.TLS == nil && errors.Is(err, syscall.ECONNRESET) {
+			// What a secure port does with a plain-text hello.
+			return nil, fmt.Errorf("clickhouse %s: handshake: %w (if this is the secure native port, TLS must be on)", addr, err)
+		}
 		return nil, fmt.Errorf("clickhouse %s: handshake: %w", addr, err)
 	}
 	_ = nc.SetDeadline(time.Time{})
@@ -215,6 +222,12 @@ func (c *Conn) handshake() error {
 	case serverHello:
 	case serverException:
 		return c.readException()
+	case tlsAlert:
+		if c.opts.TLS == nil {
+			// Secure ports usually reset instead (see dial), but may answer.
+			return errors.New("the server answered with a TLS alert: this is a secure native port, TLS must be on")
+		}
+		fallthrough
 	default:
 		return fmt.Errorf("unexpected packet %d instead of the server's hello", kind)
 	}
