@@ -82,7 +82,7 @@ func OpenClickHouse(ctx context.Context, cfg *Config) (driver.Conn, error) {
 // error, with a hint when TLS met a plain-text port.
 func clickHouseError(cfg *Config, err error) error {
 	return fmt.Errorf("ClickHouse %v as %s: %w", cfg.ClickHouse.Addr, cfg.ClickHouse.User,
-		tlsHint(err, cfg.ClickHouseTLS() != nil, " ClickHouse's secure native port, tcp_port_secure, is usually 9440"))
+		tlsHint(err, "clickhouse", cfg.ClickHouseTLS() != nil, " ClickHouse's secure native port, tcp_port_secure, is usually 9440"))
 }
 
 // TableName is a MySQL table.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // TLSConfig is the tls block of mysql and clickhouse. Off by default, so an
@@ -141,10 +142,14 @@ func abs(dir, file string) string {
 
 // tlsHint adds what an operator most likely got wrong to a failed
 // connection's error: TLS against a plain port, or the reverse.
-func tlsHint(err error, tlsOn bool, securePort string) error {
+func tlsHint(err error, section string, tlsOn bool, securePort string) error {
 	var rh tls.RecordHeaderError
-	if tlsOn && errors.As(err, &rh) {
+	switch {
+	case tlsOn && errors.As(err, &rh):
 		return fmt.Errorf("%w (the server answered in plain text: is this its TLS port?%s)", err, securePort)
+	case !tlsOn && errors.Is(err, syscall.ECONNRESET):
+		// What a TLS port does with a plain-text hello.
+		return fmt.Errorf("%w (if this is a TLS port, set %s.tls.enabled)", err, section)
 	}
 	return err
 }
