@@ -58,6 +58,14 @@ type message struct {
 	defaults map[string]string // ddlColumnDefaults: column -> literal
 }
 
+// where says where a message's rows come from, for errors.
+func (m *message) where() string {
+	if m.snapshot {
+		return "the snapshot taken at binlog " + m.at.String()
+	}
+	return "binlog " + m.at.String()
+}
+
 // writer owns one ClickHouse table: it converts that table's rows into
 // columnar batches and sends them, in binlog order.
 type writer struct {
@@ -323,12 +331,12 @@ func (w *writer) handle(ctx context.Context, m message) error {
 			return err
 		}
 		if err := w.changeSchema(ctx, m.source); err != nil {
-			return fmt.Errorf("%s at binlog %s: %w", w.name, m.at, err)
+			return fmt.Errorf("%s at %s: %w", w.name, m.where(), err)
 		}
 	}
 	w.source = m.source
 	if err := w.appendRows(m); err != nil {
-		return fmt.Errorf("binlog %s: %w", m.at, err)
+		return fmt.Errorf("%s: %w", m.where(), err)
 	}
 	return nil
 }
