@@ -141,12 +141,13 @@ func abs(dir, file string) string {
 }
 
 // tlsHint adds what an operator most likely got wrong to a failed
-// connection's error: TLS against a plain port, or the reverse.
-func tlsHint(err error, section string, tlsOn bool, securePort string) error {
+// connection's error: TLS against a plain port (portHint then says which
+// port serves TLS), or the reverse.
+func tlsHint(err error, section string, tlsOn bool, portHint string) error {
 	var rh tls.RecordHeaderError
 	switch {
 	case tlsOn && errors.As(err, &rh):
-		return fmt.Errorf("%w (the server answered in plain text: is this its TLS port?%s)", err, securePort)
+		return fmt.Errorf("%w (the server answered in plain text: is this its TLS port?%s)", err, portHint)
 	case !tlsOn && errors.Is(err, syscall.ECONNRESET):
 		// What a TLS port does with a plain-text hello.
 		return fmt.Errorf("%w (if this is a TLS port, set %s.tls.enabled)", err, section)
