@@ -9,6 +9,7 @@ package chnative
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ClickHouse/ch-go/compress"
@@ -59,6 +61,8 @@ const (
 )
 
 const (
+	// tlsAlert starts a TLS alert record.
+	tlsAlert      = 0x15
 	stageComplete = 2
 	// maxString bounds strings read from the server, against a corrupt
 	// stream allocating without limit.
@@ -76,6 +80,10 @@ type Options struct {
 	// reading the header, sending the data, waiting for the server to
 	// store it (default 5 minutes).
 	ReadTimeout time.Duration
+	// TLS, when set, wraps each connection in TLS: Addr must then name the
+	// server's secure native port (tcp_port_secure, usually 9440). An empty
+	// ServerName verifies each address against its own host.
+	TLS *tls.Config
 }
 
 // Server describes the server a Conn talks to.
@@ -91,6 +99,7 @@ type Server struct {
 // use; after any error other than an *Exception it must be closed.
 type Conn struct {
 	conn     net.Conn
+	raw      net.Conn // the TCP connection under conn, which may be TLS
 	r        *bufio.Reader
 	w        *bufio.Writer
 	server   Server
@@ -137,22 +146,62 @@ func dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{conn: nc, r: bufio.NewReaderSize(nc, 64<<10), w: bufio.NewWriterSize(nc, 64<<10), opts: opts}
-	c.enc.w = c.w
+	// One deadline covers the TLS and the ClickHouse handshakes: a server
+	// that never answers (a plain port that waits for more bytes) cannot
+	// hang Dial.
 	_ = nc.SetDeadline(time.Now().Add(opts.DialTimeout))
+	raw := nc
+	if opts.TLS != nil {
+		tc, err := tlsHandshake(ctx, nc, addr, opts.TLS)
+		if err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("clickhouse %s: TLS handshake: %w", addr, err)
+		}
+		nc = tc
+	}
+	c := &Conn{conn: nc, raw: raw, r: bufio.NewReaderSize(nc, 64<<10), w: bufio.NewWriterSize(nc, 64<<10), opts: opts}
+	c.enc.w = c.w
 	if err := c.handshake(); err != nil {
-		nc.Close()
+		raw.Close()
+		if opts.TLS == nil && errors.Is(err, syscall.ECONNRESET) {
+			// What a secure port does with a plain-text hello.
+			return nil, fmt.Errorf("clickhouse %s: handshake: %w (if this is the secure native port, TLS must be on)", addr, err)
+		}
 		return nil, fmt.Errorf("clickhouse %s: handshake: %w", addr, err)
 	}
 	_ = nc.SetDeadline(time.Time{})
 	return c, nil
 }
 
+// tlsHandshake runs the client side of TLS over nc, verifying the server
+// against addr's host unless cfg names another.
+func tlsHandshake(ctx context.Context, nc net.Conn, addr string, cfg *tls.Config) (*tls.Conn, error) {
+	if cfg.ServerName == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		cfg = cfg.Clone()
+		cfg.ServerName = host
+	}
+	tc := tls.Client(nc, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		var rh tls.RecordHeaderError
+		if errors.As(err, &rh) {
+			return nil, fmt.Errorf("%w (the server answered in plain text: is this its secure native port, usually 9440?)", err)
+		}
+		return nil, err
+	}
+	return tc, nil
+}
+
 // Server is what the server said about itself.
 func (c *Conn) Server() Server { return c.server }
 
-// Close closes the connection.
-func (c *Conn) Close() error { return c.conn.Close() }
+// Close closes the connection. It closes the TCP connection without TLS's
+// close_notify, which waits up to 5 s on a peer that stopped reading; the
+// server needs no notice to end a connection.
+func (c *Conn) Close() error { return c.raw.Close() }
 
 func (c *Conn) handshake() error {
 	w := c.w
@@ -175,6 +224,12 @@ func (c *Conn) handshake() error {
 	case serverHello:
 	case serverException:
 		return c.readException()
+	case tlsAlert:
+		if c.opts.TLS == nil {
+			// Secure ports usually reset instead (see dial), but may answer.
+			return errors.New("the server answered with a TLS alert: this is a secure native port, TLS must be on")
+		}
+		fallthrough
 	default:
 		return fmt.Errorf("unexpected packet %d instead of the server's hello", kind)
 	}

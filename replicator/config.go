@@ -102,7 +102,8 @@ type MySQLConfig struct {
 	PasswordFile string `yaml:"password_file"`
 	// ServerID is the replica id binlog2ch presents to the server; it must
 	// be unique among the server's replicas.
-	ServerID uint32 `yaml:"server_id"`
+	ServerID uint32    `yaml:"server_id"`
+	TLS      TLSConfig `yaml:"tls"`
 }
 
 // ClickHouseConfig is the target server.
@@ -114,6 +115,9 @@ type ClickHouseConfig struct {
 	// DatabaseMap maps a MySQL database to a ClickHouse database; databases
 	// not in it keep their name.
 	DatabaseMap map[string]string `yaml:"database_map"`
+	// TLS is for the secure native port (tcp_port_secure, usually 9440),
+	// which addr must then name.
+	TLS TLSConfig `yaml:"tls"`
 }
 
 // TablesConfig selects the replicated tables with db.table glob patterns.
@@ -254,6 +258,9 @@ func (c *Config) validate(d *decoder, dir string) {
 	if c.MySQL.ServerID == 0 {
 		d.problem("mysql.server_id", "must be > 0")
 	}
+	// go-mysql's binlog connection, unlike the SQL driver, does not fill in
+	// the name to verify: set it here for both.
+	c.MySQL.TLS.validate(d, "mysql", dir, hostOf(c.MySQL.Addr))
 
 	if len(c.ClickHouse.Addr) == 0 {
 		d.problem("clickhouse.addr", "required: at least one host:port (native protocol, usually port 9000)")
@@ -263,6 +270,7 @@ func (c *Config) validate(d *decoder, dir string) {
 	}
 	d.required("clickhouse.user", c.ClickHouse.User)
 	c.ClickHouse.Password = d.password("clickhouse", c.ClickHouse.Password, c.ClickHouse.PasswordFile, dir)
+	c.ClickHouse.TLS.validate(d, "clickhouse", dir, "")
 	for from, to := range c.ClickHouse.DatabaseMap {
 		key := "clickhouse.database_map." + from
 		if err := checkDatabaseName(from); err != nil {

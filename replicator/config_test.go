@@ -125,7 +125,7 @@ func TestBadConfigs(t *testing.T) {
 	cases := []struct {
 		name, from, to, want string
 	}{
-		{"unknown key", "  server_id: 4242", "  server_id: 4242\n  serverid: 1", "config: mysql.serverid: unknown key (known here: addr, password, password_file, server_id, user) (binlog2ch.yaml:7)"},
+		{"unknown key", "  server_id: 4242", "  server_id: 4242\n  serverid: 1", "config: mysql.serverid: unknown key (known here: addr, password, password_file, server_id, tls, user) (binlog2ch.yaml:7)"},
 		{"unknown section", "metrics:", "metric:\n  x: 1\nmetrics:", "config: metric: unknown key"},
 		{"duplicate key", "  user: \"repl\"", "  user: \"repl\"\n  user: \"other\"", "config: mysql.user: set twice"},
 		{"wrong type int", "server_id: 4242", "server_id: abc", `config: mysql.server_id: want an integer from 0 to 4294967295, got "abc" (binlog2ch.yaml:6)`},

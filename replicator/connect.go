@@ -3,6 +3,7 @@ package replicator
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,15 +26,35 @@ func OpenMySQL(ctx context.Context, cfg *Config) (*sql.DB, error) {
 	c.Timeout = 10 * time.Second
 	c.InterpolateParams = true
 	c.Params = map[string]string{"time_zone": "'+00:00'"}
-	db, err := sql.Open("mysql", c.FormatDSN())
+	db, err := openMySQLPool(cfg, c)
 	if err != nil {
-		return nil, fmt.Errorf("MySQL %s: %w", cfg.MySQL.Addr, err)
+		return nil, err
 	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("MySQL %s as %s: %w", cfg.MySQL.Addr, cfg.MySQL.User, err)
+		return nil, mysqlError(cfg, err)
 	}
 	return db, nil
+}
+
+// openMySQLPool opens a pool with c and the config's TLS settings. The
+// *tls.Config goes in directly (a connector, not a DSN), so no name has to
+// be registered in the driver's global table.
+func openMySQLPool(cfg *Config, c *mysql.Config) (*sql.DB, error) {
+	c.TLS = cfg.MySQLTLS()
+	conn, err := mysql.NewConnector(c)
+	if err != nil {
+		return nil, fmt.Errorf("MySQL %s: %w", cfg.MySQL.Addr, err)
+	}
+	return sql.OpenDB(conn), nil
+}
+
+// mysqlError names the server and user in a failed connection's error.
+func mysqlError(cfg *Config, err error) error {
+	if errors.Is(err, mysql.ErrNoTLS) {
+		return fmt.Errorf("MySQL %s as %s: %w (mysql.tls.enabled is true: the server must be started with ssl_cert and ssl_key)", cfg.MySQL.Addr, cfg.MySQL.User, err)
+	}
+	return fmt.Errorf("MySQL %s as %s: %w", cfg.MySQL.Addr, cfg.MySQL.User, err)
 }
 
 // OpenClickHouse connects to the target servers over the native protocol
@@ -45,15 +66,23 @@ func OpenClickHouse(ctx context.Context, cfg *Config) (driver.Conn, error) {
 		Auth:        clickhouse.Auth{Username: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password.Reveal()},
 		Compression: &clickhouse.Compression{Method: clickhouse.CompressionLZ4},
 		DialTimeout: 10 * time.Second,
+		TLS:         cfg.ClickHouseTLS(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ClickHouse %v: %w", cfg.ClickHouse.Addr, err)
 	}
 	if err := conn.Ping(ctx); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("ClickHouse %v as %s: %w", cfg.ClickHouse.Addr, cfg.ClickHouse.User, err)
+		return nil, clickHouseError(cfg, err)
 	}
 	return conn, nil
+}
+
+// clickHouseError names the servers and user in a failed connection's
+// error, with a hint when TLS met a plain-text port.
+func clickHouseError(cfg *Config, err error) error {
+	return fmt.Errorf("ClickHouse %v as %s: %w", cfg.ClickHouse.Addr, cfg.ClickHouse.User,
+		tlsHint(err, "clickhouse", cfg.ClickHouseTLS() != nil, " ClickHouse's secure native port, tcp_port_secure, is usually 9440"))
 }
 
 // TableName is a MySQL table.

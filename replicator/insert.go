@@ -36,7 +36,8 @@ type idleConn struct {
 }
 
 func newInserters(cfg *Config) *inserters {
-	return &inserters{opts: chnative.Options{Addr: cfg.ClickHouse.Addr, User: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password.Reveal()}}
+	return &inserters{opts: chnative.Options{Addr: cfg.ClickHouse.Addr, User: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password.Reveal(),
+		TLS: cfg.ClickHouseTLS()}}
 }
 
 func (p *inserters) get(ctx context.Context) (*chnative.Conn, error) {

@@ -38,6 +38,16 @@ type harness struct {
 func newHarness(t testing.TB, n int, extra string) *harness {
 	t.Helper()
 	srv := servertest.Need(t)
+	return newHarnessOn(t, srv, fmt.Sprintf(`mysql: {addr: %q, user: %q, password: %q, server_id: 4242}
+clickhouse: {addr: [%q], user: %q, password: %q}
+`, srv.MySQL.Addr(), srv.MySQL.User, srv.MySQL.Password, srv.ClickHouse.Addr(), srv.ClickHouse.User, srv.ClickHouse.Password), n, extra)
+}
+
+// newHarnessOn is newHarness on servers srv, with conn the config's mysql
+// and clickhouse sections. The harness's own connections use srv's
+// plain-text endpoints.
+func newHarnessOn(t testing.TB, srv *localserver.Servers, conn string, n int, extra string) *harness {
+	t.Helper()
 	h := &harness{t: t, srv: srv}
 	prefix := servertest.Name("b2c_repl")
 	var include []string
@@ -47,15 +57,12 @@ func newHarness(t testing.TB, n int, extra string) *harness {
 		include = append(include, fmt.Sprintf("%q", db+".*"))
 	}
 	dir := t.TempDir()
-	conf := fmt.Sprintf(`mysql: {addr: %q, user: %q, password: %q, server_id: 4242}
-clickhouse: {addr: [%q], user: %q, password: %q}
-tables:
+	conf := fmt.Sprintf(`%stables:
   include: [%s]
   exclude: ["*.skip_*"]
 state_dir: state
 metrics: {listen: "127.0.0.1:0"}
-%s`, srv.MySQL.Addr(), srv.MySQL.User, srv.MySQL.Password, srv.ClickHouse.Addr(), srv.ClickHouse.User, srv.ClickHouse.Password,
-		strings.Join(include, ", "), extra+testTiming(extra))
+%s`, conn, strings.Join(include, ", "), extra+testTiming(extra))
 	h.path = filepath.Join(dir, "binlog2ch.yaml")
 	if err := os.WriteFile(h.path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)

@@ -33,15 +33,15 @@ func openSnapshotDB(ctx context.Context, cfg *Config, conns int) (*sql.DB, error
 	// A reader waits while its table's writer is blocked on ClickHouse; the
 	// server must not drop the half-sent result meanwhile.
 	c.Params = map[string]string{"time_zone": "'+00:00'", "net_write_timeout": "3600"}
-	db, err := sql.Open("mysql", c.FormatDSN())
+	db, err := openMySQLPool(cfg, c)
 	if err != nil {
-		return nil, fmt.Errorf("MySQL %s: %w", cfg.MySQL.Addr, err)
+		return nil, err
 	}
 	db.SetMaxOpenConns(conns)
 	db.SetMaxIdleConns(conns)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("MySQL %s as %s: %w", cfg.MySQL.Addr, cfg.MySQL.User, err)
+		return nil, mysqlError(cfg, err)
 	}
 	return db, nil
 }

@@ -166,6 +166,7 @@ func (s *syncState) stream(ctx context.Context, from Position) error {
 		Port:                    r.port,
 		User:                    r.cfg.MySQL.User,
 		Password:                r.cfg.MySQL.Password.Reveal(),
+		TLSConfig:               r.cfg.MySQLTLS(),
 		ParseTime:               true,
 		TimestampStringLocation: time.UTC,
 		HeartbeatPeriod:         time.Second,

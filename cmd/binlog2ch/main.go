@@ -149,6 +149,7 @@ func (c *configFlags) load(e *env, cmd string) (*slog.Logger, *replicator.Config
 		fmt.Fprintln(e.stderr, err)
 		return nil, nil, exitUsage
 	}
+	cfg.LogUnsafeSettings(logger)
 	return logger, cfg, exitOK
 }
 

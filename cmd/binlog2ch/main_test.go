@@ -66,6 +66,29 @@ func TestConfigCommandsRejectBadConfig(t *testing.T) {
 	}
 }
 
+// TestInsecureTLSIsLoggedAtStart: every command that loads the config says
+// loudly that certificate verification is off.
+func TestInsecureTLSIsLoggedAtStart(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "binlog2ch.yaml")
+	if err := os.WriteFile(conf, []byte(`mysql: {addr: "127.0.0.1:1", user: repl, server_id: 1, tls: {enabled: true, insecure_skip_verify: true}}
+clickhouse: {addr: ["127.0.0.1:1"]}
+tables: {include: ["shop.*"]}
+state_dir: state
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// clickhouse18 needs no ClickHouse; MySQL's port is closed, so the
+	// command fails at once, after the warning.
+	code, _, errOut := runCLI(t, "schema", "-config", conf, "-profile", "clickhouse18", "-log-format", "text")
+	if code == exitOK {
+		t.Fatal("schema succeeded against a closed port")
+	}
+	if !strings.Contains(errOut, "level=WARN") || !strings.Contains(errOut, "UNSAFE: TLS certificate verification is OFF") ||
+		!strings.Contains(errOut, "key=mysql.tls.insecure_skip_verify") {
+		t.Fatalf("no warning about insecure_skip_verify in:\n%s", errOut)
+	}
+}
+
 func TestNewLogger(t *testing.T) {
 	var b bytes.Buffer
 	l, err := newLogger(&b, "debug", "json")

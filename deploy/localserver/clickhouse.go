@@ -23,7 +23,7 @@ func StartClickHouse(ctx context.Context) (*Server, error) {
 		return nil, fmt.Errorf("ClickHouse: %w", err)
 	}
 	return startWithRetry(ctx, func(ctx context.Context) (*Server, error, bool) {
-		return startClickHouseOnce(ctx, bin)
+		return startClickHouseOnce(ctx, bin, nil)
 	})
 }
 
@@ -46,7 +46,7 @@ const clickHouseConfig = `<yandex>
   <default_database>default</default_database>
   <mark_cache_size>536870912</mark_cache_size>
   <timezone>UTC</timezone>
-</yandex>
+{{tls}}</yandex>
 `
 
 const clickHouseUsers = `<yandex>
@@ -63,7 +63,8 @@ const clickHouseUsers = `<yandex>
 </yandex>
 `
 
-func startClickHouseOnce(ctx context.Context, bin string) (*Server, error, bool) {
+// startClickHouseOnce starts a server; with pki, one with a secure port too.
+func startClickHouseOnce(ctx context.Context, bin string, pki *PKI) (*Server, error, bool) {
 	dir, err := os.MkdirTemp("", "binlog2ch-clickhouse-")
 	if err != nil {
 		return nil, fmt.Errorf("ClickHouse: temp dir: %w", err), false
@@ -78,14 +79,24 @@ func startClickHouseOnce(ctx context.Context, bin string) (*Server, error, bool)
 		os.RemoveAll(dir)
 		return nil, err, false
 	}
-	s := &Server{
-		Endpoint: Endpoint{Host: "127.0.0.1", Port: tcp, User: "default"},
-		HTTPPort: httpPort,
-		Dir:      dir,
-		name:     "ClickHouse",
-		logPath:  filepath.Join(dir, "clickhouse-server.out"),
+	tlsConf := ""
+	secure := 0
+	if pki != nil {
+		if secure, err = freePort(); err != nil {
+			os.RemoveAll(dir)
+			return nil, err, false
+		}
+		tlsConf = strings.NewReplacer("{{secure}}", strconv.Itoa(secure), "{{cert}}", pki.ServerCert, "{{key}}", pki.ServerKey).Replace(clickHouseTLSConfig)
 	}
-	cfg := strings.NewReplacer("{{dir}}", dir, "{{tcp}}", strconv.Itoa(tcp), "{{http}}", strconv.Itoa(httpPort)).Replace(clickHouseConfig)
+	s := &Server{
+		Endpoint:   Endpoint{Host: "127.0.0.1", Port: tcp, User: "default"},
+		HTTPPort:   httpPort,
+		SecurePort: secure,
+		Dir:        dir,
+		name:       "ClickHouse",
+		logPath:    filepath.Join(dir, "clickhouse-server.out"),
+	}
+	cfg := strings.NewReplacer("{{dir}}", dir, "{{tcp}}", strconv.Itoa(tcp), "{{http}}", strconv.Itoa(httpPort), "{{tls}}", tlsConf).Replace(clickHouseConfig)
 	cfgPath := filepath.Join(dir, "config.xml")
 	err = os.WriteFile(cfgPath, []byte(cfg), 0o600)
 	if err == nil {
@@ -117,8 +128,8 @@ func startClickHouseOnce(ctx context.Context, bin string) (*Server, error, bool)
 	return s, nil, false
 }
 
-// pingClickHouse asks the HTTP /ping endpoint, then checks the native port
-// accepts connections: both listeners must be up.
+// pingClickHouse asks the HTTP /ping endpoint, then checks the native ports
+// accept connections: every listener must be up.
 func (s *Server) pingClickHouse(ctx context.Context) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(s.Host, strconv.Itoa(s.HTTPPort))+"/ping", nil)
 	if err != nil {
@@ -133,10 +144,17 @@ func (s *Server) pingClickHouse(ctx context.Context) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("ping: HTTP %d %s", resp.StatusCode, body)
 	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", s.Addr())
-	if err != nil {
-		return err
+	addrs := []string{s.Addr()}
+	if s.SecurePort != 0 {
+		addrs = append(addrs, net.JoinHostPort(s.Host, strconv.Itoa(s.SecurePort)))
 	}
-	return c.Close()
+	for _, a := range addrs {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", a)
+		if err != nil {
+			return err
+		}
+		c.Close()
+	}
+	return nil
 }

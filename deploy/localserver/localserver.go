@@ -49,6 +49,9 @@ type Server struct {
 	Endpoint
 	// HTTPPort is a private ClickHouse's HTTP port (0 otherwise).
 	HTTPPort int
+	// SecurePort is the TLS native port of a ClickHouse from
+	// StartClickHouseTLS (0 otherwise).
+	SecurePort int
 	// Dir is the private server's temporary directory ("" for external ones).
 	Dir string
 	// External is true when the server came from an environment variable;
