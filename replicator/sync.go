@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -35,9 +36,14 @@ type commitPoint struct {
 // syncState is the reader: it decodes the binlog, routes rows to writers,
 // and saves checkpoints. It runs in one goroutine.
 type syncState struct {
-	r           *Replicator
-	writers     map[TableName]*writer
-	all         []*writer // every writer started, for shutdown and checkpoints
+	r       *Replicator
+	writers map[TableName]*writer
+	all     []*writer // every writer started, for shutdown and checkpoints
+	// retired are writers that gave up their table name (DROP TABLE,
+	// RENAME TABLE) with that DDL maybe not yet applied; a new writer of
+	// the name waits for it, so a table dropped (or renamed away) and
+	// created again is not created before the old one is gone.
+	retired     map[TableName]retiredWriter
 	tables      map[uint64]*tableState
 	startWriter func(*writer)
 	wg          sync.WaitGroup
@@ -51,6 +57,12 @@ type syncState struct {
 	saved     Position
 	wk        waker
 	lastTS    int64 // timestamp (Unix ns) of the newest event read
+}
+
+// retiredWriter is a writer and the seq of its last message under the name.
+type retiredWriter struct {
+	w   *writer
+	seq uint64
 }
 
 // waker interrupts the reader's wait for the next binlog event when a
@@ -111,9 +123,8 @@ func (s *syncState) read(ctx context.Context, start Position) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		var me *mysql.MyError
-		if errors.As(err, &me) && me.Code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG {
-			return fmt.Errorf("the source cannot send the binlog from %s: %v. If that binlog file was purged, the rows in it are lost to replication: take a new full sync (binlog2ch fullsync) and start from its position", resume, err)
+		if err := s.r.fatalStreamError(err, resume); err != nil {
+			return err
 		}
 		var fatal fatalError
 		if errors.As(err, &fatal) {
@@ -136,15 +147,33 @@ func (s *syncState) read(ctx context.Context, start Position) error {
 	}
 }
 
+// fatalStreamError is the error that stops the reader for a binlog
+// stream failure that reconnecting cannot fix, or nil.
+func (r *Replicator) fatalStreamError(err error, from Position) error {
+	var me *mysql.MyError
+	if !errors.As(err, &me) {
+		return nil
+	}
+	switch me.Code {
+	case mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG:
+		// A re-snapshot must start from empty tables: rows deleted in the
+		// lost binlog would otherwise stay in ClickHouse.
+		return fmt.Errorf("the source cannot send the binlog from %s: %w. If that binlog file was purged (SHOW BINARY LOGS lists those left), the changes in it are lost to replication; re-snapshot: stop binlog2ch, drop its tables in ClickHouse, move %s and %s out of %s, and start it again: it copies every table from the current position, then follows the binlog",
+			from, err, checkpointFile, snapshotStateFile, r.cfg.StateDir)
+	case mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, mysql.ER_ACCESS_DENIED_ERROR, mysql.ER_DBACCESS_DENIED_ERROR:
+		return fmt.Errorf("MySQL user %s may not read the binlog: %w. Grant what binlog2ch needs: GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO the user, and SELECT on the replicated databases", r.cfg.MySQL.User, err)
+	}
+	return nil
+}
+
 // fatalError stops the reader; other errors reconnect.
 type fatalError struct{ err error }
 
 func (e fatalError) Error() string { return e.err.Error() }
 
-// stream reads from one binlog connection.
-func (s *syncState) stream(ctx context.Context, from Position) error {
-	r := s.r
-	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+// syncerConfig configures a binlog connection.
+func (r *Replicator) syncerConfig() replication.BinlogSyncerConfig {
+	return replication.BinlogSyncerConfig{
 		ServerID:                r.cfg.MySQL.ServerID,
 		Flavor:                  r.flavor,
 		Host:                    r.host,
@@ -159,7 +188,32 @@ func (s *syncState) stream(ctx context.Context, from Position) error {
 		EventCacheCount:         r.eventCache,
 		RowsEventDecodeFunc:     newRowsDecoder(r.rawRows).decode,
 		Logger:                  r.log.With("component", "binlog"),
-	})
+	}
+}
+
+// checkBinlogAccess opens a binlog stream at from and reads its first
+// event, so a user without REPLICATION SLAVE, or a purged position, stops
+// the daemon at start rather than after an initial snapshot that may take
+// hours. Other failures are left to the stream's retries.
+func (r *Replicator) checkBinlogAccess(ctx context.Context, from Position) error {
+	syncer := replication.NewBinlogSyncer(r.syncerConfig())
+	defer syncer.Close()
+	stream, err := syncer.StartSync(mysql.Position{Name: from.File, Pos: from.Pos})
+	if err == nil {
+		readCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err = stream.GetEvent(readCtx)
+		cancel()
+	}
+	if err == nil || ctx.Err() != nil {
+		return nil
+	}
+	return r.fatalStreamError(err, from)
+}
+
+// stream reads from one binlog connection.
+func (s *syncState) stream(ctx context.Context, from Position) error {
+	r := s.r
+	syncer := replication.NewBinlogSyncer(r.syncerConfig())
 	defer syncer.Close()
 	stream, err := syncer.StartSync(mysql.Position{Name: from.File, Pos: from.Pos})
 	if err != nil {
@@ -375,6 +429,10 @@ func (s *syncState) dispatch(ctx context.Context, name TableName, m message) err
 	w := s.writers[name]
 	if w == nil {
 		w = newWriter(s.r, name)
+		if p, ok := s.retired[name]; ok {
+			w.prev, w.prevSeq = p.w, p.seq
+			delete(s.retired, name)
+		}
 		w.flushedHook = s.wk.wake
 		s.writers[name] = w
 		s.all = append(s.all, w)
@@ -441,6 +499,7 @@ func (s *syncState) query(ctx context.Context, e *replication.QueryEvent) error 
 			}
 			applied = true
 			if ef.kind == ddlDrop {
+				s.retire(ef.table)
 				s.stopWriter(ef.table)
 			}
 		case ddlRenameTable:
@@ -451,10 +510,12 @@ func (s *syncState) query(ctx context.Context, e *replication.QueryEvent) error 
 					return err
 				}
 				applied = true
+				s.retire(ef.table)
 				s.writers[ef.newTable] = s.writers[ef.table]
 				delete(s.writers, ef.table)
 			case oldIn:
 				s.r.log.Warn("table renamed out of the replicated set (or to another database); its ClickHouse table is kept but no longer updated", "from", ef.table.String(), "to", ef.newTable.String())
+				s.retire(ef.table)
 				s.stopWriter(ef.table)
 			case newIn:
 				s.r.log.Warn("table renamed into the replicated set: only changes from now on are replicated; copy its existing rows with binlog2ch fullsync", "from", ef.table.String(), "to", ef.newTable.String())
@@ -462,6 +523,17 @@ func (s *syncState) query(ctx context.Context, e *replication.QueryEvent) error 
 		}
 	}
 	return nil
+}
+
+// retire records that the writer of name gives it up after the message
+// just dispatched.
+func (s *syncState) retire(name TableName) {
+	if w := s.writers[name]; w != nil {
+		if s.retired == nil {
+			s.retired = map[TableName]retiredWriter{}
+		}
+		s.retired[name] = retiredWriter{w: w, seq: w.dispatched}
+	}
 }
 
 // stopWriter closes a writer's queue: it finishes what it holds and exits.
@@ -501,6 +573,7 @@ func (s *syncState) checkpoint(final bool) error {
 	s.commits = s.commits[i:]
 	// Forget writers that have finished.
 	s.all = slices.DeleteFunc(s.all, func(w *writer) bool { return w.done.Load() && w.closed })
+	maps.DeleteFunc(s.retired, func(_ TableName, p retiredWriter) bool { return p.w.done.Load() || p.w.flushed.Load() >= p.seq })
 	if cp == s.saved {
 		return nil
 	}

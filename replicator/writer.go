@@ -97,7 +97,12 @@ type writer struct {
 	// mapping, so its blocks go through clickhouse-go.
 	nativeRefused atomic.Pointer[schema.Target]
 	// flushedHook, if set, is called when blocks sent advance flushed.
-	flushedHook  func()
+	flushedHook func()
+	// prev is the writer that had this table name before a DROP or
+	// RENAME TABLE; run waits until it has applied its messages up to
+	// prevSeq (that DDL included) or stopped.
+	prev         *writer
+	prevSeq      uint64
 	tm           *tableMetrics
 	inflightRows int // rows in blocks handed off and not yet returned
 }
@@ -120,6 +125,17 @@ func (w *writer) run(parent context.Context) error {
 	// retrying a failed insert must not keep a writer that is stopping for
 	// another error.
 	ctx, cancel := context.WithCancel(parent)
+	if w.prev != nil {
+		for w.prev.flushed.Load() < w.prevSeq && !w.prev.done.Load() {
+			select {
+			case <-ctx.Done():
+				cancel()
+				return ctx.Err()
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		w.prev = nil
+	}
 	// Up to batch.max_inflight batches of a table are sent at once
 	// (ClickHouse works on each insert mostly on one thread; order does not
 	// matter, every row carries its version) while one more fills. Those
