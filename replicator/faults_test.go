@@ -10,12 +10,14 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -580,4 +582,219 @@ func (h *harness) binlogListed(file string) bool {
 		found = found || name == file
 	}
 	return found
+}
+
+// TestFaultUnsupportedColumnType: a table created with a column type the
+// mapping has no ClickHouse type for (MariaDB's INET6; the binlog carries
+// it as 16 raw bytes) stops the daemon with an error naming the table,
+// column and type and saying to exclude the table, before anything of it
+// reaches ClickHouse; with the table excluded, replication continues and
+// the other tables are intact.
+func TestFaultUnsupportedColumnType(t *testing.T) {
+	h := newHarness(t, 1, "")
+	a := h.dbs[0]
+	var version string
+	if err := h.my.QueryRow("SELECT VERSION()").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.ToLower(version), "mariadb") {
+		t.Skip("INET6 is MariaDB's (10.5+)")
+	}
+	run := h.start()
+	h.exec("CREATE TABLE "+a+".ok (id INT PRIMARY KEY, v INT)", "INSERT INTO "+a+".ok VALUES (1, 1)")
+	h.waitCaughtUp(run, 30*time.Second)
+	h.exec("CREATE TABLE "+a+".u (id INT PRIMARY KEY, ip INET6)", "INSERT INTO "+a+".u VALUES (1, '::1')", "INSERT INTO "+a+".ok VALUES (2, 2)")
+	var err error
+	select {
+	case err = <-run.done:
+		run.cancel = nil
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the daemon did not stop on an INET6 column; logs:\n%s", tail(run.logs.String(), 4000))
+	}
+	for _, want := range []string{a + ".u.ip", `"inet6" is not supported`, "tables.exclude"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("got %v; want an error with %q", err, want)
+		}
+	}
+	t.Logf("error: %v", err)
+	if h.chTableExists(a, "u") {
+		t.Errorf("%s.u was created in ClickHouse", a)
+	}
+	// The documented way on: exclude the table.
+	conf, err := os.ReadFile(h.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf = []byte(strings.Replace(string(conf), `exclude: ["*.skip_*"]`, fmt.Sprintf(`exclude: ["*.skip_*", %q]`, a+".u"), 1))
+	if err := os.WriteFile(h.path, conf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if h.cfg, err = LoadConfig(h.path); err != nil {
+		t.Fatal(err)
+	}
+	run = h.start()
+	h.exec("INSERT INTO " + a + ".ok VALUES (3, 3)")
+	h.waitCaughtUp(run, 30*time.Second)
+	h.verifyEqual("ok")
+}
+
+// TestFaultNoPasswordInLogs runs the daemon (a child process, debug
+// logging, go-mysql's logs included) with distinctive passwords through a
+// start, replication, a ClickHouse outage, a clean stop, and starts that
+// fail on a wrong MySQL and a wrong ClickHouse password; no password
+// appears anywhere in what it wrote, while each phase's messages do.
+func TestFaultNoPasswordInLogs(t *testing.T) {
+	h := newHarness(t, 1, "")
+	if h.srv.MySQL.External || h.srv.ClickHouse.External {
+		t.Skip("creates users and kills ClickHouse: needs private servers")
+	}
+	a := h.dbs[0]
+	user := servertest.Name("b2c_secret")
+	const (
+		mysqlPassword = "Pw-MySQL-7f3a9c1e-s3cr3t"
+		wrongMySQL    = "Pw-Wrong-MySQL-2b8d4e6f"
+		wrongCH       = "Pw-Wrong-ClickHouse-9e1c5a7b"
+	)
+	h.exec(
+		"CREATE USER '"+user+"'@'%' IDENTIFIED BY '"+mysqlPassword+"'",
+		"GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT ON *.* TO '"+user+"'@'%'",
+	)
+	t.Cleanup(func() { _, _ = h.my.Exec("DROP USER '" + user + "'@'%'") })
+	orig, err := os.ReadFile(h.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withAuth := func(myPassword, chPassword string) {
+		conf := strings.Replace(string(orig), fmt.Sprintf("user: %q, password: %q, server_id", h.srv.MySQL.User, h.srv.MySQL.Password),
+			fmt.Sprintf("user: %q, password: %q, server_id", user, myPassword), 1)
+		conf = strings.Replace(conf, fmt.Sprintf("user: %q, password: %q}", h.srv.ClickHouse.User, h.srv.ClickHouse.Password),
+			fmt.Sprintf("user: %q, password: %q}", h.srv.ClickHouse.User, chPassword), 1)
+		if !strings.Contains(conf, myPassword) || (chPassword != "" && !strings.Contains(conf, chPassword)) {
+			t.Fatalf("the passwords did not get into the config:\n%s", conf)
+		}
+		if err := os.WriteFile(h.path, []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logPath := filepath.Join(t.TempDir(), "daemon.log")
+	exitCode := func(d *daemon, timeout time.Duration) int {
+		select {
+		case <-d.done:
+			return d.cmd.ProcessState.ExitCode()
+		case <-time.After(timeout):
+			_ = d.cmd.Process.Kill()
+			<-d.done
+			t.Fatalf("the daemon did not exit within %s", timeout)
+			return -1
+		}
+	}
+
+	withAuth(mysqlPassword, h.srv.ClickHouse.Password)
+	d := h.startDaemon(logPath)
+	h.exec("CREATE TABLE "+a+".s (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO "+a+".s VALUES (1, 'a')")
+	h.waitCaughtUpProcess(d, logPath, 30*time.Second)
+	if err := h.srv.ClickHouse.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	h.exec("INSERT INTO " + a + ".s VALUES (2, 'b')")
+	time.Sleep(3 * time.Second)
+	if err := h.srv.ClickHouse.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.waitCaughtUpProcess(d, logPath, 60*time.Second)
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	if code := exitCode(d, 60*time.Second); code != 0 {
+		t.Errorf("clean stop: exit code %d", code)
+	}
+
+	withAuth(wrongMySQL, h.srv.ClickHouse.Password)
+	if code := exitCode(h.startDaemon(logPath), 30*time.Second); code != 1 {
+		t.Errorf("wrong MySQL password: exit code %d, want 1", code)
+	}
+	withAuth(mysqlPassword, wrongCH)
+	if code := exitCode(h.startDaemon(logPath), 60*time.Second); code != 1 {
+		t.Errorf("wrong ClickHouse password: exit code %d, want 1", code)
+	}
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := string(data)
+	// Each phase left its trace, so the logs cover what they should.
+	for _, want := range []string{"msg=connected", "failed; retrying", "msg=stopped", "Access denied for user '" + user + "'", "Wrong password for user default"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the logs lack %q:\n%s", want, tail(logs, 6000))
+		}
+	}
+	for _, pw := range []string{mysqlPassword, wrongMySQL, wrongCH} {
+		if strings.Contains(logs, pw) {
+			i := strings.Index(logs, pw)
+			t.Errorf("password %q in the logs: ...%s...", pw, logs[max(0, i-300):min(len(logs), i+100)])
+		}
+	}
+	t.Logf("%d bytes of logs, no password in them", len(logs))
+}
+
+// TestFaultMetricsLoopbackByDefault: without metrics.listen, the daemon
+// serves /metrics on 127.0.0.1:9188 only (the example config says the
+// same), unreachable from the machine's other addresses.
+func TestFaultMetricsLoopbackByDefault(t *testing.T) {
+	conf := "mysql: {addr: \"127.0.0.1:3306\", user: u, password: p, server_id: 1}\nclickhouse: {addr: [\"127.0.0.1:9000\"]}\ntables: {include: [\"db.*\"]}\nstate_dir: /tmp/x\n"
+	cfg, err := ParseConfig([]byte(conf), "binlog2ch.yaml", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Metrics.Listen != "127.0.0.1:9188" {
+		t.Fatalf("default metrics.listen is %q, want 127.0.0.1:9188", cfg.Metrics.Listen)
+	}
+	t.Setenv("MYSQL_PASSWORD", "example")
+	ex, err := LoadConfig("../deploy/binlog2ch.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.Metrics.Listen != "127.0.0.1:9188" {
+		t.Errorf("the example config listens on %q", ex.Metrics.Listen)
+	}
+
+	// The live listener, on the default address.
+	h := newHarness(t, 1, "")
+	h.cfg.Metrics.Listen = cfg.Metrics.Listen
+	run := h.start()
+	var addr string
+	waitFor(t, 10*time.Second, "metrics endpoint", func() bool {
+		select {
+		case err := <-run.done:
+			run.cancel = nil
+			t.Fatalf("the daemon stopped: %v (is another process on 127.0.0.1:9188?)", err)
+		default:
+		}
+		addr = run.r.MetricsAddr()
+		return addr != ""
+	})
+	if addr != "127.0.0.1:9188" {
+		t.Fatalf("metrics served on %s", addr)
+	}
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	ifAddrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tried := 0
+	for _, ia := range ifAddrs {
+		ipn, ok := ia.(*net.IPNet)
+		if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		tried++
+		c, err := net.DialTimeout("tcp", net.JoinHostPort(ipn.IP.String(), "9188"), 2*time.Second)
+		if err == nil {
+			c.Close()
+			t.Errorf("metrics reachable on %s", ipn.IP)
+		}
+	}
+	t.Logf("served on %s; not reachable on the %d other local addresses", addr, tried)
 }
