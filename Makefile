@@ -31,7 +31,7 @@ test: vet
 # The fault-injection suite alone (the tests named TestFault*; `make test`
 # runs them too): daemon SIGKILLs, a 30 s ClickHouse outage, a MariaDB
 # restart, killed copies, a 1M-row transaction, bad inputs, no passwords in
-# logs. Each test bounds its own waits; the whole suite takes ~3 minutes.
+# logs. Each test bounds its own waits; the whole suite takes ~100 s.
 test-faults: vet
 	$(GO) test -count=1 -timeout 15m -run '^TestFault' -v ./replicator
 
