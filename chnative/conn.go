@@ -21,11 +21,11 @@ import (
 	"github.com/ClickHouse/ch-go/compress"
 )
 
-// Revision is the protocol revision binlog2ch speaks; a server uses the
-// lower of its own and this. It is old on purpose: from 54441 on the query
-// packet carries fields binlog2ch has no use for (inter-server secret,
-// OpenTelemetry, distributed depth, parameters), and ClickHouse keeps
-// accepting old clients. 18.16 and every later server speak it.
+// Revision is the protocol revision binlog2ch speaks; both sides use the
+// lower of the server's and this (18.16 is at 54412). It is old on purpose:
+// from 54441 on the query packet carries fields binlog2ch has no use for
+// (inter-server secret, OpenTelemetry, distributed depth, parameters), and
+// ClickHouse keeps accepting old clients.
 const Revision = 54420
 
 // Revisions at which the protocol gained what this client reads or writes.
@@ -72,7 +72,9 @@ type Options struct {
 	User        string
 	Password    string
 	DialTimeout time.Duration // default 10s
-	// ReadTimeout bounds each wait for the server (default 5 minutes).
+	// ReadTimeout bounds each phase of an insert: sending the query and
+	// reading the header, sending the data, waiting for the server to
+	// store it (default 5 minutes).
 	ReadTimeout time.Duration
 }
 
@@ -216,15 +218,29 @@ type Column struct{ Name, Type string }
 func (c *Conn) Insert(ctx context.Context, query string, header func([]Column) error, body func(*Encoder) error) error {
 	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	err := c.insert(query, header, body)
+	err := c.insert(ctx, query, header, body)
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("%w (%v)", ctx.Err(), err)
 	}
 	return err
 }
 
-func (c *Conn) insert(query string, header func([]Column) error, body func(*Encoder) error) error {
+// extendDeadline gives the next phase of an insert ReadTimeout. It never
+// undoes a cancellation: the context is checked after the deadline is set,
+// so a cancel that raced with it still lands.
+func (c *Conn) extendDeadline(ctx context.Context) error {
 	_ = c.conn.SetDeadline(time.Now().Add(c.opts.ReadTimeout))
+	if err := ctx.Err(); err != nil {
+		_ = c.conn.SetDeadline(time.Unix(1, 0))
+		return err
+	}
+	return nil
+}
+
+func (c *Conn) insert(ctx context.Context, query string, header func([]Column) error, body func(*Encoder) error) error {
+	if err := c.extendDeadline(ctx); err != nil {
+		return err
+	}
 	c.writeQuery(query)
 	// No external tables: an empty block ends them.
 	if err := c.endOfData(); err != nil {
@@ -237,7 +253,9 @@ func (c *Conn) insert(query string, header func([]Column) error, body func(*Enco
 	if err := header(cols); err != nil {
 		return err // the connection is mid-query: the caller closes it
 	}
-	_ = c.conn.SetDeadline(time.Now().Add(c.opts.ReadTimeout))
+	if err := c.extendDeadline(ctx); err != nil {
+		return err
+	}
 	c.enc.begin(clientData)
 	if err := body(&c.enc); err != nil {
 		return err
@@ -248,7 +266,9 @@ func (c *Conn) insert(query string, header func([]Column) error, body func(*Enco
 	if err := c.endOfData(); err != nil {
 		return err
 	}
-	_ = c.conn.SetDeadline(time.Now().Add(c.opts.ReadTimeout))
+	if err := c.extendDeadline(ctx); err != nil {
+		return err
+	}
 	for {
 		kind, err := c.readPacket()
 		if err != nil {

@@ -91,6 +91,15 @@ func (e *Encoder) flush() {
 	e.buf = e.buf[:0]
 }
 
+// room is the space left in the current frame, after flushing a full one
+// (a length prefix may have taken the frame a few bytes past its size).
+func (e *Encoder) room() int {
+	if len(e.buf) >= frameSize {
+		e.flush()
+	}
+	return frameSize - len(e.buf)
+}
+
 func (e *Encoder) grew() {
 	if len(e.buf) >= frameSize {
 		e.flush()
@@ -124,7 +133,7 @@ func (e *Encoder) Uvarint(x uint64) {
 // String appends a length-prefixed string (a String value).
 func (e *Encoder) String(s string) {
 	e.buf = binary.AppendUvarint(e.buf, uint64(len(s)))
-	if len(s) <= frameSize-len(e.buf) {
+	if len(s) <= e.room() {
 		e.buf = append(e.buf, s...)
 		e.grew()
 		return
@@ -141,7 +150,7 @@ func (e *Encoder) StringBytes(p []byte) {
 // Bytes appends raw bytes: fixed-width values already in ClickHouse's
 // (little-endian) layout, or FixedString data.
 func (e *Encoder) Bytes(p []byte) {
-	if len(p) <= frameSize-len(e.buf) {
+	if len(p) <= e.room() {
 		e.buf = append(e.buf, p...)
 		e.grew()
 		return
@@ -151,7 +160,7 @@ func (e *Encoder) Bytes(p []byte) {
 
 func (e *Encoder) bytes(p []byte) {
 	for len(p) > 0 {
-		n := min(len(p), frameSize-len(e.buf))
+		n := min(len(p), e.room())
 		e.buf = append(e.buf, p[:n]...)
 		p = p[n:]
 		e.grew()
@@ -161,7 +170,7 @@ func (e *Encoder) bytes(p []byte) {
 // Zeros appends n zero bytes.
 func (e *Encoder) Zeros(n int) {
 	for n > 0 {
-		k := min(n, frameSize-len(e.buf))
+		k := min(n, e.room())
 		e.buf = append(e.buf, make([]byte, k)...)
 		n -= k
 		e.grew()

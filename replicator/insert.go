@@ -90,12 +90,22 @@ func (p *inserters) insertNative(ctx context.Context, b *schema.Block) error {
 		return err
 	}
 	t := b.Target()
+	var encodeErr error
 	err = c.Insert(ctx, t.InsertSQL(), func(cols []chnative.Column) error {
 		return checkHeader(t, cols)
-	}, b.EncodeNative)
+	}, func(e *chnative.Encoder) error {
+		encodeErr = b.EncodeNative(e)
+		return encodeErr
+	})
 	if err != nil {
-		// The connection may be mid-query; a new one is cheap.
+		// The connection may be mid-query; a new one is cheap. The idle
+		// ones likely went the same way (a ClickHouse restart): drop them
+		// rather than fail an insert on each.
 		c.Close()
+		p.close()
+		if encodeErr != nil {
+			return permanent(encodeErr) // the batch itself: retrying cannot help
+		}
 		return err
 	}
 	p.put(c)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -36,14 +35,9 @@ type commitPoint struct {
 // syncState is the reader: it decodes the binlog, routes rows to writers,
 // and saves checkpoints. It runs in one goroutine.
 type syncState struct {
-	r       *Replicator
-	writers map[TableName]*writer
-	all     []*writer // every writer started, for shutdown and checkpoints
-	// retired are writers that gave up their table name (DROP TABLE,
-	// RENAME TABLE) with that DDL maybe not yet applied; a new writer of
-	// the name waits for it, so a table dropped (or renamed away) and
-	// created again is not created before the old one is gone.
-	retired     map[TableName]retiredWriter
+	r           *Replicator
+	writers     map[TableName]*writer
+	all         []*writer // every writer started, for shutdown and checkpoints
 	tables      map[uint64]*tableState
 	startWriter func(*writer)
 	wg          sync.WaitGroup
@@ -57,13 +51,22 @@ type syncState struct {
 	saved     Position
 	wk        waker
 	lastTS    int64 // timestamp (Unix ns) of the newest event read
+	// retired are writers whose MySQL table name a DROP or RENAME freed
+	// while they may still be working on that name's ClickHouse table: a
+	// new writer for the name waits until they are past the DDL, so two
+	// writers never write one table at once.
+	retired map[TableName]retiredWriter
 }
 
-// retiredWriter is a writer and the seq of its last message under the name.
+// retiredWriter is a writer and the DDL message after which it no longer
+// touches its old name's table.
 type retiredWriter struct {
 	w   *writer
 	seq uint64
 }
+
+// past reports whether the writer is done with the DDL (or stopped).
+func (rw retiredWriter) past() bool { return rw.w.done.Load() || rw.w.flushed.Load() >= rw.seq }
 
 // waker interrupts the reader's wait for the next binlog event when a
 // writer has flushed, so the checkpoint follows the data into ClickHouse at
@@ -428,11 +431,10 @@ func (s *syncState) rows(ctx context.Context, h *replication.EventHeader, e *rep
 func (s *syncState) dispatch(ctx context.Context, name TableName, m message) error {
 	w := s.writers[name]
 	if w == nil {
-		w = newWriter(s.r, name)
-		if p, ok := s.retired[name]; ok {
-			w.prev, w.prevSeq = p.w, p.seq
-			delete(s.retired, name)
+		if err := s.awaitRetired(ctx, name); err != nil {
+			return err
 		}
+		w = newWriter(s.r, name)
 		w.flushedHook = s.wk.wake
 		s.writers[name] = w
 		s.all = append(s.all, w)
@@ -499,23 +501,27 @@ func (s *syncState) query(ctx context.Context, e *replication.QueryEvent) error 
 			}
 			applied = true
 			if ef.kind == ddlDrop {
-				s.retire(ef.table)
 				s.stopWriter(ef.table)
 			}
 		case ddlRenameTable:
 			newIn := s.r.cfg.Replicates(ef.newTable.Database, ef.newTable.Table) && !systemDatabases[ef.newTable.Database]
 			switch {
 			case oldIn && newIn && ef.table.Database == ef.newTable.Database:
+				// A writer still dropping or renaming away the new name's
+				// table must be done before this rename runs.
+				if err := s.awaitRetired(ctx, ef.newTable); err != nil {
+					return err
+				}
 				if err := s.dispatch(ctx, ef.table, message{ddl: ddlRenameTable, newName: ef.newTable.Table, at: s.pos}); err != nil {
 					return err
 				}
 				applied = true
-				s.retire(ef.table)
-				s.writers[ef.newTable] = s.writers[ef.table]
+				w := s.writers[ef.table]
+				s.writers[ef.newTable] = w
 				delete(s.writers, ef.table)
+				s.retire(ef.table, w, s.seq)
 			case oldIn:
 				s.r.log.Warn("table renamed out of the replicated set (or to another database); its ClickHouse table is kept but no longer updated", "from", ef.table.String(), "to", ef.newTable.String())
-				s.retire(ef.table)
 				s.stopWriter(ef.table)
 			case newIn:
 				s.r.log.Warn("table renamed into the replicated set: only changes from now on are replicated; copy its existing rows with binlog2ch fullsync", "from", ef.table.String(), "to", ef.newTable.String())
@@ -525,24 +531,44 @@ func (s *syncState) query(ctx context.Context, e *replication.QueryEvent) error 
 	return nil
 }
 
-// retire records that the writer of name gives it up after the message
-// just dispatched.
-func (s *syncState) retire(name TableName) {
-	if w := s.writers[name]; w != nil {
-		if s.retired == nil {
-			s.retired = map[TableName]retiredWriter{}
-		}
-		s.retired[name] = retiredWriter{w: w, seq: w.dispatched}
-	}
-}
-
 // stopWriter closes a writer's queue: it finishes what it holds and exits.
 func (s *syncState) stopWriter(name TableName) {
 	if w := s.writers[name]; w != nil {
 		close(w.in)
 		w.closed = true
 		delete(s.writers, name)
+		s.retire(name, w, w.dispatched)
 	}
+}
+
+func (s *syncState) retire(name TableName, w *writer, seq uint64) {
+	if s.retired == nil {
+		s.retired = map[TableName]retiredWriter{}
+	}
+	s.retired[name] = retiredWriter{w: w, seq: seq}
+}
+
+// awaitRetired waits until the writer that last had the name is past the
+// DDL that freed it.
+func (s *syncState) awaitRetired(ctx context.Context, name TableName) error {
+	rw, ok := s.retired[name]
+	if !ok {
+		return nil
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for n := 0; !rw.past(); n++ {
+		select {
+		case <-tick.C:
+			if n%250 == 0 {
+				s.r.checkIn() // still alive, waiting on a writer
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	delete(s.retired, name)
+	return nil
 }
 
 // checkpoint saves the newest transaction boundary before which every
@@ -573,7 +599,6 @@ func (s *syncState) checkpoint(final bool) error {
 	s.commits = s.commits[i:]
 	// Forget writers that have finished.
 	s.all = slices.DeleteFunc(s.all, func(w *writer) bool { return w.done.Load() && w.closed })
-	maps.DeleteFunc(s.retired, func(_ TableName, p retiredWriter) bool { return p.w.done.Load() || p.w.flushed.Load() >= p.seq })
 	if cp == s.saved {
 		return nil
 	}

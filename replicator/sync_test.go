@@ -299,3 +299,29 @@ func TestTypeOverrideReplicated(t *testing.T) {
 		t.Errorf("v is %s and d %s, want Nullable(Int64) and -123.4500", typ, d)
 	}
 }
+
+// TestNameReusedAfterDropAndRename: a table dropped (or renamed away) and
+// at once recreated under the same name, while the old writer still has a
+// backlog: the new table's writer waits for the old one, so neither the
+// DROP nor the RENAME hits the new table's rows.
+func TestNameReusedAfterDropAndRename(t *testing.T) {
+	h := newHarness(t, 1, "")
+	a := h.dbs[0]
+	h.exec("CREATE TABLE "+a+".t (id INT PRIMARY KEY, v INT)", "CREATE TABLE "+a+".u (id INT PRIMARY KEY, v INT)")
+	run := h.start()
+	big := func(table string) string {
+		return fmt.Sprintf("INSERT INTO %s.%s WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 900) SELECT i, i FROM n", a, table)
+	}
+	h.exec(big("t"), big("u"),
+		"DROP TABLE "+a+".t",
+		"CREATE TABLE "+a+".t (id INT PRIMARY KEY, w VARCHAR(10))",
+		"INSERT INTO "+a+".t VALUES (1, 'new'), (2, 'new')",
+		"RENAME TABLE "+a+".u TO "+a+".u2",
+		"CREATE TABLE "+a+".u (id INT PRIMARY KEY, v INT)",
+		"INSERT INTO "+a+".u VALUES (7, 7)",
+	)
+	h.waitCaughtUp(run, 60*time.Second)
+	h.assertEqual(a, "t", []string{"id", "w"})
+	h.assertEqual(a, "u", []string{"id", "v"})
+	h.assertEqual(a, "u2", []string{"id", "v"})
+}

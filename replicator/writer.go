@@ -58,6 +58,14 @@ type message struct {
 	defaults map[string]string // ddlColumnDefaults: column -> literal
 }
 
+// where says where a message's rows come from, for errors.
+func (m *message) where() string {
+	if m.snapshot {
+		return "the snapshot taken at binlog " + m.at.String()
+	}
+	return "binlog " + m.at.String()
+}
+
 // writer owns one ClickHouse table: it converts that table's rows into
 // columnar batches and sends them, in binlog order.
 type writer struct {
@@ -97,12 +105,7 @@ type writer struct {
 	// mapping, so its blocks go through clickhouse-go.
 	nativeRefused atomic.Pointer[schema.Target]
 	// flushedHook, if set, is called when blocks sent advance flushed.
-	flushedHook func()
-	// prev is the writer that had this table name before a DROP or
-	// RENAME TABLE; run waits until it has applied its messages up to
-	// prevSeq (that DDL included) or stopped.
-	prev         *writer
-	prevSeq      uint64
+	flushedHook  func()
 	tm           *tableMetrics
 	inflightRows int // rows in blocks handed off and not yet returned
 }
@@ -125,17 +128,6 @@ func (w *writer) run(parent context.Context) error {
 	// retrying a failed insert must not keep a writer that is stopping for
 	// another error.
 	ctx, cancel := context.WithCancel(parent)
-	if w.prev != nil {
-		for w.prev.flushed.Load() < w.prevSeq && !w.prev.done.Load() {
-			select {
-			case <-ctx.Done():
-				cancel()
-				return ctx.Err()
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-		w.prev = nil
-	}
 	// Up to batch.max_inflight batches of a table are sent at once
 	// (ClickHouse works on each insert mostly on one thread; order does not
 	// matter, every row carries its version) while one more fills. Those
@@ -339,12 +331,12 @@ func (w *writer) handle(ctx context.Context, m message) error {
 			return err
 		}
 		if err := w.changeSchema(ctx, m.source); err != nil {
-			return fmt.Errorf("%s at binlog %s: %w", w.name, m.at, err)
+			return fmt.Errorf("%s at %s: %w", w.name, m.where(), err)
 		}
 	}
 	w.source = m.source
 	if err := w.appendRows(m); err != nil {
-		return fmt.Errorf("binlog %s: %w", m.at, err)
+		return fmt.Errorf("%s: %w", m.where(), err)
 	}
 	return nil
 }
