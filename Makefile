@@ -2,7 +2,7 @@ GO      ?= go
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build deps test test-short test-race vet lint demo bench bench-short bench-go fuzz clean
+.PHONY: all build deps test test-faults test-short test-race vet lint demo bench bench-short bench-go fuzz clean
 
 all: build
 
@@ -27,6 +27,13 @@ lint: vet
 # integration test whose servers cannot start fails; it never skips.
 test: vet
 	$(GO) test -count=1 -timeout 45m ./...
+
+# The fault-injection suite alone (the tests named TestFault*; `make test`
+# runs them too): daemon SIGKILLs, a 30 s ClickHouse outage, a MariaDB
+# restart, killed copies, a 1M-row transaction, bad inputs, no passwords in
+# logs. Each test bounds its own waits; the whole suite takes ~100 s.
+test-faults: vet
+	$(GO) test -count=1 -timeout 15m -run '^TestFault' -v ./replicator
 
 # The same under the race detector (needs cgo and a C compiler).
 test-race: vet

@@ -12,11 +12,11 @@ import (
 	"time"
 )
 
-// TestMillionRowTransaction: one transaction inserting a million rows
+// TestFaultMillionRowTransaction: one transaction inserting a million rows
 // streams through in batches. Every row arrives, and the daemon (a child
 // process, measured from the kernel's peak RSS) stays under 300 MiB: the
 // bounded queues hold reading back instead of buffering the transaction.
-func TestMillionRowTransaction(t *testing.T) {
+func TestFaultMillionRowTransaction(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a million rows")
 	}

@@ -92,7 +92,7 @@ func TestStartRefusesWrongOrPurgedPositions(t *testing.T) {
 	defer cancel()
 	err = r.Run(ctx)
 	r.Close()
-	if err == nil || !strings.Contains(err.Error(), "cannot send the binlog from binlog.000999:4") || !strings.Contains(err.Error(), "full sync") {
+	if err == nil || !strings.Contains(err.Error(), "cannot send the binlog from binlog.000999:4") || !strings.Contains(err.Error(), "re-snapshot") {
 		t.Fatalf("purged position: %v", err)
 	}
 }

@@ -56,7 +56,7 @@ func probe(t *testing.T, addr, path string) (int, status) {
 }
 
 // waitFor polls cond until it holds or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {

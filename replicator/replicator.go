@@ -136,6 +136,12 @@ func (r *Replicator) checkSource(ctx context.Context) error {
 	if err := r.my.QueryRowContext(ctx, "SELECT @@GLOBAL.log_bin_compress").Scan(&compress); err == nil && (compress == "1" || strings.EqualFold(compress, "ON")) {
 		r.rawRows = false
 	}
+	// Reading the binlog position needs REPLICATION CLIENT: say so at
+	// start, not at the first snapshot or position check.
+	if _, err := binlogPosition(ctx, r.my); err != nil {
+		return fmt.Errorf("MySQL %s as %s: %w. binlog2ch needs REPLICATION CLIENT (called BINLOG MONITOR on MariaDB 10.5+) and REPLICATION SLAVE: GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO the user, and SELECT on the replicated databases",
+			r.cfg.MySQL.Addr, r.cfg.MySQL.User, err)
+	}
 	var uuid string
 	if err := r.my.QueryRowContext(ctx, "SELECT @@GLOBAL.server_uuid").Scan(&uuid); err == nil && uuid != "" {
 		r.server = "uuid:" + uuid
@@ -290,6 +296,9 @@ func (r *Replicator) Run(ctx context.Context) error {
 		r.onReady()
 	}
 	if snap != nil {
+		if err := r.checkBinlogAccess(ctx, start); err != nil {
+			return err
+		}
 		// Served and ready meanwhile: a copy can take hours, and the lag
 		// metric shows it catching up.
 		if err := r.initialSnapshot(ctx, snap); err != nil {

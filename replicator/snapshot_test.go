@@ -430,11 +430,11 @@ func fullSyncMain(path string) int {
 	return 0
 }
 
-// TestFullSyncKilledAndResumed SIGKILLs a fullsync (a child process) once a
+// TestFaultFullSyncKilledAndResumed SIGKILLs a fullsync (a child process) once a
 // fifth of the table is confirmed, runs it again, and checks the result is
 // exact and the second run read only the rows the first had not confirmed;
 // also for -recreate, whose second run must not drop the table again.
-func TestFullSyncKilledAndResumed(t *testing.T) {
+func TestFaultFullSyncKilledAndResumed(t *testing.T) {
 	for _, recreate := range []bool{false, true} {
 		t.Run(fmt.Sprintf("recreate=%v", recreate), func(t *testing.T) { testFullSyncKilledAndResumed(t, recreate) })
 	}
@@ -515,6 +515,7 @@ func testFullSyncKilledAndResumed(t *testing.T, recreate bool) {
 		t.Errorf("no resume logged, or the table dropped again:\n%s", logs.String())
 	}
 	h.assertEqual(a, "big", []string{"id", "grp", "s", "d"})
+	h.verifyEqual("big")
 	var n, distinct uint64
 	if err := h.ch.QueryRow(context.Background(), "SELECT count(), uniqExact(id) FROM "+a+".big FINAL").Scan(&n, &distinct); err != nil {
 		t.Fatal(err)
@@ -531,11 +532,11 @@ func progressOf(st *copyState, table string) *tableProgress {
 	return st.Tables[table]
 }
 
-// TestRunSnapshotKilledAndResumed SIGKILLs the daemon during its initial
+// TestFaultRunSnapshotKilledAndResumed SIGKILLs the daemon during its initial
 // snapshot; the restarted daemon finishes the snapshot (rather than
 // following the binlog from the saved checkpoint and skipping the rest of
 // the rows) and ClickHouse ends equal to MySQL.
-func TestRunSnapshotKilledAndResumed(t *testing.T) {
+func TestFaultRunSnapshotKilledAndResumed(t *testing.T) {
 	h := newHarness(t, 1, "fullsync: {chunk_rows: 1000, workers: 1}\n")
 	a := h.dbs[0]
 	h.exec("CREATE TABLE " + a + ".r (id INT PRIMARY KEY, s VARCHAR(64))")
@@ -596,6 +597,7 @@ func TestRunSnapshotKilledAndResumed(t *testing.T) {
 	}
 	h.waitCaughtUpProcess(d, logPath, 60*time.Second)
 	h.assertEqual(a, "r", []string{"id", "s"})
+	h.verifyEqual("r")
 	data, _ := os.ReadFile(logPath)
 	if !strings.Contains(string(data), "resuming the interrupted initial snapshot") {
 		t.Errorf("no resume logged:\n%s", tail(string(data), 3000))

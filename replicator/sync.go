@@ -126,9 +126,8 @@ func (s *syncState) read(ctx context.Context, start Position) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		var me *mysql.MyError
-		if errors.As(err, &me) && me.Code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG {
-			return fmt.Errorf("the source cannot send the binlog from %s: %v. If that binlog file was purged, the changes in it are lost to replication: stop binlog2ch and copy everything again with `binlog2ch fullsync -recreate -checkpoint` (it recreates every table and moves the checkpoint to the copy's position), then start it", resume, err)
+		if err := s.r.fatalStreamError(err, resume); err != nil {
+			return err
 		}
 		var fatal fatalError
 		if errors.As(err, &fatal) {
@@ -151,15 +150,33 @@ func (s *syncState) read(ctx context.Context, start Position) error {
 	}
 }
 
+// fatalStreamError is the error that stops the reader for a binlog
+// stream failure that reconnecting cannot fix, or nil.
+func (r *Replicator) fatalStreamError(err error, from Position) error {
+	var me *mysql.MyError
+	if !errors.As(err, &me) {
+		return nil
+	}
+	switch me.Code {
+	case mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG:
+		// A re-snapshot must start from empty tables: rows deleted in the
+		// lost binlog would otherwise stay in ClickHouse.
+		return fmt.Errorf("the source cannot send the binlog from %s: %w. If that binlog file was purged (SHOW BINARY LOGS lists those left), the changes in it are lost to replication; re-snapshot: stop binlog2ch, run `binlog2ch fullsync -recreate -checkpoint` (it copies every table into emptied tables and moves the checkpoint to the copy's position), and start it again. Or: drop its tables in ClickHouse, move %s and %s out of %s, and start it again: it copies every table from the current position, then follows the binlog",
+			from, err, checkpointFile, snapshotStateFile, r.cfg.StateDir)
+	case mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, mysql.ER_ACCESS_DENIED_ERROR, mysql.ER_DBACCESS_DENIED_ERROR:
+		return fmt.Errorf("MySQL user %s may not read the binlog: %w. Grant what binlog2ch needs: GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO the user, and SELECT on the replicated databases", r.cfg.MySQL.User, err)
+	}
+	return nil
+}
+
 // fatalError stops the reader; other errors reconnect.
 type fatalError struct{ err error }
 
 func (e fatalError) Error() string { return e.err.Error() }
 
-// stream reads from one binlog connection.
-func (s *syncState) stream(ctx context.Context, from Position) error {
-	r := s.r
-	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+// syncerConfig configures a binlog connection.
+func (r *Replicator) syncerConfig() replication.BinlogSyncerConfig {
+	return replication.BinlogSyncerConfig{
 		ServerID:                r.cfg.MySQL.ServerID,
 		Flavor:                  r.flavor,
 		Host:                    r.host,
@@ -175,7 +192,32 @@ func (s *syncState) stream(ctx context.Context, from Position) error {
 		EventCacheCount:         r.eventCache,
 		RowsEventDecodeFunc:     newRowsDecoder(r.rawRows).decode,
 		Logger:                  r.log.With("component", "binlog"),
-	})
+	}
+}
+
+// checkBinlogAccess opens a binlog stream at from and reads its first
+// event, so a user without REPLICATION SLAVE, or a purged position, stops
+// the daemon at start rather than after an initial snapshot that may take
+// hours. Other failures are left to the stream's retries.
+func (r *Replicator) checkBinlogAccess(ctx context.Context, from Position) error {
+	syncer := replication.NewBinlogSyncer(r.syncerConfig())
+	defer syncer.Close()
+	stream, err := syncer.StartSync(mysql.Position{Name: from.File, Pos: from.Pos})
+	if err == nil {
+		readCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err = stream.GetEvent(readCtx)
+		cancel()
+	}
+	if err == nil || ctx.Err() != nil {
+		return nil
+	}
+	return r.fatalStreamError(err, from)
+}
+
+// stream reads from one binlog connection.
+func (s *syncState) stream(ctx context.Context, from Position) error {
+	r := s.r
+	syncer := replication.NewBinlogSyncer(r.syncerConfig())
 	defer syncer.Close()
 	stream, err := syncer.StartSync(mysql.Position{Name: from.File, Pos: from.Pos})
 	if err != nil {

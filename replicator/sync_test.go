@@ -198,10 +198,11 @@ func TestColumnRename(t *testing.T) {
 	}
 }
 
-// TestMySQLRestart: the source goes away mid-stream (killed, as in a
-// crash); the daemon reconnects at the last transaction boundary it read
-// and ends with an exact match.
-func TestMySQLRestart(t *testing.T) {
+// TestFaultMySQLRestart: the source goes away mid-stream (killed, as in a
+// crash, while the daemon reads a 20000-row insert); the daemon reconnects
+// at the last transaction boundary it read and ends with an exact match
+// (verify).
+func TestFaultMySQLRestart(t *testing.T) {
 	h := newHarness(t, 1, "")
 	if h.srv.MySQL.External {
 		t.Skip("needs a private MariaDB it can kill")
@@ -210,6 +211,8 @@ func TestMySQLRestart(t *testing.T) {
 	run := h.start()
 	h.exec("CREATE TABLE "+a+".m (id INT PRIMARY KEY, v INT)", "INSERT INTO "+a+".m VALUES (1, 1), (2, 2)")
 	h.waitCaughtUp(run, 30*time.Second)
+	// Mid-stream: the daemon is still reading these when MySQL dies.
+	h.exec("INSERT INTO " + a + ".m SELECT seq, seq FROM " + a + ".seq_1000_to_20999")
 	if err := h.srv.MySQL.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -224,6 +227,7 @@ func TestMySQLRestart(t *testing.T) {
 	}
 	h.waitCaughtUp(run, 90*time.Second)
 	h.assertEqual(a, "m", []string{"id", "v"})
+	h.verifyEqual("m")
 	if !strings.Contains(run.logs.String(), "binlog stream failed; reconnecting") {
 		t.Errorf("no reconnect logged")
 	}

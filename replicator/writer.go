@@ -529,7 +529,14 @@ func (w *writer) noteFixups(f [schema.NumFixups]uint64) {
 // one changed by DDL. ClickHouse gets the columns the new schema needs; a
 // column the MySQL table lost is dropped.
 func (w *writer) changeSchema(ctx context.Context, source *schema.Table) error {
-	live, _ := schema.LoadTable(ctx, w.r.my, w.name.Database, w.name.Table) // best effort: the table may be gone or changed since
+	// Best effort: the table may be gone or changed since. But a column
+	// type without a mapping stops: the binlog carries such values (INET6,
+	// UUID) as bytes, which would land in ClickHouse unreadable.
+	live, err := schema.LoadTable(ctx, w.r.my, w.name.Database, w.name.Table)
+	var unsupported *schema.UnsupportedTypeError
+	if errors.As(err, &unsupported) {
+		return err
+	}
 	source = enrich(source, live)
 	target, err := schema.Map(source, w.r.cfg.ClickHouseDatabase(w.name.Database), w.r.caps, w.r.cfg.SchemaOptions(),
 		w.r.cfg.TableOptions(w.name.Database, w.name.Table))

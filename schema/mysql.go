@@ -169,6 +169,14 @@ func (t *Table) loadKeys(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
+// UnsupportedTypeError is a MySQL column type without a ClickHouse mapping
+// (MariaDB's INET6 and UUID, for instance).
+type UnsupportedTypeError struct{ Type string }
+
+func (e *UnsupportedTypeError) Error() string {
+	return fmt.Sprintf("MySQL type %q is not supported; exclude the table (tables.exclude)", e.Type)
+}
+
 // ParseColumnType parses information_schema's COLUMN_TYPE (and DATA_TYPE,
 // which names the family unambiguously, e.g. for MariaDB's JSON alias).
 func ParseColumnType(columnType, dataType string) (Column, error) {
@@ -243,7 +251,7 @@ func ParseColumnType(columnType, dataType string) (Column, error) {
 	case "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon", "geometrycollection", "geomcollection":
 		c.Kind = KindGeometry
 	default:
-		return c, fmt.Errorf("MySQL type %q is not supported; exclude the column or the table (tables.exclude)", columnType)
+		return c, &UnsupportedTypeError{Type: columnType}
 	}
 	switch c.Kind {
 	case KindTinyInt, KindSmallInt, KindMediumInt, KindInt, KindBigInt, KindBit:
