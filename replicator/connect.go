@@ -18,14 +18,8 @@ var systemDatabases = map[string]bool{"mysql": true, "information_schema": true,
 // OpenMySQL opens a SQL connection pool to the source server and checks it
 // answers.
 func OpenMySQL(ctx context.Context, cfg *Config) (*sql.DB, error) {
-	c := mysql.NewConfig()
-	c.Net = "tcp"
-	c.Addr = cfg.MySQL.Addr
-	c.User = cfg.MySQL.User
-	c.Passwd = cfg.MySQL.Password.Reveal()
-	c.Timeout = 10 * time.Second
+	c := mysqlDriverConfig(cfg)
 	c.InterpolateParams = true
-	c.Params = map[string]string{"time_zone": "'+00:00'"}
 	db, err := openMySQLPool(cfg, c)
 	if err != nil {
 		return nil, err
@@ -35,6 +29,19 @@ func OpenMySQL(ctx context.Context, cfg *Config) (*sql.DB, error) {
 		return nil, mysqlError(cfg, err)
 	}
 	return db, nil
+}
+
+// mysqlDriverConfig is the driver configuration every pool starts from:
+// the server, the user, and TIMESTAMPs in UTC.
+func mysqlDriverConfig(cfg *Config) *mysql.Config {
+	c := mysql.NewConfig()
+	c.Net = "tcp"
+	c.Addr = cfg.MySQL.Addr
+	c.User = cfg.MySQL.User
+	c.Passwd = cfg.MySQL.Password.Reveal()
+	c.Timeout = 10 * time.Second
+	c.Params = map[string]string{"time_zone": "'+00:00'"}
+	return c
 }
 
 // openMySQLPool opens a pool with c and the config's TLS settings. The

@@ -9,7 +9,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 	"unsafe"
 
 	"github.com/go-sql-driver/mysql"
@@ -22,17 +21,12 @@ import (
 // arrive as their exact bits (the text protocol prints FLOAT with six
 // digits), integers as integers. TIMESTAMPs print in UTC.
 func openSnapshotDB(ctx context.Context, cfg *Config, conns int) (*sql.DB, error) {
-	c := mysql.NewConfig()
-	c.Net = "tcp"
-	c.Addr = cfg.MySQL.Addr
-	c.User = cfg.MySQL.User
-	c.Passwd = cfg.MySQL.Password.Reveal()
-	c.Timeout = 10 * time.Second
+	c := mysqlDriverConfig(cfg)
 	c.InterpolateParams = false
 	c.MaxAllowedPacket = 0 // the server's: a row may hold a LONGBLOB
 	// A reader waits while its table's writer is blocked on ClickHouse; the
 	// server must not drop the half-sent result meanwhile.
-	c.Params = map[string]string{"time_zone": "'+00:00'", "net_write_timeout": "3600"}
+	c.Params["net_write_timeout"] = "3600"
 	db, err := openMySQLPool(cfg, c)
 	if err != nil {
 		return nil, err

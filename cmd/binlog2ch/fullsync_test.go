@@ -3,14 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/ClickHouse/clickhouse-go/v2"
-
-	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 )
 
 // TestFullSyncCommand runs `binlog2ch fullsync` on good and bad tables: the
@@ -19,24 +14,8 @@ import (
 // exit code is 1, and the summary lists every table. -recreate then
 // replaces the mismatched target.
 func TestFullSyncCommand(t *testing.T) {
-	srv := servertest.Need(t)
+	srv, db, my, ch := testDatabase(t, "b2c_cmdfs")
 	ctx := context.Background()
-	db := servertest.Name("b2c_cmdfs")
-	my, err := sql.Open("mysql", srv.MySQL.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer my.Close()
-	ch, err := clickhouse.Open(&clickhouse.Options{Addr: []string{srv.ClickHouse.Addr()}, Auth: clickhouse.Auth{Username: srv.ClickHouse.User, Password: srv.ClickHouse.Password}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	t.Cleanup(func() {
-		_, _ = my.Exec("DROP DATABASE IF EXISTS " + db)
-		_, _ = my.Exec("DROP USER IF EXISTS " + db + "_u")
-		_ = ch.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db)
-	})
 	for _, q := range []string{
 		"CREATE DATABASE " + db,
 		"CREATE TABLE " + db + ".good (id INT PRIMARY KEY, v VARCHAR(10))",

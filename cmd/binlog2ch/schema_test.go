@@ -30,6 +30,32 @@ func TestMain(m *testing.M) {
 	servertest.Main(m)
 }
 
+// testDatabase returns the test servers, connections to them and a
+// database name unique to the test. Afterwards the database is dropped on
+// both servers, with the user <db>_u if a test made one.
+func testDatabase(t *testing.T, prefix string) (*localserver.Servers, string, *sql.DB, clickhouse.Conn) {
+	t.Helper()
+	srv := servertest.Need(t)
+	db := servertest.Name(prefix)
+	my, err := sql.Open("mysql", srv.MySQL.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := clickhouse.Open(&clickhouse.Options{Addr: []string{srv.ClickHouse.Addr()}, Auth: clickhouse.Auth{Username: srv.ClickHouse.User, Password: srv.ClickHouse.Password}})
+	if err != nil {
+		my.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = my.Exec("DROP DATABASE IF EXISTS " + db)
+		_, _ = my.Exec("DROP USER IF EXISTS " + db + "_u")
+		_ = ch.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db)
+		my.Close()
+		ch.Close()
+	})
+	return srv, db, my, ch
+}
+
 // writeConfig writes a config for the test servers selecting db.*.
 func writeConfig(t *testing.T, srv *localserver.Servers, db, extra string) string {
 	t.Helper()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"net"
 	"os"
@@ -10,9 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
-
-	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 	"github.com/binlog2ch/binlog2ch/verify"
 )
 
@@ -22,23 +18,8 @@ import (
 // replicated, and a server that cannot be reached. The ClickHouse table is
 // written by hand here; the verify package tests replicate with the daemon.
 func TestVerifyCommand(t *testing.T) {
-	srv := servertest.Need(t)
+	srv, db, my, ch := testDatabase(t, "b2c_cmdverify")
 	ctx := context.Background()
-	db := servertest.Name("b2c_cmdverify")
-	my, err := sql.Open("mysql", srv.MySQL.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer my.Close()
-	ch, err := clickhouse.Open(&clickhouse.Options{Addr: []string{srv.ClickHouse.Addr()}, Auth: clickhouse.Auth{Username: srv.ClickHouse.User, Password: srv.ClickHouse.Password}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	t.Cleanup(func() {
-		_, _ = my.Exec("DROP DATABASE IF EXISTS " + db)
-		_ = ch.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db)
-	})
 	for _, q := range []string{
 		"CREATE DATABASE " + db,
 		"CREATE TABLE " + db + ".t (id INT NOT NULL PRIMARY KEY, v VARCHAR(10) NOT NULL)",
