@@ -95,6 +95,10 @@ func TestClusterTwoShards(t *testing.T) {
 	w.finish()
 	h.waitCaughtUp(run, time.Minute)
 	h.assertClusterWorkload(db)
+	engines := queryStrings(t, h.ch, fmt.Sprintf("SELECT concat(name, ' ', engine) FROM system.tables WHERE database = '%s'", db))
+	if want := "k1 ReplicatedReplacingMergeTree,k1_all Distributed,k2 ReplicatedReplacingMergeTree,k2_all Distributed"; strings.Join(engines, ",") != want {
+		t.Errorf("tables: %v, want %s", engines, want)
+	}
 
 	for _, table := range []string{"k1", "k2"} {
 		shardOf := map[string]int{}

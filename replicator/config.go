@@ -509,6 +509,18 @@ const ClusterInsertDistributed = "distributed"
 func (c *Config) validateCluster(d *decoder) {
 	ch := &c.ClickHouse
 	if ch.Cluster == "" {
+		// The cluster keys mean nothing without a cluster: say so rather
+		// than ignore them.
+		def := defaultConfig().ClickHouse
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"replicated_path", ch.ReplicatedPath != def.ReplicatedPath}, {"replica_name", ch.ReplicaName != def.ReplicaName},
+			{"distributed_table", ch.DistributedTable != def.DistributedTable}, {"cluster_insert", ch.ClusterInsert != def.ClusterInsert}} {
+			if k.set {
+				d.problem("clickhouse."+k.key, "needs clickhouse.cluster (it applies to a cluster only)")
+			}
+		}
 		return
 	}
 	if err := checkDatabaseName(ch.Cluster); err != nil {
