@@ -3,8 +3,8 @@ package replicator
 import (
 	"context"
 	"fmt"
-	"slices"
 	"log/slog"
+	"slices"
 
 	"github.com/binlog2ch/binlog2ch/schema"
 )
