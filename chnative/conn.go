@@ -84,6 +84,17 @@ type Options struct {
 	// server's secure native port (tcp_port_secure, usually 9440). An empty
 	// ServerName verifies each address against its own host.
 	TLS *tls.Config
+	// Settings go with every query. Only integer and boolean settings:
+	// at the revision this client speaks, settings travel in binary, typed
+	// by the server's definition, and those are varints.
+	Settings []Setting
+}
+
+// Setting is a query setting with an unsigned integer value (1/0 for
+// booleans), e.g. insert_distributed_sync=1.
+type Setting struct {
+	Name  string
+	Value uint64
 }
 
 // Server describes the server a Conn talks to.
@@ -374,7 +385,11 @@ func (c *Conn) writeQuery(query string) {
 			putUvarint(w, 0)
 		}
 	}
-	putString(w, "") // no settings: the empty name ends the list in every format
+	for _, st := range c.opts.Settings {
+		putString(w, st.Name)
+		putUvarint(w, st.Value)
+	}
+	putString(w, "") // the empty name ends the settings in every format
 	putUvarint(w, stageComplete)
 	putUvarint(w, 1) // compressed
 	putString(w, query+" VALUES")

@@ -19,10 +19,15 @@ fi
 
 # Optional, installed only where apt-get runs: promtool (Debian package
 # prometheus) lets `go test ./deploy` run alerts.yml's unit tests; without
-# it those tests skip.
+# it those tests skip. ZooKeeper (Debian package zookeeper, with a Java
+# runtime) runs the ClickHouse cluster tests; without it they fail and say
+# how to install it.
 optional=""
 if ! have promtool; then
 	optional="prometheus"
+fi
+if [ ! -f /usr/share/java/zookeeper.jar ]; then
+	optional="$optional zookeeper"
 fi
 can_apt=false
 if [ "$(id -u)" -eq 0 ] && [ -f /etc/debian_version ] && command -v apt-get >/dev/null 2>&1; then

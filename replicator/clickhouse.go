@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/binlog2ch/binlog2ch/schema"
 )
@@ -57,7 +58,7 @@ func (r *Replicator) ensureTable(ctx context.Context, log *slog.Logger, t *schem
 		}
 		stmts = stmts[:0]
 		if len(cols) == 0 {
-			stmts = append(stmts, "CREATE DATABASE IF NOT EXISTS "+schema.QuoteIdent(t.Database), t.CreateTableSQL())
+			stmts = append(stmts, "CREATE DATABASE IF NOT EXISTS "+schema.QuoteIdent(t.Database)+t.OnCluster(), t.CreateTableSQL())
 			return nil
 		}
 		have := map[string]string{}
@@ -66,7 +67,7 @@ func (r *Replicator) ensureTable(ctx context.Context, log *slog.Logger, t *schem
 		}
 		for _, name := range drop {
 			if _, ok := have[name]; ok {
-				stmts = append(stmts, "ALTER TABLE "+full+" DROP COLUMN "+schema.QuoteIdent(name))
+				stmts = append(stmts, "ALTER TABLE "+full+t.OnCluster()+" DROP COLUMN "+schema.QuoteIdent(name))
 			}
 		}
 		prev := ""
@@ -74,7 +75,7 @@ func (r *Replicator) ensureTable(ctx context.Context, log *slog.Logger, t *schem
 			typ, ok := have[c.Name]
 			switch {
 			case !ok:
-				s := "ALTER TABLE " + full + " ADD COLUMN " + schema.QuoteIdent(c.Name) + " " + c.Type.String()
+				s := "ALTER TABLE " + full + t.OnCluster() + " ADD COLUMN " + schema.QuoteIdent(c.Name) + " " + c.Type.String()
 				if d, ok := defaults[c.Name]; ok {
 					s += " DEFAULT " + d
 				}
@@ -84,7 +85,7 @@ func (r *Replicator) ensureTable(ctx context.Context, log *slog.Logger, t *schem
 				stmts = append(stmts, s)
 			case typ != c.Type.String():
 				log.Warn("ClickHouse column type differs from the mapping; changing it", "column", c.Name, "clickhouse", typ, "mapping", c.Type.String())
-				stmts = append(stmts, "ALTER TABLE "+full+" MODIFY COLUMN "+schema.QuoteIdent(c.Name)+" "+c.Type.String())
+				stmts = append(stmts, "ALTER TABLE "+full+t.OnCluster()+" MODIFY COLUMN "+schema.QuoteIdent(c.Name)+" "+c.Type.String())
 			}
 			prev = c.Name
 		}
@@ -99,7 +100,58 @@ func (r *Replicator) ensureTable(ctx context.Context, log *slog.Logger, t *schem
 			return fmt.Errorf("%s: %w", s, err)
 		}
 	}
+	if t.Options.Cluster != nil {
+		return r.ensureDistributed(ctx, log, t)
+	}
 	return nil
+}
+
+// ensureDistributed makes the Distributed table over t's local tables have
+// the local table's columns. 18.16 refuses ALTER ... ON CLUSTER on a
+// Distributed table over replicated shards (code 371, "isn't replicated"),
+// so a change recreates it: it holds no data (inserts into it are
+// synchronous), and only readers notice the moment it is missing.
+func (r *Replicator) ensureDistributed(ctx context.Context, log *slog.Logger, t *schema.Target) error {
+	var local, dist []chColumn
+	err := r.retry(ctx, log, stageSchema, "read ClickHouse schema", func(ctx context.Context) error {
+		var err error
+		if local, err = r.columns(ctx, t.Database, t.Name); err != nil {
+			return err
+		}
+		dist, err = r.columns(ctx, t.Database, t.ReadName())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if len(local) == 0 || slices.Equal(local, dist) {
+		return nil
+	}
+	defs := make([]string, len(local))
+	for i, c := range local {
+		defs[i] = schema.QuoteIdent(c.name) + " " + c.typ
+	}
+	var stmts []string
+	if len(dist) > 0 {
+		stmts = append(stmts, "DROP TABLE IF EXISTS "+schema.QuoteIdent(t.Database)+"."+schema.QuoteIdent(t.ReadName())+t.OnCluster())
+	}
+	stmts = append(stmts, t.CreateDistributedSQL(defs))
+	for _, s := range stmts {
+		log.Info("applying DDL", "statement", s)
+		if err := r.retry(ctx, log, stageDDL, "DDL", func(ctx context.Context) error { return r.ch.Exec(ctx, s) }); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return nil
+}
+
+// onCluster is " ON CLUSTER `name`" in cluster mode, for DDL without a
+// target at hand.
+func (r *Replicator) onCluster() string {
+	if c := r.cfg.SchemaOptions().Cluster; c != nil {
+		return " ON CLUSTER " + schema.QuoteIdent(c.Name)
+	}
+	return ""
 }
 
 // renameColumns renames ClickHouse columns after MySQL renamed them. It
@@ -123,7 +175,7 @@ func (r *Replicator) renameColumns(ctx context.Context, log *slog.Logger, t *sch
 			return fmt.Errorf("MySQL renamed column %s to %s, and ClickHouse %s cannot rename a column (RENAME COLUMN needs 20.4); renaming by drop and add would lose its data. Rename it by hand (add %s, copy %s into it, drop %s) and restart binlog2ch",
 				from, to, r.caps.Version, to, from, from)
 		}
-		s := "ALTER TABLE " + full + " RENAME COLUMN " + schema.QuoteIdent(from) + " TO " + schema.QuoteIdent(to)
+		s := "ALTER TABLE " + full + t.OnCluster() + " RENAME COLUMN " + schema.QuoteIdent(from) + " TO " + schema.QuoteIdent(to)
 		log.Info("applying DDL", "statement", s)
 		if err := r.retry(ctx, log, stageDDL, "DDL", func(ctx context.Context) error { return r.ch.Exec(ctx, s) }); err != nil {
 			return err

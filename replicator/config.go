@@ -118,6 +118,21 @@ type ClickHouseConfig struct {
 	// TLS is for the secure native port (tcp_port_secure, usually 9440),
 	// which addr must then name.
 	TLS TLSConfig `yaml:"tls"`
+	// Cluster names a cluster of the servers' remote_servers: DDL runs ON
+	// CLUSTER, tables are Replicated*MergeTree with a Distributed table over
+	// them. Empty: a single server.
+	Cluster string `yaml:"cluster"`
+	// ReplicatedPath and ReplicaName are the replicated engine's ZooKeeper
+	// path and replica name (server macros allowed).
+	ReplicatedPath string `yaml:"replicated_path"`
+	ReplicaName    string `yaml:"replica_name"`
+	// DistributedTable names the Distributed table, {table} standing for
+	// the local table's name.
+	DistributedTable string `yaml:"distributed_table"`
+	// ClusterInsert is how rows reach the shards: "distributed" (through
+	// the Distributed table, synchronously). Client-side routing to the
+	// shards' local tables ("shards") is not built yet.
+	ClusterInsert string `yaml:"cluster_insert"`
 }
 
 // TablesConfig selects the replicated tables with db.table glob patterns.
@@ -165,7 +180,9 @@ func redactedUnlessEmpty(s Secret) string {
 // defaultConfig is the configuration before the file is applied.
 func defaultConfig() Config {
 	return Config{
-		ClickHouse: ClickHouseConfig{User: "default", DatabaseMap: map[string]string{}},
+		ClickHouse: ClickHouseConfig{User: "default", DatabaseMap: map[string]string{},
+			ReplicatedPath: schema.DefaultZooKeeperPath, ReplicaName: schema.DefaultReplica,
+			DistributedTable: schema.DefaultDistributedTable, ClusterInsert: ClusterInsertDistributed},
 		Metrics:    MetricsConfig{Listen: "127.0.0.1:9188", ReadyMaxLag: time.Minute},
 		Batch:      BatchConfig{MaxRows: 100000, MaxBytes: 64 << 20, FlushInterval: time.Second, MaxInFlight: 2},
 		Checkpoint: CheckpointConfig{Interval: time.Second},
@@ -281,6 +298,8 @@ func (c *Config) validate(d *decoder, dir string) {
 		}
 	}
 
+	c.validateCluster(d)
+
 	if len(c.Tables.Include) == 0 {
 		d.problem("tables.include", `required: at least one db.table pattern, e.g. "shop.*"`)
 	}
@@ -318,6 +337,10 @@ func (c *Config) validate(d *decoder, dir string) {
 		}
 	}
 	c.Schema.validate(d)
+	if c.ClickHouse.Cluster != "" {
+		c.Schema.options.Cluster = &schema.Cluster{Name: c.ClickHouse.Cluster, ZooKeeperPath: c.ClickHouse.ReplicatedPath,
+			Replica: c.ClickHouse.ReplicaName, Distributed: c.ClickHouse.DistributedTable}
+	}
 	if c.Batch.MaxRows < 1 {
 		d.problem("batch.max_rows", "must be >= 1")
 	}
@@ -475,5 +498,52 @@ func (d *decoder) pattern(key, p string) {
 	}
 	if _, err := path.Match(table, ""); err != nil {
 		d.problem(key, fmt.Sprintf("bad glob %q: %v", table, err))
+	}
+}
+
+// ClusterInsertDistributed is the one way of inserting into a cluster built
+// so far: through the Distributed table, synchronously.
+const ClusterInsertDistributed = "distributed"
+
+// validateCluster checks the clickhouse.cluster keys.
+func (c *Config) validateCluster(d *decoder) {
+	ch := &c.ClickHouse
+	if ch.Cluster == "" {
+		// The cluster keys mean nothing without a cluster: say so rather
+		// than ignore them.
+		def := defaultConfig().ClickHouse
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"replicated_path", ch.ReplicatedPath != def.ReplicatedPath}, {"replica_name", ch.ReplicaName != def.ReplicaName},
+			{"distributed_table", ch.DistributedTable != def.DistributedTable}, {"cluster_insert", ch.ClusterInsert != def.ClusterInsert}} {
+			if k.set {
+				d.problem("clickhouse."+k.key, "needs clickhouse.cluster (it applies to a cluster only)")
+			}
+		}
+		return
+	}
+	if err := checkDatabaseName(ch.Cluster); err != nil {
+		d.problem("clickhouse.cluster", "cluster name "+err.Error())
+	}
+	// Every table needs its own ZooKeeper path, or the second table created
+	// would join the first one's replicas.
+	if !strings.Contains(ch.ReplicatedPath, "{table}") {
+		d.problem("clickhouse.replicated_path", fmt.Sprintf("must contain {table} (each table needs its own ZooKeeper path), got %q", ch.ReplicatedPath))
+	}
+	if ch.ReplicaName == "" {
+		d.problem("clickhouse.replica_name", "must not be empty (default {replica}, a server macro)")
+	}
+	if !strings.Contains(ch.DistributedTable, "{table}") || ch.DistributedTable == "{table}" {
+		d.problem("clickhouse.distributed_table", fmt.Sprintf("must contain {table} and differ from it, e.g. {table}_all; got %q", ch.DistributedTable))
+	} else if err := checkDatabaseName(strings.ReplaceAll(ch.DistributedTable, "{table}", "t")); err != nil {
+		d.problem("clickhouse.distributed_table", "table name "+err.Error())
+	}
+	switch ch.ClusterInsert {
+	case ClusterInsertDistributed:
+	case "shards":
+		d.problem("clickhouse.cluster_insert", "shards (client-side routing to the shards' local tables) is not built yet; use distributed")
+	default:
+		d.problem("clickhouse.cluster_insert", fmt.Sprintf("want distributed, got %q", ch.ClusterInsert))
 	}
 }

@@ -158,6 +158,11 @@ func TestBadConfigs(t *testing.T) {
 		{"fullsync unknown key", "metrics:", "fullsync: {chunk: 5}\nmetrics:", "config: fullsync.chunk: unknown key (known here: chunk_rows, workers)"},
 		{"bad ready lag", `listen: "127.0.0.1:9188"`, "listen: \"127.0.0.1:9188\"\n  ready_max_lag: 10ms", "config: metrics.ready_max_lag: must be >= 1s"},
 		{"port zero elsewhere", `addr: "127.0.0.1:3306"`, `addr: "127.0.0.1:0"`, `config: mysql.addr: port must be a number from 1 to 65535, got "0"`},
+		{"cluster path without table", "  database_map:", "  cluster: c1\n  replicated_path: /ch/{shard}\n  database_map:", `config: clickhouse.replicated_path: must contain {table} (each table needs its own ZooKeeper path), got "/ch/{shard}" (binlog2ch.yaml:12)`},
+		{"cluster distributed name", "  database_map:", "  cluster: c1\n  distributed_table: dist\n  database_map:", `config: clickhouse.distributed_table: must contain {table} and differ from it`},
+		{"cluster insert shards", "  database_map:", "  cluster: c1\n  cluster_insert: shards\n  database_map:", "config: clickhouse.cluster_insert: shards (client-side routing to the shards' local tables) is not built yet; use distributed (binlog2ch.yaml:12)"},
+		{"cluster bad name", "  database_map:", "  cluster: a.b\n  database_map:", "config: clickhouse.cluster: cluster name must not contain"},
+		{"cluster keys without cluster", "  database_map:", "  distributed_table: x_{table}\n  database_map:", "config: clickhouse.distributed_table: needs clickhouse.cluster"},
 		{"override unknown key", "  exclude:", "  overrides: {shop.t: {engin: x}}\n  exclude:", "config: tables.overrides.shop.t.engin: unknown key"},
 	}
 	for _, c := range cases {
@@ -256,5 +261,20 @@ func TestMetricsListenPortZero(t *testing.T) {
 	}
 	if cfg.Metrics.Listen != "127.0.0.1:0" || cfg.Metrics.ReadyMaxLag != time.Minute {
 		t.Fatalf("metrics config %+v", cfg.Metrics)
+	}
+}
+
+func TestClusterConfig(t *testing.T) {
+	conf := strings.Replace(validConfig, "  database_map:", "  cluster: c1\n  database_map:", 1)
+	cfg, err := ParseConfig([]byte(conf), "binlog2ch.yaml", env(map[string]string{"MYSQL_PASSWORD": "x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.SchemaOptions().Cluster
+	if c == nil || c.Name != "c1" || c.ZooKeeperPath != "/clickhouse/tables/{shard}/{database}/{table}" || c.Replica != "{replica}" || c.Distributed != "{table}_all" {
+		t.Fatalf("cluster options: %+v", c)
+	}
+	if cfg, err = ParseConfig([]byte(validConfig), "binlog2ch.yaml", env(map[string]string{"MYSQL_PASSWORD": "x"})); err != nil || cfg.SchemaOptions().Cluster != nil {
+		t.Fatalf("no cluster configured: %v %+v", err, cfg.SchemaOptions().Cluster)
 	}
 }

@@ -68,12 +68,19 @@ func mysqlError(cfg *Config, err error) error {
 // with LZ4 and checks they answer. The driver's own logging stays off: its
 // failures reach binlog2ch's logs as errors, once per retry.
 func OpenClickHouse(ctx context.Context, cfg *Config) (driver.Conn, error) {
+	var settings clickhouse.Settings
+	if cfg.ClickHouse.Cluster != "" {
+		// Inserts that fall back to clickhouse-go go into the Distributed
+		// table too, synchronously like the native ones (see newInserters).
+		settings = clickhouse.Settings{"insert_distributed_sync": 1}
+	}
 	conn, err := clickhouse.Open(&clickhouse.Options{
 		Addr:        cfg.ClickHouse.Addr,
 		Auth:        clickhouse.Auth{Username: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password.Reveal()},
 		Compression: &clickhouse.Compression{Method: clickhouse.CompressionLZ4},
 		DialTimeout: 10 * time.Second,
 		TLS:         cfg.ClickHouseTLS(),
+		Settings:    settings,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ClickHouse %v: %w", cfg.ClickHouse.Addr, err)

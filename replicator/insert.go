@@ -36,8 +36,16 @@ type idleConn struct {
 }
 
 func newInserters(cfg *Config) *inserters {
-	return &inserters{opts: chnative.Options{Addr: cfg.ClickHouse.Addr, User: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password.Reveal(),
-		TLS: cfg.ClickHouseTLS()}}
+	opts := chnative.Options{Addr: cfg.ClickHouse.Addr, User: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password.Reveal(),
+		TLS: cfg.ClickHouseTLS()}
+	if cfg.ClickHouse.Cluster != "" {
+		// In a cluster, blocks go into the Distributed table. Synchronously:
+		// the insert returns once every shard has stored its rows, so the
+		// checkpoint never passes rows still queued on the server we talk
+		// to (the asynchronous default), which its loss would lose.
+		opts.Settings = []chnative.Setting{{Name: "insert_distributed_sync", Value: 1}}
+	}
+	return &inserters{opts: opts}
 }
 
 func (p *inserters) get(ctx context.Context) (*chnative.Conn, error) {

@@ -483,10 +483,15 @@ func (c *copier) prepare(ctx context.Context, t *tableCopy) (complete bool, err 
 	}
 
 	if drop {
-		stmt := "DROP TABLE IF EXISTS " + schema.QuoteIdent(target.Database) + "." + schema.QuoteIdent(target.Name)
-		t.log.Info("-recreate: dropping the target", "statement", stmt)
-		if err := r.retry(ctx, t.log, stageDDL, "DDL", func(ctx context.Context) error { return r.ch.Exec(ctx, stmt) }); err != nil {
-			return false, fmt.Errorf("%s: %w", stmt, err)
+		stmts := []string{"DROP TABLE IF EXISTS " + schema.QuoteIdent(target.Database) + "." + schema.QuoteIdent(target.Name) + target.OnCluster()}
+		if target.ReadName() != target.Name {
+			stmts = append([]string{"DROP TABLE IF EXISTS " + schema.QuoteIdent(target.Database) + "." + schema.QuoteIdent(target.ReadName()) + target.OnCluster()}, stmts...)
+		}
+		for _, stmt := range stmts {
+			t.log.Info("-recreate: dropping the target", "statement", stmt)
+			if err := r.retry(ctx, t.log, stageDDL, "DDL", func(ctx context.Context) error { return r.ch.Exec(ctx, stmt) }); err != nil {
+				return false, fmt.Errorf("%s: %w", stmt, err)
+			}
 		}
 		c.stateMu.Lock()
 		prog.Recreated = true

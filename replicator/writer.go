@@ -565,7 +565,7 @@ func (w *writer) changeSchema(ctx context.Context, source *schema.Table) error {
 	return nil
 }
 
-func (w *writer) applyDDL(ctx context.Context, m message) error {
+func (w *writer) applyDDL(ctx context.Context, m message) (err error) {
 	db := w.r.cfg.ClickHouseDatabase(w.name.Database)
 	name := w.name.Table
 	if w.target != nil {
@@ -574,12 +574,19 @@ func (w *writer) applyDDL(ctx context.Context, m message) error {
 		name = o.Name
 	}
 	full := schema.QuoteIdent(db) + "." + schema.QuoteIdent(name)
-	var stmt string
+	var stmts []string
+	on := w.r.onCluster()
+	// In a cluster the Distributed table goes with the local one; it names
+	// the local table, so a rename recreates it under the new name.
+	dist := w.r.cfg.SchemaOptions().DistributedName(name)
 	switch m.ddl {
 	case ddlTruncate:
-		stmt = "TRUNCATE TABLE IF EXISTS " + full
+		stmts = append(stmts, "TRUNCATE TABLE IF EXISTS "+full+on)
 	case ddlDrop:
-		stmt = "DROP TABLE IF EXISTS " + full
+		if dist != "" {
+			stmts = append(stmts, "DROP TABLE IF EXISTS "+schema.QuoteIdent(db)+"."+schema.QuoteIdent(dist)+on)
+		}
+		stmts = append(stmts, "DROP TABLE IF EXISTS "+full+on)
 		defer w.r.m.forget(w.name)
 	case ddlRenameTable:
 		newName := m.newName
@@ -590,8 +597,20 @@ func (w *writer) applyDDL(ctx context.Context, m message) error {
 		if err != nil {
 			return err
 		}
+		if dist != "" {
+			stmts = append(stmts, "DROP TABLE IF EXISTS "+schema.QuoteIdent(db)+"."+schema.QuoteIdent(dist)+on)
+		}
 		if exists { // on a replay the rename may already be done
-			stmt = "RENAME TABLE " + full + " TO " + schema.QuoteIdent(db) + "." + schema.QuoteIdent(newName)
+			stmts = append(stmts, "RENAME TABLE "+full+" TO "+schema.QuoteIdent(db)+"."+schema.QuoteIdent(newName)+on)
+		}
+		if dist != "" && w.target != nil {
+			renamed := *w.target
+			renamed.Name = newName
+			defer func() {
+				if err == nil {
+					err = w.r.ensureDistributed(ctx, w.log, &renamed)
+				}
+			}()
 		}
 		w.r.m.forget(w.name)
 		w.name.Table = m.newName
@@ -620,11 +639,13 @@ func (w *writer) applyDDL(ctx context.Context, m message) error {
 		w.source, w.target = nil, nil
 		return w.changeSchema(ctx, &src)
 	}
-	if stmt == "" {
-		return nil
+	for _, stmt := range stmts {
+		w.log.Info("applying DDL", "statement", stmt, "binlog", m.at.String())
+		if err := w.r.retry(ctx, w.log, stageDDL, "DDL", func(ctx context.Context) error { return w.r.ch.Exec(ctx, stmt) }); err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
+		}
 	}
-	w.log.Info("applying DDL", "statement", stmt, "binlog", m.at.String())
-	return w.r.retry(ctx, w.log, stageDDL, "DDL", func(ctx context.Context) error { return w.r.ch.Exec(ctx, stmt) })
+	return nil
 }
 
 // permanentError marks an error retrying cannot fix.

@@ -33,6 +33,8 @@ type Options struct {
 	// minimum, e.g. 1970-01-01 for Date), or "null" (NULL in Nullable
 	// columns, clamp in the others). Every fix-up is counted.
 	InvalidDates string
+	// Cluster, when set, puts the tables in a ClickHouse cluster.
+	Cluster *Cluster
 }
 
 // Option values.
@@ -277,6 +279,9 @@ func Map(t *Table, db string, caps Capabilities, opts Options, to TableOptions) 
 	if to.Engine != "" {
 		target.Engine = to.Engine
 	}
+	if opts.Cluster != nil {
+		target.Engine = opts.Cluster.replicated(target.Engine)
+	}
 	if len(to.OrderBy) > 0 {
 		for _, name := range to.OrderBy {
 			if !target.hasColumn(name) {
@@ -425,6 +430,7 @@ func (t *Target) CreateTableSQL() string {
 	b.WriteString(QuoteIdent(t.Database))
 	b.WriteByte('.')
 	b.WriteString(QuoteIdent(t.Name))
+	b.WriteString(t.OnCluster())
 	b.WriteString("\n(\n")
 	for i, c := range t.Columns {
 		b.WriteString("    ")
@@ -465,7 +471,10 @@ func (t *Target) InsertSQL() string {
 	b.WriteString("INSERT INTO ")
 	b.WriteString(QuoteIdent(t.Database))
 	b.WriteByte('.')
-	b.WriteString(QuoteIdent(t.Name))
+	// In a cluster, through the Distributed table, which routes each row
+	// to its shard by the sharding key (inserts are synchronous, see
+	// replicator's inserters).
+	b.WriteString(QuoteIdent(t.ReadName()))
 	b.WriteString(" (")
 	for i, c := range t.Columns {
 		if i > 0 {

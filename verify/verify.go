@@ -237,7 +237,7 @@ func (v *verifier) plan(ctx context.Context, n replicator.TableName, tr *TableRe
 	}
 	p := &plan{src: src, target: target,
 		myFrom: quoteMySQL(n.Database) + "." + quoteMySQL(n.Table),
-		chFrom: schema.QuoteIdent(target.Database) + "." + schema.QuoteIdent(target.Name)}
+		chFrom: schema.QuoteIdent(target.Database) + "." + schema.QuoteIdent(target.ReadName())}
 	if target.Mode == schema.ModeChangelog {
 		return p, nil
 	}

@@ -77,9 +77,17 @@ func schemaCmd(ctx context.Context, e *env, args []string) int {
 		}
 		if !created[target.Database] {
 			created[target.Database] = true
-			fmt.Fprintf(e.stdout, "\nCREATE DATABASE IF NOT EXISTS %s;\n", schema.QuoteIdent(target.Database))
+			fmt.Fprintf(e.stdout, "\nCREATE DATABASE IF NOT EXISTS %s%s;\n", schema.QuoteIdent(target.Database), target.OnCluster())
 		}
 		fmt.Fprintf(e.stdout, "\n-- from MySQL %s\n%s;\n", n, target.CreateTableSQL())
+		if target.ReadName() != target.Name {
+			// In a cluster, the Distributed table to read through.
+			defs := make([]string, len(target.Columns))
+			for i, c := range target.Columns {
+				defs[i] = schema.QuoteIdent(c.Name) + " " + c.Type.String()
+			}
+			fmt.Fprintf(e.stdout, "\n%s;\n", target.CreateDistributedSQL(defs))
+		}
 	}
 	if failed > 0 {
 		fmt.Fprintf(e.stderr, "binlog2ch schema: %d of %d tables failed\n", failed, len(names))

@@ -23,7 +23,7 @@ func StartClickHouse(ctx context.Context) (*Server, error) {
 		return nil, fmt.Errorf("ClickHouse: %w", err)
 	}
 	return startWithRetry(ctx, func(ctx context.Context) (*Server, error, bool) {
-		return startClickHouseOnce(ctx, bin, nil)
+		return startClickHouseOnce(ctx, bin, chOptions{})
 	})
 }
 
@@ -63,16 +63,27 @@ const clickHouseUsers = `<yandex>
 </yandex>
 `
 
-// startClickHouseOnce starts a server; with pki, one with a secure port too.
-func startClickHouseOnce(ctx context.Context, bin string, pki *PKI) (*Server, error, bool) {
+// chOptions are what differs between the private ClickHouse servers.
+type chOptions struct {
+	pki   *PKI   // a secure port too, serving pki's certificate
+	tcp   int    // the native port, chosen beforehand (a cluster member); 0: a free one
+	extra string // more configuration elements (cluster membership)
+	name  string // for errors; default "ClickHouse"
+}
+
+// startClickHouseOnce starts a server as o says.
+func startClickHouseOnce(ctx context.Context, bin string, o chOptions) (*Server, error, bool) {
+	pki := o.pki
 	dir, err := os.MkdirTemp("", "binlog2ch-clickhouse-")
 	if err != nil {
 		return nil, fmt.Errorf("ClickHouse: temp dir: %w", err), false
 	}
-	tcp, err := freePort()
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err, false
+	tcp := o.tcp
+	if tcp == 0 {
+		if tcp, err = freePort(); err != nil {
+			os.RemoveAll(dir)
+			return nil, err, false
+		}
 	}
 	httpPort, err := freePort()
 	if err != nil {
@@ -96,7 +107,10 @@ func startClickHouseOnce(ctx context.Context, bin string, pki *PKI) (*Server, er
 		name:       "ClickHouse",
 		logPath:    filepath.Join(dir, "clickhouse-server.out"),
 	}
-	cfg := strings.NewReplacer("{{dir}}", dir, "{{tcp}}", strconv.Itoa(tcp), "{{http}}", strconv.Itoa(httpPort), "{{tls}}", tlsConf).Replace(clickHouseConfig)
+	if o.name != "" {
+		s.name = o.name
+	}
+	cfg := strings.NewReplacer("{{dir}}", dir, "{{tcp}}", strconv.Itoa(tcp), "{{http}}", strconv.Itoa(httpPort), "{{tls}}", tlsConf+o.extra).Replace(clickHouseConfig)
 	cfgPath := filepath.Join(dir, "config.xml")
 	err = os.WriteFile(cfgPath, []byte(cfg), 0o600)
 	if err == nil {

@@ -117,7 +117,7 @@ func StartClickHouseTLS(ctx context.Context, p *PKI) (*Server, error) {
 		return nil, fmt.Errorf("ClickHouse: %w", err)
 	}
 	return startWithRetry(ctx, func(ctx context.Context) (*Server, error, bool) {
-		return startClickHouseOnce(ctx, bin, p)
+		return startClickHouseOnce(ctx, bin, chOptions{pki: p})
 	})
 }
 

@@ -1,0 +1,170 @@
+package replicator
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/binlog2ch/binlog2ch/deploy/localserver"
+	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+)
+
+// newClusterHarness starts a private ClickHouse cluster of shards x
+// replicas (and its ZooKeeper) and a harness replicating the shared MariaDB
+// into it, with clickhouse.cluster set. The daemon and the harness talk to
+// the first server.
+func newClusterHarness(t *testing.T, shards, replicas int) (*harness, *localserver.Cluster) {
+	t.Helper()
+	srv := servertest.Need(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := localserver.StartCluster(ctx, shards, replicas)
+	if err != nil {
+		t.Fatalf("ClickHouse cluster did not start: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	first := c.Shards[0][0]
+	conn := fmt.Sprintf(`mysql: {addr: %q, user: %q, password: %q, server_id: 4242}
+clickhouse: {addr: [%q], user: %q, cluster: %s}
+`, srv.MySQL.Addr(), srv.MySQL.User, srv.MySQL.Password, first.Addr(), first.User, c.Name)
+	return newHarnessOn(t, &localserver.Servers{MySQL: srv.MySQL, ClickHouse: first}, conn, 1, ""), c
+}
+
+func openCH(t *testing.T, s *localserver.Server) driver.Conn {
+	t.Helper()
+	c, err := clickhouse.Open(&clickhouse.Options{Addr: []string{s.Addr()}, Auth: clickhouse.Auth{Username: s.User, Password: s.Password}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// queryStrings runs q and returns its single String column, sorted.
+func queryStrings(t *testing.T, c driver.Conn, q string) []string {
+	t.Helper()
+	rows, err := c.Query(context.Background(), q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// assertClusterWorkload checks the workload's tables through the
+// Distributed tables: verify, and a row-by-row comparison of k1.
+func (h *harness) assertClusterWorkload(db string) {
+	h.t.Helper()
+	h.verifyEqual("k1", "k2")
+	want := h.mysqlRows(db, "k1", []string{"id", "added", "v", "s"})
+	got := queryStrings(h.t.(*testing.T), h.ch, fmt.Sprintf(
+		"SELECT arrayStringConcat([toString(id), toString(added), toString(v), ifNull(toString(s), 'NULL')], '|') FROM `%s`.k1_all FINAL WHERE _is_deleted = 0", db))
+	if strings.Join(want, "\n") != strings.Join(got, "\n") {
+		h.t.Errorf("%s.k1_all differs: MySQL %d rows, ClickHouse %d", db, len(want), len(got))
+	}
+	if h.chTableExists(db, "k3") || h.chTableExists(db, "k3_all") {
+		h.t.Errorf("%s.k3 still exists in ClickHouse after DROP TABLE", db)
+	}
+}
+
+// TestClusterTwoShards replicates the mixed workload (inserts, updates, key
+// changes, deletes, ADD/MODIFY COLUMN, CREATE and DROP TABLE) into two
+// shards: verify passes through the Distributed tables, both shards hold
+// rows, and every version of a row is on one shard.
+func TestClusterTwoShards(t *testing.T) {
+	h, c := newClusterHarness(t, 2, 1)
+	db := h.dbs[0]
+	run := h.start()
+	w := h.startWorkload(db, 11, time.Millisecond)
+	w.waitIters(260, 90*time.Second)
+	w.finish()
+	h.waitCaughtUp(run, time.Minute)
+	h.assertClusterWorkload(db)
+	engines := queryStrings(t, h.ch, fmt.Sprintf("SELECT concat(name, ' ', engine) FROM system.tables WHERE database = '%s'", db))
+	if want := "k1 ReplicatedReplacingMergeTree,k1_all Distributed,k2 ReplicatedReplacingMergeTree,k2_all Distributed"; strings.Join(engines, ",") != want {
+		t.Errorf("tables: %v, want %s", engines, want)
+	}
+
+	for _, table := range []string{"k1", "k2"} {
+		shardOf := map[string]int{}
+		for i, sh := range c.Shards {
+			ids := queryStrings(t, openCH(t, sh[0]), fmt.Sprintf("SELECT DISTINCT toString(id) FROM `%s`.`%s`", db, table))
+			if len(ids) == 0 {
+				t.Errorf("%s: shard %d holds no rows: nothing was sharded", table, i+1)
+			}
+			for _, id := range ids {
+				if prev, ok := shardOf[id]; ok {
+					t.Errorf("%s: versions of id %s are on shards %d and %d", table, id, prev+1, i+1)
+				}
+				shardOf[id] = i
+			}
+		}
+		t.Logf("%s: %d keys over %d shards", table, len(shardOf), len(c.Shards))
+	}
+	if err := run.stop(t); err != nil {
+		t.Errorf("clean stop: %v", err)
+	}
+}
+
+// TestClusterReplicaDown replicates the workload into one shard of two
+// replicas, kills the second replica mid-stream (after the workload's DDL:
+// ON CLUSTER DDL waits for every host) and starts it again: replication
+// goes on through the other replica, and the restarted one catches up with
+// every row.
+func TestClusterReplicaDown(t *testing.T) {
+	h, c := newClusterHarness(t, 1, 2)
+	db := h.dbs[0]
+	run := h.start()
+	w := h.startWorkload(db, 12, time.Millisecond)
+	w.waitIters(260, 90*time.Second)
+	second := c.Shards[0][1]
+	if err := second.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	down := w.iters.Load()
+	w.waitIters(down+150, 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := second.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.waitIters(w.iters.Load()+50, 60*time.Second)
+	w.finish()
+	h.waitCaughtUp(run, time.Minute)
+	h.assertClusterWorkload(db)
+
+	// The restarted replica fetches what it missed from ZooKeeper's log.
+	want := h.mysqlRows(db, "k2", []string{"id"})
+	sc := openCH(t, second)
+	q := fmt.Sprintf("SELECT toString(id) FROM `%s`.k2 FINAL WHERE _is_deleted = 0", db)
+	var got []string
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if got = queryStrings(t, sc, q); strings.Join(got, ",") == strings.Join(want, ",") {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("restarted replica: %d rows of k2, MySQL %d", len(got), len(want))
+	}
+	t.Logf("replica down for %d transactions; %d rows of k2 on the restarted replica", w.iters.Load()-down, len(got))
+	if err := run.stop(t); err != nil {
+		t.Errorf("clean stop: %v", err)
+	}
+}

@@ -1,0 +1,73 @@
+package schema
+
+import (
+	"strings"
+	"testing"
+)
+
+func clusterOptions() Options {
+	o := DefaultOptions()
+	o.Cluster = &Cluster{Name: "c1", ZooKeeperPath: DefaultZooKeeperPath, Replica: DefaultReplica, Distributed: DefaultDistributedTable}
+	return o
+}
+
+func TestClusterMapping(t *testing.T) {
+	tb := &Table{Database: "shop", Name: "orders", Columns: []Column{col(t, "tenant", "int(11)", false), col(t, "id", "bigint(20)", false), col(t, "note", "varchar(10)", true)},
+		PrimaryKey: []int{0, 1}}
+	target, err := Map(tb, "shop", ClickHouse18, clusterOptions(), TableOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"CREATE TABLE IF NOT EXISTS `shop`.`orders` ON CLUSTER `c1`\n(",
+		"ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', `_version`)",
+	} {
+		if got := target.CreateTableSQL(); !strings.Contains(got, want) {
+			t.Errorf("CreateTableSQL:\n%s\nwant it to contain %s", got, want)
+		}
+	}
+	if got, want := target.ShardingKey(), "cityHash64(`tenant`, `id`)"; got != want {
+		t.Errorf("ShardingKey = %s, want %s", got, want)
+	}
+	if got, want := target.CreateDistributedSQL([]string{"`tenant` Int32"}),
+		"CREATE TABLE IF NOT EXISTS `shop`.`orders_all` ON CLUSTER `c1`\n(\n    `tenant` Int32\n)\nENGINE = Distributed(`c1`, `shop`, `orders`, cityHash64(`tenant`, `id`))"; got != want {
+		t.Errorf("CreateDistributedSQL:\n%s\nwant\n%s", got, want)
+	}
+	if got := target.InsertSQL(); !strings.HasPrefix(got, "INSERT INTO `shop`.`orders_all` (") {
+		t.Errorf("InsertSQL = %s, want the Distributed table", got)
+	}
+
+	// Without a key (changelog mode) rows have no versions to co-locate.
+	tb.PrimaryKey = nil
+	target, err = Map(tb, "shop", ClickHouse18, clusterOptions(), TableOptions{Mode: ModeChangelog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if target.ShardingKey() != "rand()" || !strings.Contains(target.Engine, "ReplicatedMergeTree('/clickhouse") {
+		t.Errorf("changelog: sharding %s, engine %s", target.ShardingKey(), target.Engine)
+	}
+
+	// Outside a cluster nothing changes.
+	tb.PrimaryKey = []int{1}
+	target, err = Map(tb, "shop", ClickHouse18, DefaultOptions(), TableOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if target.OnCluster() != "" || target.ReadName() != "orders" || strings.Contains(target.CreateTableSQL(), "Replicated") {
+		t.Errorf("single server: %s", target.CreateTableSQL())
+	}
+}
+
+func TestReplicatedEngine(t *testing.T) {
+	c := &Cluster{ZooKeeperPath: "/p/{table}", Replica: "{replica}"}
+	for in, want := range map[string]string{
+		"MergeTree": "ReplicatedMergeTree('/p/{table}', '{replica}')",
+		"ReplacingMergeTree(`_version`, `_is_deleted`)": "ReplicatedReplacingMergeTree('/p/{table}', '{replica}', `_version`, `_is_deleted`)",
+		"ReplicatedReplacingMergeTree('/x', 'y', v)":    "ReplicatedReplacingMergeTree('/x', 'y', v)",
+		"Log": "Log",
+	} {
+		if got := c.replicated(in); got != want {
+			t.Errorf("replicated(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
