@@ -132,6 +132,10 @@ func TestClusterReplicaDown(t *testing.T) {
 	run := h.start()
 	w := h.startWorkload(db, 12, time.Millisecond)
 	w.waitIters(260, 90*time.Second)
+	// Every DDL of the workload applied on both replicas first: a replica
+	// killed while an ALTER ON CLUSTER was pending failed to start again
+	// here (18.16, in StorageReplicatedMergeTree's constructor).
+	h.waitCaughtUp(run, 2*time.Minute)
 	second := c.Shards[0][1]
 	if err := second.Kill(); err != nil {
 		t.Fatal(err)
