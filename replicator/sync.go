@@ -603,7 +603,10 @@ func (s *syncState) checkpoint(final bool) error {
 	if cp == s.saved {
 		return nil
 	}
-	if err := SaveCheckpoint(s.r.cfg.StateDir, Checkpoint{Position: cp, Server: s.r.server, SavedAt: time.Now().UTC()}); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	err := s.r.checkpoints().save(ctx, Checkpoint{Position: cp, Server: s.r.server, SavedAt: time.Now().UTC()})
+	cancel()
+	if err != nil {
 		s.r.m.errors.WithLabelValues(stageCheckpoint).Inc()
 		return err
 	}
