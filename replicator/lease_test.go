@@ -55,13 +55,10 @@ func logHas(path, s string) bool {
 // cleanly (its session is closed, the node deleted).
 func TestLeaseFailover(t *testing.T) {
 	const session = 3 * time.Second
-	name := ""
-	h, c := newClusterHarnessWith(t, 1, 2, func(c *localserver.Cluster) string {
-		name = fmt.Sprintf("lease_test_%d", time.Now().UnixNano())
-		return fmt.Sprintf("state: {store: clickhouse, name: %s, lease: zookeeper, zookeeper: [%q], session_timeout: %s}\n",
-			name, c.ZooKeeper.Addr(), session)
+	h, _ := newClusterHarnessWith(t, 1, 2, func(c *localserver.Cluster) string {
+		return fmt.Sprintf("state: {store: clickhouse, name: failover_%d, lease: zookeeper, zookeeper: [%q], session_timeout: %s}\n",
+			time.Now().UnixNano(), c.ZooKeeper.Addr(), session)
 	})
-	_ = c
 	db := h.dbs[0]
 	// The harness recorded the start position in state_dir: make it the
 	// shared checkpoint (fence 0, below any lease's).
@@ -137,4 +134,38 @@ func TestLeaseFailover(t *testing.T) {
 	waitLog(t, logC, "position="+final.Position.String(), 10*time.Second)
 	h.waitCaughtUpProcess(c3, logC, 30*time.Second)
 	h.assertClusterWorkload(db)
+}
+
+// TestLeaseLostStopsDaemon cuts the holder off from ZooKeeper (the server
+// is killed): the daemon must stop replicating before the session could
+// have expired on ZooKeeper's side, exit with an error that says why, and
+// save no checkpoint after that.
+func TestLeaseLostStopsDaemon(t *testing.T) {
+	const session = 3 * time.Second
+	h, c := newClusterHarnessWith(t, 1, 1, func(c *localserver.Cluster) string {
+		return fmt.Sprintf("state: {store: clickhouse, name: lost_%d, lease: zookeeper, zookeeper: [%q], session_timeout: %s}\n",
+			time.Now().UnixNano(), c.ZooKeeper.Addr(), session)
+	})
+	logA := filepath.Join(t.TempDir(), "a.log")
+	a := h.startDaemonOn(h.path, logA)
+	waitLog(t, logA, "msg=\"holding the lease\"", 30*time.Second)
+	time.Sleep(time.Second) // replicating: past the initial snapshot of the empty database
+	cutoff := time.Now()
+	if err := c.ZooKeeper.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.done:
+	case <-time.After(session):
+		t.Fatalf("the daemon still ran %s after losing ZooKeeper", session)
+	}
+	stoppedAfter := time.Since(cutoff)
+	if code := a.cmd.ProcessState.ExitCode(); code == 0 {
+		t.Error("the daemon exited with 0 after losing the lease")
+	}
+	if !logHas(logA, "lost the ZooKeeper lease") {
+		data, _ := os.ReadFile(logA)
+		t.Errorf("the daemon's log does not say it lost the lease:\n%s", tail(string(data), 3000))
+	}
+	t.Logf("the daemon stopped %s after ZooKeeper was killed (session timeout %s)", stoppedAfter.Round(time.Millisecond), session)
 }
