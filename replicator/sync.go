@@ -608,6 +608,12 @@ func (s *syncState) checkpoint(final bool) error {
 	cancel()
 	if err != nil {
 		s.r.m.errors.WithLabelValues(stageCheckpoint).Inc()
+		if s.r.cfg.State.Store == StoreClickHouse && !errors.Is(err, errLeaseLost) && !final {
+			// A ClickHouse hiccup only delays the shared checkpoint (a
+			// successor would replay more); the next interval retries.
+			s.r.log.Warn("checkpoint not saved; retrying at the next interval", "error", err)
+			return nil
+		}
 		return err
 	}
 	s.saved = cp
