@@ -21,6 +21,13 @@ import (
 // the first server.
 func newClusterHarness(t *testing.T, shards, replicas int) (*harness, *localserver.Cluster) {
 	t.Helper()
+	return newClusterHarnessWith(t, shards, replicas, nil)
+}
+
+// newClusterHarnessWith is newClusterHarness with extra config, made once
+// the cluster (and its ZooKeeper address) is known.
+func newClusterHarnessWith(t *testing.T, shards, replicas int, extra func(*localserver.Cluster) string) (*harness, *localserver.Cluster) {
+	t.Helper()
 	srv := servertest.Need(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -33,6 +40,9 @@ func newClusterHarness(t *testing.T, shards, replicas int) (*harness, *localserv
 	conn := fmt.Sprintf(`mysql: {addr: %q, user: %q, password: %q, server_id: 4242}
 clickhouse: {addr: [%q], user: %q, cluster: %s}
 `, srv.MySQL.Addr(), srv.MySQL.User, srv.MySQL.Password, first.Addr(), first.User, c.Name)
+	if extra != nil {
+		conn += extra(c)
+	}
 	return newHarnessOn(t, &localserver.Servers{MySQL: srv.MySQL, ClickHouse: first}, conn, 1, ""), c
 }
 

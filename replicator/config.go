@@ -31,6 +31,7 @@ type Config struct {
 	Batch      BatchConfig      `yaml:"batch"`
 	Checkpoint CheckpointConfig `yaml:"checkpoint"`
 	FullSync   FullSyncConfig   `yaml:"fullsync"`
+	State      StateConfig      `yaml:"state"`
 }
 
 // FullSyncConfig sets how tables are copied (`fullsync` and the initial
@@ -187,6 +188,7 @@ func defaultConfig() Config {
 		Batch:      BatchConfig{MaxRows: 100000, MaxBytes: 64 << 20, FlushInterval: time.Second, MaxInFlight: 2},
 		Checkpoint: CheckpointConfig{Interval: time.Second},
 		FullSync:   FullSyncConfig{ChunkRows: 50000, Workers: 4},
+		State:      StateConfig{Store: StoreFile, Lease: LeaseNone, Table: defaultStateTable, SessionTimeout: 10 * time.Second},
 		Schema: SchemaConfig{
 			DateTimeZone: "UTC",
 			TimeAs:       schema.TimeAsString,
@@ -299,6 +301,7 @@ func (c *Config) validate(d *decoder, dir string) {
 	}
 
 	c.validateCluster(d)
+	c.validateState(d)
 
 	if len(c.Tables.Include) == 0 {
 		d.problem("tables.include", `required: at least one db.table pattern, e.g. "shop.*"`)

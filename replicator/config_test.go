@@ -278,3 +278,36 @@ func TestClusterConfig(t *testing.T) {
 		t.Fatalf("no cluster configured: %v %+v", err, cfg.SchemaOptions().Cluster)
 	}
 }
+
+func TestStateConfig(t *testing.T) {
+	parse := func(state string) (*Config, error) {
+		return ParseConfig([]byte(validConfig+state), "f.yaml", env(map[string]string{"MYSQL_PASSWORD": "pw"}))
+	}
+	cfg, err := parse("")
+	if err != nil || cfg.State.Store != StoreFile || cfg.State.Lease != LeaseNone {
+		t.Fatalf("default state: %+v, %v", cfg.State, err)
+	}
+	cfg, err = parse("state: {store: clickhouse, name: shop, lease: zookeeper, zookeeper: [\"127.0.0.1:2181\"]}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.State.LeasePath != "/binlog2ch/leases/shop" || cfg.State.Table != defaultStateTable || cfg.State.SessionTimeout != 10*time.Second {
+		t.Errorf("defaults: %+v", cfg.State)
+	}
+	for state, want := range map[string]string{
+		"state: {store: clickhouse, name: shop}\n":                                                       "state.lease: store clickhouse needs lease zookeeper",
+		"state: {store: s3}\n":                                                                           `state.store: want file or clickhouse, got "s3"`,
+		"state: {lease: zookeeper, name: shop}\n":                                                        "state.zookeeper: required",
+		"state: {lease: zookeeper, zookeeper: [\"z:2181\"]}\n":                                           "state.name: required",
+		"state: {zookeeper: [\"z:2181\"]}\n":                                                             "state.lease: state.zookeeper and state.lease_path need lease zookeeper",
+		"state: {insert_quorum: 2}\n":                                                                    "state.store: state.table and state.insert_quorum need store clickhouse",
+		"state: {lease: zookeeper, name: s, zookeeper: [\"z:2181\"], lease_path: \"x/\"}\n":              "state.lease_path: want an absolute ZooKeeper path",
+		"state: {lease: zookeeper, name: s, zookeeper: [\"z:2181\"], session_timeout: 10ms}\n":           "state.session_timeout: must be from 1s to 5m",
+		"state: {store: clickhouse, name: s, lease: zookeeper, zookeeper: [\"z:2181\"], table: nodot}\n": `state.table: want db.table, got "nodot"`,
+		"state: {bogus: 1}\n":                                                                            "state.bogus",
+	} {
+		if _, err := parse(state); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", strings.TrimSpace(state), err, want)
+		}
+	}
+}

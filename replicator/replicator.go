@@ -51,6 +51,9 @@ type Replicator struct {
 	eventCache      int           // events go-mysql may decode ahead
 	maxBackoff      time.Duration // cap of the retry backoff
 	shutdownTimeout time.Duration // how long a shutdown may spend flushing
+
+	lease *lease          // the ZooKeeper lease while held (state.lease zookeeper)
+	store checkpointStore // where the checkpoint lives (state.store)
 }
 
 // New connects to both servers and checks the source writes a binlog
@@ -195,12 +198,12 @@ func binlogPosition(ctx context.Context, db *sql.DB) (Position, error) {
 // when it is still to be done (also after a restart during it); Run does
 // it before following the binlog.
 func (r *Replicator) startPosition(ctx context.Context) (start Position, snap *copyState, err error) {
-	cp, err := LoadCheckpoint(r.cfg.StateDir)
+	cp, err := r.checkpoints().load(ctx)
 	if err != nil {
 		return Position{}, nil, err
 	}
 	if cp != nil && cp.Server != r.server {
-		return Position{}, nil, fmt.Errorf("checkpoint in %s belongs to MySQL server %s, but %s is %s: a binlog position means nothing on another server. Point mysql.addr at the right server, or move the checkpoint away to start over", r.cfg.StateDir, cp.Server, r.cfg.MySQL.Addr, r.server)
+		return Position{}, nil, fmt.Errorf("checkpoint in %s belongs to MySQL server %s, but %s is %s: a binlog position means nothing on another server. Point mysql.addr at the right server, or move the checkpoint away to start over", r.checkpoints(), cp.Server, r.cfg.MySQL.Addr, r.server)
 	}
 	if snap, err = loadCopyState(r.cfg.StateDir, snapshotStateFile); err != nil {
 		return Position{}, nil, err
@@ -239,8 +242,13 @@ func (r *Replicator) startPosition(ctx context.Context) (start Position, snap *c
 	r.m.durable.Store(snap.Started.UnixNano())
 	if cp == nil {
 		cp = &Checkpoint{Position: snap.Position, Server: r.server, SavedAt: time.Now().UTC()}
-		if err := SaveCheckpoint(r.cfg.StateDir, *cp); err != nil {
-			return Position{}, nil, err
+		// A shared checkpoint is written once the snapshot is complete:
+		// another host, which cannot see this host's snapshot state, must
+		// not take it for a finished copy.
+		if r.cfg.State.Store == StoreFile {
+			if err := r.checkpoints().save(ctx, *cp); err != nil {
+				return Position{}, nil, err
+			}
 		}
 	}
 	return cp.Position, snap, nil
@@ -272,14 +280,67 @@ func (r *Replicator) initialSnapshot(ctx context.Context, st *copyState) error {
 	if err != nil {
 		return err
 	}
+	if err := r.checkpoints().save(ctx, Checkpoint{Position: st.Position, Server: r.server, SavedAt: time.Now().UTC()}); err != nil {
+		return err
+	}
 	r.log.Info("initial snapshot done; following the binlog from the recorded position", "tables", len(statuses), "rows", rows,
 		"seconds", time.Since(start).Seconds(), "position", st.Position.String())
 	return nil
 }
 
 // Run replicates until ctx ends (a clean shutdown: pending rows flushed,
-// checkpoint saved, nil returned) or an error stops it.
+// checkpoint saved, nil returned) or an error stops it. With a lease it
+// first waits for the lease, and stops at once, without flushing, when the
+// lease is lost.
 func (r *Replicator) Run(ctx context.Context) error {
+	if r.cfg.State.Lease == LeaseZooKeeper {
+		l, err := acquireLease(ctx, r.cfg, r.log)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while waiting
+			}
+			return err
+		}
+		r.lease = l
+		defer l.release()
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		// The cause reaches the reader, which then stops the writers
+		// without a flush (see run's error path).
+		go func() {
+			select {
+			case <-l.lost:
+				cancel(errLeaseLost)
+			case <-ctx.Done():
+			}
+		}()
+	}
+	err := r.run(ctx)
+	if errors.Is(context.Cause(ctx), errLeaseLost) {
+		return errLeaseLost
+	}
+	return err
+}
+
+// checkpoints is the checkpoint store; with a lease, its writes are
+// fenced by the lease's token and refused once the lease is lost.
+func (r *Replicator) checkpoints() checkpointStore {
+	if r.store == nil {
+		var fence int64
+		var valid func() bool
+		if r.cfg.State.Lease == LeaseZooKeeper {
+			if r.lease != nil {
+				fence = r.lease.fence
+			}
+			valid = r.lease.valid
+		}
+		r.store = newCheckpointStore(r.cfg, r.ch, fence, valid)
+	}
+	return r.store
+}
+
+func (r *Replicator) run(ctx context.Context) error {
 	start, snap, err := r.startPosition(ctx)
 	if err != nil {
 		return err

@@ -197,7 +197,7 @@ func (h *harness) waitCaughtUpOr(run *running, exited <-chan struct{}, timeout t
 			h.t.Fatal("the daemon exited")
 		default:
 		}
-		cp, err := LoadCheckpoint(h.cfg.StateDir)
+		cp, err := ReadCheckpoint(context.Background(), h.cfg, h.ch)
 		if err != nil {
 			h.t.Fatal(err)
 		}

@@ -150,6 +150,16 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]Tabl
 	if opts.SetCheckpoint && (!opts.Recreate || opts.Tables != nil) {
 		return nil, errors.New("setting run's checkpoint needs a -recreate copy of every configured table (no -tables): events before the copy's position are skipped")
 	}
+	if opts.SetCheckpoint && r.cfg.State.Lease == LeaseZooKeeper {
+		// Moving a shared checkpoint under a running daemon would be lost
+		// or undone: hold the lease for the whole copy.
+		l, err := acquireLease(ctx, r.cfg, r.log)
+		if err != nil {
+			return nil, err
+		}
+		r.lease = l
+		defer l.release()
+	}
 	st, err := loadCopyState(r.cfg.StateDir, fullSyncStateFile)
 	if err != nil {
 		return nil, err
@@ -199,7 +209,7 @@ func (r *Replicator) resetCheckpoint(p Position) error {
 	if err := os.Remove(filepath.Join(r.cfg.StateDir, snapshotStateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove the initial snapshot's state: %w", err)
 	}
-	if err := SaveCheckpoint(r.cfg.StateDir, Checkpoint{Position: p, Server: r.server, SavedAt: time.Now().UTC()}); err != nil {
+	if err := r.checkpoints().save(context.Background(), Checkpoint{Position: p, Server: r.server, SavedAt: time.Now().UTC()}); err != nil {
 		return err
 	}
 	r.log.Warn("run's checkpoint set to the copy's position: run follows the binlog from there", "position", p.String())

@@ -603,8 +603,17 @@ func (s *syncState) checkpoint(final bool) error {
 	if cp == s.saved {
 		return nil
 	}
-	if err := SaveCheckpoint(s.r.cfg.StateDir, Checkpoint{Position: cp, Server: s.r.server, SavedAt: time.Now().UTC()}); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	err := s.r.checkpoints().save(ctx, Checkpoint{Position: cp, Server: s.r.server, SavedAt: time.Now().UTC()})
+	cancel()
+	if err != nil {
 		s.r.m.errors.WithLabelValues(stageCheckpoint).Inc()
+		if s.r.cfg.State.Store == StoreClickHouse && !errors.Is(err, errLeaseLost) && !final {
+			// A ClickHouse hiccup only delays the shared checkpoint (a
+			// successor would replay more); the next interval retries.
+			s.r.log.Warn("checkpoint not saved; retrying at the next interval", "error", err)
+			return nil
+		}
 		return err
 	}
 	s.saved = cp

@@ -547,12 +547,12 @@ func (v *verifier) clickhouseAggregate(ctx context.Context, p *plan, where strin
 func (v *verifier) waitCheckpoint(ctx context.Context, pos replicator.Position) (bool, string, error) {
 	deadline := time.Now().Add(v.opts.CatchUp)
 	for {
-		cp, err := replicator.LoadCheckpoint(v.cfg.StateDir)
+		cp, err := replicator.ReadCheckpoint(ctx, v.cfg, v.ch)
 		if err != nil {
 			return false, "", err
 		}
 		if cp == nil {
-			return false, fmt.Sprintf("no checkpoint in %s: mismatches were not re-checked against a running daemon", v.cfg.StateDir), nil
+			return false, fmt.Sprintf("no checkpoint (%s store): mismatches were not re-checked against a running daemon", v.cfg.State.Store), nil
 		}
 		if !positionBefore(cp.Position, pos) {
 			return true, "", nil

@@ -1,0 +1,234 @@
+package replicator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/binlog2ch/binlog2ch/schema"
+)
+
+// Where the checkpoint lives (state.store) and who may replicate
+// (state.lease).
+const (
+	StoreFile       = "file"
+	StoreClickHouse = "clickhouse"
+	LeaseNone       = "none"
+	LeaseZooKeeper  = "zookeeper"
+
+	defaultStateTable = "binlog2ch.checkpoints"
+)
+
+// StateConfig says where the checkpoint is kept. "file" (the default) is
+// state_dir on this host. "clickhouse" is a replicated table every host
+// reaches, so a daemon on another host with the same config resumes where
+// the last one stopped; it needs a ZooKeeper lease so that two daemons
+// never replicate the same source at once.
+type StateConfig struct {
+	Store string `yaml:"store"`
+	// Name identifies this replication (one source into one target) in the
+	// shared table and the lease path.
+	Name string `yaml:"name"`
+	// Table is db.table of the checkpoint table (store clickhouse).
+	Table string `yaml:"table"`
+	// InsertQuorum is insert_quorum for checkpoint writes; 0 leaves
+	// ClickHouse's default (acknowledged by the server written to).
+	InsertQuorum int `yaml:"insert_quorum"`
+	// Lease is "none" or "zookeeper".
+	Lease     string   `yaml:"lease"`
+	ZooKeeper []string `yaml:"zookeeper"`
+	// LeasePath is the ephemeral node; default /binlog2ch/leases/<name>.
+	LeasePath string `yaml:"lease_path"`
+	// SessionTimeout is the ZooKeeper session timeout: how long a dead
+	// holder keeps the lease, and the bound on noticing a partition.
+	SessionTimeout time.Duration `yaml:"session_timeout"`
+}
+
+func (c *Config) validateState(d *decoder) {
+	s := &c.State
+	switch s.Store {
+	case StoreFile, StoreClickHouse:
+	default:
+		d.problem("state.store", fmt.Sprintf("want %s or %s, got %q", StoreFile, StoreClickHouse, s.Store))
+	}
+	switch s.Lease {
+	case LeaseNone, LeaseZooKeeper:
+	default:
+		d.problem("state.lease", fmt.Sprintf("want %s or %s, got %q", LeaseNone, LeaseZooKeeper, s.Lease))
+	}
+	if s.Store == StoreClickHouse || s.Lease == LeaseZooKeeper {
+		if s.Name == "" {
+			d.problem("state.name", "required with a shared store or a lease: a name for this replication, the same on every host")
+		} else if strings.ContainsAny(s.Name, "/'\\") || strings.TrimSpace(s.Name) != s.Name {
+			d.problem("state.name", "must not contain / ' \\ or surrounding spaces")
+		}
+	}
+	if s.Store == StoreClickHouse {
+		if s.Lease != LeaseZooKeeper {
+			// A shared checkpoint without a lease lets two hosts replicate
+			// at once and overwrite each other's position.
+			d.problem("state.lease", "store clickhouse needs lease zookeeper")
+		}
+		db, table, ok := strings.Cut(s.Table, ".")
+		if !ok || checkDatabaseName(db) != nil || checkDatabaseName(table) != nil {
+			d.problem("state.table", fmt.Sprintf("want db.table, got %q", s.Table))
+		}
+		if s.InsertQuorum < 0 || s.InsertQuorum > 16 {
+			d.problem("state.insert_quorum", "must be from 0 to 16")
+		}
+	} else if s.InsertQuorum != 0 || s.Table != defaultStateTable {
+		d.problem("state.store", "state.table and state.insert_quorum need store clickhouse")
+	}
+	if s.Lease == LeaseZooKeeper {
+		if len(s.ZooKeeper) == 0 {
+			d.problem("state.zookeeper", "required with lease zookeeper: host:port of every ZooKeeper server")
+		}
+		for i, a := range s.ZooKeeper {
+			d.hostPort(fmt.Sprintf("state.zookeeper[%d]", i), a, true, false)
+		}
+		if s.LeasePath == "" && s.Name != "" {
+			s.LeasePath = "/binlog2ch/leases/" + s.Name
+		}
+		if !strings.HasPrefix(s.LeasePath, "/") || strings.HasSuffix(s.LeasePath, "/") || strings.Contains(s.LeasePath, "//") {
+			d.problem("state.lease_path", fmt.Sprintf("want an absolute ZooKeeper path such as /binlog2ch/leases/NAME, got %q", s.LeasePath))
+		}
+		if s.SessionTimeout < time.Second || s.SessionTimeout > 5*time.Minute {
+			d.problem("state.session_timeout", "must be from 1s to 5m")
+		}
+	} else if len(s.ZooKeeper) > 0 || s.LeasePath != "" {
+		d.problem("state.lease", "state.zookeeper and state.lease_path need lease zookeeper")
+	}
+}
+
+// checkpointStore keeps the checkpoint.
+type checkpointStore interface {
+	load(ctx context.Context) (*Checkpoint, error)
+	save(ctx context.Context, cp Checkpoint) error
+	String() string
+}
+
+// newCheckpointStore is the store cfg names; fence is the lease's
+// token (0 without a lease) and valid reports whether the lease is still
+// held: a holder that lost it must not move the checkpoint.
+func newCheckpointStore(cfg *Config, ch driver.Conn, fence int64, valid func() bool) checkpointStore {
+	if cfg.State.Store == StoreClickHouse {
+		return &chStore{cfg: cfg, ch: ch, fence: fence, valid: valid}
+	}
+	return fileStore{dir: cfg.StateDir}
+}
+
+type fileStore struct{ dir string }
+
+func (f fileStore) load(context.Context) (*Checkpoint, error)   { return LoadCheckpoint(f.dir) }
+func (f fileStore) save(_ context.Context, cp Checkpoint) error { return SaveCheckpoint(f.dir, cp) }
+func (f fileStore) String() string                              { return f.dir }
+
+// chStore keeps the checkpoint in a replicated ClickHouse table, one row
+// per save. The newest row wins by (fence, seq): fence is the lease's
+// ZooKeeper creation zxid, larger for every later lease, so a stale holder
+// that writes after losing its lease never overrides its successor.
+type chStore struct {
+	cfg   *Config
+	ch    driver.Conn
+	fence int64
+	valid func() bool
+	seq   atomic.Uint64
+	ready bool
+}
+
+func (s *chStore) String() string {
+	return fmt.Sprintf("ClickHouse table %s, name %q", s.cfg.State.Table, s.cfg.State.Name)
+}
+
+func (s *chStore) table() string {
+	db, table, _ := strings.Cut(s.cfg.State.Table, ".")
+	return schema.QuoteIdent(db) + "." + schema.QuoteIdent(table)
+}
+
+// create makes the table if missing. In cluster mode every server holds
+// a replica of it (one ZooKeeper path for all shards), so any host
+// reading from any server finds the checkpoint.
+func (s *chStore) create(ctx context.Context) error {
+	if s.ready {
+		return nil
+	}
+	db, table, _ := strings.Cut(s.cfg.State.Table, ".")
+	onCluster, engine := "", "ReplacingMergeTree(seq)"
+	if c := s.cfg.ClickHouse.Cluster; c != "" {
+		onCluster = " ON CLUSTER " + schema.QuoteIdent(c)
+		engine = fmt.Sprintf("ReplicatedReplacingMergeTree('/clickhouse/binlog2ch/%s/%s', '{shard}_{replica}', seq)", db, table)
+	}
+	for _, q := range []string{
+		"CREATE DATABASE IF NOT EXISTS " + schema.QuoteIdent(db) + onCluster,
+		"CREATE TABLE IF NOT EXISTS " + s.table() + onCluster + ` (
+  name String, fence Int64, seq UInt64,
+  file String, pos UInt32, server String, saved_at DateTime, holder String
+) ENGINE = ` + engine + " ORDER BY (name, fence)",
+	} {
+		if err := s.ch.Exec(ctx, q); err != nil {
+			return fmt.Errorf("checkpoint table %s: %w", s.cfg.State.Table, err)
+		}
+	}
+	s.ready = true
+	return nil
+}
+
+func (s *chStore) load(ctx context.Context) (*Checkpoint, error) {
+	if err := s.create(ctx); err != nil {
+		return nil, err
+	}
+	// Newest by (fence, seq), with or without merges having run.
+	rows, err := s.ch.Query(ctx, "SELECT file, pos, server, saved_at FROM "+s.table()+
+		" WHERE name = ? ORDER BY fence DESC, seq DESC LIMIT 1", s.cfg.State.Name)
+	if err != nil {
+		return nil, fmt.Errorf("read the checkpoint from %s: %w", s, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return nil, rows.Err()
+	}
+	var cp Checkpoint
+	if err := rows.Scan(&cp.File, &cp.Pos, &cp.Server, &cp.SavedAt); err != nil {
+		return nil, fmt.Errorf("read the checkpoint from %s: %w", s, err)
+	}
+	if _, err := fileIndex(cp.File); err != nil || cp.Pos < 4 {
+		return nil, fmt.Errorf("checkpoint in %s is corrupt (position %s)", s, cp.Position)
+	}
+	cp.SavedAt = cp.SavedAt.UTC()
+	return &cp, rows.Err()
+}
+
+func (s *chStore) save(ctx context.Context, cp Checkpoint) error {
+	if s.valid != nil && !s.valid() {
+		return fmt.Errorf("save checkpoint: %w", errLeaseLost)
+	}
+	if err := s.create(ctx); err != nil {
+		return err
+	}
+	if q := s.cfg.State.InsertQuorum; q > 0 {
+		ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"insert_quorum": q}))
+	}
+	b, err := s.ch.PrepareBatch(ctx, "INSERT INTO "+s.table()+" (name, fence, seq, file, pos, server, saved_at, holder)")
+	if err != nil {
+		return fmt.Errorf("save checkpoint to %s: %w", s, err)
+	}
+	if err := b.Append(s.cfg.State.Name, s.fence, s.seq.Add(1), cp.File, cp.Pos, cp.Server, cp.SavedAt, leaseHolder(s.cfg)); err != nil {
+		_ = b.Abort()
+		return fmt.Errorf("save checkpoint to %s: %w", s, err)
+	}
+	if err := b.Send(); err != nil {
+		return fmt.Errorf("save checkpoint to %s: %w", s, err)
+	}
+	return nil
+}
+
+// ReadCheckpoint reads the checkpoint from the store cfg names (ch is
+// only used by store clickhouse); nil without error when there is none.
+func ReadCheckpoint(ctx context.Context, cfg *Config, ch driver.Conn) (*Checkpoint, error) {
+	return newCheckpointStore(cfg, ch, 0, nil).load(ctx)
+}
