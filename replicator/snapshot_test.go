@@ -537,7 +537,9 @@ func progressOf(st *copyState, table string) *tableProgress {
 // following the binlog from the saved checkpoint and skipping the rest of
 // the rows) and ClickHouse ends equal to MySQL.
 func TestFaultRunSnapshotKilledAndResumed(t *testing.T) {
-	h := newHarness(t, 1, "fullsync: {chunk_rows: 1000, workers: 1}\n")
+	// Small batches: the copy takes a hundred inserts, long enough to be
+	// caught midway (progress is saved four times a second).
+	h := newHarness(t, 1, "fullsync: {chunk_rows: 1000, workers: 1}\nbatch: {max_rows: 1000, flush_interval: 100ms}\ncheckpoint: {interval: 100ms}\n")
 	a := h.dbs[0]
 	h.exec("CREATE TABLE " + a + ".r (id INT PRIMARY KEY, s VARCHAR(64))")
 	const total = 100_000
