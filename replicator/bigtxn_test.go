@@ -61,7 +61,7 @@ func TestFaultMillionRowTransaction(t *testing.T) {
 		t.Fatalf("ClickHouse holds %d rows (sum %d), want %d", n, sum, rows)
 	}
 	t.Logf("a %d-row transaction replicated with the daemon's peak RSS at %.0f MiB", rows, rss)
-	if rss >= 300 {
+	if rss >= 300 && !raceEnabled {
 		t.Fatalf("peak RSS %.0f MiB, want under 300 MiB", rss)
 	}
 }
