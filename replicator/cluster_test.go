@@ -152,10 +152,21 @@ func TestClusterReplicaDown(t *testing.T) {
 	}
 	down := w.iters.Load()
 	w.waitIters(down+150, 60*time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := second.Restart(ctx); err != nil {
-		t.Fatal(err)
+	// A replica restarted while the killed process's ZooKeeper session is
+	// still alive (6 s here) was seen to exit during start-up under load
+	// (18.16, attaching its replicated tables); a later start succeeds.
+	for attempt := 1; ; attempt++ {
+		err := second.Restart(ctx)
+		if err == nil {
+			break
+		}
+		if attempt == 4 {
+			t.Fatal(err)
+		}
+		t.Logf("restart attempt %d: %v", attempt, firstLine(err.Error()))
+		time.Sleep(5 * time.Second)
 	}
 	w.waitIters(w.iters.Load()+50, 60*time.Second)
 	w.finish()
@@ -181,4 +192,11 @@ func TestClusterReplicaDown(t *testing.T) {
 	if err := run.stop(t); err != nil {
 		t.Errorf("clean stop: %v", err)
 	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
