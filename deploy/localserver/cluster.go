@@ -187,7 +187,7 @@ func StartCluster(ctx context.Context, shards, replicas int) (*Cluster, error) {
 				defer wg.Done()
 				inter, err := freePort()
 				if err == nil {
-					extra := remote.String() + fmt.Sprintf(`<zookeeper><node><host>127.0.0.1</host><port>%d</port></node><session_timeout_ms>6000</session_timeout_ms></zookeeper>
+					extra := remote.String() + fmt.Sprintf(`<zookeeper><node><host>127.0.0.1</host><port>%d</port></node></zookeeper>
 <macros><shard>%d</shard><replica>r%d</replica></macros>
 <distributed_ddl><path>/clickhouse/task_queue/ddl</path></distributed_ddl>
 <interserver_http_host>127.0.0.1</interserver_http_host>
