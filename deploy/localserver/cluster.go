@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -211,5 +214,41 @@ func StartCluster(ctx context.Context, shards, replicas int) (*Cluster, error) {
 		_ = c.Stop()
 		return nil, err
 	}
+	// Answering pings is not enough: ON CLUSTER DDL sent before a server's
+	// ZooKeeper session is up was seen to drop the connection under load.
+	for _, shard := range c.Shards {
+		for _, s := range shard {
+			if err := s.waitZooKeeper(ctx); err != nil {
+				_ = c.Stop()
+				return nil, err
+			}
+		}
+	}
 	return c, nil
+}
+
+// waitZooKeeper waits until the server reads ZooKeeper (its session is up).
+func (s *Server) waitZooKeeper(ctx context.Context) error {
+	q := url.Values{"query": {"SELECT count() FROM system.zookeeper WHERE path = '/'"}}
+	u := "http://" + net.JoinHostPort(s.Host, strconv.Itoa(s.HTTPPort)) + "/?" + q.Encode()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%s: no ZooKeeper session within a minute: %w", s.name, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
