@@ -8,13 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	binlog2ch "github.com/binlog2ch/binlog2ch"
-	"github.com/binlog2ch/binlog2ch/loadgen"
 )
 
 // benchMaxLen caps generated strings so rows are the size of Bifrost's
@@ -43,18 +39,6 @@ func benchCatchUp(b *testing.B, rows int) {
 	// Date does not, so the benchmark clamps like a user with such data must.
 	h := newHarness(b, 1, "schema: {invalid_dates: clamp}\nbatch: {"+os.Getenv("BINLOG2CH_BENCH_BATCH")+"}\n")
 	db := h.dbs[0]
-	h.exec("USE "+db, "SET GLOBAL max_allowed_packet = 268435456")
-	conn, err := h.my.Conn(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, q := range []string{loadgen.SessionSetup, "USE " + db, binlog2ch.BinlogFieldTestDDL} {
-		if _, err := conn.ExecContext(context.Background(), q); err != nil {
-			b.Fatal(err)
-		}
-	}
-	conn.Close()
-	// Fill with four connections, 1000 rows a statement.
 	r0 := h.newReplicator(io.Discard)
 	before, err := r0.currentPosition(context.Background())
 	r0.Close()
@@ -62,43 +46,7 @@ func benchCatchUp(b *testing.B, rows int) {
 		b.Fatal(err)
 	}
 	fillStart := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	per := rows / 4
-	for c := 0; c < 4; c++ {
-		wg.Add(1)
-		go func(c int) {
-			defer wg.Done()
-			conn, err := h.my.Conn(context.Background())
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer conn.Close()
-			if _, err := conn.ExecContext(context.Background(), loadgen.SessionSetup); err != nil {
-				errs <- err
-				return
-			}
-			gen := loadgen.NewFieldTestGen(uint64(c + 1)).Compact(benchMaxLen)
-			n := per
-			if c == 3 {
-				n = rows - 3*per
-			}
-			for done := 0; done < n; {
-				k := min(1000, n-done)
-				if _, err := conn.ExecContext(context.Background(), gen.Insert(db, "binlog_field_test_1", k)); err != nil {
-					errs <- err
-					return
-				}
-				done += k
-			}
-		}(c)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+	h.fillFieldTestOnly(db, rows, benchMaxLen)
 	r0 = h.newReplicator(io.Discard)
 	after, err := r0.currentPosition(context.Background())
 	r0.Close()

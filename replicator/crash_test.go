@@ -20,6 +20,13 @@ import (
 const envDaemon = "BINLOG2CH_TEST_DAEMON_CONFIG"
 
 func daemonMain(path string) int {
+	return childMain(path, "run", func(ctx context.Context, r *Replicator) error { return r.Run(ctx) })
+}
+
+// childMain is a child process's main: it loads the config, profiles when
+// BINLOG2CH_TEST_CPUPROFILE names a file, connects, and runs work until
+// SIGTERM/SIGINT. Exit codes as the binary's: 2 config, 1 failure.
+func childMain(path, what string, work func(context.Context, *Replicator) error) int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg, err := LoadConfig(path)
 	if err != nil {
@@ -40,8 +47,8 @@ func daemonMain(path string) int {
 		return 1
 	}
 	defer r.Close()
-	if err := r.Run(ctx); err != nil {
-		log.Error("run", "error", err)
+	if err := work(ctx, r); err != nil {
+		log.Error(what, "error", err)
 		return 1
 	}
 	return 0

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -404,30 +403,11 @@ const envFullSync = "BINLOG2CH_TEST_FULLSYNC_CONFIG"
 const envFullSyncRecreate = "BINLOG2CH_TEST_FULLSYNC_RECREATE"
 
 func fullSyncMain(path string) int {
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cfg, err := LoadConfig(path)
-	if err != nil {
-		log.Error("config", "error", err)
-		return 2
-	}
-	if prof := os.Getenv("BINLOG2CH_TEST_CPUPROFILE"); prof != "" {
-		f, err := os.Create(prof)
-		if err == nil && pprof.StartCPUProfile(f) == nil {
-			defer pprof.StopCPUProfile()
-		}
-	}
-	r, err := New(context.Background(), cfg, log)
-	if err != nil {
-		log.Error("start", "error", err)
-		return 1
-	}
-	defer r.Close()
-	opts := FullSyncOptions{Recreate: os.Getenv(envFullSyncRecreate) == "1"}
-	if _, err := r.FullSync(context.Background(), opts); err != nil {
-		log.Error("fullsync", "error", err)
-		return 1
-	}
-	return 0
+	return childMain(path, "fullsync", func(ctx context.Context, r *Replicator) error {
+		// Not canceled by SIGTERM: the tests stop it with SIGKILL only.
+		_, err := r.FullSync(context.WithoutCancel(ctx), FullSyncOptions{Recreate: os.Getenv(envFullSyncRecreate) == "1"})
+		return err
+	})
 }
 
 // TestFaultFullSyncKilledAndResumed SIGKILLs a fullsync (a child process) once a

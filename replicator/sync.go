@@ -260,9 +260,9 @@ func (s *syncState) stream(ctx context.Context, from Position) error {
 // observe updates liveness and the lag metrics for an event read.
 func (s *syncState) observe(h *replication.EventHeader) {
 	r := s.r
-	r.checkIn()
-	r.mysqlUp.Store(true)
 	now := time.Now().UnixNano()
+	r.checkin.Store(now) // as checkIn, with the clock read once per event
+	r.mysqlUp.Store(true)
 	if h.EventType == replication.HEARTBEAT_EVENT || h.EventType == replication.HEARTBEAT_LOG_EVENT_V2 {
 		// The server has nothing newer: the reader is at its end, and
 		// with nothing pending in the writers, so is ClickHouse.
