@@ -413,7 +413,7 @@ func (c *Conn) readHeader() ([]Column, error) {
 			return nil, err
 		}
 		cr := &reader{r: bufio.NewReader(compress.NewReader(c.r))}
-		cols, rows, err := cr.blockColumns(c.revision)
+		cols, rows, err := cr.blockColumns()
 		if err != nil {
 			return nil, fmt.Errorf("the insert's header block: %w", err)
 		}
@@ -481,12 +481,12 @@ func (c *Conn) skipPacket(kind uint64) error {
 		if _, err := c.readString(); err != nil {
 			return err
 		}
-		return rd.skipBlock(c.revision)
+		return rd.skipBlock()
 	case serverTotals, serverExtremes:
 		if _, err := c.readString(); err != nil {
 			return err
 		}
-		return (&reader{r: bufio.NewReader(compress.NewReader(c.r))}).skipBlock(c.revision)
+		return (&reader{r: bufio.NewReader(compress.NewReader(c.r))}).skipBlock()
 	}
 	return fmt.Errorf("unexpected packet %d from the server", kind)
 }

@@ -239,7 +239,7 @@ func (r *reader) blockInfo() error {
 
 // blockColumns reads a block's header and column names and types; with
 // rows > 0 the caller must skip the data.
-func (r *reader) blockColumns(revision uint64) ([]Column, uint64, error) {
+func (r *reader) blockColumns() ([]Column, uint64, error) {
 	if err := r.blockInfo(); err != nil {
 		return nil, 0, err
 	}
@@ -274,8 +274,8 @@ func (r *reader) blockColumns(revision uint64) ([]Column, uint64, error) {
 }
 
 // skipBlock reads a block and drops it.
-func (r *reader) skipBlock(revision uint64) error {
-	_, _, err := r.blockColumns(revision)
+func (r *reader) skipBlock() error {
+	_, _, err := r.blockColumns()
 	return err
 }
 
