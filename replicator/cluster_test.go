@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,14 +20,15 @@ import (
 // replicas (and its ZooKeeper) and a harness replicating the shared MariaDB
 // into it, with clickhouse.cluster set. The daemon and the harness talk to
 // the first server.
-func newClusterHarness(t *testing.T, shards, replicas int) (*harness, *localserver.Cluster) {
+func newClusterHarness(t *testing.T, shards, replicas int, insert string) (*harness, *localserver.Cluster) {
 	t.Helper()
-	return newClusterHarnessWith(t, shards, replicas, nil)
+	return newClusterHarnessWith(t, shards, replicas, insert, nil)
 }
 
 // newClusterHarnessWith is newClusterHarness with extra config, made once
 // the cluster (and its ZooKeeper address) is known.
-func newClusterHarnessWith(t *testing.T, shards, replicas int, extra func(*localserver.Cluster) string) (*harness, *localserver.Cluster) {
+// insert is clickhouse.cluster_insert ("": the default).
+func newClusterHarnessWith(t *testing.T, shards, replicas int, insert string, extra func(*localserver.Cluster) string) (*harness, *localserver.Cluster) {
 	t.Helper()
 	srv := servertest.Need(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -38,12 +40,19 @@ func newClusterHarnessWith(t *testing.T, shards, replicas int, extra func(*local
 	t.Cleanup(func() { _ = c.Stop() })
 	first := c.Shards[0][0]
 	conn := fmt.Sprintf(`mysql: {addr: %q, user: %q, password: %q, server_id: 4242}
-clickhouse: {addr: [%q], user: %q, cluster: %s}
-`, srv.MySQL.Addr(), srv.MySQL.User, srv.MySQL.Password, first.Addr(), first.User, c.Name)
+clickhouse: {addr: [%q], user: %q, cluster: %s%s}
+`, srv.MySQL.Addr(), srv.MySQL.User, srv.MySQL.Password, first.Addr(), first.User, c.Name, insertKey(insert))
 	if extra != nil {
 		conn += extra(c)
 	}
 	return newHarnessOn(t, &localserver.Servers{MySQL: srv.MySQL, ClickHouse: first}, conn, 1, ""), c
+}
+
+func insertKey(insert string) string {
+	if insert == "" {
+		return ""
+	}
+	return ", cluster_insert: " + insert
 }
 
 func openCH(t *testing.T, s *localserver.Server) driver.Conn {
@@ -94,10 +103,18 @@ func (h *harness) assertClusterWorkload(db string) {
 
 // TestClusterTwoShards replicates the mixed workload (inserts, updates, key
 // changes, deletes, ADD/MODIFY COLUMN, CREATE and DROP TABLE) into two
-// shards: verify passes through the Distributed tables, both shards hold
-// rows, and every version of a row is on one shard.
+// shards, straight into the shards' tables (the default) and through the
+// Distributed table: verify passes through the Distributed tables, both
+// shards hold rows, every version of a row is on one shard, and that shard
+// is the one the Distributed table routes the key to.
 func TestClusterTwoShards(t *testing.T) {
-	h, c := newClusterHarness(t, 2, 1)
+	for _, insert := range []string{ClusterInsertShards, ClusterInsertDistributed} {
+		t.Run(insert, func(t *testing.T) { testClusterTwoShards(t, insert) })
+	}
+}
+
+func testClusterTwoShards(t *testing.T, insert string) {
+	h, c := newClusterHarness(t, 2, 1, insert)
 	db := h.dbs[0]
 	run := h.start()
 	w := h.startWorkload(db, 11, time.Millisecond)
@@ -125,6 +142,21 @@ func TestClusterTwoShards(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d keys over %d shards", table, len(shardOf), len(c.Shards))
+		// Each row is on the shard ClickHouse's Distributed table routes
+		// its key to: slot cityHash64(key) % total weight (1 + 1).
+		for i, sh := range c.Shards {
+			misplaced := queryStrings(t, openCH(t, sh[0]), fmt.Sprintf("SELECT DISTINCT toString(id) FROM `%s`.`%s` WHERE cityHash64(id) %% 2 != %d", db, table, i))
+			if len(misplaced) > 0 {
+				t.Errorf("%s: shard %d holds %d keys the Distributed table routes to the other shard, e.g. %v", table, i+1, len(misplaced), misplaced[:min(5, len(misplaced))])
+			}
+		}
+	}
+	// Straight to both shards, or not at all.
+	for i := range c.Shards {
+		n := counterValue(t, run.r, "binlog2ch_shard_rows_total", "shard", strconv.Itoa(i+1))
+		if (n > 0) != (insert == ClusterInsertShards) {
+			t.Errorf("cluster_insert %s: binlog2ch_shard_rows_total{shard=\"%d\"} is %v", insert, i+1, n)
+		}
 	}
 	if err := run.stop(t); err != nil {
 		t.Errorf("clean stop: %v", err)
@@ -132,12 +164,20 @@ func TestClusterTwoShards(t *testing.T) {
 }
 
 // TestClusterReplicaDown replicates the workload into one shard of two
-// replicas, kills the second replica mid-stream (after the workload's DDL:
-// ON CLUSTER DDL waits for every host) and starts it again: replication
-// goes on through the other replica, and the restarted one catches up with
-// every row.
+// replicas, kills one replica mid-stream (after the workload's DDL: ON
+// CLUSTER DDL waits for every host) and starts it again: replication goes
+// on through the other replica, and the restarted one catches up with
+// every row. Straight to the shard (the default), the killed replica is
+// the one inserts go to, which is also the server binlog2ch talks to;
+// through the Distributed table, it is the other one.
 func TestClusterReplicaDown(t *testing.T) {
-	h, c := newClusterHarness(t, 1, 2)
+	for _, insert := range []string{ClusterInsertShards, ClusterInsertDistributed} {
+		t.Run(insert, func(t *testing.T) { testClusterReplicaDown(t, insert) })
+	}
+}
+
+func testClusterReplicaDown(t *testing.T, insert string) {
+	h, c := newClusterHarness(t, 1, 2, insert)
 	db := h.dbs[0]
 	run := h.start()
 	w := h.startWorkload(db, 12, time.Millisecond)
@@ -147,11 +187,21 @@ func TestClusterReplicaDown(t *testing.T) {
 	// here (18.16, in StorageReplicatedMergeTree's constructor).
 	h.waitCaughtUp(run, 2*time.Minute)
 	second := c.Shards[0][1]
+	if insert == ClusterInsertShards {
+		second = c.Shards[0][0]
+	}
 	if err := second.Kill(); err != nil {
 		t.Fatal(err)
 	}
+	before := counterValue(t, run.r, "binlog2ch_shard_rows_total", "shard", "1")
 	down := w.iters.Load()
 	w.waitIters(down+150, 60*time.Second)
+	if insert == ClusterInsertShards {
+		// Rows go on into the other replica while this one is down.
+		waitFor(t, 30*time.Second, "rows inserted into the other replica", func() bool {
+			return counterValue(t, run.r, "binlog2ch_shard_rows_total", "shard", "1") > before
+		})
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// A replica restarted while the killed process's ZooKeeper session is
@@ -192,6 +242,29 @@ func TestClusterReplicaDown(t *testing.T) {
 	if err := run.stop(t); err != nil {
 		t.Errorf("clean stop: %v", err)
 	}
+}
+
+// counterValue is a counter of r's metrics with the given label value
+// (0 when absent).
+func counterValue(t *testing.T, r *Replicator, name, label, value string) float64 {
+	t.Helper()
+	families, err := r.m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 func firstLine(s string) string {

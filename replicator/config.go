@@ -130,9 +130,10 @@ type ClickHouseConfig struct {
 	// DistributedTable names the Distributed table, {table} standing for
 	// the local table's name.
 	DistributedTable string `yaml:"distributed_table"`
-	// ClusterInsert is how rows reach the shards: "distributed" (through
-	// the Distributed table, synchronously). Client-side routing to the
-	// shards' local tables ("shards") is not built yet.
+	// ClusterInsert is how rows reach the shards: "shards" (straight into
+	// the shards' local tables, routed here by the Distributed table's
+	// sharding key) or "distributed" (through the Distributed table,
+	// synchronously).
 	ClusterInsert string `yaml:"cluster_insert"`
 }
 
@@ -183,7 +184,7 @@ func defaultConfig() Config {
 	return Config{
 		ClickHouse: ClickHouseConfig{User: "default", DatabaseMap: map[string]string{},
 			ReplicatedPath: schema.DefaultZooKeeperPath, ReplicaName: schema.DefaultReplica,
-			DistributedTable: schema.DefaultDistributedTable, ClusterInsert: ClusterInsertDistributed},
+			DistributedTable: schema.DefaultDistributedTable, ClusterInsert: ClusterInsertShards},
 		Metrics:    MetricsConfig{Listen: "127.0.0.1:9188", ReadyMaxLag: time.Minute},
 		Batch:      BatchConfig{MaxRows: 100000, MaxBytes: 64 << 20, FlushInterval: time.Second, MaxInFlight: 2},
 		Checkpoint: CheckpointConfig{Interval: time.Second},
@@ -504,9 +505,15 @@ func (d *decoder) pattern(key, p string) {
 	}
 }
 
-// ClusterInsertDistributed is the one way of inserting into a cluster built
-// so far: through the Distributed table, synchronously.
-const ClusterInsertDistributed = "distributed"
+// How rows reach a cluster's shards (clickhouse.cluster_insert).
+const (
+	// ClusterInsertShards routes each row to its shard here and inserts
+	// into the shards' local tables, in parallel.
+	ClusterInsertShards = "shards"
+	// ClusterInsertDistributed inserts through the Distributed table,
+	// synchronously.
+	ClusterInsertDistributed = "distributed"
+)
 
 // validateCluster checks the clickhouse.cluster keys.
 func (c *Config) validateCluster(d *decoder) {
@@ -543,10 +550,8 @@ func (c *Config) validateCluster(d *decoder) {
 		d.problem("clickhouse.distributed_table", "table name "+err.Error())
 	}
 	switch ch.ClusterInsert {
-	case ClusterInsertDistributed:
-	case "shards":
-		d.problem("clickhouse.cluster_insert", "shards (client-side routing to the shards' local tables) is not built yet; use distributed")
+	case ClusterInsertShards, ClusterInsertDistributed:
 	default:
-		d.problem("clickhouse.cluster_insert", fmt.Sprintf("want distributed, got %q", ch.ClusterInsert))
+		d.problem("clickhouse.cluster_insert", fmt.Sprintf("want shards or distributed, got %q", ch.ClusterInsert))
 	}
 }

@@ -160,7 +160,7 @@ func TestBadConfigs(t *testing.T) {
 		{"port zero elsewhere", `addr: "127.0.0.1:3306"`, `addr: "127.0.0.1:0"`, `config: mysql.addr: port must be a number from 1 to 65535, got "0"`},
 		{"cluster path without table", "  database_map:", "  cluster: c1\n  replicated_path: /ch/{shard}\n  database_map:", `config: clickhouse.replicated_path: must contain {table} (each table needs its own ZooKeeper path), got "/ch/{shard}" (binlog2ch.yaml:12)`},
 		{"cluster distributed name", "  database_map:", "  cluster: c1\n  distributed_table: dist\n  database_map:", `config: clickhouse.distributed_table: must contain {table} and differ from it`},
-		{"cluster insert shards", "  database_map:", "  cluster: c1\n  cluster_insert: shards\n  database_map:", "config: clickhouse.cluster_insert: shards (client-side routing to the shards' local tables) is not built yet; use distributed (binlog2ch.yaml:12)"},
+		{"cluster insert unknown", "  database_map:", "  cluster: c1\n  cluster_insert: async\n  database_map:", `config: clickhouse.cluster_insert: want shards or distributed, got "async" (binlog2ch.yaml:12)`},
 		{"cluster bad name", "  database_map:", "  cluster: a.b\n  database_map:", "config: clickhouse.cluster: cluster name must not contain"},
 		{"cluster keys without cluster", "  database_map:", "  distributed_table: x_{table}\n  database_map:", "config: clickhouse.distributed_table: needs clickhouse.cluster"},
 		{"override unknown key", "  exclude:", "  overrides: {shop.t: {engin: x}}\n  exclude:", "config: tables.overrides.shop.t.engin: unknown key"},

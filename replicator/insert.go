@@ -21,13 +21,14 @@ const (
 	maxIdleTime = 30 * time.Second
 )
 
-// inserters is a pool of native-protocol connections for INSERTs. Blocks
-// go out through them, encoded straight from the writers' buffers; a
-// block they cannot encode goes through clickhouse-go instead.
+// inserters is a pool of native-protocol connections for INSERTs, per
+// server address ("" for the configured ones). Blocks go out through them,
+// encoded straight from the writers' buffers; a block they cannot encode
+// goes through clickhouse-go instead.
 type inserters struct {
 	opts chnative.Options
 	mu   sync.Mutex
-	idle []idleConn
+	idle map[string][]idleConn
 }
 
 type idleConn struct {
@@ -39,20 +40,24 @@ func newInserters(cfg *Config) *inserters {
 	opts := chnative.Options{Addr: cfg.ClickHouse.Addr, User: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password.Reveal(),
 		TLS: cfg.ClickHouseTLS()}
 	if cfg.ClickHouse.Cluster != "" {
-		// In a cluster, blocks go into the Distributed table. Synchronously:
-		// the insert returns once every shard has stored its rows, so the
-		// checkpoint never passes rows still queued on the server we talk
-		// to (the asynchronous default), which its loss would lose.
+		// In a cluster, blocks that go into the Distributed table go
+		// synchronously: the insert returns once every shard has stored
+		// its rows, so the checkpoint never passes rows still queued on the
+		// server we talk to (the asynchronous default), which its loss
+		// would lose. Inserts into the shards' local tables ignore it.
 		opts.Settings = []chnative.Setting{{Name: "insert_distributed_sync", Value: 1}}
 	}
-	return &inserters{opts: opts}
+	return &inserters{opts: opts, idle: map[string][]idleConn{}}
 }
 
-func (p *inserters) get(ctx context.Context) (*chnative.Conn, error) {
+// get returns a connection to addr ("": the configured servers).
+func (p *inserters) get(ctx context.Context, addr string) (*chnative.Conn, error) {
 	p.mu.Lock()
-	for n := len(p.idle); n > 0; n-- {
-		ic := p.idle[n-1]
-		p.idle = p.idle[:n-1]
+	idle := p.idle[addr]
+	for n := len(idle); n > 0; n-- {
+		ic := idle[n-1]
+		idle = idle[:n-1]
+		p.idle[addr] = idle
 		if time.Since(ic.since) < maxIdleTime {
 			p.mu.Unlock()
 			return ic.c, nil
@@ -60,14 +65,18 @@ func (p *inserters) get(ctx context.Context) (*chnative.Conn, error) {
 		ic.c.Close()
 	}
 	p.mu.Unlock()
-	return chnative.Dial(ctx, p.opts)
+	opts := p.opts
+	if addr != "" {
+		opts.Addr = []string{addr}
+	}
+	return chnative.Dial(ctx, opts)
 }
 
-// put returns a connection that finished an insert cleanly.
-func (p *inserters) put(c *chnative.Conn) {
+// put returns a connection to addr that finished an insert cleanly.
+func (p *inserters) put(addr string, c *chnative.Conn) {
 	p.mu.Lock()
-	if len(p.idle) < maxIdleInserters {
-		p.idle = append(p.idle, idleConn{c, time.Now()})
+	if len(p.idle[addr]) < maxIdleInserters {
+		p.idle[addr] = append(p.idle[addr], idleConn{c, time.Now()})
 		c = nil
 	}
 	p.mu.Unlock()
@@ -76,13 +85,25 @@ func (p *inserters) put(c *chnative.Conn) {
 	}
 }
 
+// drop closes the idle connections to addr.
+func (p *inserters) drop(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, ic := range p.idle[addr] {
+		ic.c.Close()
+	}
+	delete(p.idle, addr)
+}
+
 func (p *inserters) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, ic := range p.idle {
-		ic.c.Close()
+	for addr, idle := range p.idle {
+		for _, ic := range idle {
+			ic.c.Close()
+		}
+		delete(p.idle, addr)
 	}
-	p.idle = nil
 }
 
 // headerMismatch means the server's table differs from the mapping the
@@ -92,15 +113,16 @@ type headerMismatch struct{ detail string }
 
 func (e *headerMismatch) Error() string { return e.detail }
 
-// insertNative sends one block over a pooled native connection.
-func (p *inserters) insertNative(ctx context.Context, b *schema.Block) error {
-	c, err := p.get(ctx)
+// insertNative sends one block over a pooled native connection to addr
+// ("": the configured servers) with the statement query.
+func (p *inserters) insertNative(ctx context.Context, addr, query string, b *schema.Block) error {
+	c, err := p.get(ctx, addr)
 	if err != nil {
 		return err
 	}
 	t := b.Target()
 	var encodeErr error
-	err = c.Insert(ctx, t.InsertSQL(), func(cols []chnative.Column) error {
+	err = c.Insert(ctx, query, func(cols []chnative.Column) error {
 		return checkHeader(t, cols)
 	}, func(e *chnative.Encoder) error {
 		encodeErr = b.EncodeNative(e)
@@ -111,13 +133,13 @@ func (p *inserters) insertNative(ctx context.Context, b *schema.Block) error {
 		// ones likely went the same way (a ClickHouse restart): drop them
 		// rather than fail an insert on each.
 		c.Close()
-		p.close()
+		p.drop(addr)
 		if encodeErr != nil {
 			return permanent(encodeErr) // the batch itself: retrying cannot help
 		}
 		return err
 	}
-	p.put(c)
+	p.put(addr, c)
 	return nil
 }
 

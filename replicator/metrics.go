@@ -39,6 +39,7 @@ type metrics struct {
 	fixups        *prometheus.CounterVec
 	snapCopied    *prometheus.GaugeVec
 	snapEstimated *prometheus.GaugeVec
+	shardRows     *prometheus.CounterVec
 
 	// durable is the commit time (Unix ns) of the newest event durably in
 	// ClickHouse, or the time of a heartbeat that found nothing pending:
@@ -87,6 +88,8 @@ func newMetrics() *metrics {
 		Help: "Rows a table's snapshot has copied so far."}, perTable)
 	m.snapEstimated = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlog2ch_snapshot_rows_estimated",
 		Help: "Rows a table's snapshot expects to copy (MySQL's estimate)."}, perTable)
+	m.shardRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_shard_rows_total",
+		Help: "Rows inserted straight into a cluster shard's local tables (clickhouse.cluster_insert: shards), by shard_num."}, []string{"shard"})
 	lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "binlog2ch_lag_seconds",
 		Help: "Now minus the commit time of the newest event durably in ClickHouse; keeps growing while nothing gets through, about 0 when idle and caught up."},
 		func() float64 { return since(m.durable.Load()) })
@@ -102,7 +105,7 @@ func newMetrics() *metrics {
 			return 0
 		})
 	m.reg.MustRegister(m.rows, m.eventsRead, m.flushDuration, m.batchRows, m.queueRows, m.checkpointTS, m.cpFile, m.cpPos,
-		m.readFile, m.readPos, m.errors, m.ddl, m.fixups, m.snapCopied, m.snapEstimated, lag, sourceLag, ready,
+		m.readFile, m.readPos, m.errors, m.ddl, m.fixups, m.snapCopied, m.snapEstimated, m.shardRows, lag, sourceLag, ready,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every stage and DDL result exists from the start, at 0, so rate()
 	// and increase() see the first failure.

@@ -31,6 +31,8 @@ type Replicator struct {
 	ch   driver.Conn
 	caps schema.Capabilities
 	ins  *inserters // native-protocol INSERTs (insert.go)
+	// layout is the cluster's shards, for rows routed to them (shards.go).
+	layout clusterLayout
 	m    *metrics
 
 	onReady      func()

@@ -108,6 +108,9 @@ type writer struct {
 	flushedHook  func()
 	tm           *tableMetrics
 	inflightRows int // rows in blocks handed off and not yet returned
+	// route sends the target's blocks straight to a cluster's shards; nil:
+	// to the configured servers (in a cluster, the Distributed table).
+	route *route
 }
 
 func newWriter(r *Replicator, name TableName) *writer {
@@ -209,6 +212,7 @@ func (w *writer) noteQueue() {
 // whose rows it holds.
 type sendJob struct {
 	block *schema.Block
+	route *route
 	seq   uint64
 	rows  int
 	sent  bool
@@ -216,8 +220,9 @@ type sendJob struct {
 
 // sender sends the blocks handed off and returns them.
 func (w *writer) sender(ctx context.Context) {
+	var sc shardScratch // kept across this sender's blocks
 	for job := range w.sendq {
-		if err := w.send(ctx, job.block); err != nil {
+		if err := w.send(ctx, job.block, job.route, &sc); err != nil {
 			w.sendErr <- err
 			return
 		}
@@ -276,7 +281,7 @@ func (w *writer) handOff(ctx context.Context) error {
 		next = schema.NewBlock(w.target)
 		w.blocks++
 	}
-	job := &sendJob{block: w.block, seq: w.lastSeq, rows: w.block.Rows()}
+	job := &sendJob{block: w.block, route: w.route, seq: w.lastSeq, rows: w.block.Rows()}
 	select {
 	case w.sendq <- job:
 	case err := <-w.sendErr:
@@ -457,32 +462,25 @@ func equalValue(a, b any) bool {
 }
 
 // send writes one block to ClickHouse, retrying until it takes it, and
-// empties the block.
-func (w *writer) send(ctx context.Context, b *schema.Block) error {
+// empties the block. With a route, the block goes to the shards.
+func (w *writer) send(ctx context.Context, b *schema.Block, rt *route, sc *shardScratch) error {
 	start := time.Now()
 	rows := b.Rows()
 	t := b.Target()
-	err := w.r.retry(ctx, w.log, stageInsert, "insert into ClickHouse", func(ctx context.Context) error {
-		if b.NativeOK() && w.nativeRefused.Load() != t {
-			err := w.r.ins.insertNative(ctx, b)
-			var mismatch *headerMismatch
-			if !errors.As(err, &mismatch) {
-				return err
+	var err error
+	if rt != nil && w.nativeRefused.Load() != t {
+		err = w.sendShards(ctx, b, rt, sc)
+	} else {
+		err = w.r.retry(ctx, w.log, stageInsert, "insert into ClickHouse", func(ctx context.Context) error {
+			if b.NativeOK() && w.nativeRefused.Load() != t {
+				err := w.r.ins.insertNative(ctx, "", t.InsertSQL(), b)
+				if !w.refuseNative(t, err) {
+					return err
+				}
 			}
-			w.nativeRefused.Store(t)
-			w.log.Info("the ClickHouse table's columns differ from binlog2ch's mapping; inserting through clickhouse-go, which converts",
-				"detail", mismatch.detail)
-		}
-		batch, err := w.r.ch.PrepareBatch(ctx, t.InsertSQL())
-		if err != nil {
-			return err
-		}
-		if err := b.AppendTo(batch); err != nil {
-			_ = batch.Abort()
-			return permanent(err)
-		}
-		return batch.Send()
-	})
+			return w.insertDriver(ctx, b)
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", t.FullName(), err)
 	}
@@ -497,6 +495,34 @@ func (w *writer) send(ctx context.Context, b *schema.Block) error {
 	b.Reset()
 	w.log.Debug("flushed", "rows", rows, "duration", took)
 	return nil
+}
+
+// refuseNative reports whether err says the ClickHouse table differs from
+// the mapping; from then on the target's blocks go through clickhouse-go.
+func (w *writer) refuseNative(t *schema.Target, err error) bool {
+	var mismatch *headerMismatch
+	if !errors.As(err, &mismatch) {
+		return false
+	}
+	if w.nativeRefused.Swap(t) != t {
+		w.log.Info("the ClickHouse table's columns differ from binlog2ch's mapping; inserting through clickhouse-go, which converts",
+			"detail", mismatch.detail)
+	}
+	return true
+}
+
+// insertDriver sends a block through clickhouse-go, into the table (in a
+// cluster, its Distributed table, which routes each row to its shard).
+func (w *writer) insertDriver(ctx context.Context, b *schema.Block) error {
+	batch, err := w.r.ch.PrepareBatch(ctx, b.Target().InsertSQL())
+	if err != nil {
+		return err
+	}
+	if err := b.AppendTo(batch); err != nil {
+		_ = batch.Abort()
+		return permanent(err)
+	}
+	return batch.Send()
 }
 
 // noteFixups adds a sent batch's fix-ups to the writer's totals and logs
@@ -558,8 +584,13 @@ func (w *writer) changeSchema(ctx context.Context, source *schema.Table) error {
 	if err := w.r.ensureTable(ctx, w.log, target, drop, w.defaults); err != nil {
 		return err
 	}
+	route, err := w.r.routeFor(ctx, w.log, target)
+	if err != nil {
+		return err
+	}
 	w.defaults = nil
 	w.target = target
+	w.route = route
 	w.block = schema.NewBlock(target)
 	w.free, w.blocks = nil, 1
 	return nil
@@ -636,7 +667,7 @@ func (w *writer) applyDDL(ctx context.Context, m message) (err error) {
 				src.Columns[i].Name = to
 			}
 		}
-		w.source, w.target = nil, nil
+		w.source, w.target, w.route = nil, nil, nil
 		return w.changeSchema(ctx, &src)
 	}
 	for _, stmt := range stmts {

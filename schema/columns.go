@@ -16,6 +16,9 @@ type colBuf interface {
 	reset()
 	size() int // bytes held, for batch.max_bytes
 	appendTo(c driver.BatchColumn) error
+	// scatter appends value i to dst[to[i]], each dst a buffer of the
+	// same type (a block split by shard).
+	scatter(to []uint32, dst []colBuf)
 }
 
 // nulls tracks NULLs of a Nullable column (nil for NOT NULL ones).
@@ -54,6 +57,33 @@ func (b *numBuf[T]) size() int {
 	var z T
 	return len(b.vals) * int(unsafe.Sizeof(z))
 }
+func (b *numBuf[T]) scatter(to []uint32, dst []colBuf) {
+	ds := make([]*numBuf[T], len(dst))
+	for i, d := range dst {
+		ds[i] = d.(*numBuf[T])
+	}
+	scatterNums(b, to, ds)
+}
+
+func scatterNums[T any](b *numBuf[T], to []uint32, ds []*numBuf[T]) {
+	for i, v := range b.vals {
+		d := ds[to[i]]
+		d.vals = append(d.vals, v)
+	}
+	scatterNulls(&b.nulls, to, func(p int) *nulls { return &ds[p].nulls })
+}
+
+// scatterNulls splits a Nullable column's null map like its values.
+func scatterNulls(n *nulls, to []uint32, part func(p int) *nulls) {
+	if !n.nullable {
+		return
+	}
+	for i, null := range n.isNull {
+		d := part(int(to[i]))
+		d.isNull = append(d.isNull, null)
+	}
+}
+
 func (b *numBuf[T]) appendTo(c driver.BatchColumn) error {
 	if !b.nullable {
 		return c.Append(b.vals)
@@ -101,6 +131,25 @@ func (b *strBuf) truncate(n int) {
 }
 func (b *strBuf) reset()    { b.truncate(0) }
 func (b *strBuf) size() int { return len(b.arena) + 8*len(b.ends) }
+
+func (b *strBuf) scatter(to []uint32, dst []colBuf) {
+	ds := make([]*strBuf, len(dst))
+	for i, d := range dst {
+		ds[i] = d.(*strBuf)
+	}
+	scatterStrings(b, to, ds)
+}
+
+func scatterStrings(b *strBuf, to []uint32, ds []*strBuf) {
+	start := 0
+	for i, end := range b.ends {
+		d := ds[to[i]]
+		d.arena = append(d.arena, b.arena[start:end]...)
+		d.ends = append(d.ends, len(d.arena))
+		start = end
+	}
+	scatterNulls(&b.nulls, to, func(p int) *nulls { return &ds[p].nulls })
+}
 
 // strings returns the values as strings pointing into the arena, valid
 // until the next append or reset.
@@ -151,6 +200,14 @@ type timeBuf struct {
 	tptrs []*time.Time
 }
 
+func (b *timeBuf) scatter(to []uint32, dst []colBuf) {
+	ds := make([]*numBuf[int64], len(dst))
+	for i, d := range dst {
+		ds[i] = &d.(*timeBuf).numBuf
+	}
+	scatterNums(&b.numBuf, to, ds)
+}
+
 func (b *timeBuf) appendTo(c driver.BatchColumn) error {
 	defer func() { b.times, b.tptrs = nil, nil }() // see strBuf.appendTo
 	if cap(b.times) < len(b.vals) {
@@ -196,6 +253,24 @@ func (b *arrBuf) truncate(n int) {
 	b.strBuf.truncate(elems)
 }
 func (b *arrBuf) reset() { b.truncate(0) }
+func (b *arrBuf) scatter(to []uint32, dst []colBuf) {
+	start := 0
+	for i, end := range b.rowEnds {
+		d := dst[to[i]].(*arrBuf)
+		from := 0
+		if start > 0 {
+			from = b.ends[start-1]
+		}
+		for e := start; e < end; e++ {
+			d.arena = append(d.arena, b.arena[from:b.ends[e]]...)
+			d.ends = append(d.ends, len(d.arena))
+			from = b.ends[e]
+		}
+		d.rowEnds = append(d.rowEnds, len(d.ends))
+		start = end
+	}
+}
+
 func (b *arrBuf) appendTo(c driver.BatchColumn) error {
 	defer func() { b.strs, b.rows = nil, nil }() // see strBuf.appendTo
 	strs := b.strings()

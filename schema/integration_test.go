@@ -303,6 +303,9 @@ func TestEveryTypeThroughTheBinlog(t *testing.T) {
 				}
 				got := clickHouseCanonical(t, ch, target)
 				compare(t, table, want, got, policy.overrides)
+				if how == "Raw" {
+					checkKeyHashes(t, ch, target, block)
+				}
 			})
 		}
 	}

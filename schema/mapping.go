@@ -467,14 +467,22 @@ func (t *Target) CreateTableSQL() string {
 // InsertSQL is the INSERT a batch for this table is prepared with: an
 // explicit column list, which ClickHouse 18.16 needs.
 func (t *Target) InsertSQL() string {
+	// In a cluster, through the Distributed table, which routes each row
+	// to its shard by the sharding key (inserts are synchronous, see
+	// replicator's inserters).
+	return t.insertInto(t.ReadName())
+}
+
+// InsertLocalSQL is the INSERT statement into the table itself, not its
+// Distributed table: for rows sent straight to a shard.
+func (t *Target) InsertLocalSQL() string { return t.insertInto(t.Name) }
+
+func (t *Target) insertInto(table string) string {
 	var b strings.Builder
 	b.WriteString("INSERT INTO ")
 	b.WriteString(QuoteIdent(t.Database))
 	b.WriteByte('.')
-	// In a cluster, through the Distributed table, which routes each row
-	// to its shard by the sharding key (inserts are synchronous, see
-	// replicator's inserters).
-	b.WriteString(QuoteIdent(t.ReadName()))
+	b.WriteString(QuoteIdent(table))
 	b.WriteString(" (")
 	for i, c := range t.Columns {
 		if i > 0 {

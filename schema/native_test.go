@@ -83,52 +83,55 @@ func TestNativeMatchesDriverOnFieldTest(t *testing.T) {
 	sameEncoding(t, b)
 }
 
+// nativeTypes are MySQL column types with two values each, for tests
+// that build blocks of every type.
+var nativeTypes = []struct {
+	mysql  string
+	values []any
+}{
+	{"tinyint", []any{int8(-128), int8(127)}},
+	{"tinyint unsigned", []any{uint8(255), uint8(0)}},
+	{"tinyint(1)", []any{int8(1), int8(0)}},
+	{"smallint", []any{int16(-32768), int16(5)}},
+	{"mediumint unsigned", []any{uint32(16777215), uint32(1)}},
+	{"int", []any{int32(-2147483648), int32(7)}},
+	{"bigint unsigned", []any{uint64(18446744073709551615), uint64(0)}},
+	{"bigint", []any{int64(-9223372036854775808), int64(1)}},
+	{"float", []any{float32(-1.5), float32(3e38)}},
+	{"double", []any{float64(-2.25e-300), float64(0)}},
+	{"decimal(9,2)", []any{"-9999999.99", "0.5"}},
+	{"decimal(18,4)", []any{"99999999999999.9999", "-1"}},
+	{"decimal(38,10)", []any{"-9999999999999999999999999999.9999999999", "12345678901234567890.1"}},
+	{"decimal(65,30)", []any{"-99999999999999999999999999999999999.999999999999999999999999999999", "0.000000000000000000000000000001"}},
+	{"decimal(10,0)", []any{"-9999999999", "0"}},
+	{"char(10)", []any{"abc", ""}},
+	{"varchar(300)", []any{strings.Repeat("é", 300), "x"}},
+	{"binary(4)", []any{"ab", []byte{0, 1, 2, 3}}},
+	{"blob", []any{[]byte{0, 0xff}, []byte{}}},
+	{"date", []any{"2024-02-29", "1970-01-01"}},
+	{"datetime", []any{time.Date(2024, 2, 29, 23, 59, 59, 0, time.UTC), time.Unix(0, 0).UTC()}},
+	{"datetime(6)", []any{time.Date(2024, 2, 29, 23, 59, 59, 123456000, time.UTC), time.Unix(1, 0).UTC()}},
+	{"datetime(3)", []any{time.Date(1999, 12, 31, 1, 2, 3, 450000000, time.UTC), time.Unix(1, 0).UTC()}},
+	{"timestamp", []any{time.Date(2038, 1, 19, 3, 14, 7, 0, time.UTC), time.Unix(86400, 0).UTC()}},
+	{"time", []any{"-838:59:59", "12:00:00"}},
+	{"year", []any{2155, 1901}},
+	{"bit(64)", []any{int64(-1), int64(5)}},
+	{"enum('a','b')", []any{int64(2), int64(0)}},
+	{"enum('x''q','y')", []any{int64(1), int64(2)}},
+	{"set('a','b','c')", []any{int64(5), int64(0)}},
+	{"json", []any{[]byte(`{"a":1}`), []byte(`[]`)}},
+}
+
 // TestNativeMatchesDriver covers every column type and NULLs, on both
 // server profiles.
 func TestNativeMatchesDriver(t *testing.T) {
-	types := []struct {
-		mysql  string
-		values []any
-	}{
-		{"tinyint", []any{int8(-128), int8(127)}},
-		{"tinyint unsigned", []any{uint8(255), uint8(0)}},
-		{"tinyint(1)", []any{int8(1), int8(0)}},
-		{"smallint", []any{int16(-32768), int16(5)}},
-		{"mediumint unsigned", []any{uint32(16777215), uint32(1)}},
-		{"int", []any{int32(-2147483648), int32(7)}},
-		{"bigint unsigned", []any{uint64(18446744073709551615), uint64(0)}},
-		{"bigint", []any{int64(-9223372036854775808), int64(1)}},
-		{"float", []any{float32(-1.5), float32(3e38)}},
-		{"double", []any{float64(-2.25e-300), float64(0)}},
-		{"decimal(9,2)", []any{"-9999999.99", "0.5"}},
-		{"decimal(18,4)", []any{"99999999999999.9999", "-1"}},
-		{"decimal(38,10)", []any{"-9999999999999999999999999999.9999999999", "12345678901234567890.1"}},
-		{"decimal(65,30)", []any{"-99999999999999999999999999999999999.999999999999999999999999999999", "0.000000000000000000000000000001"}},
-		{"decimal(10,0)", []any{"-9999999999", "0"}},
-		{"char(10)", []any{"abc", ""}},
-		{"varchar(300)", []any{strings.Repeat("é", 300), "x"}},
-		{"binary(4)", []any{"ab", []byte{0, 1, 2, 3}}},
-		{"blob", []any{[]byte{0, 0xff}, []byte{}}},
-		{"date", []any{"2024-02-29", "1970-01-01"}},
-		{"datetime", []any{time.Date(2024, 2, 29, 23, 59, 59, 0, time.UTC), time.Unix(0, 0).UTC()}},
-		{"datetime(6)", []any{time.Date(2024, 2, 29, 23, 59, 59, 123456000, time.UTC), time.Unix(1, 0).UTC()}},
-		{"datetime(3)", []any{time.Date(1999, 12, 31, 1, 2, 3, 450000000, time.UTC), time.Unix(1, 0).UTC()}},
-		{"timestamp", []any{time.Date(2038, 1, 19, 3, 14, 7, 0, time.UTC), time.Unix(86400, 0).UTC()}},
-		{"time", []any{"-838:59:59", "12:00:00"}},
-		{"year", []any{2155, 1901}},
-		{"bit(64)", []any{int64(-1), int64(5)}},
-		{"enum('a','b')", []any{int64(2), int64(0)}},
-		{"enum('x''q','y')", []any{int64(1), int64(2)}},
-		{"set('a','b','c')", []any{int64(5), int64(0)}},
-		{"json", []any{[]byte(`{"a":1}`), []byte(`[]`)}},
-	}
 	for _, profile := range []struct {
 		name string
 		caps Capabilities
 	}{{"clickhouse18", ClickHouse18}, {"modern", ClickHouseModern}} {
 		for _, nullable := range []bool{false, true} {
 			tb := &Table{Database: "d", Name: "t", PrimaryKey: []int{0}, Columns: []Column{col(t, "id", "int(11)", false)}}
-			types := types
+			types := nativeTypes
 			if profile.caps.LowCardinality {
 				// Labels that need escaping become LowCardinality(String)
 				// there, which has no native encoder: see below.

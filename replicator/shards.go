@@ -1,0 +1,442 @@
+package replicator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/binlog2ch/binlog2ch/schema"
+)
+
+// Client-side routing (clickhouse.cluster_insert: shards): each block is
+// split by the Distributed table's own sharding key, computed here as
+// ClickHouse computes it, and each part goes straight into one replica of
+// its shard's local table, the shards in parallel. A block counts as sent
+// (and the checkpoint may pass it) only once every part is stored.
+
+// topologyTTL is how long the cluster's layout read from system.clusters
+// is used before it is read again: a layout change (shards added, weights
+// changed) reaches the Distributed table on the servers' config reload,
+// and routing must follow it.
+const topologyTTL = 10 * time.Second
+
+// topology is the cluster's layout, as the Distributed table routes by it.
+type topology struct {
+	shards []*shardHosts
+	// slots maps hash % len(slots) to a shard index: each shard appears
+	// weight times, in shard order, as in ClickHouse's Cluster.
+	slots []int
+	read  time.Time
+}
+
+// shardHosts is one shard's replicas.
+type shardHosts struct {
+	num      int      // shard_num
+	weight   int      // shard_weight
+	replicas []string // host:port, in replica_num order
+	// pick is the replica inserts go to; it moves on when one fails, so
+	// a replica that is down costs one retry, not every insert.
+	pick atomic.Uint32
+}
+
+func (s *shardHosts) addr() string {
+	return s.replicas[int(s.pick.Load())%len(s.replicas)]
+}
+
+// failed moves inserts on from addr to the next replica, unless another
+// insert did so already.
+func (s *shardHosts) failed(addr string) {
+	p := s.pick.Load()
+	if s.replicas[int(p)%len(s.replicas)] == addr {
+		s.pick.CompareAndSwap(p, p+1)
+	}
+}
+
+// sameLayout reports whether two topologies route and connect alike.
+func (t *topology) sameLayout(o *topology) bool {
+	return slices.EqualFunc(t.shards, o.shards, func(a, b *shardHosts) bool {
+		return a.num == b.num && a.weight == b.weight && slices.Equal(a.replicas, b.replicas)
+	})
+}
+
+// clusterLayout caches the topology between reads.
+type clusterLayout struct {
+	mu   sync.Mutex
+	topo *topology
+}
+
+// topology returns the cluster's layout, read again after topologyTTL.
+// When the read fails the last layout is kept: the server answering
+// system.clusters may be the one that is down.
+func (r *Replicator) topology(ctx context.Context) (*topology, error) {
+	r.layout.mu.Lock()
+	defer r.layout.mu.Unlock()
+	old := r.layout.topo
+	if old != nil && time.Since(old.read) < topologyTTL {
+		return old, nil
+	}
+	t, err := r.readTopology(ctx)
+	switch {
+	case err != nil && old != nil:
+		r.log.Warn("cannot read the cluster's layout; routing by the last one read", "cluster", r.cfg.ClickHouse.Cluster, "error", err)
+		old.read = time.Now()
+		return old, nil
+	case err != nil:
+		return nil, err
+	case old != nil && old.sameLayout(t):
+		old.read = t.read
+		return old, nil
+	}
+	if old != nil {
+		r.log.Warn("the cluster's layout changed; rows now go where the Distributed table sends them. Rows of a key written before may be on another shard, where FINAL cannot collapse them with the new ones",
+			"cluster", r.cfg.ClickHouse.Cluster, "shards", len(t.shards))
+	}
+	r.layout.topo = t
+	return t, nil
+}
+
+func (r *Replicator) readTopology(ctx context.Context) (*topology, error) {
+	name := r.cfg.ClickHouse.Cluster
+	rows, err := r.ch.Query(ctx, "SELECT shard_num, shard_weight, host_name, port FROM system.clusters WHERE cluster = ? ORDER BY shard_num, replica_num", name)
+	if err != nil {
+		return nil, fmt.Errorf("read cluster %s from system.clusters: %w", name, err)
+	}
+	defer rows.Close()
+	t := &topology{read: time.Now()}
+	for rows.Next() {
+		var num, weight uint32
+		var host string
+		var port uint16
+		if err := rows.Scan(&num, &weight, &host, &port); err != nil {
+			return nil, err
+		}
+		if n := len(t.shards); n == 0 || t.shards[n-1].num != int(num) {
+			t.shards = append(t.shards, &shardHosts{num: int(num), weight: int(weight)})
+		}
+		s := t.shards[len(t.shards)-1]
+		s.replicas = append(s.replicas, net.JoinHostPort(host, strconv.Itoa(int(port))))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(t.shards) == 0 {
+		return nil, permanent(fmt.Errorf("cluster %s is not in system.clusters of ClickHouse %v: define it in the servers' remote_servers", name, r.cfg.ClickHouse.Addr))
+	}
+	t.slots = slotsOf(t.shards)
+	if len(t.slots) == 0 {
+		return nil, permanent(fmt.Errorf("cluster %s: every shard has weight 0", name))
+	}
+	return t, nil
+}
+
+// slotsOf lists each shard's index weight times, in shard order.
+func slotsOf(shards []*shardHosts) []int {
+	var slots []int
+	for i, s := range shards {
+		for range s.weight {
+			slots = append(slots, i)
+		}
+	}
+	return slots
+}
+
+// route is how one table's rows reach the shards.
+type route struct {
+	// hasher computes the sharding key; nil for a table without a key
+	// (sharded by rand()), whose blocks go whole to one shard after
+	// another.
+	hasher *schema.KeyHasher
+	next   atomic.Uint32
+}
+
+// routeFor decides how target t's rows reach a cluster: a route straight
+// to the shards, or nil for through the Distributed table (no cluster,
+// cluster_insert: distributed, or a table the routing cannot serve, which
+// is logged with the reason).
+func (r *Replicator) routeFor(ctx context.Context, log *slog.Logger, t *schema.Target) (*route, error) {
+	if t.Options.Cluster == nil || r.cfg.ClickHouse.ClusterInsert != ClusterInsertShards {
+		return nil, nil
+	}
+	through := func(reason string) (*route, error) {
+		log.Warn("rows of this table go through its Distributed table, not straight to the shards", "reason", reason)
+		return nil, nil
+	}
+	if !schema.NewBlock(t).NativeOK() {
+		return through("it has columns that go through clickhouse-go (LowCardinality)")
+	}
+	var engine string
+	err := r.retry(ctx, log, stageSchema, "read ClickHouse schema", func(ctx context.Context) error {
+		return r.ch.QueryRow(ctx, "SELECT engine_full FROM system.tables WHERE database = ? AND name = ?", t.Database, t.ReadName()).Scan(&engine)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the sharding key of %s.%s: %w", t.Database, t.ReadName(), err)
+	}
+	cols, keyless, err := shardingColumns(engine)
+	if err != nil {
+		return through(err.Error())
+	}
+	rt := &route{}
+	if keyless {
+		log.Info("rows go straight to the shards' local tables, each batch to one shard in turn (the sharding key is rand())")
+		return rt, nil
+	}
+	if rt.hasher, err = schema.NewKeyHasher(t, cols); err != nil {
+		return through(err.Error())
+	}
+	query, want, err := rt.hasher.KeyHashProbe()
+	if err != nil {
+		return through(err.Error())
+	}
+	var got []uint64
+	err = r.retry(ctx, log, stageSchema, "check ClickHouse's key hash", func(ctx context.Context) error {
+		return r.ch.QueryRow(ctx, query).Scan(&got)
+	})
+	switch {
+	case err != nil && transient(err):
+		return nil, fmt.Errorf("check ClickHouse's key hash: %w", err)
+	case err != nil:
+		return through(fmt.Sprintf("ClickHouse cannot hash the key columns (%s): %v", strings.Join(cols, ", "), err))
+	case !slices.Equal(got, want):
+		return through(fmt.Sprintf("ClickHouse %s hashes (%s) differently from binlog2ch (%v, binlog2ch %v)", r.caps.Version, strings.Join(cols, ", "), got, want))
+	}
+	log.Info("rows go straight to the shards' local tables", "sharding_key", "cityHash64("+strings.Join(cols, ", ")+")")
+	return rt, nil
+}
+
+// shardingColumns parses a Distributed table's engine_full for its
+// sharding key: the columns of cityHash64(a, b, ...), or keyless for
+// rand(). Any other expression is refused: binlog2ch cannot compute it.
+func shardingColumns(engine string) (cols []string, keyless bool, err error) {
+	name, rest, ok := strings.Cut(strings.TrimSpace(engine), "(")
+	if !ok || strings.TrimSpace(name) != "Distributed" {
+		return nil, false, fmt.Errorf("the table's engine is not Distributed: %q", engine)
+	}
+	end := closing(rest)
+	if end < 0 {
+		return nil, false, fmt.Errorf("cannot parse the engine %q", engine)
+	}
+	args := splitTopLevel(rest[:end])
+	if len(args) < 4 {
+		return nil, false, fmt.Errorf("the Distributed table has no sharding key (%q): every row would go to one shard", engine)
+	}
+	key := strings.TrimSpace(args[3])
+	if strings.ReplaceAll(key, " ", "") == "rand()" {
+		return nil, true, nil
+	}
+	inner, ok := strings.CutPrefix(key, "cityHash64(")
+	if !ok || closing(inner) != len(inner)-1 {
+		return nil, false, fmt.Errorf("binlog2ch computes only cityHash64(columns) or rand() as a sharding key, not %s", key)
+	}
+	for _, a := range splitTopLevel(inner[:len(inner)-1]) {
+		c, err := identifier(strings.TrimSpace(a))
+		if err != nil {
+			return nil, false, fmt.Errorf("sharding key %s: %w", key, err)
+		}
+		cols = append(cols, c)
+	}
+	return cols, false, nil
+}
+
+// closing is the index of the ')' that closes an expression opened just
+// before s, or -1.
+func closing(s string) int {
+	depth := 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '`' || c == '"':
+			quote = c
+		case c == '(':
+			depth++
+		case c == ')':
+			if depth == 0 {
+				return i
+			}
+			depth--
+		}
+	}
+	return -1
+}
+
+// splitTopLevel splits s at the commas outside parentheses and quotes.
+func splitTopLevel(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '`' || c == '"':
+			quote = c
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case c == ',' && depth == 0:
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
+
+// identifier unquotes a column name as ClickHouse prints it: bare, or in
+// backquotes or double quotes with backslash escapes.
+func identifier(s string) (string, error) {
+	if s == "" {
+		return "", errors.New("empty argument")
+	}
+	if q := s[0]; q == '`' || q == '"' {
+		if len(s) < 2 || s[len(s)-1] != q {
+			return "", fmt.Errorf("cannot parse %s", s)
+		}
+		var b strings.Builder
+		for i := 1; i < len(s)-1; i++ {
+			c := s[i]
+			if c == '\\' && i+1 < len(s)-1 {
+				i++
+				switch s[i] {
+				case '0':
+					c = 0
+				case 'n':
+					c = '\n'
+				case 't':
+					c = '\t'
+				default:
+					c = s[i]
+				}
+			}
+			b.WriteByte(c)
+		}
+		return b.String(), nil
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return "", fmt.Errorf("%s is not a column", s)
+		}
+	}
+	return s, nil
+}
+
+// shardScratch is one sender's buffers for splitting blocks, reused from
+// block to block.
+type shardScratch struct {
+	hashes []uint64
+	to     []uint32
+	parts  []*schema.Block
+}
+
+// sendShards sends block b to the shards' local tables, split by route
+// rt, the shards in parallel, and returns once every part is stored.
+func (w *writer) sendShards(ctx context.Context, b *schema.Block, rt *route, sc *shardScratch) error {
+	var topo *topology
+	err := w.r.retry(ctx, w.log, stageInsert, "read the cluster's layout", func(ctx context.Context) (err error) {
+		topo, err = w.r.topology(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(topo.shards) == 1:
+		return w.sendPart(ctx, topo.shards[0], b)
+	case rt.hasher == nil:
+		slot := int(rt.next.Add(1)-1) % len(topo.slots)
+		return w.sendPart(ctx, topo.shards[topo.slots[slot]], b)
+	}
+	if sc.hashes, err = rt.hasher.Hashes(b, sc.hashes); err != nil {
+		return permanent(err)
+	}
+	nslots := uint64(len(topo.slots))
+	sc.to = sc.to[:0]
+	for _, h := range sc.hashes {
+		sc.to = append(sc.to, uint32(topo.slots[h%nslots]))
+	}
+	t := b.Target()
+	if len(sc.parts) > 0 && sc.parts[0].Target() != t {
+		sc.parts = sc.parts[:0] // built for an older schema
+	}
+	for len(sc.parts) < len(topo.shards) {
+		sc.parts = append(sc.parts, schema.NewBlock(t))
+	}
+	parts := sc.parts[:len(topo.shards)]
+	defer func() {
+		for _, p := range parts {
+			p.Reset()
+		}
+	}()
+	if err := b.Scatter(sc.to, parts); err != nil {
+		return permanent(err)
+	}
+	// A part that fails for good cancels the others' retries: the writer
+	// stops on it, and the block is sent again whole after a restart.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		if p.Rows() == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = w.sendPart(ctx, topo.shards[i], p); errs[i] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	var first error
+	for _, err := range errs {
+		if err != nil && (first == nil || errors.Is(first, context.Canceled)) {
+			first = err
+		}
+	}
+	return first
+}
+
+// sendPart sends the rows of one shard to one of its replicas, moving on
+// to the next replica after a failure, until one stores them. A part whose
+// columns the shard's table does not match goes through the Distributed
+// table, whose clickhouse-go insert converts.
+func (w *writer) sendPart(ctx context.Context, sh *shardHosts, p *schema.Block) error {
+	t := p.Target()
+	return w.r.retry(ctx, w.log, stageInsert, "insert into ClickHouse shard "+strconv.Itoa(sh.num), func(ctx context.Context) error {
+		if w.nativeRefused.Load() != t {
+			addr := sh.addr()
+			err := w.r.ins.insertNative(ctx, addr, t.InsertLocalSQL(), p)
+			if !w.refuseNative(t, err) {
+				if err != nil {
+					sh.failed(addr)
+					return fmt.Errorf("%s: %w", addr, err)
+				}
+				w.r.m.shardRows.WithLabelValues(strconv.Itoa(sh.num)).Add(float64(p.Rows()))
+				return nil
+			}
+		}
+		return w.insertDriver(ctx, p)
+	})
+}

@@ -1,0 +1,64 @@
+package replicator
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestShardingColumns parses Distributed engines as ClickHouse prints them
+// in system.tables.engine_full, old and new.
+func TestShardingColumns(t *testing.T) {
+	for _, c := range []struct {
+		engine  string
+		cols    []string
+		keyless bool
+		err     string
+	}{
+		{engine: "Distributed(c1, db, t, cityHash64(id))", cols: []string{"id"}},
+		{engine: "Distributed('c1', 'db', 't', cityHash64(a, `b c`, `x\\`y`), 'policy')", cols: []string{"a", "b c", "x`y"}},
+		{engine: `Distributed(c1, db, t, cityHash64("q", r_2))`, cols: []string{"q", "r_2"}},
+		{engine: "Distributed(c1, db, t, rand())", keyless: true},
+		{engine: "Distributed(c1, db, t)", err: "has no sharding key"},
+		{engine: "Distributed(c1, db, t, sipHash64(id))", err: "only cityHash64(columns) or rand()"},
+		{engine: "Distributed(c1, db, t, cityHash64(id) % 3)", err: "only cityHash64(columns) or rand()"},
+		{engine: "Distributed(c1, db, t, cityHash64(toString(id)))", err: "toString(id) is not a column"},
+		{engine: "Distributed(c1, db, t, cityHash64(id, 'a,b'))", err: "'a,b' is not a column"},
+		{engine: "MergeTree ORDER BY id", err: "not Distributed"},
+		{engine: "Distributed(c1, db, t, cityHash64(id)", err: "cannot parse"},
+	} {
+		cols, keyless, err := shardingColumns(c.engine)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: got %v, want an error with %q", c.engine, err, c.err)
+			}
+			continue
+		}
+		if err != nil || keyless != c.keyless || strings.Join(cols, "|") != strings.Join(c.cols, "|") {
+			t.Errorf("%s: got %q keyless=%v %v, want %q keyless=%v", c.engine, cols, keyless, err, c.cols, c.keyless)
+		}
+	}
+}
+
+// TestTopologySlots: slots follow shard weights in shard order, as
+// ClickHouse's Cluster lays them out.
+func TestTopologySlots(t *testing.T) {
+	s1 := &shardHosts{num: 1, weight: 1, replicas: []string{"a:9000", "b:9000"}}
+	s2 := &shardHosts{num: 2, weight: 2, replicas: []string{"c:9000"}}
+	topo := &topology{shards: []*shardHosts{s1, s2}}
+	topo.slots = slotsOf(topo.shards)
+	if got := topo.slots; len(got) != 3 || got[0] != 0 || got[1] != 1 || got[2] != 1 {
+		t.Errorf("slots %v, want [0 1 1]", got)
+	}
+	if s1.addr() != "a:9000" {
+		t.Fatalf("first replica %s", s1.addr())
+	}
+	s1.failed("a:9000")
+	s1.failed("a:9000") // a second insert that failed on the same replica
+	if s1.addr() != "b:9000" {
+		t.Errorf("after a failure inserts go to %s, want b:9000", s1.addr())
+	}
+	s1.failed("b:9000")
+	if s1.addr() != "a:9000" {
+		t.Errorf("after both failed inserts go to %s, want a:9000 again", s1.addr())
+	}
+}
