@@ -43,6 +43,13 @@ type Options struct {
 	MaxLen       int           // string and blob cap, see loadgen
 	Conns        int           // loadgen connections
 	Progress     io.Writer     // what is going on, line by line
+	// Cluster, when set, names the ClickHouse cluster (remote_servers) to
+	// replicate into, ClickHouse being one of its servers; rows are
+	// counted through the Distributed tables and parts over the cluster.
+	Cluster string
+	// ClusterInsert is the daemon's clickhouse.cluster_insert ("": its
+	// default).
+	ClusterInsert string
 }
 
 // Defaults are the full benchmark's sizes; Short ones take under two
@@ -135,6 +142,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	defer r.ch.Close()
 	rep := &Report{Date: time.Now().UTC(), Host: hostDescription(),
 		Settings: fmt.Sprintf("binlog_field_test, strings capped at %d characters, loadgen %d connections x 1000-row INSERTs; daemon defaults (batch.max_rows 100000, flush_interval 1s, max_inflight 2)", o.MaxLen, o.Conns)}
+	if o.Cluster != "" {
+		insert := o.ClusterInsert
+		if insert == "" {
+			insert = "default"
+		}
+		rep.Settings += fmt.Sprintf("; ClickHouse cluster %s, cluster_insert %s", o.Cluster, insert)
+	}
 	if err := r.my.QueryRowContext(ctx, "SELECT VERSION()").Scan(&rep.MySQL); err != nil {
 		return nil, fmt.Errorf("MySQL %s: %w", o.MySQL.Addr(), err)
 	}
@@ -185,20 +199,39 @@ func (r *run) cleanup() {
 	}
 	ctx := context.Background()
 	_, _ = r.my.ExecContext(ctx, "DROP DATABASE IF EXISTS "+r.db)
-	_ = r.ch.Exec(ctx, "DROP DATABASE IF EXISTS "+r.db)
+	_ = r.ch.Exec(ctx, "DROP DATABASE IF EXISTS "+r.db+r.onCluster())
+}
+
+func (r *run) onCluster() string {
+	if r.o.Cluster == "" {
+		return ""
+	}
+	return " ON CLUSTER " + r.o.Cluster
 }
 
 func (r *run) writeConfig() error {
 	conf := fmt.Sprintf(`mysql: {addr: %q, user: %q, password: %q, server_id: 4243}
-clickhouse: {addr: [%q], user: %q, password: %q}
+clickhouse: {addr: [%q], user: %q, password: %q%s}
 tables: {include: ["%s.*"]}
 state_dir: state
 metrics: {listen: "127.0.0.1:0"}
 # The generated rows span MySQL's whole DATE range; ClickHouse 18.16's Date
 # does not, so the benchmark clamps them (the default stops instead).
 schema: {invalid_dates: clamp}
-`, r.o.MySQL.Addr(), r.o.MySQL.User, r.o.MySQL.Password, r.o.ClickHouse.Addr(), r.o.ClickHouse.User, r.o.ClickHouse.Password, r.db)
+`, r.o.MySQL.Addr(), r.o.MySQL.User, r.o.MySQL.Password, r.o.ClickHouse.Addr(), r.o.ClickHouse.User, r.o.ClickHouse.Password, r.clusterKeys(), r.db)
 	return os.WriteFile(r.configPath(), []byte(conf), 0o600)
+}
+
+// clusterKeys are the daemon's clickhouse cluster settings, in flow style.
+func (r *run) clusterKeys() string {
+	if r.o.Cluster == "" {
+		return ""
+	}
+	keys := fmt.Sprintf(", cluster: %q", r.o.Cluster)
+	if r.o.ClusterInsert != "" {
+		keys += fmt.Sprintf(", cluster_insert: %q", r.o.ClusterInsert)
+	}
+	return keys
 }
 
 func (r *run) configPath() string { return filepath.Join(r.o.Dir, "binlog2ch.yaml") }
@@ -402,6 +435,9 @@ func (r *run) live(ctx context.Context, table string, rate float64) (Scenario, e
 }
 
 func (r *run) count(ctx context.Context, table string) (uint64, error) {
+	if r.o.Cluster != "" {
+		table += "_all" // the daemon's default distributed_table
+	}
 	var n uint64
 	err := r.ch.QueryRow(ctx, "SELECT count() FROM "+r.db+"."+table).Scan(&n)
 	if err != nil && strings.Contains(err.Error(), "doesn't exist") {
@@ -413,8 +449,12 @@ func (r *run) count(ctx context.Context, table string) (uint64, error) {
 // parts counts the parts ClickHouse created for a table: active ones and
 // those merged away (kept for old_parts_lifetime, 8 minutes by default).
 func (r *run) parts(ctx context.Context, table string) uint64 {
+	from := "system.parts"
+	if r.o.Cluster != "" {
+		from = "cluster(" + quote(r.o.Cluster) + ", system, parts)" // one replica per shard
+	}
 	var n uint64
-	_ = r.ch.QueryRow(ctx, "SELECT count() FROM system.parts WHERE database = ? AND table = ? AND level = 0", r.db, table).Scan(&n)
+	_ = r.ch.QueryRow(ctx, "SELECT count() FROM "+from+" WHERE database = ? AND table = ? AND level = 0", r.db, table).Scan(&n)
 	return n
 }
 
@@ -565,4 +605,9 @@ func hostDescription() string {
 		}
 	}
 	return fmt.Sprintf("%s, %d cores%s", model, runtime.NumCPU(), mem)
+}
+
+// quote is a ClickHouse string literal.
+func quote(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }

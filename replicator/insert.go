@@ -113,9 +113,10 @@ type headerMismatch struct{ detail string }
 
 func (e *headerMismatch) Error() string { return e.detail }
 
-// insertNative sends one block over a pooled native connection to addr
-// ("": the configured servers) with the statement query.
-func (p *inserters) insertNative(ctx context.Context, addr, query string, b *schema.Block) error {
+// insertNative sends the rows sel of a block (every row when nil) over a
+// pooled native connection to addr ("": the configured servers) with the
+// statement query.
+func (p *inserters) insertNative(ctx context.Context, addr, query string, b *schema.Block, sel []uint32) error {
 	c, err := p.get(ctx, addr)
 	if err != nil {
 		return err
@@ -125,7 +126,7 @@ func (p *inserters) insertNative(ctx context.Context, addr, query string, b *sch
 	err = c.Insert(ctx, query, func(cols []chnative.Column) error {
 		return checkHeader(t, cols)
 	}, func(e *chnative.Encoder) error {
-		encodeErr = b.EncodeNative(e)
+		encodeErr = b.EncodeNativeRows(e, sel)
 		return encodeErr
 	})
 	if err != nil {

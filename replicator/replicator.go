@@ -33,7 +33,7 @@ type Replicator struct {
 	ins  *inserters // native-protocol INSERTs (insert.go)
 	// layout is the cluster's shards, for rows routed to them (shards.go).
 	layout clusterLayout
-	m    *metrics
+	m      *metrics
 
 	onReady      func()
 	checkin      atomic.Int64 // when the reader last checked in (Unix ns), for Alive

@@ -344,12 +344,12 @@ func identifier(s string) (string, error) {
 // block to block.
 type shardScratch struct {
 	hashes []uint64
-	to     []uint32
-	parts  []*schema.Block
+	sel    [][]uint32 // per shard, the block's rows that go there
 }
 
 // sendShards sends block b to the shards' local tables, split by route
-// rt, the shards in parallel, and returns once every part is stored.
+// rt, the shards in parallel, and returns once every shard stored its
+// rows. Each shard's rows are encoded from the block itself (no copy).
 func (w *writer) sendShards(ctx context.Context, b *schema.Block, rt *route, sc *shardScratch) error {
 	var topo *topology
 	err := w.r.retry(ctx, w.log, stageInsert, "read the cluster's layout", func(ctx context.Context) (err error) {
@@ -361,49 +361,40 @@ func (w *writer) sendShards(ctx context.Context, b *schema.Block, rt *route, sc 
 	}
 	switch {
 	case len(topo.shards) == 1:
-		return w.sendPart(ctx, topo.shards[0], b)
+		return w.sendPart(ctx, topo.shards[0], b, nil)
 	case rt.hasher == nil:
 		slot := int(rt.next.Add(1)-1) % len(topo.slots)
-		return w.sendPart(ctx, topo.shards[topo.slots[slot]], b)
+		return w.sendPart(ctx, topo.shards[topo.slots[slot]], b, nil)
 	}
 	if sc.hashes, err = rt.hasher.Hashes(b, sc.hashes); err != nil {
 		return permanent(err)
 	}
+	for len(sc.sel) < len(topo.shards) {
+		sc.sel = append(sc.sel, nil)
+	}
+	sel := sc.sel[:len(topo.shards)]
+	for i := range sel {
+		sel[i] = sel[i][:0]
+	}
 	nslots := uint64(len(topo.slots))
-	sc.to = sc.to[:0]
-	for _, h := range sc.hashes {
-		sc.to = append(sc.to, uint32(topo.slots[h%nslots]))
+	for row, h := range sc.hashes {
+		s := topo.slots[h%nslots]
+		sel[s] = append(sel[s], uint32(row))
 	}
-	t := b.Target()
-	if len(sc.parts) > 0 && sc.parts[0].Target() != t {
-		sc.parts = sc.parts[:0] // built for an older schema
-	}
-	for len(sc.parts) < len(topo.shards) {
-		sc.parts = append(sc.parts, schema.NewBlock(t))
-	}
-	parts := sc.parts[:len(topo.shards)]
-	defer func() {
-		for _, p := range parts {
-			p.Reset()
-		}
-	}()
-	if err := b.Scatter(sc.to, parts); err != nil {
-		return permanent(err)
-	}
-	// A part that fails for good cancels the others' retries: the writer
+	// A shard that fails for good cancels the others' retries: the writer
 	// stops on it, and the block is sent again whole after a restart.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make([]error, len(parts))
+	errs := make([]error, len(sel))
 	var wg sync.WaitGroup
-	for i, p := range parts {
-		if p.Rows() == 0 {
+	for i, rows := range sel {
+		if len(rows) == 0 {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if errs[i] = w.sendPart(ctx, topo.shards[i], p); errs[i] != nil {
+			if errs[i] = w.sendPart(ctx, topo.shards[i], b, rows); errs[i] != nil {
 				cancel()
 			}
 		}()
@@ -418,25 +409,37 @@ func (w *writer) sendShards(ctx context.Context, b *schema.Block, rt *route, sc 
 	return first
 }
 
-// sendPart sends the rows of one shard to one of its replicas, moving on
-// to the next replica after a failure, until one stores them. A part whose
-// columns the shard's table does not match goes through the Distributed
-// table, whose clickhouse-go insert converts.
-func (w *writer) sendPart(ctx context.Context, sh *shardHosts, p *schema.Block) error {
-	t := p.Target()
+// sendPart sends the rows sel of b (every row when nil) to one of the
+// shard's replicas, moving on to the next replica after a failure, until
+// one stores them. Rows whose columns the shard's table does not match go
+// through the Distributed table instead, whose clickhouse-go insert
+// converts.
+func (w *writer) sendPart(ctx context.Context, sh *shardHosts, b *schema.Block, sel []uint32) error {
+	t := b.Target()
+	rows := b.Rows()
+	if sel != nil {
+		rows = len(sel)
+	}
 	return w.r.retry(ctx, w.log, stageInsert, "insert into ClickHouse shard "+strconv.Itoa(sh.num), func(ctx context.Context) error {
 		if w.nativeRefused.Load() != t {
 			addr := sh.addr()
-			err := w.r.ins.insertNative(ctx, addr, t.InsertLocalSQL(), p)
+			err := w.r.ins.insertNative(ctx, addr, t.InsertLocalSQL(), b, sel)
 			if !w.refuseNative(t, err) {
 				if err != nil {
 					sh.failed(addr)
 					return fmt.Errorf("%s: %w", addr, err)
 				}
-				w.r.m.shardRows.WithLabelValues(strconv.Itoa(sh.num)).Add(float64(p.Rows()))
+				w.r.m.shardRows.WithLabelValues(strconv.Itoa(sh.num)).Add(float64(rows))
 				return nil
 			}
 		}
-		return w.insertDriver(ctx, p)
+		if sel == nil {
+			return w.insertDriver(ctx, b)
+		}
+		part, err := b.Subset(sel)
+		if err != nil {
+			return permanent(err)
+		}
+		return w.insertDriver(ctx, part)
 	})
 }

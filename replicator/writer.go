@@ -473,7 +473,7 @@ func (w *writer) send(ctx context.Context, b *schema.Block, rt *route, sc *shard
 	} else {
 		err = w.r.retry(ctx, w.log, stageInsert, "insert into ClickHouse", func(ctx context.Context) error {
 			if b.NativeOK() && w.nativeRefused.Load() != t {
-				err := w.r.ins.insertNative(ctx, "", t.InsertSQL(), b)
+				err := w.r.ins.insertNative(ctx, "", t.InsertSQL(), b, nil)
 				if !w.refuseNative(t, err) {
 					return err
 				}

@@ -9,8 +9,9 @@ import (
 	"github.com/binlog2ch/binlog2ch/chnative"
 )
 
-// nativeFn writes one column's data in ClickHouse's Native format.
-type nativeFn func(e *chnative.Encoder) error
+// nativeFn writes one column's data in ClickHouse's Native format: the rows
+// listed in sel, in that order, or every row when sel is nil.
+type nativeFn func(e *chnative.Encoder, sel []uint32) error
 
 // NativeOK reports whether EncodeNative can write this block: every column
 // type has a native encoder here, and the host is little-endian (fixed-width
@@ -31,15 +32,24 @@ func (b *Block) NativeOK() bool {
 
 // EncodeNative writes the block in the Native format: the block header,
 // then each column's name, type and data. Call it only when NativeOK.
-func (b *Block) EncodeNative(e *chnative.Encoder) error {
+func (b *Block) EncodeNative(e *chnative.Encoder) error { return b.EncodeNativeRows(e, nil) }
+
+// EncodeNativeRows is EncodeNative of the rows listed in sel only (every
+// row when sel is nil): one shard's rows of a block, written without
+// copying them into a block of their own.
+func (b *Block) EncodeNativeRows(e *chnative.Encoder, sel []uint32) error {
 	if !b.NativeOK() {
 		return errors.New("schema: block has columns without a native encoder")
 	}
-	e.StartBlock(len(b.cols), b.Rows())
+	rows := b.Rows()
+	if sel != nil {
+		rows = len(sel)
+	}
+	e.StartBlock(len(b.cols), rows)
 	for i, fn := range b.native {
 		c := &b.target.Columns[i]
 		e.Column(c.Name, c.Type.String())
-		if err := fn(e); err != nil {
+		if err := fn(e, sel); err != nil {
 			return fmt.Errorf("%s: column %s: %w", b.target.FullName(), c.Name, err)
 		}
 	}
@@ -91,13 +101,7 @@ func nativeColumn(buf colBuf, t CHType) nativeFn {
 		return rawColumn(buf, t)
 	case *numBuf[int64]:
 		if t.Kind == CHDateTime { // held as Unix seconds
-			return func(e *chnative.Encoder) error {
-				nullMap(e, &buf.nulls)
-				for _, s := range buf.vals {
-					e.Uint32(uint32(s))
-				}
-				return nil
-			}
+			return convertedColumn(&buf.nulls, &buf.vals, func(e *chnative.Encoder, s int64) { e.Uint32(uint32(s)) })
 		}
 		return rawColumn(buf, t)
 	case *timeBuf:
@@ -108,11 +112,26 @@ func nativeColumn(buf colBuf, t CHType) nativeFn {
 		if t.Kind != CHArrayString || t.Nullable {
 			return nil
 		}
-		return func(e *chnative.Encoder) error {
-			for _, n := range buf.rowEnds {
-				e.Uint64(uint64(n))
+		return func(e *chnative.Encoder, sel []uint32) error {
+			if sel == nil {
+				for _, n := range buf.rowEnds {
+					e.Uint64(uint64(n))
+				}
+				return writeStrings(e, &buf.strBuf, nil)
 			}
-			return writeStrings(e, &buf.strBuf)
+			// Offsets count the selected rows' elements; then the
+			// elements themselves.
+			var total uint64
+			for _, r := range sel {
+				total += uint64(buf.rowEnds[r] - rowStart(buf.rowEnds, r))
+				e.Uint64(total)
+			}
+			for _, r := range sel {
+				for el := rowStart(buf.rowEnds, r); el < buf.rowEnds[r]; el++ {
+					e.StringBytes(buf.arena[rowStart(buf.ends, uint32(el)):buf.ends[el]])
+				}
+			}
+			return nil
 		}
 	}
 	return nil
@@ -124,20 +143,59 @@ func rawColumn[T any](buf *numBuf[T], t CHType) nativeFn {
 	if w := chWidth(t.Kind); w == 0 || w != unsafe.Sizeof(z) || t.Kind == CHDateTime || t.Kind == CHDate || t.Kind == CHDate32 || t.Kind == CHDateTime64 {
 		return nil
 	}
-	return func(e *chnative.Encoder) error {
-		nullMap(e, &buf.nulls)
-		if len(buf.vals) > 0 {
-			e.Bytes(unsafe.Slice((*byte)(unsafe.Pointer(&buf.vals[0])), len(buf.vals)*int(unsafe.Sizeof(z))))
+	size := int(unsafe.Sizeof(z))
+	return func(e *chnative.Encoder, sel []uint32) error {
+		nullMap(e, &buf.nulls, sel)
+		switch {
+		case sel != nil:
+			for _, r := range sel {
+				e.Bytes(unsafe.Slice((*byte)(unsafe.Pointer(&buf.vals[r])), size))
+			}
+		case len(buf.vals) > 0:
+			e.Bytes(unsafe.Slice((*byte)(unsafe.Pointer(&buf.vals[0])), len(buf.vals)*size))
 		}
 		return nil
 	}
 }
 
+// convertedColumn writes values that need converting one by one. It takes
+// the buffer's slice by pointer: the encoder is built once per block, and
+// the slice grows after.
+func convertedColumn[T any](n *nulls, vals *[]T, put func(e *chnative.Encoder, v T)) nativeFn {
+	return func(e *chnative.Encoder, sel []uint32) error {
+		nullMap(e, n, sel)
+		if sel == nil {
+			for _, v := range *vals {
+				put(e, v)
+			}
+			return nil
+		}
+		for _, r := range sel {
+			put(e, (*vals)[r])
+		}
+		return nil
+	}
+}
+
+// rowStart is where row r's span begins in a buffer of cumulative ends.
+func rowStart(ends []int, r uint32) int {
+	if r == 0 {
+		return 0
+	}
+	return ends[r-1]
+}
+
 // nullMap writes a Nullable column's null map: one byte per row, 1 for
 // NULL (a Go bool is one byte, 0 or 1). NULL rows hold a zero value in the
 // data that follows.
-func nullMap(e *chnative.Encoder, n *nulls) {
-	if n.nullable && len(n.isNull) > 0 {
+func nullMap(e *chnative.Encoder, n *nulls, sel []uint32) {
+	switch {
+	case !n.nullable:
+	case sel != nil:
+		for _, r := range sel {
+			e.Uint8(*(*uint8)(unsafe.Pointer(&n.isNull[r])))
+		}
+	case len(n.isNull) > 0:
 		e.Bytes(unsafe.Slice((*byte)(unsafe.Pointer(&n.isNull[0])), len(n.isNull)))
 	}
 }
@@ -147,39 +205,15 @@ func nullMap(e *chnative.Encoder, n *nulls) {
 func timeColumn(buf *timeBuf, t CHType) nativeFn {
 	switch t.Kind {
 	case CHDate:
-		return func(e *chnative.Encoder) error {
-			nullMap(e, &buf.nulls)
-			for _, us := range buf.vals {
-				e.Uint16(uint16(us / dayMicros))
-			}
-			return nil
-		}
+		return convertedColumn(&buf.nulls, &buf.vals, func(e *chnative.Encoder, us int64) { e.Uint16(uint16(us / dayMicros)) })
 	case CHDate32:
-		return func(e *chnative.Encoder) error {
-			nullMap(e, &buf.nulls)
-			for _, us := range buf.vals {
-				e.Uint32(uint32(int32(us / dayMicros)))
-			}
-			return nil
-		}
+		return convertedColumn(&buf.nulls, &buf.vals, func(e *chnative.Encoder, us int64) { e.Uint32(uint32(int32(us / dayMicros))) })
 	case CHDateTime64:
 		if t.Scale < 0 || t.Scale > 9 {
 			return nil
 		}
-		mul, div := int64(1), int64(1)
-		for p := t.Scale; p > 6; p-- {
-			mul *= 10
-		}
-		for p := t.Scale; p < 6; p++ {
-			div *= 10
-		}
-		return func(e *chnative.Encoder) error {
-			nullMap(e, &buf.nulls)
-			for _, us := range buf.vals {
-				e.Uint64(uint64(us * mul / div))
-			}
-			return nil
-		}
+		mul, div := dateTime64Scale(t.Scale)
+		return convertedColumn(&buf.nulls, &buf.vals, func(e *chnative.Encoder, us int64) { e.Uint64(uint64(us * mul / div)) })
 	}
 	return nil
 }
@@ -187,33 +221,56 @@ func timeColumn(buf *timeBuf, t CHType) nativeFn {
 func stringColumn(buf *strBuf, t CHType) nativeFn {
 	switch t.Kind {
 	case CHString:
-		return func(e *chnative.Encoder) error {
-			nullMap(e, &buf.nulls)
-			return writeStrings(e, buf)
+		return func(e *chnative.Encoder, sel []uint32) error {
+			nullMap(e, &buf.nulls, sel)
+			return writeStrings(e, buf, sel)
 		}
 	case CHFixedString:
 		n := t.Length
-		return func(e *chnative.Encoder) error {
-			nullMap(e, &buf.nulls)
-			start := 0
-			for _, end := range buf.ends {
-				v := buf.arena[start:end]
-				start = end
-				if len(v) > n {
-					return fmt.Errorf("a value of %d bytes in a FixedString(%d)", len(v), n)
-				}
-				e.Bytes(v)
-				e.Zeros(n - len(v))
+		return eachString(buf, func(e *chnative.Encoder, v []byte) error {
+			if len(v) > n {
+				return fmt.Errorf("a value of %d bytes in a FixedString(%d)", len(v), n)
 			}
+			e.Bytes(v)
+			e.Zeros(n - len(v))
 			return nil
-		}
+		})
 	case CHDecimal:
 		return decimalColumn(buf, t)
 	}
 	return nil
 }
 
-func writeStrings(e *chnative.Encoder, buf *strBuf) error {
+// eachString writes a column of byte strings value by value.
+func eachString(buf *strBuf, put func(e *chnative.Encoder, v []byte) error) nativeFn {
+	return func(e *chnative.Encoder, sel []uint32) error {
+		nullMap(e, &buf.nulls, sel)
+		if sel == nil {
+			start := 0
+			for _, end := range buf.ends {
+				if err := put(e, buf.arena[start:end]); err != nil {
+					return err
+				}
+				start = end
+			}
+			return nil
+		}
+		for _, r := range sel {
+			if err := put(e, buf.arena[rowStart(buf.ends, r):buf.ends[r]]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+func writeStrings(e *chnative.Encoder, buf *strBuf, sel []uint32) error {
+	if sel != nil {
+		for _, r := range sel {
+			e.StringBytes(buf.arena[rowStart(buf.ends, r):buf.ends[r]])
+		}
+		return nil
+	}
 	start := 0
 	for _, end := range buf.ends {
 		e.StringBytes(buf.arena[start:end])
@@ -239,29 +296,24 @@ func decimalColumn(buf *strBuf, t CHType) nativeFn {
 		return nil
 	}
 	scale := t.Scale
-	return func(e *chnative.Encoder) error {
-		nullMap(e, &buf.nulls)
-		start := 0
-		for _, end := range buf.ends {
-			v, err := scaledDecimal(buf.arena[start:end], scale)
-			if err != nil {
-				return err
-			}
-			start = end
-			switch width {
-			case 4:
-				e.Uint32(uint32(v[0]))
-			case 8:
-				e.Uint64(v[0])
-			case 16:
-				e.Uint128(v[0], v[1])
-			default:
-				e.Uint128(v[0], v[1])
-				e.Uint128(v[2], v[3])
-			}
+	return eachString(buf, func(e *chnative.Encoder, s []byte) error {
+		v, err := scaledDecimal(s, scale)
+		if err != nil {
+			return err
+		}
+		switch width {
+		case 4:
+			e.Uint32(uint32(v[0]))
+		case 8:
+			e.Uint64(v[0])
+		case 16:
+			e.Uint128(v[0], v[1])
+		default:
+			e.Uint128(v[0], v[1])
+			e.Uint128(v[2], v[3])
 		}
 		return nil
-	}
+	})
 }
 
 // scaledDecimal parses a decimal's text into the integer value*10^scale as

@@ -422,3 +422,24 @@ func (b *Block) Scatter(to []uint32, parts []*Block) error {
 	}
 	return nil
 }
+
+// Subset returns a new block of the rows sel of b, in b's order.
+func (b *Block) Subset(sel []uint32) (*Block, error) {
+	// Scatter the selected rows to part 0 and the others to a scratch
+	// block: a rare path (a shard whose table differs from the mapping).
+	to := make([]uint32, b.Rows())
+	for i := range to {
+		to[i] = 1
+	}
+	for _, r := range sel {
+		if int(r) >= len(to) {
+			return nil, fmt.Errorf("%s: row %d of %d", b.target.FullName(), r, len(to))
+		}
+		to[r] = 0
+	}
+	parts := []*Block{NewBlock(b.target), NewBlock(b.target)}
+	if err := b.Scatter(to, parts); err != nil {
+		return nil, err
+	}
+	return parts[0], nil
+}

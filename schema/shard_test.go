@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/binlog2ch/binlog2ch/chnative"
 )
 
 // everyNativeTarget maps a table (id INT, c0 ... cN) of nativeTypes' types,
@@ -46,9 +48,9 @@ func everyNativeRow(r int, types []int, nullable bool) []any {
 	return row
 }
 
-// TestScatterMatchesAppend splits a block of every type by shard and
-// checks each part encodes exactly as a block the same rows were appended
-// to directly.
+// TestScatterMatchesAppend splits a block of every type by shard three
+// ways (encoding a selection of its rows, Scatter, Subset) and checks each
+// part encodes exactly as a block the same rows were appended to directly.
 func TestScatterMatchesAppend(t *testing.T) {
 	for _, profile := range []struct {
 		name string
@@ -70,7 +72,14 @@ func TestScatterMatchesAppend(t *testing.T) {
 				for p := range shards {
 					parts[p], direct[p] = NewBlock(target), NewBlock(target)
 				}
+				// Encoders are built once per block, before it fills (as
+				// the writers' blocks are reused): they must follow the
+				// buffers as they grow.
+				for _, b := range append([]*Block{all}, parts...) {
+					b.NativeOK()
+				}
 				var to []uint32
+				sel := make([][]uint32, shards)
 				for r := range rows {
 					row := everyNativeRow(r, types, nullable)
 					p := (r*5 + 1) % shards
@@ -78,6 +87,7 @@ func TestScatterMatchesAppend(t *testing.T) {
 						p = 2 // shard 0 gets a single row
 					}
 					to = append(to, uint32(p))
+					sel[p] = append(sel[p], uint32(r))
 					for _, b := range []*Block{all, direct[p]} {
 						if err := b.Append(row, uint64(r+1), OpInsert); err != nil {
 							t.Fatal(err)
@@ -91,8 +101,23 @@ func TestScatterMatchesAppend(t *testing.T) {
 					if parts[p].Rows() != direct[p].Rows() {
 						t.Fatalf("part %d: %d rows, want %d", p, parts[p].Rows(), direct[p].Rows())
 					}
-					if got, want := nativeEncoding(t, parts[p]), nativeEncoding(t, direct[p]); !bytes.Equal(got, want) {
+					want := nativeEncoding(t, direct[p])
+					if got := nativeEncoding(t, parts[p]); !bytes.Equal(got, want) {
 						t.Errorf("part %d encodes differently from the rows appended directly", p)
+					}
+					e := chnative.NewCapture()
+					if err := all.EncodeNativeRows(e, sel[p]); err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(e.Captured(), want) {
+						t.Errorf("rows %v encode differently from the rows appended directly", sel[p])
+					}
+					sub, err := all.Subset(sel[p])
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := nativeEncoding(t, sub); !bytes.Equal(got, want) {
+						t.Errorf("Subset(%v) encodes differently from the rows appended directly", sel[p])
 					}
 				}
 				if err := all.Scatter(to[1:], parts); err == nil {
