@@ -69,38 +69,59 @@ func (t *topology) sameLayout(o *topology) bool {
 
 // clusterLayout caches the topology between reads.
 type clusterLayout struct {
-	mu   sync.Mutex
-	topo *topology
+	mu         sync.Mutex
+	topo       *topology
+	refreshing bool
 }
 
-// topology returns the cluster's layout, read again after topologyTTL.
-// When the read fails the last layout is kept: the server answering
+// topology returns the cluster's layout. The first call reads it; after
+// topologyTTL it is read again in the background while inserts go on by
+// the one they have (a server that does not answer must not stall them),
+// and a failed read keeps the last layout: the server answering
 // system.clusters may be the one that is down.
 func (r *Replicator) topology(ctx context.Context) (*topology, error) {
-	r.layout.mu.Lock()
-	defer r.layout.mu.Unlock()
-	old := r.layout.topo
-	if old != nil && time.Since(old.read) < topologyTTL {
-		return old, nil
+	l := &r.layout
+	l.mu.Lock()
+	old := l.topo
+	if old == nil {
+		defer l.mu.Unlock()
+		t, err := r.readTopology(ctx)
+		if err != nil {
+			return nil, err
+		}
+		l.topo = t
+		return t, nil
 	}
+	stale := time.Since(old.read) >= topologyTTL && !l.refreshing
+	if stale {
+		l.refreshing = true
+	}
+	l.mu.Unlock()
+	if stale {
+		go r.refreshTopology(context.WithoutCancel(ctx), old)
+	}
+	return old, nil
+}
+
+func (r *Replicator) refreshTopology(ctx context.Context, old *topology) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	t, err := r.readTopology(ctx)
+	l := &r.layout
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refreshing = false
 	switch {
-	case err != nil && old != nil:
+	case err != nil:
 		r.log.Warn("cannot read the cluster's layout; routing by the last one read", "cluster", r.cfg.ClickHouse.Cluster, "error", err)
 		old.read = time.Now()
-		return old, nil
-	case err != nil:
-		return nil, err
-	case old != nil && old.sameLayout(t):
+	case old.sameLayout(t):
 		old.read = t.read
-		return old, nil
-	}
-	if old != nil {
+	default:
 		r.log.Warn("the cluster's layout changed; rows now go where the Distributed table sends them. Rows of a key written before may be on another shard, where FINAL cannot collapse them with the new ones",
 			"cluster", r.cfg.ClickHouse.Cluster, "shards", len(t.shards))
+		l.topo = t
 	}
-	r.layout.topo = t
-	return t, nil
 }
 
 func (r *Replicator) readTopology(ctx context.Context) (*topology, error) {
@@ -380,6 +401,11 @@ func (w *writer) sendShards(ctx context.Context, b *schema.Block, rt *route, sc 
 	for row, h := range sc.hashes {
 		s := topo.slots[h%nslots]
 		sel[s] = append(sel[s], uint32(row))
+	}
+	// The shards' goroutines encode from b at once: its encoders are built
+	// here, before them (NativeOK builds them on first use).
+	if !b.NativeOK() {
+		return permanent(fmt.Errorf("%s: block has columns without a native encoder", b.Target().FullName()))
 	}
 	// A shard that fails for good cancels the others' retries: the writer
 	// stops on it, and the block is sent again whole after a restart.

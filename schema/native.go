@@ -36,7 +36,8 @@ func (b *Block) EncodeNative(e *chnative.Encoder) error { return b.EncodeNativeR
 
 // EncodeNativeRows is EncodeNative of the rows listed in sel only (every
 // row when sel is nil): one shard's rows of a block, written without
-// copying them into a block of their own.
+// copying them into a block of their own. Once NativeOK has been called,
+// several goroutines may encode one block at once.
 func (b *Block) EncodeNativeRows(e *chnative.Encoder, sel []uint32) error {
 	if !b.NativeOK() {
 		return errors.New("schema: block has columns without a native encoder")
