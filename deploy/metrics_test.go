@@ -46,6 +46,7 @@ var (
 		"binlog2ch_snapshot_rows_copied":         {"gauge", tableLabels},
 		"binlog2ch_snapshot_rows_estimated":      {"gauge", tableLabels},
 		"binlog2ch_ready":                        {"gauge", nil},
+		"binlog2ch_shard_rows_total":             {"counter", map[string][]string{"shard": nil}},
 	}
 	// Labels Prometheus adds to every scraped series.
 	targetLabels = []string{"job", "instance"}
