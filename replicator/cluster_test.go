@@ -273,3 +273,96 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// TestClusterRoutingFollowsTheTable: binlog2ch routes by the Distributed
+// table's own sharding key, a Decimal key included. A table whose key it
+// cannot compute (here recreated by hand with sipHash64) goes through the
+// Distributed table, with a warning, and its rows land where that key
+// puts them.
+func TestClusterRoutingFollowsTheTable(t *testing.T) {
+	h, c := newClusterHarness(t, 2, 1, "")
+	db := h.dbs[0]
+	h.exec("CREATE TABLE " + db + ".s (id INT PRIMARY KEY, v VARCHAR(20))")
+	insert := func(from, to int) {
+		var vals []string
+		for i := from; i <= to; i++ {
+			vals = append(vals, fmt.Sprintf("(%d, 'v%d')", i, i))
+		}
+		h.exec("INSERT INTO " + db + ".s VALUES " + strings.Join(vals, ","))
+	}
+	insert(1, 100)
+	// A Decimal key: 18.16's cityHash64 refuses Decimal, so the table
+	// shards by reinterpretAsString of it, which binlog2ch computes too.
+	h.exec("CREATE TABLE "+db+".dk (price DECIMAL(10,2) PRIMARY KEY, v INT)",
+		"INSERT INTO "+db+".dk VALUES (1.5, 1), (-2.25, 2), (0, 3), (99999999.99, 4), (0.01, 5), (-0.01, 6), (12.34, 7), (7, 8)",
+		"UPDATE "+db+".dk SET v = v + 10 WHERE price > 1")
+	run := h.start()
+	h.waitCaughtUp(run, time.Minute)
+	if n := counterValue(t, run.r, "binlog2ch_shard_rows_total", "shard", "1") + counterValue(t, run.r, "binlog2ch_shard_rows_total", "shard", "2"); n != 100+8+4 {
+		t.Errorf("%v rows inserted straight into the shards, want 112", n)
+	}
+	h.verifyEqual("s", "dk")
+	for i, sh := range c.Shards {
+		misplaced := queryStrings(t, openCH(t, sh[0]), fmt.Sprintf("SELECT toString(price) FROM `%s`.dk WHERE cityHash64(reinterpretAsString(price)) %% 2 != %d", db, i))
+		if len(misplaced) > 0 {
+			t.Errorf("dk: shard %d holds keys %v, which the Distributed table routes to the other shard", i+1, misplaced)
+		}
+	}
+	if err := run.stop(t); err != nil {
+		t.Fatal(err)
+	}
+
+	// The same columns, another sharding key.
+	ctx := context.Background()
+	var engine, columns string
+	if err := h.ch.QueryRow(ctx, "SELECT engine_full FROM system.tables WHERE database = ? AND name = 's_all'", db).Scan(&engine); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := h.ch.Query(ctx, "SELECT name, type FROM system.columns WHERE database = ? AND table = 's'", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var defs []string
+	for rows.Next() {
+		var name, typ string
+		if err := rows.Scan(&name, &typ); err != nil {
+			t.Fatal(err)
+		}
+		defs = append(defs, "`"+name+"` "+typ)
+	}
+	rows.Close()
+	columns = strings.Join(defs, ", ")
+	sip := strings.Replace(engine, "cityHash64(id)", "sipHash64(id)", 1)
+	if sip == engine {
+		t.Fatalf("engine %s", engine)
+	}
+	for _, q := range []string{
+		fmt.Sprintf("DROP TABLE `%s`.s_all ON CLUSTER %s", db, c.Name),
+		fmt.Sprintf("CREATE TABLE `%s`.s_all ON CLUSTER %s (%s) ENGINE = %s", db, c.Name, columns, sip),
+	} {
+		if err := h.ch.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+
+	insert(101, 300)
+	h.exec("UPDATE " + db + ".s SET v = 'changed' WHERE id % 7 = 0 AND id > 100")
+	run = h.start()
+	h.waitCaughtUp(run, time.Minute)
+	if n := counterValue(t, run.r, "binlog2ch_shard_rows_total", "shard", "1") + counterValue(t, run.r, "binlog2ch_shard_rows_total", "shard", "2"); n != 0 {
+		t.Errorf("%v rows inserted straight into the shards; the sharding key is one binlog2ch does not compute", n)
+	}
+	if logs := run.logs.String(); !strings.Contains(logs, "binlog2ch computes only cityHash64(columns) or rand() as a sharding key, not sipHash64(id)") {
+		t.Errorf("no warning about the sharding key in the logs:\n%s", logs)
+	}
+	h.verifyEqual("s", "dk")
+	for i, sh := range c.Shards {
+		misplaced := queryStrings(t, openCH(t, sh[0]), fmt.Sprintf("SELECT toString(id) FROM `%s`.s WHERE id > 100 AND sipHash64(id) %% 2 != %d", db, i))
+		if len(misplaced) > 0 {
+			t.Errorf("shard %d holds ids %v, which sipHash64 routes to the other shard", i+1, misplaced[:min(5, len(misplaced))])
+		}
+	}
+	if err := run.stop(t); err != nil {
+		t.Errorf("clean stop: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package replicator
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -195,9 +196,16 @@ func (r *Replicator) routeFor(ctx context.Context, log *slog.Logger, t *schema.T
 	}
 	var engine string
 	err := r.retry(ctx, log, stageSchema, "read ClickHouse schema", func(ctx context.Context) error {
-		return r.ch.QueryRow(ctx, "SELECT engine_full FROM system.tables WHERE database = ? AND name = ?", t.Database, t.ReadName()).Scan(&engine)
+		err := r.ch.QueryRow(ctx, "SELECT engine_full FROM system.tables WHERE database = ? AND name = ?", t.Database, t.ReadName()).Scan(&engine)
+		if errors.Is(err, sql.ErrNoRows) {
+			return permanent(err)
+		}
+		return err
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return through(fmt.Sprintf("its Distributed table %s.%s does not exist", t.Database, t.ReadName()))
+	case err != nil:
 		return nil, fmt.Errorf("read the sharding key of %s.%s: %w", t.Database, t.ReadName(), err)
 	}
 	cols, keyless, err := shardingColumns(engine)
@@ -224,18 +232,19 @@ func (r *Replicator) routeFor(ctx context.Context, log *slog.Logger, t *schema.T
 	case err != nil && transient(err):
 		return nil, fmt.Errorf("check ClickHouse's key hash: %w", err)
 	case err != nil:
-		return through(fmt.Sprintf("ClickHouse cannot hash the key columns (%s): %v", strings.Join(cols, ", "), err))
+		return through(fmt.Sprintf("ClickHouse cannot hash the key columns (%s): %v", keyText(cols), err))
 	case !slices.Equal(got, want):
-		return through(fmt.Sprintf("ClickHouse %s hashes (%s) differently from binlog2ch (%v, binlog2ch %v)", r.caps.Version, strings.Join(cols, ", "), got, want))
+		return through(fmt.Sprintf("ClickHouse %s hashes (%s) differently from binlog2ch (%v, binlog2ch %v)", r.caps.Version, keyText(cols), got, want))
 	}
-	log.Info("rows go straight to the shards' local tables", "sharding_key", "cityHash64("+strings.Join(cols, ", ")+")")
+	log.Info("rows go straight to the shards' local tables", "sharding_key", "cityHash64("+keyText(cols)+")")
 	return rt, nil
 }
 
 // shardingColumns parses a Distributed table's engine_full for its
-// sharding key: the columns of cityHash64(a, b, ...), or keyless for
-// rand(). Any other expression is refused: binlog2ch cannot compute it.
-func shardingColumns(engine string) (cols []string, keyless bool, err error) {
+// sharding key: the arguments of cityHash64(a, reinterpretAsString(b), ...),
+// or keyless for rand(). Any other expression is refused: binlog2ch cannot
+// compute it.
+func shardingColumns(engine string) (cols []schema.KeyArg, keyless bool, err error) {
 	name, rest, ok := strings.Cut(strings.TrimSpace(engine), "(")
 	if !ok || strings.TrimSpace(name) != "Distributed" {
 		return nil, false, fmt.Errorf("the table's engine is not Distributed: %q", engine)
@@ -257,13 +266,29 @@ func shardingColumns(engine string) (cols []string, keyless bool, err error) {
 		return nil, false, fmt.Errorf("binlog2ch computes only cityHash64(columns) or rand() as a sharding key, not %s", key)
 	}
 	for _, a := range splitTopLevel(inner[:len(inner)-1]) {
-		c, err := identifier(strings.TrimSpace(a))
-		if err != nil {
+		a = strings.TrimSpace(a)
+		var arg schema.KeyArg
+		if in, ok := strings.CutPrefix(a, "reinterpretAsString("); ok && strings.HasSuffix(in, ")") {
+			a, arg.Reinterpret = strings.TrimSpace(in[:len(in)-1]), true
+		}
+		if arg.Column, err = identifier(a); err != nil {
 			return nil, false, fmt.Errorf("sharding key %s: %w", key, err)
 		}
-		cols = append(cols, c)
+		cols = append(cols, arg)
 	}
 	return cols, false, nil
+}
+
+// keyText is the sharding key's arguments, for messages.
+func keyText(args []schema.KeyArg) string {
+	parts := make([]string, len(args))
+	for i, a := range args {
+		parts[i] = a.Column
+		if a.Reinterpret {
+			parts[i] = "reinterpretAsString(" + a.Column + ")"
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // closing is the index of the ')' that closes an expression opened just

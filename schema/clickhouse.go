@@ -2,11 +2,13 @@ package schema
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/proto"
 )
 
 // Capabilities is what the target ClickHouse server supports, detected at
@@ -28,6 +30,8 @@ type Capabilities struct {
 	// 2105-12-31 wrap around to 1970 on read (the server's date tables end
 	// there), though the types' documented range is wider.
 	LegacyDateRange bool
+	// HashDecimal: cityHash64 takes Decimal arguments (18.16 refuses them).
+	HashDecimal bool
 }
 
 // Profiles for golden tests and for `schema` without a server.
@@ -36,7 +40,7 @@ var (
 	ClickHouse18 = Capabilities{Version: "18.16.1", LegacyDateRange: true}
 	// ClickHouseModern is a current server (24.x and later).
 	ClickHouseModern = Capabilities{Version: "24.8", DateTime64: true, Date32: true, Decimal256: true, Bool: true,
-		LowCardinality: true, IsDeleted: true, ColumnIfExists: true, RenameColumn: true}
+		LowCardinality: true, IsDeleted: true, ColumnIfExists: true, RenameColumn: true, HashDecimal: true}
 )
 
 // DetectCapabilities asks the server what it supports: the data types from
@@ -76,7 +80,22 @@ func DetectCapabilities(ctx context.Context, conn driver.Conn) (Capabilities, er
 	c.ColumnIfExists = at(19, 3)
 	c.RenameColumn = at(20, 4)
 	c.LegacyDateRange = !at(20, 1)
+	// No system table tells which argument types a function takes: ask.
+	var h uint64
+	switch err := conn.QueryRow(ctx, "SELECT cityHash64(toDecimal32(1, 0))").Scan(&h); {
+	case err == nil:
+		c.HashDecimal = true
+	case !isException(err):
+		return c, fmt.Errorf("ClickHouse: check cityHash64 on Decimal: %w", err)
+	}
 	return c, nil
+}
+
+// isException reports whether err is the server's answer to the query (as
+// opposed to a failed connection).
+func isException(err error) bool {
+	var ex *proto.Exception
+	return errors.As(err, &ex)
 }
 
 func parseVersion(v string) (major, minor int) {

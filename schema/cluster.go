@@ -86,6 +86,11 @@ func (t *Target) ShardingKey() string {
 	cols := make([]string, len(key))
 	for i, k := range key {
 		cols[i] = QuoteIdent(t.Source.Columns[k].Name)
+		// A server whose cityHash64 refuses Decimal (18.16) hashes the
+		// stored integer's bytes instead.
+		if j := t.SourceToTarget[k]; j >= 0 && t.Columns[j].Type.Kind == CHDecimal && !t.Caps.HashDecimal {
+			cols[i] = "reinterpretAsString(" + cols[i] + ")"
+		}
 	}
 	return "cityHash64(" + strings.Join(cols, ", ") + ")"
 }

@@ -37,6 +37,26 @@ func TestClusterMapping(t *testing.T) {
 		t.Errorf("InsertSQL = %s, want the Distributed table", got)
 	}
 
+	// 18.16's cityHash64 refuses Decimal: such key columns shard by the
+	// stored integer's bytes there.
+	dec := &Table{Database: "shop", Name: "prices", Columns: []Column{col(t, "sku", "int(11)", false), col(t, "price", "decimal(10,2)", false)},
+		PrimaryKey: []int{0, 1}}
+	for _, c := range []struct {
+		caps Capabilities
+		want string
+	}{
+		{ClickHouse18, "cityHash64(`sku`, reinterpretAsString(`price`))"},
+		{ClickHouseModern, "cityHash64(`sku`, `price`)"},
+	} {
+		dt, err := Map(dec, "shop", c.caps, clusterOptions(), TableOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := dt.ShardingKey(); got != c.want {
+			t.Errorf("%s: ShardingKey = %s, want %s", c.caps.Version, got, c.want)
+		}
+	}
+
 	// Without a key (changelog mode) rows have no versions to co-locate.
 	tb.PrimaryKey = nil
 	target, err = Map(tb, "shop", ClickHouse18, clusterOptions(), TableOptions{Mode: ModeChangelog})

@@ -19,26 +19,42 @@ import (
 // Hash128to64. KeyHashProbe checks a server agrees before the hasher is
 // trusted with its rows.
 type KeyHasher struct {
-	cols []int // target column indexes, in the hash's argument order
+	cols []int  // target column indexes, in the hash's argument order
+	raw  []bool // per argument: reinterpretAsString(column)
 	t    *Target
 }
 
-// NewKeyHasher returns the hasher of cityHash64 over the named target
-// columns, or an error naming a column it cannot hash as ClickHouse does.
-func NewKeyHasher(t *Target, names []string) (*KeyHasher, error) {
-	if len(names) == 0 {
+// KeyArg is one argument of the sharding key's cityHash64: a column, or
+// reinterpretAsString of a Decimal column (the stored integer's
+// little-endian bytes without trailing zero bytes), which is how a server
+// whose cityHash64 refuses Decimal shards by one.
+type KeyArg struct {
+	Column      string
+	Reinterpret bool
+}
+
+// NewKeyHasher returns the hasher of cityHash64 over the given arguments,
+// or an error naming a column it cannot hash as ClickHouse does.
+func NewKeyHasher(t *Target, args []KeyArg) (*KeyHasher, error) {
+	if len(args) == 0 {
 		return nil, fmt.Errorf("%s: no sharding key columns", t.FullName())
 	}
 	k := &KeyHasher{t: t}
-	for _, name := range names {
-		i := t.ColumnIndex(name)
+	for _, a := range args {
+		i := t.ColumnIndex(a.Column)
 		if i < 0 {
-			return nil, fmt.Errorf("%s: sharding key column %q is not one of the table's columns", t.FullName(), name)
+			return nil, fmt.Errorf("%s: sharding key column %q is not one of the table's columns", t.FullName(), a.Column)
 		}
-		if !hashable(t.Columns[i].Type) {
-			return nil, fmt.Errorf("%s: sharding key column %s is %s, which binlog2ch does not hash", t.FullName(), name, t.Columns[i].Type)
+		typ := t.Columns[i].Type
+		if !hashable(typ) || a.Reinterpret && typ.Kind != CHDecimal {
+			what := typ.String()
+			if a.Reinterpret {
+				what = "reinterpretAsString of " + what
+			}
+			return nil, fmt.Errorf("%s: sharding key column %s is %s, which binlog2ch does not hash", t.FullName(), a.Column, what)
 		}
 		k.cols = append(k.cols, i)
+		k.raw = append(k.raw, a.Reinterpret)
 	}
 	return k, nil
 }
@@ -80,11 +96,54 @@ func (k *KeyHasher) Hashes(b *Block, dst []uint64) ([]uint64, error) {
 	}
 	dst = dst[:n]
 	for j, ci := range k.cols {
-		if err := hashColumn(b.cols[ci], k.t.Columns[ci].Type, j == 0, dst); err != nil {
+		if err := hashArg(b.cols[ci], k.t.Columns[ci].Type, k.raw[j], j == 0, dst); err != nil {
 			return nil, fmt.Errorf("%s: sharding key column %s: %w", k.t.FullName(), k.t.Columns[ci].Name, err)
 		}
 	}
 	return dst, nil
+}
+
+// hashArg folds one argument into h: the column, or its reinterpretAsString.
+func hashArg(buf colBuf, t CHType, raw, first bool, h []uint64) error {
+	if !raw {
+		return hashColumn(buf, t, first, h)
+	}
+	sb, ok := buf.(*strBuf)
+	if !ok || t.Kind != CHDecimal {
+		return fmt.Errorf("no reinterpretAsString hash for %s", t)
+	}
+	width := decimalWidth(t.Precision)
+	var le [32]byte
+	start := 0
+	for i, end := range sb.ends {
+		d, err := scaledDecimal(sb.arena[start:end], t.Scale)
+		if err != nil {
+			return err
+		}
+		start = end
+		for l := 0; l < width/8 || l == 0; l++ {
+			binary.LittleEndian.PutUint64(le[8*l:], d[l])
+		}
+		n := width
+		for n > 0 && le[n-1] == 0 {
+			n--
+		}
+		put(h, i, first, city.CH64(le[:n]))
+	}
+	return nil
+}
+
+// decimalWidth is the stored width in bytes of Decimal(precision, s).
+func decimalWidth(precision int) int {
+	switch {
+	case precision <= 9:
+		return 4
+	case precision <= 18:
+		return 8
+	case precision <= 38:
+		return 16
+	}
+	return 32
 }
 
 // intHash64 is ClickHouse's IntHash64Impl: a salted murmur finalizer.
@@ -255,9 +314,12 @@ func (k *KeyHasher) KeyHashProbe() (query string, want []uint64, err error) {
 			return "", nil, fmt.Errorf("%s: sharding key column %s: %w", k.t.FullName(), c.Name, err)
 		}
 		for r := range rows {
+			if k.raw[j] {
+				vals[r] = "reinterpretAsString(" + vals[r] + ")"
+			}
 			lits[r] = append(lits[r], vals[r])
 		}
-		if err := hashColumn(buf, c.Type, j == 0, want); err != nil {
+		if err := hashArg(buf, c.Type, k.raw[j], j == 0, want); err != nil {
 			return "", nil, err
 		}
 	}
