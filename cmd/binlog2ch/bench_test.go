@@ -28,7 +28,34 @@ func TestBenchShort(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
 	}
-	files, _ := filepath.Glob(filepath.Join(out, "*.json"))
+	rep := readReport(t, out)
+	if len(rep.Scenarios) != 3 || rep.Scenarios[0].Rows != uint64(bench.Defaults(true).CatchUpRows) {
+		t.Fatalf("scenarios: %+v", rep.Scenarios)
+	}
+	checkScenarios(t, rep)
+}
+
+// TestBenchCluster runs the benchmark against a throwaway cluster of two
+// shards: rows are counted through the Distributed tables and parts over
+// the cluster.
+func TestBenchCluster(t *testing.T) {
+	servertest.Need(t)
+	t.Setenv(envAsMain, "1")
+	out := t.TempDir()
+	code, stdout, stderr := runCLI(t, "bench", "-cluster-shards", "2", "-rows", "20000", "-live-rate", "2000", "-live-duration", "3s", "-out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	rep := readReport(t, out)
+	if len(rep.Scenarios) != 3 || rep.Scenarios[0].Rows != 20000 || !strings.Contains(rep.Settings, "ClickHouse cluster binlog2ch") {
+		t.Fatalf("report: %+v", rep)
+	}
+	checkScenarios(t, rep)
+}
+
+func readReport(t *testing.T, dir string) *bench.Report {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	if len(files) != 1 {
 		t.Fatalf("reports: %v", files)
 	}
@@ -40,9 +67,13 @@ func TestBenchShort(t *testing.T) {
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Scenarios) != 3 || rep.Scenarios[0].Rows != uint64(bench.Defaults(true).CatchUpRows) {
-		t.Fatalf("scenarios: %+v", rep.Scenarios)
-	}
+	return &rep
+}
+
+// checkScenarios checks every scenario replicated all its rows and has
+// every figure.
+func checkScenarios(t *testing.T, rep *bench.Report) {
+	t.Helper()
 	for _, s := range rep.Scenarios {
 		if s.Rows == 0 || s.RowsInCH != s.Rows {
 			t.Errorf("%s: %d rows written, %d in ClickHouse", s.Name, s.Rows, s.RowsInCH)
