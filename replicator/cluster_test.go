@@ -366,3 +366,38 @@ func TestClusterRoutingFollowsTheTable(t *testing.T) {
 		t.Errorf("clean stop: %v", err)
 	}
 }
+
+// TestClusterFullSync copies tables of many types into two shards with
+// `fullsync` (the writers' path, as run's initial snapshot): verify passes
+// through the Distributed tables (a table without a key included, whose
+// batches go whole to one shard after another), and every row is on the
+// shard its key hashes to, a composite key included.
+func TestClusterFullSync(t *testing.T) {
+	h, c := newClusterHarnessWith(t, 2, 1, "", func(*localserver.Cluster) string { return "schema: {invalid_dates: clamp}\n" })
+	db := h.dbs[0]
+	h.fillFieldTest(db, 20_000, 16)
+	h.exec("CREATE TABLE "+db+".comp (tenant INT NOT NULL, code VARCHAR(20) NOT NULL, day DATE NOT NULL, v DECIMAL(10,2), PRIMARY KEY (tenant, code, day))",
+		"CREATE TABLE "+db+".nokey (x INT, s VARCHAR(10))")
+	var comp, nokey []string
+	for i := 0; i < 3000; i++ {
+		comp = append(comp, fmt.Sprintf("(%d, 'c%d', '2024-01-01' + INTERVAL %d DAY, %d.%02d)", i%5, i%7, i/35, i, i%100))
+		nokey = append(nokey, fmt.Sprintf("(%d, 's%d')", i%10, i))
+	}
+	h.exec("INSERT INTO "+db+".comp VALUES "+strings.Join(comp, ", "), "INSERT INTO "+db+".nokey VALUES "+strings.Join(nokey, ", "))
+
+	var logs syncBuffer
+	if _, err := h.fullSync(h.fullSyncConfig("fullsync: {chunk_rows: 2000}\n", ""), &logs, FullSyncOptions{}); err != nil {
+		t.Fatalf("fullsync: %v\n%s", err, logs.String())
+	}
+	h.verifyEqual("binlog_field_test_1", "comp", "nokey")
+	for i, sh := range c.Shards {
+		conn := openCH(t, sh[0])
+		for table, key := range map[string]string{"binlog_field_test_1": "id", "comp": "tenant, code, day"} {
+			n := queryStrings(t, conn, fmt.Sprintf("SELECT toString(count()) FROM `%s`.`%s`", db, table))
+			bad := queryStrings(t, conn, fmt.Sprintf("SELECT toString(count()) FROM `%s`.`%s` WHERE cityHash64(%s) %% 2 != %d", db, table, key, i))
+			if n[0] == "0" || bad[0] != "0" {
+				t.Errorf("%s: shard %d holds %s rows, %s of them belonging to the other shard", table, i+1, n[0], bad[0])
+			}
+		}
+	}
+}

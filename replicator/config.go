@@ -23,7 +23,8 @@ type Config struct {
 	MySQL      MySQLConfig      `yaml:"mysql"`
 	ClickHouse ClickHouseConfig `yaml:"clickhouse"`
 	Tables     TablesConfig     `yaml:"tables"`
-	// StateDir holds the checkpoint and schema history. A relative path is
+	// StateDir holds the checkpoint and the progress of snapshots and
+	// fullsync. A relative path is
 	// taken relative to the config file's directory.
 	StateDir   string           `yaml:"state_dir"`
 	Metrics    MetricsConfig    `yaml:"metrics"`
