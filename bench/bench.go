@@ -206,7 +206,7 @@ func (r *run) onCluster() string {
 	if r.o.Cluster == "" {
 		return ""
 	}
-	return " ON CLUSTER " + r.o.Cluster
+	return " ON CLUSTER `" + strings.NewReplacer(`\`, `\\`, "`", "\\`").Replace(r.o.Cluster) + "`"
 }
 
 func (r *run) writeConfig() error {

@@ -2,6 +2,8 @@ package replicator
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -101,7 +103,7 @@ func (r *Replicator) ensureTable(ctx context.Context, log *slog.Logger, t *schem
 		}
 	}
 	if t.Options.Cluster != nil {
-		return r.ensureDistributed(ctx, log, t)
+		return r.ensureDistributed(ctx, log, t, "")
 	}
 	return nil
 }
@@ -110,15 +112,22 @@ func (r *Replicator) ensureTable(ctx context.Context, log *slog.Logger, t *schem
 // the local table's columns. 18.16 refuses ALTER ... ON CLUSTER on a
 // Distributed table over replicated shards (code 371, "isn't replicated"),
 // so a change recreates it: it holds no data (inserts into it are
-// synchronous), and only readers notice the moment it is missing.
-func (r *Replicator) ensureDistributed(ctx context.Context, log *slog.Logger, t *schema.Target) error {
+// synchronous), and only readers notice the moment it is missing. A table
+// recreated keeps its sharding key, or keep (the key of the table it
+// replaces after a rename) when it is missing; only a new table gets
+// ShardingKey.
+func (r *Replicator) ensureDistributed(ctx context.Context, log *slog.Logger, t *schema.Target, keep string) error {
 	var local, dist []chColumn
+	var engine string
 	err := r.retry(ctx, log, stageSchema, "read ClickHouse schema", func(ctx context.Context) error {
 		var err error
 		if local, err = r.columns(ctx, t.Database, t.Name); err != nil {
 			return err
 		}
-		dist, err = r.columns(ctx, t.Database, t.ReadName())
+		if dist, err = r.columns(ctx, t.Database, t.ReadName()); err != nil || len(dist) == 0 {
+			return err
+		}
+		engine, err = r.engine(ctx, t.Database, t.ReadName())
 		return err
 	})
 	if err != nil {
@@ -133,9 +142,10 @@ func (r *Replicator) ensureDistributed(ctx context.Context, log *slog.Logger, t 
 	}
 	var stmts []string
 	if len(dist) > 0 {
+		keep = shardingExpr(engine)
 		stmts = append(stmts, "DROP TABLE IF EXISTS "+schema.QuoteIdent(t.Database)+"."+schema.QuoteIdent(t.ReadName())+t.OnCluster())
 	}
-	stmts = append(stmts, t.CreateDistributedSQL(defs))
+	stmts = append(stmts, t.CreateDistributedSQL(defs, keep))
 	for _, s := range stmts {
 		log.Info("applying DDL", "statement", s)
 		if err := r.retry(ctx, log, stageDDL, "DDL", func(ctx context.Context) error { return r.ch.Exec(ctx, s) }); err != nil {
@@ -143,6 +153,16 @@ func (r *Replicator) ensureDistributed(ctx context.Context, log *slog.Logger, t 
 		}
 	}
 	return nil
+}
+
+// engine is a table's engine_full ("" when it does not exist).
+func (r *Replicator) engine(ctx context.Context, db, table string) (string, error) {
+	var engine string
+	err := r.ch.QueryRow(ctx, "SELECT engine_full FROM system.tables WHERE database = ? AND name = ?", db, table).Scan(&engine)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return engine, err
 }
 
 // onCluster is " ON CLUSTER `name`" in cluster mode, for DDL without a

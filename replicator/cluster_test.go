@@ -278,7 +278,8 @@ func firstLine(s string) string {
 // table's own sharding key, a Decimal key included. A table whose key it
 // cannot compute (here recreated by hand with sipHash64) goes through the
 // Distributed table, with a warning, and its rows land where that key
-// puts them.
+// puts them; the key survives the Distributed table's re-creation after
+// ADD COLUMN and RENAME TABLE.
 func TestClusterRoutingFollowsTheTable(t *testing.T) {
 	h, c := newClusterHarness(t, 2, 1, "")
 	db := h.dbs[0]
@@ -355,9 +356,20 @@ func TestClusterRoutingFollowsTheTable(t *testing.T) {
 	if logs := run.logs.String(); !strings.Contains(logs, "binlog2ch computes only cityHash64(columns) or rand() as a sharding key, not sipHash64(id)") {
 		t.Errorf("no warning about the sharding key in the logs:\n%s", logs)
 	}
-	h.verifyEqual("s", "dk")
+	// A column added and a rename recreate the Distributed table: with
+	// the key it had.
+	h.exec("ALTER TABLE "+db+".s ADD COLUMN extra INT", "INSERT INTO "+db+".s VALUES (301, 'a', 1), (302, 'b', 2)",
+		"RENAME TABLE "+db+".s TO "+db+".s2", "INSERT INTO "+db+".s2 VALUES (303, 'c', 3), (304, 'd', 4)")
+	h.waitCaughtUp(run, time.Minute)
+	if err := h.ch.QueryRow(ctx, "SELECT engine_full FROM system.tables WHERE database = ? AND name = 's2_all'", db).Scan(&engine); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(engine, "sipHash64(id)") {
+		t.Errorf("s2_all after ADD COLUMN and RENAME: %s, want the sipHash64 key kept", engine)
+	}
+	h.verifyEqual("s2", "dk")
 	for i, sh := range c.Shards {
-		misplaced := queryStrings(t, openCH(t, sh[0]), fmt.Sprintf("SELECT toString(id) FROM `%s`.s WHERE id > 100 AND sipHash64(id) %% 2 != %d", db, i))
+		misplaced := queryStrings(t, openCH(t, sh[0]), fmt.Sprintf("SELECT toString(id) FROM `%s`.s2 WHERE id > 100 AND sipHash64(id) %% 2 != %d", db, i))
 		if len(misplaced) > 0 {
 			t.Errorf("shard %d holds ids %v, which sipHash64 routes to the other shard", i+1, misplaced[:min(5, len(misplaced))])
 		}
@@ -390,6 +402,11 @@ func TestClusterFullSync(t *testing.T) {
 		t.Fatalf("fullsync: %v\n%s", err, logs.String())
 	}
 	h.verifyEqual("binlog_field_test_1", "comp", "nokey")
+	// Straight to the shards, every table: the placement below holds
+	// through the Distributed table too.
+	if l := logs.String(); strings.Contains(l, "go through its Distributed table") || !strings.Contains(l, "each batch to one shard in turn") {
+		t.Errorf("a table did not go straight to the shards:\n%s", l)
+	}
 	for i, sh := range c.Shards {
 		conn := openCH(t, sh[0])
 		for table, key := range map[string]string{"binlog_field_test_1": "id", "comp": "tenant, code, day"} {

@@ -2,7 +2,6 @@ package replicator
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,6 +35,36 @@ type topology struct {
 	// weight times, in shard order, as in ClickHouse's Cluster.
 	slots []int
 	read  time.Time
+
+	reachOnce sync.Once
+	reachErr  error // a shard none of whose replicas answered
+}
+
+// reachable checks once per layout that this host reaches a replica of
+// every shard: the hosts are as remote_servers names them, which the
+// servers resolve and the daemon may not (a container's name, localhost).
+func (t *topology) reachable(ctx context.Context, ins *inserters) error {
+	t.reachOnce.Do(func() {
+		for _, s := range t.shards {
+			var errs []string
+			for _, addr := range s.replicas {
+				dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				c, err := ins.get(dctx, addr)
+				cancel()
+				if err == nil {
+					ins.put(addr, c)
+					errs = nil
+					break
+				}
+				errs = append(errs, fmt.Sprintf("%s: %v", addr, err))
+			}
+			if errs != nil {
+				t.reachErr = fmt.Errorf("no replica of shard %d answers from this host (%s); give the servers names this host resolves in remote_servers, or set clickhouse.cluster_insert: distributed", s.num, strings.Join(errs, "; "))
+				return
+			}
+		}
+	})
+	return t.reachErr
 }
 
 // shardHosts is one shard's replicas.
@@ -118,8 +147,11 @@ func (r *Replicator) refreshTopology(ctx context.Context, old *topology) {
 		old.read = time.Now()
 	case old.sameLayout(t):
 		old.read = t.read
+	case slices.Equal(old.slots, t.slots) && len(old.shards) == len(t.shards):
+		r.log.Info("the cluster's replicas changed", "cluster", r.cfg.ClickHouse.Cluster)
+		l.topo = t
 	default:
-		r.log.Warn("the cluster's layout changed; rows now go where the Distributed table sends them. Rows of a key written before may be on another shard, where FINAL cannot collapse them with the new ones",
+		r.log.Warn("the cluster's shards changed; rows now go where the Distributed table sends them. Rows of a key written before may be on another shard, where FINAL cannot collapse them with the new ones",
 			"cluster", r.cfg.ClickHouse.Cluster, "shards", len(t.shards))
 		l.topo = t
 	}
@@ -192,24 +224,32 @@ func (r *Replicator) routeFor(ctx context.Context, log *slog.Logger, t *schema.T
 		return nil, nil
 	}
 	if !schema.NewBlock(t).NativeOK() {
-		return through("it has columns that go through clickhouse-go (LowCardinality)")
+		return through("it has columns binlog2ch writes through clickhouse-go (such as LowCardinality)")
 	}
 	var engine string
-	err := r.retry(ctx, log, stageSchema, "read ClickHouse schema", func(ctx context.Context) error {
-		err := r.ch.QueryRow(ctx, "SELECT engine_full FROM system.tables WHERE database = ? AND name = ?", t.Database, t.ReadName()).Scan(&engine)
-		if errors.Is(err, sql.ErrNoRows) {
-			return permanent(err)
-		}
+	err := r.retry(ctx, log, stageSchema, "read ClickHouse schema", func(ctx context.Context) (err error) {
+		engine, err = r.engine(ctx, t.Database, t.ReadName())
 		return err
 	})
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return through(fmt.Sprintf("its Distributed table %s.%s does not exist", t.Database, t.ReadName()))
 	case err != nil:
 		return nil, fmt.Errorf("read the sharding key of %s.%s: %w", t.Database, t.ReadName(), err)
+	case engine == "":
+		return through(fmt.Sprintf("its Distributed table %s.%s does not exist", t.Database, t.ReadName()))
 	}
 	cols, keyless, err := shardingColumns(engine)
 	if err != nil {
+		return through(err.Error())
+	}
+	var topo *topology
+	err = r.retry(ctx, log, stageSchema, "read the cluster's layout", func(ctx context.Context) (err error) {
+		topo, err = r.topology(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := topo.reachable(ctx, r.ins); err != nil {
 		return through(err.Error())
 	}
 	rt := &route{}
@@ -240,6 +280,23 @@ func (r *Replicator) routeFor(ctx context.Context, log *slog.Logger, t *schema.T
 	return rt, nil
 }
 
+// shardingExpr is the sharding key of a Distributed table's engine_full,
+// as the server prints it ("" when there is none or engine is not one).
+func shardingExpr(engine string) string {
+	name, rest, ok := strings.Cut(strings.TrimSpace(engine), "(")
+	if !ok || strings.TrimSpace(name) != "Distributed" {
+		return ""
+	}
+	end := closing(rest)
+	if end < 0 {
+		return ""
+	}
+	if args := splitTopLevel(rest[:end]); len(args) >= 4 {
+		return strings.TrimSpace(args[3])
+	}
+	return ""
+}
+
 // shardingColumns parses a Distributed table's engine_full for its
 // sharding key: the arguments of cityHash64(a, reinterpretAsString(b), ...),
 // or keyless for rand(). Any other expression is refused: binlog2ch cannot
@@ -249,15 +306,13 @@ func shardingColumns(engine string) (cols []schema.KeyArg, keyless bool, err err
 	if !ok || strings.TrimSpace(name) != "Distributed" {
 		return nil, false, fmt.Errorf("the table's engine is not Distributed: %q", engine)
 	}
-	end := closing(rest)
-	if end < 0 {
+	if closing(rest) < 0 {
 		return nil, false, fmt.Errorf("cannot parse the engine %q", engine)
 	}
-	args := splitTopLevel(rest[:end])
-	if len(args) < 4 {
+	key := shardingExpr(engine)
+	if key == "" {
 		return nil, false, fmt.Errorf("the Distributed table has no sharding key (%q): every row would go to one shard", engine)
 	}
-	key := strings.TrimSpace(args[3])
 	if strings.ReplaceAll(key, " ", "") == "rand()" {
 		return nil, true, nil
 	}
@@ -409,7 +464,7 @@ func (w *writer) sendShards(ctx context.Context, b *schema.Block, rt *route, sc 
 	case len(topo.shards) == 1:
 		return w.sendPart(ctx, topo.shards[0], b, nil)
 	case rt.hasher == nil:
-		slot := int(rt.next.Add(1)-1) % len(topo.slots)
+		slot := (rt.next.Add(1) - 1) % uint32(len(topo.slots))
 		return w.sendPart(ctx, topo.shards[topo.slots[slot]], b, nil)
 	}
 	if sc.hashes, err = rt.hasher.Hashes(b, sc.hashes); err != nil {
@@ -434,10 +489,14 @@ func (w *writer) sendShards(ctx context.Context, b *schema.Block, rt *route, sc 
 	}
 	// A shard that fails for good cancels the others' retries: the writer
 	// stops on it, and the block is sent again whole after a restart.
+	// The first error is the cause; the others' are their cancellation.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make([]error, len(sel))
-	var wg sync.WaitGroup
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		cause error
+	)
 	for i, rows := range sel {
 		if len(rows) == 0 {
 			continue
@@ -445,19 +504,14 @@ func (w *writer) sendShards(ctx context.Context, b *schema.Block, rt *route, sc 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if errs[i] = w.sendPart(ctx, topo.shards[i], b, rows); errs[i] != nil {
+			if err := w.sendPart(ctx, topo.shards[i], b, rows); err != nil {
+				once.Do(func() { cause = err })
 				cancel()
 			}
 		}()
 	}
 	wg.Wait()
-	var first error
-	for _, err := range errs {
-		if err != nil && (first == nil || errors.Is(first, context.Canceled)) {
-			first = err
-		}
-	}
-	return first
+	return cause
 }
 
 // sendPart sends the rows sel of b (every row when nil) to one of the
@@ -477,7 +531,11 @@ func (w *writer) sendPart(ctx context.Context, sh *shardHosts, b *schema.Block, 
 			err := w.r.ins.insertNative(ctx, addr, t.InsertLocalSQL(), b, sel)
 			if !w.refuseNative(t, err) {
 				if err != nil {
-					sh.failed(addr)
+					// Another replica may take the rows; not after a
+					// cancel or an error about the statement itself.
+					if transient(err) && ctx.Err() == nil {
+						sh.failed(addr)
+					}
 					return fmt.Errorf("%s: %w", addr, err)
 				}
 				w.r.m.shardRows.WithLabelValues(strconv.Itoa(sh.num)).Add(float64(rows))

@@ -1,8 +1,12 @@
 package replicator
 
 import (
+	"context"
+	"net"
 	"strings"
 	"testing"
+
+	"github.com/binlog2ch/binlog2ch/chnative"
 )
 
 // TestShardingColumns parses Distributed engines as ClickHouse prints them
@@ -68,5 +72,22 @@ func TestTopologySlots(t *testing.T) {
 	s1.failed("b:9000")
 	if s1.addr() != "a:9000" {
 		t.Errorf("after both failed inserts go to %s, want a:9000 again", s1.addr())
+	}
+}
+
+// TestUnreachableShard: a shard none of whose replicas this host reaches
+// is reported with the addresses and what to do.
+func TestUnreachableShard(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	topo := &topology{shards: []*shardHosts{{num: 2, weight: 1, replicas: []string{addr}}}}
+	err = topo.reachable(context.Background(), &inserters{opts: chnative.Options{User: "default"}, idle: map[string][]idleConn{}})
+	if err == nil || !strings.Contains(err.Error(), "no replica of shard 2 answers from this host ("+addr) ||
+		!strings.Contains(err.Error(), "clickhouse.cluster_insert: distributed") {
+		t.Errorf("got %v", err)
 	}
 }

@@ -628,7 +628,16 @@ func (w *writer) applyDDL(ctx context.Context, m message) (err error) {
 		if err != nil {
 			return err
 		}
+		var key string // the Distributed table's sharding key, kept
 		if dist != "" {
+			err := w.r.retry(ctx, w.log, stageSchema, "read ClickHouse schema", func(ctx context.Context) error {
+				engine, err := w.r.engine(ctx, db, dist)
+				key = shardingExpr(engine)
+				return err
+			})
+			if err != nil {
+				return err
+			}
 			stmts = append(stmts, "DROP TABLE IF EXISTS "+schema.QuoteIdent(db)+"."+schema.QuoteIdent(dist)+on)
 		}
 		if exists { // on a replay the rename may already be done
@@ -639,7 +648,7 @@ func (w *writer) applyDDL(ctx context.Context, m message) (err error) {
 			renamed.Name = newName
 			defer func() {
 				if err == nil {
-					err = w.r.ensureDistributed(ctx, w.log, &renamed)
+					err = w.r.ensureDistributed(ctx, w.log, &renamed, key)
 				}
 			}()
 		}

@@ -97,12 +97,17 @@ func (t *Target) ShardingKey() string {
 
 // CreateDistributedSQL is the CREATE TABLE of the Distributed table over the
 // target's local tables, with the given column definitions ("`a` Int32",
-// as the local table has them).
-func (t *Target) CreateDistributedSQL(columns []string) string {
+// as the local table has them), sharded by key ("": ShardingKey; a table
+// recreated keeps the key it had, or rows of a key written before would
+// sit on another shard than the new ones).
+func (t *Target) CreateDistributedSQL(columns []string, key string) string {
 	c := t.Options.Cluster
+	if key == "" {
+		key = t.ShardingKey()
+	}
 	return "CREATE TABLE IF NOT EXISTS " + QuoteIdent(t.Database) + "." + QuoteIdent(t.ReadName()) + t.OnCluster() +
 		"\n(\n    " + strings.Join(columns, ",\n    ") + "\n)\nENGINE = Distributed(" + QuoteIdent(c.Name) + ", " +
-		QuoteIdent(t.Database) + ", " + QuoteIdent(t.Name) + ", " + t.ShardingKey() + ")"
+		QuoteIdent(t.Database) + ", " + QuoteIdent(t.Name) + ", " + key + ")"
 }
 
 // quoteString is a ClickHouse string literal.

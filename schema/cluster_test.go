@@ -29,7 +29,7 @@ func TestClusterMapping(t *testing.T) {
 	if got, want := target.ShardingKey(), "cityHash64(`tenant`, `id`)"; got != want {
 		t.Errorf("ShardingKey = %s, want %s", got, want)
 	}
-	if got, want := target.CreateDistributedSQL([]string{"`tenant` Int32"}),
+	if got, want := target.CreateDistributedSQL([]string{"`tenant` Int32"}, ""),
 		"CREATE TABLE IF NOT EXISTS `shop`.`orders_all` ON CLUSTER `c1`\n(\n    `tenant` Int32\n)\nENGINE = Distributed(`c1`, `shop`, `orders`, cityHash64(`tenant`, `id`))"; got != want {
 		t.Errorf("CreateDistributedSQL:\n%s\nwant\n%s", got, want)
 	}

@@ -86,7 +86,7 @@ func schemaCmd(ctx context.Context, e *env, args []string) int {
 			for i, c := range target.Columns {
 				defs[i] = schema.QuoteIdent(c.Name) + " " + c.Type.String()
 			}
-			fmt.Fprintf(e.stdout, "\n%s;\n", target.CreateDistributedSQL(defs))
+			fmt.Fprintf(e.stdout, "\n%s;\n", target.CreateDistributedSQL(defs, ""))
 		}
 	}
 	if failed > 0 {
