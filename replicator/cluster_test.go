@@ -190,6 +190,22 @@ func testClusterReplicaDown(t *testing.T, insert string) {
 	if insert == ClusterInsertShards {
 		second = c.Shards[0][0]
 	}
+	// ALTER ... ON CLUSTER runs on one replica of a replicated table; the
+	// other applies it from ZooKeeper later. A replica killed before it
+	// did failed to start again (18.16): wait until both have the same
+	// columns and empty replication queues.
+	schemaOf := func(s *localserver.Server) string {
+		return strings.Join(queryStrings(t, openCH(t, s), fmt.Sprintf(
+			"SELECT concat(table, ' ', name, ' ', type) FROM system.columns WHERE database = '%s'", db)), ",")
+	}
+	waitFor(t, 60*time.Second, "both replicas applied the DDL", func() bool {
+		for _, s := range c.Shards[0] {
+			if q := queryStrings(t, openCH(t, s), fmt.Sprintf("SELECT toString(sum(queue_size)) FROM system.replicas WHERE database = '%s'", db)); q[0] != "0" {
+				return false
+			}
+		}
+		return schemaOf(c.Shards[0][0]) == schemaOf(c.Shards[0][1])
+	})
 	if err := second.Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -49,8 +49,12 @@ const clickHouseConfig = `<yandex>
 {{tls}}</yandex>
 `
 
+// clickHouseUsers: an ON CLUSTER statement gives up after 30 s instead of
+// 180 (distributed_ddl_task_timeout), so a task a server's DDL worker
+// missed (seen under load with 18.16) fails and is sent again within a
+// test's time.
 const clickHouseUsers = `<yandex>
-  <profiles><default></default></profiles>
+  <profiles><default><distributed_ddl_task_timeout>30</distributed_ddl_task_timeout></default></profiles>
   <users>
     <default>
       <password></password>
