@@ -158,6 +158,28 @@ func (e *Encoder) Bytes(p []byte) {
 	e.bytes(p)
 }
 
+// Gather appends the size-byte values at the indexes sel of data, in that
+// order: a column's selected rows, copied as many to a frame at a time as
+// fit.
+func (e *Encoder) Gather(data []byte, size int, sel []uint32) {
+	for len(sel) > 0 {
+		fit := e.room() / size
+		if fit == 0 { // a value across the frame boundary
+			r := int(sel[0]) * size
+			e.bytes(data[r : r+size])
+			sel = sel[1:]
+			continue
+		}
+		fit = min(fit, len(sel))
+		for _, r := range sel[:fit] {
+			off := int(r) * size
+			e.buf = append(e.buf, data[off:off+size]...)
+		}
+		sel = sel[fit:]
+		e.grew()
+	}
+}
+
 func (e *Encoder) bytes(p []byte) {
 	for len(p) > 0 {
 		n := min(len(p), e.room())

@@ -34,3 +34,31 @@ func TestEncoderFrameBoundaries(t *testing.T) {
 		}
 	}
 }
+
+// TestGatherFrameBoundaries gathers selected fixed-width values starting at
+// every offset around a frame's end, values straddling it included.
+func TestGatherFrameBoundaries(t *testing.T) {
+	for _, size := range []int{1, 2, 8, 16, 32} {
+		data := make([]byte, 1000*size)
+		for i := range data {
+			data[i] = byte(i * 7)
+		}
+		var sel []uint32
+		for r := 999; r >= 0; r -= 3 { // out of order, with gaps
+			sel = append(sel, uint32(r))
+		}
+		for offset := frameSize - 2*size; offset <= frameSize; offset++ {
+			e := NewCapture()
+			pad := make([]byte, offset)
+			e.Bytes(pad)
+			e.Gather(data, size, sel)
+			want := append([]byte(nil), pad...)
+			for _, r := range sel {
+				want = append(want, data[int(r)*size:(int(r)+1)*size]...)
+			}
+			if got := e.Captured(); !bytes.Equal(got, want) {
+				t.Fatalf("size %d at offset %d: the gathered values differ", size, offset)
+			}
+		}
+	}
+}

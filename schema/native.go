@@ -149,8 +149,8 @@ func rawColumn[T any](buf *numBuf[T], t CHType) nativeFn {
 		nullMap(e, &buf.nulls, sel)
 		switch {
 		case sel != nil:
-			for _, r := range sel {
-				e.Bytes(unsafe.Slice((*byte)(unsafe.Pointer(&buf.vals[r])), size))
+			if len(buf.vals) > 0 {
+				e.Gather(unsafe.Slice((*byte)(unsafe.Pointer(&buf.vals[0])), len(buf.vals)*size), size, sel)
 			}
 		case len(buf.vals) > 0:
 			e.Bytes(unsafe.Slice((*byte)(unsafe.Pointer(&buf.vals[0])), len(buf.vals)*size))
@@ -193,8 +193,8 @@ func nullMap(e *chnative.Encoder, n *nulls, sel []uint32) {
 	switch {
 	case !n.nullable:
 	case sel != nil:
-		for _, r := range sel {
-			e.Uint8(*(*uint8)(unsafe.Pointer(&n.isNull[r])))
+		if len(n.isNull) > 0 {
+			e.Gather(unsafe.Slice((*byte)(unsafe.Pointer(&n.isNull[0])), len(n.isNull)), 1, sel)
 		}
 	case len(n.isNull) > 0:
 		e.Bytes(unsafe.Slice((*byte)(unsafe.Pointer(&n.isNull[0])), len(n.isNull)))

@@ -44,3 +44,35 @@ func BenchmarkEncodeNative(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*block.Rows()), "ns/row")
 }
+
+// BenchmarkShardSplit is the cost of routing 100k binlog_field_test rows
+// to two shards: hashing the key, then encoding each shard's rows by
+// selection, against BenchmarkEncodeNative's one encoding of them all.
+func BenchmarkShardSplit(b *testing.B) {
+	fx, block := fieldTestBinlog(b)
+	fillBlock(b, fx, block, 100_000)
+	k, err := NewKeyHasher(block.Target(), []KeyArg{{Column: "id"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := chnative.NewDiscard()
+	var hashes []uint64
+	sel := make([][]uint32, 2)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if hashes, err = k.Hashes(block, hashes); err != nil {
+			b.Fatal(err)
+		}
+		sel[0], sel[1] = sel[0][:0], sel[1][:0]
+		for r, h := range hashes {
+			sel[h%2] = append(sel[h%2], uint32(r))
+		}
+		for _, rows := range sel {
+			if err := e.Encode(func(e *chnative.Encoder) error { return block.EncodeNativeRows(e, rows) }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*block.Rows()), "ns/row")
+}
