@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -149,5 +150,60 @@ func TestMetricsTellTheTruth(t *testing.T) {
 	waitFor(t, 15*time.Second, "ready again", func() bool { code, _ := probe(t, addr, "/readyz"); return code == http.StatusOK })
 	if gi, gu, gd := rows("insert"), rows("update"), rows("delete"); gi != 100+ins || gu != 30+upd || gd != 10+del {
 		t.Fatalf("rows_total after the outage: insert %v, update %v, delete %v; want %v, %v, %v", gi, gu, gd, 100+ins, 30+upd, 10+del)
+	}
+}
+
+// tableSeries lists the metric families that have a series for the table.
+func tableSeries(t *testing.T, r *Replicator, db, table string) []string {
+	t.Helper()
+	families, err := r.m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			var d, tb string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "database":
+					d = l.GetValue()
+				case "table":
+					tb = l.GetValue()
+				}
+			}
+			if d == db && tb == table {
+				names = append(names, f.GetName())
+				break
+			}
+		}
+	}
+	return names
+}
+
+// TestMetricSeriesFollowTables: a dropped table's series go, a renamed
+// table's series go with its old name, so dashboards do not show tables
+// that are gone.
+func TestMetricSeriesFollowTables(t *testing.T) {
+	h := newHarness(t, 1, "")
+	a := h.dbs[0]
+	run := h.start()
+	h.exec("CREATE TABLE "+a+".gone (id INT PRIMARY KEY)", "INSERT INTO "+a+".gone VALUES (1), (2)",
+		"CREATE TABLE "+a+".old (id INT PRIMARY KEY)", "INSERT INTO "+a+".old VALUES (1)")
+	h.waitCaughtUp(run, 30*time.Second)
+	for _, table := range []string{"gone", "old"} {
+		if s := tableSeries(t, run.r, a, table); !slices.Contains(s, "binlog2ch_rows_total") {
+			t.Fatalf("%s: series %v, want binlog2ch_rows_total among them", table, s)
+		}
+	}
+	h.exec("DROP TABLE "+a+".gone", "RENAME TABLE "+a+".old TO "+a+".new", "INSERT INTO "+a+".new VALUES (2)")
+	h.waitCaughtUp(run, 30*time.Second)
+	for _, table := range []string{"gone", "old"} {
+		if s := tableSeries(t, run.r, a, table); len(s) > 0 {
+			t.Errorf("%s: series %v remain after DROP/RENAME", table, s)
+		}
+	}
+	if s := tableSeries(t, run.r, a, "new"); !slices.Contains(s, "binlog2ch_rows_total") {
+		t.Errorf("new: series %v, want binlog2ch_rows_total among them", s)
 	}
 }
