@@ -3,6 +3,7 @@ package replicator
 import (
 	"context"
 	"fmt"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,13 +23,13 @@ import (
 // the first server.
 func newClusterHarness(t *testing.T, shards, replicas int, insert string) (*harness, *localserver.Cluster) {
 	t.Helper()
-	return newClusterHarnessWith(t, shards, replicas, insert, nil)
+	return newClusterHarnessWith(t, shards, replicas, func(*localserver.Cluster) string { return insertKey(insert) }, nil)
 }
 
 // newClusterHarnessWith is newClusterHarness with extra config, made once
 // the cluster (and its ZooKeeper address) is known.
-// insert is clickhouse.cluster_insert ("": the default).
-func newClusterHarnessWith(t *testing.T, shards, replicas int, insert string, extra func(*localserver.Cluster) string) (*harness, *localserver.Cluster) {
+// chKeys, if set, gives more keys of the clickhouse section (", key: value").
+func newClusterHarnessWith(t *testing.T, shards, replicas int, chKeys, extra func(*localserver.Cluster) string) (*harness, *localserver.Cluster) {
 	t.Helper()
 	srv := servertest.Need(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -39,15 +40,20 @@ func newClusterHarnessWith(t *testing.T, shards, replicas int, insert string, ex
 	}
 	t.Cleanup(func() { _ = c.Stop() })
 	first := c.Shards[0][0]
+	keys := ""
+	if chKeys != nil {
+		keys = chKeys(c)
+	}
 	conn := fmt.Sprintf(`mysql: {addr: %q, user: %q, password: %q, server_id: 4242}
 clickhouse: {addr: [%q], user: %q, cluster: %s%s}
-`, srv.MySQL.Addr(), srv.MySQL.User, srv.MySQL.Password, first.Addr(), first.User, c.Name, insertKey(insert))
+`, srv.MySQL.Addr(), srv.MySQL.User, srv.MySQL.Password, first.Addr(), first.User, c.Name, keys)
 	if extra != nil {
 		conn += extra(c)
 	}
 	return newHarnessOn(t, &localserver.Servers{MySQL: srv.MySQL, ClickHouse: first}, conn, 1, ""), c
 }
 
+// insertKey is the clickhouse.cluster_insert key ("": the default).
 func insertKey(insert string) string {
 	if insert == "" {
 		return ""
@@ -401,7 +407,7 @@ func TestClusterRoutingFollowsTheTable(t *testing.T) {
 // batches go whole to one shard after another), and every row is on the
 // shard its key hashes to, a composite key included.
 func TestClusterFullSync(t *testing.T) {
-	h, c := newClusterHarnessWith(t, 2, 1, "", func(*localserver.Cluster) string { return "schema: {invalid_dates: clamp}\n" })
+	h, c := newClusterHarnessWith(t, 2, 1, nil, func(*localserver.Cluster) string { return "schema: {invalid_dates: clamp}\n" })
 	db := h.dbs[0]
 	h.fillFieldTest(db, 20_000, 16)
 	h.exec("CREATE TABLE "+db+".comp (tenant INT NOT NULL, code VARCHAR(20) NOT NULL, day DATE NOT NULL, v DECIMAL(10,2), PRIMARY KEY (tenant, code, day))",
@@ -432,5 +438,44 @@ func TestClusterFullSync(t *testing.T) {
 				t.Errorf("%s: shard %d holds %s rows, %s of them belonging to the other shard", table, i+1, n[0], bad[0])
 			}
 		}
+	}
+}
+
+// TestClusterHostsMap: clickhouse.cluster_hosts rewrites the addresses
+// system.clusters lists. Mapped to another name of the same server, rows go
+// straight to the shards; mapped to an address nothing answers at, the
+// table goes through its Distributed table, and the warning names the
+// shard and the address.
+func TestClusterHostsMap(t *testing.T) {
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := closed.Addr().String()
+	closed.Close()
+	for _, c := range []struct {
+		name     string
+		shard2   func(port int) string
+		straight bool
+	}{
+		{"reachable", func(port int) string { return fmt.Sprintf("localhost:%d", port) }, true},
+		{"unreachable", func(int) string { return dead }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, _ := newClusterHarnessWith(t, 2, 1, func(cl *localserver.Cluster) string {
+				p1, p2 := cl.Shards[0][0].Port, cl.Shards[1][0].Port
+				return fmt.Sprintf(", cluster_hosts: {\"127.0.0.1:%d\": \"localhost:%d\", \"127.0.0.1:%d\": %q}", p1, p1, p2, c.shard2(p2))
+			}, nil)
+			db := h.dbs[0]
+			h.exec("CREATE TABLE "+db+".t (id INT PRIMARY KEY)", "INSERT INTO "+db+".t VALUES (1), (2), (3), (4), (5), (6), (7), (8)")
+			run := h.start()
+			h.waitCaughtUp(run, time.Minute)
+			h.verifyEqual("t")
+			n := counterValue(t, run.r, "binlog2ch_shard_rows_total", "shard", "1") + counterValue(t, run.r, "binlog2ch_shard_rows_total", "shard", "2")
+			warned := strings.Contains(run.logs.String(), "no replica of shard 2 answers from this host ("+dead)
+			if c.straight && (n != 8 || warned) || !c.straight && (n != 0 || !warned) {
+				t.Errorf("%v rows straight to the shards, warned %v:\n%s", n, warned, run.logs.String())
+			}
+		})
 	}
 }

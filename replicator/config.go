@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -136,6 +138,10 @@ type ClickHouseConfig struct {
 	// sharding key) or "distributed" (through the Distributed table,
 	// synchronously).
 	ClusterInsert string `yaml:"cluster_insert"`
+	// ClusterHosts rewrites the shard addresses system.clusters lists
+	// (host:port as remote_servers names them) to ones this host reaches,
+	// for cluster_insert: shards behind NAT or in containers.
+	ClusterHosts map[string]string `yaml:"cluster_hosts"`
 }
 
 // TablesConfig selects the replicated tables with db.table glob patterns.
@@ -527,7 +533,8 @@ func (c *Config) validateCluster(d *decoder) {
 			key string
 			set bool
 		}{{"replicated_path", ch.ReplicatedPath != def.ReplicatedPath}, {"replica_name", ch.ReplicaName != def.ReplicaName},
-			{"distributed_table", ch.DistributedTable != def.DistributedTable}, {"cluster_insert", ch.ClusterInsert != def.ClusterInsert}} {
+			{"distributed_table", ch.DistributedTable != def.DistributedTable}, {"cluster_insert", ch.ClusterInsert != def.ClusterInsert},
+			{"cluster_hosts", len(ch.ClusterHosts) > 0}} {
 			if k.set {
 				d.problem("clickhouse."+k.key, "needs clickhouse.cluster (it applies to a cluster only)")
 			}
@@ -554,5 +561,9 @@ func (c *Config) validateCluster(d *decoder) {
 	case ClusterInsertShards, ClusterInsertDistributed:
 	default:
 		d.problem("clickhouse.cluster_insert", fmt.Sprintf("want shards or distributed, got %q", ch.ClusterInsert))
+	}
+	for _, from := range slices.Sorted(maps.Keys(ch.ClusterHosts)) {
+		d.hostPort("clickhouse.cluster_hosts", from, true, false)
+		d.hostPort("clickhouse.cluster_hosts."+from, ch.ClusterHosts[from], true, false)
 	}
 }

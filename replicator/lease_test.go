@@ -55,7 +55,7 @@ func logHas(path, s string) bool {
 // cleanly (its session is closed, the node deleted).
 func TestLeaseFailover(t *testing.T) {
 	const session = 3 * time.Second
-	h, _ := newClusterHarnessWith(t, 1, 2, "", func(c *localserver.Cluster) string {
+	h, _ := newClusterHarnessWith(t, 1, 2, nil, func(c *localserver.Cluster) string {
 		return fmt.Sprintf("state: {store: clickhouse, name: failover_%d, lease: zookeeper, zookeeper: [%q], session_timeout: %s}\n",
 			time.Now().UnixNano(), c.ZooKeeper.Addr(), session)
 	})
@@ -142,7 +142,7 @@ func TestLeaseFailover(t *testing.T) {
 // save no checkpoint after that.
 func TestLeaseLostStopsDaemon(t *testing.T) {
 	const session = 3 * time.Second
-	h, c := newClusterHarnessWith(t, 1, 1, "", func(c *localserver.Cluster) string {
+	h, c := newClusterHarnessWith(t, 1, 1, nil, func(c *localserver.Cluster) string {
 		return fmt.Sprintf("state: {store: clickhouse, name: lost_%d, lease: zookeeper, zookeeper: [%q], session_timeout: %s}\n",
 			time.Now().UnixNano(), c.ZooKeeper.Addr(), session)
 	})

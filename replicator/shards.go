@@ -59,7 +59,7 @@ func (t *topology) reachable(ctx context.Context, ins *inserters) error {
 				errs = append(errs, fmt.Sprintf("%s: %v", addr, err))
 			}
 			if errs != nil {
-				t.reachErr = fmt.Errorf("no replica of shard %d answers from this host (%s); give the servers names this host resolves in remote_servers, or set clickhouse.cluster_insert: distributed", s.num, strings.Join(errs, "; "))
+				t.reachErr = fmt.Errorf("no replica of shard %d answers from this host (%s); map them to addresses this host reaches in clickhouse.cluster_hosts, or set clickhouse.cluster_insert: distributed", s.num, strings.Join(errs, "; "))
 				return
 			}
 		}
@@ -176,7 +176,11 @@ func (r *Replicator) readTopology(ctx context.Context) (*topology, error) {
 			t.shards = append(t.shards, &shardHosts{num: int(num), weight: int(weight)})
 		}
 		s := t.shards[len(t.shards)-1]
-		s.replicas = append(s.replicas, net.JoinHostPort(host, strconv.Itoa(int(port))))
+		addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
+		if to, ok := r.cfg.ClickHouse.ClusterHosts[addr]; ok {
+			addr = to
+		}
+		s.replicas = append(s.replicas, addr)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -87,7 +87,7 @@ func TestUnreachableShard(t *testing.T) {
 	topo := &topology{shards: []*shardHosts{{num: 2, weight: 1, replicas: []string{addr}}}}
 	err = topo.reachable(context.Background(), &inserters{opts: chnative.Options{User: "default"}, idle: map[string][]idleConn{}})
 	if err == nil || !strings.Contains(err.Error(), "no replica of shard 2 answers from this host ("+addr) ||
-		!strings.Contains(err.Error(), "clickhouse.cluster_insert: distributed") {
+		!strings.Contains(err.Error(), "clickhouse.cluster_hosts, or set clickhouse.cluster_insert: distributed") {
 		t.Errorf("got %v", err)
 	}
 }
