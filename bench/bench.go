@@ -28,6 +28,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
 	"github.com/binlog2ch/binlog2ch/loadgen"
+	"github.com/binlog2ch/binlog2ch/schema"
 )
 
 // Options size the benchmark and say where it runs.
@@ -206,7 +207,7 @@ func (r *run) onCluster() string {
 	if r.o.Cluster == "" {
 		return ""
 	}
-	return " ON CLUSTER `" + strings.NewReplacer(`\`, `\\`, "`", "\\`").Replace(r.o.Cluster) + "`"
+	return " ON CLUSTER " + schema.QuoteIdent(r.o.Cluster)
 }
 
 func (r *run) writeConfig() error {
@@ -451,7 +452,7 @@ func (r *run) count(ctx context.Context, table string) (uint64, error) {
 func (r *run) parts(ctx context.Context, table string) uint64 {
 	from := "system.parts"
 	if r.o.Cluster != "" {
-		from = "cluster(" + quote(r.o.Cluster) + ", system, parts)" // one replica per shard
+		from = "cluster(" + schema.QuoteString(r.o.Cluster) + ", system, parts)" // one replica per shard
 	}
 	var n uint64
 	_ = r.ch.QueryRow(ctx, "SELECT count() FROM "+from+" WHERE database = ? AND table = ? AND level = 0", r.db, table).Scan(&n)
@@ -605,9 +606,4 @@ func hostDescription() string {
 		}
 	}
 	return fmt.Sprintf("%s, %d cores%s", model, runtime.NumCPU(), mem)
-}
-
-// quote is a ClickHouse string literal.
-func quote(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }

@@ -51,14 +51,14 @@ func (t *topology) reachable(ctx context.Context, ins *inserters) error {
 				dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				c, err := ins.get(dctx, addr)
 				cancel()
-				if err == nil {
-					ins.put(addr, c)
-					errs = nil
-					break
+				if err != nil {
+					errs = append(errs, fmt.Sprintf("%s: %v", addr, err))
+					continue
 				}
-				errs = append(errs, fmt.Sprintf("%s: %v", addr, err))
+				ins.put(addr, c)
+				break
 			}
-			if errs != nil {
+			if len(errs) == len(s.replicas) {
 				t.reachErr = fmt.Errorf("no replica of shard %d answers from this host (%s); map them to addresses this host reaches in clickhouse.cluster_hosts, or set clickhouse.cluster_insert: distributed", s.num, strings.Join(errs, "; "))
 				return
 			}
@@ -215,11 +215,12 @@ type route struct {
 	next   atomic.Uint32
 }
 
-// routeFor decides how target t's rows reach a cluster: a route straight
-// to the shards, or nil for through the Distributed table (no cluster,
-// cluster_insert: distributed, or a table the routing cannot serve, which
-// is logged with the reason).
-func (r *Replicator) routeFor(ctx context.Context, log *slog.Logger, t *schema.Target) (*route, error) {
+// routeFor decides how the rows of blocks like b (its target's) reach a
+// cluster: a route straight to the shards, or nil for through the
+// Distributed table (no cluster, cluster_insert: distributed, or a table
+// the routing cannot serve, which is logged with the reason).
+func (r *Replicator) routeFor(ctx context.Context, log *slog.Logger, b *schema.Block) (*route, error) {
+	t := b.Target()
 	if t.Options.Cluster == nil || r.cfg.ClickHouse.ClusterInsert != ClusterInsertShards {
 		return nil, nil
 	}
@@ -227,7 +228,7 @@ func (r *Replicator) routeFor(ctx context.Context, log *slog.Logger, t *schema.T
 		log.Warn("rows of this table go through its Distributed table, not straight to the shards", "reason", reason)
 		return nil, nil
 	}
-	if !schema.NewBlock(t).NativeOK() {
+	if !b.NativeOK() {
 		return through("it has columns binlog2ch writes through clickhouse-go (such as LowCardinality)")
 	}
 	var engine string
@@ -291,11 +292,7 @@ func shardingExpr(engine string) string {
 	if !ok || strings.TrimSpace(name) != "Distributed" {
 		return ""
 	}
-	end := closing(rest)
-	if end < 0 {
-		return ""
-	}
-	if args := splitTopLevel(rest[:end]); len(args) >= 4 {
+	if args, _ := splitArgs(rest); len(args) >= 4 {
 		return strings.TrimSpace(args[3])
 	}
 	return ""
@@ -310,7 +307,7 @@ func shardingColumns(engine string) (cols []schema.KeyArg, keyless bool, err err
 	if !ok || strings.TrimSpace(name) != "Distributed" {
 		return nil, false, fmt.Errorf("the table's engine is not Distributed: %q", engine)
 	}
-	if closing(rest) < 0 {
+	if _, end := splitArgs(rest); end < 0 {
 		return nil, false, fmt.Errorf("cannot parse the engine %q", engine)
 	}
 	key := shardingExpr(engine)
@@ -321,10 +318,11 @@ func shardingColumns(engine string) (cols []schema.KeyArg, keyless bool, err err
 		return nil, true, nil
 	}
 	inner, ok := strings.CutPrefix(key, "cityHash64(")
-	if !ok || closing(inner) != len(inner)-1 {
+	args, end := splitArgs(inner)
+	if !ok || end != len(inner)-1 {
 		return nil, false, fmt.Errorf("binlog2ch computes only cityHash64(columns) or rand() as a sharding key, not %s", key)
 	}
-	for _, a := range splitTopLevel(inner[:len(inner)-1]) {
+	for _, a := range args {
 		a = strings.TrimSpace(a)
 		var arg schema.KeyArg
 		if in, ok := strings.CutPrefix(a, "reinterpretAsString("); ok && strings.HasSuffix(in, ")") {
@@ -350,37 +348,10 @@ func keyText(args []schema.KeyArg) string {
 	return strings.Join(parts, ", ")
 }
 
-// closing is the index of the ')' that closes an expression opened just
-// before s, or -1.
-func closing(s string) int {
-	depth := 0
-	var quote byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0:
-			if c == '\\' {
-				i++
-			} else if c == quote {
-				quote = 0
-			}
-		case c == '\'' || c == '`' || c == '"':
-			quote = c
-		case c == '(':
-			depth++
-		case c == ')':
-			if depth == 0 {
-				return i
-			}
-			depth--
-		}
-	}
-	return -1
-}
-
-// splitTopLevel splits s at the commas outside parentheses and quotes.
-func splitTopLevel(s string) []string {
-	var out []string
+// splitArgs splits an argument list opened just before s at its commas
+// outside parentheses and quotes, up to the ')' that closes it: the
+// arguments and the index in s of that ')', or -1 when nothing closes it.
+func splitArgs(s string) (args []string, end int) {
 	depth, start := 0, 0
 	var quote byte
 	for i := 0; i < len(s); i++ {
@@ -396,14 +367,16 @@ func splitTopLevel(s string) []string {
 			quote = c
 		case c == '(':
 			depth++
+		case c == ')' && depth == 0:
+			return append(args, s[start:i]), i
 		case c == ')':
 			depth--
 		case c == ',' && depth == 0:
-			out = append(out, s[start:i])
+			args = append(args, s[start:i])
 			start = i + 1
 		}
 	}
-	return append(out, s[start:])
+	return nil, -1
 }
 
 // identifier unquotes a column name as ClickHouse prints it: bare, or in

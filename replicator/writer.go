@@ -584,14 +584,15 @@ func (w *writer) changeSchema(ctx context.Context, source *schema.Table) error {
 	if err := w.r.ensureTable(ctx, w.log, target, drop, w.defaults); err != nil {
 		return err
 	}
-	route, err := w.r.routeFor(ctx, w.log, target)
+	block := schema.NewBlock(target)
+	route, err := w.r.routeFor(ctx, w.log, block)
 	if err != nil {
 		return err
 	}
 	w.defaults = nil
 	w.target = target
 	w.route = route
-	w.block = schema.NewBlock(target)
+	w.block = block
 	w.free, w.blocks = nil, 1
 	return nil
 }

@@ -64,7 +64,7 @@ func (c *Cluster) replicated(engine string) string {
 		return engine
 	}
 	args = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(args), ")"))
-	out := "Replicated" + name + "(" + quoteString(c.ZooKeeperPath) + ", " + quoteString(c.Replica)
+	out := "Replicated" + name + "(" + QuoteString(c.ZooKeeperPath) + ", " + QuoteString(c.Replica)
 	if args != "" {
 		out += ", " + args
 	}
@@ -108,9 +108,4 @@ func (t *Target) CreateDistributedSQL(columns []string, key string) string {
 	return "CREATE TABLE IF NOT EXISTS " + QuoteIdent(t.Database) + "." + QuoteIdent(t.ReadName()) + t.OnCluster() +
 		"\n(\n    " + strings.Join(columns, ",\n    ") + "\n)\nENGINE = Distributed(" + QuoteIdent(c.Name) + ", " +
 		QuoteIdent(t.Database) + ", " + QuoteIdent(t.Name) + ", " + key + ")"
-}
-
-// quoteString is a ClickHouse string literal.
-func quoteString(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -102,7 +103,7 @@ func nativeColumn(buf colBuf, t CHType) nativeFn {
 		return rawColumn(buf, t)
 	case *numBuf[int64]:
 		if t.Kind == CHDateTime { // held as Unix seconds
-			return convertedColumn(&buf.nulls, &buf.vals, func(e *chnative.Encoder, s int64) { e.Uint32(uint32(s)) })
+			return convertedColumn(&buf.nulls, &buf.vals, func(e *chnative.Encoder, s int64) { e.Uint32(storedDateTime(s)) })
 		}
 		return rawColumn(buf, t)
 	case *timeBuf:
@@ -206,17 +207,68 @@ func nullMap(e *chnative.Encoder, n *nulls, sel []uint32) {
 func timeColumn(buf *timeBuf, t CHType) nativeFn {
 	switch t.Kind {
 	case CHDate:
-		return convertedColumn(&buf.nulls, &buf.vals, func(e *chnative.Encoder, us int64) { e.Uint16(uint16(us / dayMicros)) })
+		return convertedColumn(&buf.nulls, &buf.vals, func(e *chnative.Encoder, us int64) { e.Uint16(storedDate(us)) })
 	case CHDate32:
-		return convertedColumn(&buf.nulls, &buf.vals, func(e *chnative.Encoder, us int64) { e.Uint32(uint32(int32(us / dayMicros))) })
+		return convertedColumn(&buf.nulls, &buf.vals, func(e *chnative.Encoder, us int64) { e.Uint32(storedDate32(us)) })
 	case CHDateTime64:
 		if t.Scale < 0 || t.Scale > 9 {
 			return nil
 		}
-		mul, div := dateTime64Scale(t.Scale)
-		return convertedColumn(&buf.nulls, &buf.vals, func(e *chnative.Encoder, us int64) { e.Uint64(uint64(us * mul / div)) })
+		ticks := dateTime64Ticks(t.Scale)
+		return convertedColumn(&buf.nulls, &buf.vals, func(e *chnative.Encoder, us int64) { e.Uint64(ticks(us)) })
 	}
 	return nil
+}
+
+// The stored form of values the buffers hold otherwise. The encoders write
+// it and the key hasher hashes it (ClickHouse hashes what it stores), so
+// the two always agree.
+
+// storedDateTime is a DateTime held as Unix seconds: UInt32.
+func storedDateTime(s int64) uint32 { return uint32(s) }
+
+// storedDate is a Date held as Unix microseconds: UInt16 days.
+func storedDate(us int64) uint16 { return uint16(us / dayMicros) }
+
+// storedDate32 is a Date32 held as Unix microseconds: Int32 days.
+func storedDate32(us int64) uint32 { return uint32(int32(us / dayMicros)) }
+
+// dateTime64Ticks converts Unix microseconds to DateTime64(scale) ticks.
+func dateTime64Ticks(scale int) func(us int64) uint64 {
+	mul, div := int64(1), int64(1)
+	for p := scale; p > 6; p-- {
+		mul *= 10
+	}
+	for p := scale; p < 6; p++ {
+		div *= 10
+	}
+	return func(us int64) uint64 { return uint64(us * mul / div) }
+}
+
+// decimalWidth is the stored width in bytes of Decimal(precision, s), 0
+// beyond Decimal256.
+func decimalWidth(precision int) int {
+	switch {
+	case precision <= 9:
+		return 4
+	case precision <= 18:
+		return 8
+	case precision <= 38:
+		return 16
+	case precision <= 76:
+		return 32
+	}
+	return 0
+}
+
+// decimalBytes is a scaled decimal as stored: width little-endian bytes,
+// zeros after them.
+func decimalBytes(v [4]uint64, width int) (b [32]byte) {
+	for l, limb := range v {
+		binary.LittleEndian.PutUint64(b[8*l:], limb)
+	}
+	clear(b[width:])
+	return b
 }
 
 func stringColumn(buf *strBuf, t CHType) nativeFn {
@@ -283,17 +335,8 @@ func writeStrings(e *chnative.Encoder, buf *strBuf, sel []uint32) error {
 // decimalColumn writes decimals held as text ("-123.45") as the scaled
 // integers ClickHouse stores: 4, 8, 16 or 32 bytes by precision.
 func decimalColumn(buf *strBuf, t CHType) nativeFn {
-	var width int
-	switch {
-	case t.Precision <= 9:
-		width = 4
-	case t.Precision <= 18:
-		width = 8
-	case t.Precision <= 38:
-		width = 16
-	case t.Precision <= 76:
-		width = 32
-	default:
+	width := decimalWidth(t.Precision)
+	if width == 0 {
 		return nil
 	}
 	scale := t.Scale
@@ -302,16 +345,12 @@ func decimalColumn(buf *strBuf, t CHType) nativeFn {
 		if err != nil {
 			return err
 		}
-		switch width {
-		case 4:
+		if width == 4 {
 			e.Uint32(uint32(v[0]))
-		case 8:
-			e.Uint64(v[0])
-		case 16:
-			e.Uint128(v[0], v[1])
-		default:
-			e.Uint128(v[0], v[1])
-			e.Uint128(v[2], v[3])
+			return nil
+		}
+		for _, limb := range v[:width/8] {
+			e.Uint64(limb)
 		}
 		return nil
 	})

@@ -80,7 +80,7 @@ func hashable(t CHType) bool {
 	case CHLowCardinalityString, CHArrayString:
 		return false
 	case CHDecimal:
-		return t.Precision <= 76
+		return decimalWidth(t.Precision) > 0
 	}
 	return true
 }
@@ -113,37 +113,28 @@ func hashArg(buf colBuf, t CHType, raw, first bool, h []uint64) error {
 		return fmt.Errorf("no reinterpretAsString hash for %s", t)
 	}
 	width := decimalWidth(t.Precision)
-	var le [32]byte
+	return eachDecimal(sb, t, func(i int, v [4]uint64) {
+		b := decimalBytes(v, width)
+		n := width // reinterpretAsString drops trailing zero bytes
+		for n > 0 && b[n-1] == 0 {
+			n--
+		}
+		put(h, i, first, city.CH64(b[:n]))
+	})
+}
+
+// eachDecimal calls fn with each row's scaled decimal.
+func eachDecimal(buf *strBuf, t CHType, fn func(row int, v [4]uint64)) error {
 	start := 0
-	for i, end := range sb.ends {
-		d, err := scaledDecimal(sb.arena[start:end], t.Scale)
+	for i, end := range buf.ends {
+		v, err := scaledDecimal(buf.arena[start:end], t.Scale)
 		if err != nil {
 			return err
 		}
 		start = end
-		for l := 0; l < width/8 || l == 0; l++ {
-			binary.LittleEndian.PutUint64(le[8*l:], d[l])
-		}
-		n := width
-		for n > 0 && le[n-1] == 0 {
-			n--
-		}
-		put(h, i, first, city.CH64(le[:n]))
+		fn(i, v)
 	}
 	return nil
-}
-
-// decimalWidth is the stored width in bytes of Decimal(precision, s).
-func decimalWidth(precision int) int {
-	switch {
-	case precision <= 9:
-		return 4
-	case precision <= 18:
-		return 8
-	case precision <= 38:
-		return 16
-	}
-	return 32
 }
 
 // intHash64 is ClickHouse's IntHash64Impl: a salted murmur finalizer.
@@ -193,8 +184,8 @@ func hashColumn(buf colBuf, t CHType, first bool, h []uint64) error {
 	case *numBuf[int32]:
 		hashInts(buf.vals, func(v int32) uint64 { return uint64(uint32(v)) }, first, h)
 	case *numBuf[int64]:
-		if t.Kind == CHDateTime { // held as Unix seconds, stored as UInt32
-			hashInts(buf.vals, func(v int64) uint64 { return uint64(uint32(v)) }, first, h)
+		if t.Kind == CHDateTime { // held as Unix seconds
+			hashInts(buf.vals, func(v int64) uint64 { return uint64(storedDateTime(v)) }, first, h)
 		} else {
 			hashInts(buf.vals, func(v int64) uint64 { return uint64(v) }, first, h)
 		}
@@ -220,12 +211,11 @@ func hashColumn(buf colBuf, t CHType, first bool, h []uint64) error {
 	case *timeBuf:
 		switch t.Kind {
 		case CHDate:
-			hashInts(buf.vals, func(us int64) uint64 { return uint64(uint16(us / dayMicros)) }, first, h)
+			hashInts(buf.vals, func(us int64) uint64 { return uint64(storedDate(us)) }, first, h)
 		case CHDate32:
-			hashInts(buf.vals, func(us int64) uint64 { return uint64(uint32(int32(us / dayMicros))) }, first, h)
+			hashInts(buf.vals, func(us int64) uint64 { return uint64(storedDate32(us)) }, first, h)
 		case CHDateTime64:
-			mul, div := dateTime64Scale(t.Scale)
-			hashInts(buf.vals, func(us int64) uint64 { return uint64(us * mul / div) }, first, h)
+			hashInts(buf.vals, dateTime64Ticks(t.Scale), first, h)
 		default:
 			return fmt.Errorf("no hash for %s", t)
 		}
@@ -237,63 +227,38 @@ func hashColumn(buf colBuf, t CHType, first bool, h []uint64) error {
 	return nil
 }
 
-// dateTime64Scale converts Unix microseconds to DateTime64(scale) ticks:
-// ticks = us * mul / div.
-func dateTime64Scale(scale int) (mul, div int64) {
-	mul, div = 1, 1
-	for p := scale; p > 6; p-- {
-		mul *= 10
-	}
-	for p := scale; p < 6; p++ {
-		div *= 10
-	}
-	return mul, div
-}
-
 func hashStrings(buf *strBuf, t CHType, first bool, h []uint64) error {
-	var scratch [32]byte
+	switch t.Kind {
+	case CHDecimal:
+		// The stored integer: up to 8 bytes hash as an integer, wider
+		// ones as their bytes.
+		width := decimalWidth(t.Precision)
+		return eachDecimal(buf, t, func(i int, v [4]uint64) {
+			b := decimalBytes(v, width)
+			if width <= 8 {
+				put(h, i, first, intHash64(binary.LittleEndian.Uint64(b[:8])))
+			} else {
+				put(h, i, first, city.CH64(b[:width]))
+			}
+		})
+	case CHString, CHFixedString:
+	default:
+		return fmt.Errorf("no hash for %s", t)
+	}
 	var pad []byte
 	start := 0
 	for i, end := range buf.ends {
 		v := buf.arena[start:end]
 		start = end
-		var x uint64
-		switch t.Kind {
-		case CHString:
-			x = city.CH64(v)
-		case CHFixedString:
+		if t.Kind == CHFixedString {
 			// Stored padded with zero bytes to the full length.
 			if len(v) > t.Length {
 				return fmt.Errorf("a value of %d bytes in a FixedString(%d)", len(v), t.Length)
 			}
 			pad = append(append(pad[:0], v...), make([]byte, t.Length-len(v))...)
-			x = city.CH64(pad)
-		case CHDecimal:
-			d, err := scaledDecimal(v, t.Scale)
-			if err != nil {
-				return err
-			}
-			// The stored integer: up to 8 bytes hash as an integer,
-			// wider ones as their little-endian bytes.
-			switch {
-			case t.Precision <= 9:
-				x = intHash64(uint64(uint32(d[0])))
-			case t.Precision <= 18:
-				x = intHash64(d[0])
-			default:
-				w := 2
-				if t.Precision > 38 {
-					w = 4
-				}
-				for l := 0; l < w; l++ {
-					binary.LittleEndian.PutUint64(scratch[8*l:], d[l])
-				}
-				x = city.CH64(scratch[:8*w])
-			}
-		default:
-			return fmt.Errorf("no hash for %s", t)
+			v = pad
 		}
-		put(h, i, first, x)
+		put(h, i, first, city.CH64(v))
 	}
 	return nil
 }
@@ -347,27 +312,11 @@ func probeValues(buf colBuf, t CHType, rows int) ([]string, error) {
 	uints := []uint64{0, 1, math.MaxUint64, 0xa5a5a5a5a5a5a5a5}
 	switch buf := buf.(type) {
 	case *numBuf[int8]:
-		if t.Kind == CHEnum8 {
-			for r := range rows {
-				e := t.Enum[r%len(t.Enum)]
-				buf.add(int8(e.Value))
-				out = append(out, lit(QuoteString(e.Label)))
-			}
-			return out, nil
-		}
-		probeInts(buf, ints, rows, &out, lit)
+		probeInts(buf, ints, rows, &out, lit, t)
 	case *numBuf[int16]:
-		if t.Kind == CHEnum16 {
-			for r := range rows {
-				e := t.Enum[r%len(t.Enum)]
-				buf.add(int16(e.Value))
-				out = append(out, lit(QuoteString(e.Label)))
-			}
-			return out, nil
-		}
-		probeInts(buf, ints, rows, &out, lit)
+		probeInts(buf, ints, rows, &out, lit, t)
 	case *numBuf[int32]:
-		probeInts(buf, ints, rows, &out, lit)
+		probeInts(buf, ints, rows, &out, lit, t)
 	case *numBuf[int64]:
 		if t.Kind == CHDateTime {
 			for r := range rows {
@@ -377,7 +326,7 @@ func probeValues(buf colBuf, t CHType, rows int) ([]string, error) {
 			}
 			return out, nil
 		}
-		probeInts(buf, ints, rows, &out, lit)
+		probeInts(buf, ints, rows, &out, lit, t)
 	case *numBuf[uint8]:
 		probeUints(buf, uints, rows, &out, lit)
 	case *numBuf[uint16]:
@@ -450,9 +399,17 @@ func probeValues(buf colBuf, t CHType, rows int) ([]string, error) {
 	return out, nil
 }
 
-func probeInts[T int8 | int16 | int32 | int64](buf *numBuf[T], vals []int64, rows int, out *[]string, lit func(string) string) {
+// probeInts fills buf with signed values: the Enum's labels for an Enum,
+// vals truncated to the width (as stored) otherwise.
+func probeInts[T int8 | int16 | int32 | int64](buf *numBuf[T], vals []int64, rows int, out *[]string, lit func(string) string, t CHType) {
 	for r := range rows {
-		v := T(vals[r%len(vals)]) // truncated to the width, as stored
+		if t.Kind == CHEnum8 || t.Kind == CHEnum16 {
+			e := t.Enum[r%len(t.Enum)]
+			buf.add(T(e.Value))
+			*out = append(*out, lit(QuoteString(e.Label)))
+			continue
+		}
+		v := T(vals[r%len(vals)])
 		buf.add(v)
 		*out = append(*out, lit("toInt64("+strconv.FormatInt(int64(v), 10)+")"))
 	}
