@@ -2,6 +2,7 @@ package replicator
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -9,7 +10,9 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -47,11 +50,36 @@ func childMain(path, what string, work func(context.Context, *Replicator) error)
 		return 1
 	}
 	defer r.Close()
+	if v := os.Getenv(envPauseAfterChunks); v != "" {
+		if err := pauseAfterChunks(r, v); err != nil {
+			log.Error("pause", "error", err)
+			return 2
+		}
+	}
 	if err := work(ctx, r); err != nil {
 		log.Error(what, "error", err)
 		return 1
 	}
 	return 0
+}
+
+// envPauseAfterChunks=N makes a child's snapshot readers stop for good
+// before the N+1st chunk, so a test kills it mid-copy however fast the
+// machine copies.
+const envPauseAfterChunks = "BINLOG2CH_TEST_PAUSE_AFTER_CHUNKS"
+
+func pauseAfterChunks(r *Replicator, v string) error {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%s: %w", envPauseAfterChunks, err)
+	}
+	var read atomic.Int64
+	r.hooks.beforeChunk = func(context.Context, TableName) {
+		if read.Add(1) > n {
+			select {} // until the test kills the process
+		}
+	}
+	return nil
 }
 
 // daemon is the daemon running in a child process.
@@ -61,14 +89,14 @@ type daemon struct {
 }
 
 // startDaemon runs the daemon in a child process, logging to a file.
-func (h *harness) startDaemon(logPath string) *daemon {
+func (h *harness) startDaemon(logPath string, env ...string) *daemon {
 	h.t.Helper()
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), envDaemon+"="+h.path)
+	cmd.Env = append(append(os.Environ(), envDaemon+"="+h.path), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -56,6 +56,23 @@ type Replicator struct {
 
 	lease *lease          // the ZooKeeper lease while held (state.lease zookeeper)
 	store checkpointStore // where the checkpoint lives (state.store)
+
+	hooks testHooks
+}
+
+// testHooks are pause points for tests, which interrupt work at a chosen
+// step instead of racing the clock. All nil outside tests; set before Run
+// or FullSync.
+type testHooks struct {
+	// beforeChunk runs before a snapshot reader reads a chunk of table; it
+	// may block (a test holding the copy mid-way).
+	beforeChunk func(ctx context.Context, table TableName)
+	// rowsEvent runs in the reader for each rows event of a replicated
+	// table, before its rows go to the writer; it may block.
+	rowsEvent func(table TableName)
+	// checkpointed runs after each checkpoint pass, whether or not it
+	// saved a new position.
+	checkpointed func()
 }
 
 // New connects to both servers and checks the source writes a binlog

@@ -139,8 +139,15 @@ type running struct {
 
 func (h *harness) start() *running {
 	h.t.Helper()
+	return h.startWith(testHooks{})
+}
+
+// startWith is start with pause points set.
+func (h *harness) startWith(hooks testHooks) *running {
+	h.t.Helper()
 	logs := &syncBuffer{}
 	r := h.newReplicator(logs)
+	r.hooks = hooks
 	ctx, cancel := context.WithCancel(context.Background())
 	run := &running{cancel: cancel, done: make(chan error, 1), logs: logs, r: r}
 	go func() {

@@ -724,6 +724,9 @@ func (c *copier) retryRead(t *tableCopy, what string, op func() error) error {
 func (c *copier) readJob(j chunkJob) {
 	t := j.t
 	defer t.jobs.Done()
+	if h := c.r.hooks.beforeChunk; h != nil {
+		h(t.ctx, t.name)
+	}
 	if t.ctx.Err() != nil {
 		return
 	}

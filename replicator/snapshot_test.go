@@ -295,7 +295,9 @@ func (h *harness) assertEqualInto(db, chDB, table string, cols []string) {
 // TestRunSnapshotsWhileWritten: `run` starts without a checkpoint on tables
 // that already hold rows and keep changing (inserts, updates, key changes,
 // deletes) while it copies them; once it follows the binlog and has caught
-// up, ClickHouse equals MySQL.
+// up, ClickHouse equals MySQL. Each chunk is read only after another
+// transaction committed, so writes interleave with the whole copy however
+// fast it runs.
 func TestRunSnapshotsWhileWritten(t *testing.T) {
 	h := newHarness(t, 1, "fullsync: {chunk_rows: 500, workers: 2}\n")
 	a := h.dbs[0]
@@ -318,9 +320,11 @@ func TestRunSnapshotsWhileWritten(t *testing.T) {
 	var wg sync.WaitGroup
 	var workErr error
 	var txns atomic.Int64
+	ended := make(chan struct{})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer close(ended)
 		rnd := rand.New(rand.NewPCG(5, 6))
 		conn, err := h.my.Conn(context.Background())
 		if err != nil {
@@ -358,10 +362,22 @@ func TestRunSnapshotsWhileWritten(t *testing.T) {
 			txns.Add(1)
 		}
 	}()
-	time.Sleep(200 * time.Millisecond)
-	run := h.start()
-	// Until the snapshot is done, count the transactions written during it.
+	var chunks atomic.Int64
 	before := txns.Load()
+	run := h.startWith(testHooks{beforeChunk: func(ctx context.Context, _ TableName) {
+		// A transaction more than chunks read so far, or the workload's end.
+		want := before + chunks.Add(1)
+		for txns.Load() < want {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ended:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}})
+	// Until the snapshot is done, count the transactions written during it.
 	deadline := time.Now().Add(120 * time.Second)
 	for {
 		st, err := loadCopyState(h.cfg.StateDir, snapshotStateFile)
@@ -377,7 +393,6 @@ func TestRunSnapshotsWhileWritten(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	during := txns.Load() - before
-	time.Sleep(300 * time.Millisecond)
 	stop.Store(true)
 	wg.Wait()
 	if workErr != nil {
@@ -413,7 +428,9 @@ func fullSyncMain(path string) int {
 // TestFaultFullSyncKilledAndResumed SIGKILLs a fullsync (a child process) once a
 // fifth of the table is confirmed, runs it again, and checks the result is
 // exact and the second run read only the rows the first had not confirmed;
-// also for -recreate, whose second run must not drop the table again.
+// also for -recreate, whose second run must not drop the table again. The
+// child's readers stop after that fifth (envPauseAfterChunks), so the kill
+// lands mid-copy on a machine of any speed.
 func TestFaultFullSyncKilledAndResumed(t *testing.T) {
 	for _, recreate := range []bool{false, true} {
 		t.Run(fmt.Sprintf("recreate=%v", recreate), func(t *testing.T) { testFullSyncKilledAndResumed(t, recreate) })
@@ -438,7 +455,8 @@ func testFullSyncKilledAndResumed(t *testing.T, recreate bool) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), envFullSync+"="+path)
+	const chunk, pauseAfter = 2000, 15 // a fifth of the table
+	cmd.Env = append(os.Environ(), envFullSync+"="+path, fmt.Sprintf("%s=%d", envPauseAfterChunks, pauseAfter))
 	if recreate {
 		cmd.Env = append(cmd.Env, envFullSyncRecreate+"=1")
 	}
@@ -455,7 +473,7 @@ func testFullSyncKilledAndResumed(t *testing.T, recreate bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p := progressOf(st, a+".big"); p != nil && p.Rows >= total/5 {
+		if p := progressOf(st, a+".big"); p != nil && p.Rows >= pauseAfter*chunk {
 			break
 		}
 		select {
@@ -478,7 +496,7 @@ func testFullSyncKilledAndResumed(t *testing.T, recreate bool) {
 	}
 	confirmed := progressOf(st, a+".big")
 	if confirmed.Complete || confirmed.Rows >= total {
-		t.Fatalf("killed too late: %+v", confirmed)
+		t.Fatalf("killed too late (the copy did not pause): %+v", confirmed)
 	}
 
 	var logs syncBuffer
@@ -517,8 +535,8 @@ func progressOf(st *copyState, table string) *tableProgress {
 // following the binlog from the saved checkpoint and skipping the rest of
 // the rows) and ClickHouse ends equal to MySQL.
 func TestFaultRunSnapshotKilledAndResumed(t *testing.T) {
-	// Small batches: the copy takes a hundred inserts, long enough to be
-	// caught midway (progress is saved four times a second).
+	// Small batches: the copy takes a hundred inserts, so the part copied
+	// before the pause is confirmed in several.
 	h := newHarness(t, 1, "fullsync: {chunk_rows: 1000, workers: 1}\nbatch: {max_rows: 1000, flush_interval: 100ms}\ncheckpoint: {interval: 100ms}\n")
 	a := h.dbs[0]
 	h.exec("CREATE TABLE " + a + ".r (id INT PRIMARY KEY, s VARCHAR(64))")
@@ -530,16 +548,18 @@ func TestFaultRunSnapshotKilledAndResumed(t *testing.T) {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(t.TempDir(), "daemon.log")
-	d := h.startDaemon(logPath)
+	// Its readers stop after a fifth of the table, until the kill.
+	const pauseAfter = 20
+	d := h.startDaemon(logPath, fmt.Sprintf("%s=%d", envPauseAfterChunks, pauseAfter))
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		st, err := loadCopyState(h.cfg.StateDir, snapshotStateFile)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p := progressOf(st, a+".r"); p != nil && p.Rows > 0 {
+		if p := progressOf(st, a+".r"); p != nil && p.Rows >= pauseAfter*1000 {
 			if p.Complete {
-				t.Fatal("the snapshot finished before it could be killed")
+				t.Fatal("the snapshot finished before it could be killed (it did not pause)")
 			}
 			break
 		}

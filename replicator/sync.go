@@ -404,6 +404,9 @@ func (s *syncState) rows(ctx context.Context, h *replication.EventHeader, e *rep
 	if st.skip {
 		return nil
 	}
+	if hook := s.r.hooks.rowsEvent; hook != nil {
+		hook(st.name)
+	}
 	var op rowOp
 	switch h.EventType {
 	case replication.WRITE_ROWS_EVENTv0, replication.WRITE_ROWS_EVENTv1, replication.WRITE_ROWS_EVENTv2, replication.MARIADB_WRITE_ROWS_COMPRESSED_EVENT_V1:
@@ -576,6 +579,9 @@ func (s *syncState) awaitRetired(ctx context.Context, name TableName) error {
 // dispatched row is in ClickHouse. final is set at shutdown, when every
 // writer has flushed.
 func (s *syncState) checkpoint(final bool) error {
+	if hook := s.r.hooks.checkpointed; hook != nil {
+		defer hook()
+	}
 	s.lastSaved = time.Now()
 	safe := s.seq
 	if !final {
