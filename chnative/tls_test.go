@@ -89,7 +89,8 @@ func TestTLS(t *testing.T) {
 	})
 
 	// fails dials with o and checks the error holds each of want, within
-	// a few seconds: well before DialTimeout, so nothing waited for it.
+	// half of DialTimeout, so nothing waited for it (a margin no load
+	// eats: the handshake fails in milliseconds).
 	fails := func(t *testing.T, o Options, want ...string) {
 		t.Helper()
 		start := time.Now()
@@ -103,7 +104,7 @@ func TestTLS(t *testing.T) {
 				t.Errorf("error %q does not contain %q", err, w)
 			}
 		}
-		if d := time.Since(start); d > 5*time.Second {
+		if d := time.Since(start); d > o.DialTimeout/2 {
 			t.Errorf("took %s", d)
 		}
 	}

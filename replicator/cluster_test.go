@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -494,7 +495,8 @@ func TestClusterShardDownHoldsCheckpoint(t *testing.T) {
 	h, c := newClusterHarness(t, 2, 1, "")
 	db := h.dbs[0]
 	h.exec("CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)", "INSERT INTO "+db+".t VALUES (0, 0)")
-	run := h.start()
+	var passes atomic.Int64
+	run := h.startWith(testHooks{checkpointed: func() { passes.Add(1) }})
 	h.waitCaughtUp(run, time.Minute)
 	down := c.Shards[1][0]
 	if err := down.Kill(); err != nil {
@@ -515,7 +517,14 @@ func TestClusterShardDownHoldsCheckpoint(t *testing.T) {
 	waitFor(t, 30*time.Second, "the live shard's rows of the batch", func() bool {
 		return queryStrings(t, up, fmt.Sprintf("SELECT toString(count()) FROM `%s`.t WHERE id > 0", db))[0] != "0"
 	})
-	time.Sleep(time.Second) // ten checkpoint intervals
+	// Once the down shard's insert has failed, a daemon that dropped the
+	// failure would checkpoint past the batch at its next pass: wait for
+	// three passes after that failure.
+	waitFor(t, time.Minute, "the down shard's insert failed", func() bool {
+		return counterValue(t, run.r, "binlog2ch_errors_total", "stage", stageInsert) > 0
+	})
+	after := passes.Load()
+	waitFor(t, time.Minute, "three checkpoint passes", func() bool { return passes.Load() >= after+3 })
 	cp, err := ReadCheckpoint(context.Background(), h.cfg, h.ch)
 	if err != nil {
 		t.Fatal(err)

@@ -107,8 +107,34 @@ func (h *harness) startDaemon(logPath string, env ...string) *daemon {
 	return d
 }
 
+// waitCheckpointPast waits until the daemon's checkpoint is past prev and
+// returns it.
+func (h *harness) waitCheckpointPast(d *daemon, logPath string, prev Position, timeout time.Duration) Position {
+	h.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		cp, err := ReadCheckpoint(context.Background(), h.cfg, h.ch)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if cp != nil && positionBefore(prev, cp.Position) {
+			return cp.Position
+		}
+		select {
+		case <-d.done:
+			data, _ := os.ReadFile(logPath)
+			h.t.Fatalf("the daemon exited:\n%s", tail(string(data), 4000))
+		default:
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the checkpoint did not pass %s within %s", prev, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // TestFaultKillAndRestart SIGKILLs the daemon (a child process) at random
-// moments, ten times, while a mixed workload streams in (inserts, updates,
+// moments after each start's first checkpoint, ten times, while a mixed workload streams in (inserts, updates,
 // key changes, deletes, ADD COLUMN ... AFTER, MODIFY COLUMN, a table
 // created, written and dropped), restarting it each time; at the end
 // verify finds ClickHouse equal to MySQL.
@@ -121,9 +147,14 @@ func TestFaultKillAndRestart(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "daemon.log")
 	rnd := rand.New(rand.NewPCG(3, 4))
 	started := time.Now()
+	var last Position
 	for round := 0; round < 10; round++ {
 		d := h.startDaemon(logPath)
-		time.Sleep(time.Duration(200+rnd.IntN(1000)) * time.Millisecond)
+		// Killed once it has checkpointed past the last round's
+		// checkpoint, so every kill hits a daemon at work however slowly
+		// it starts, then somewhere within the next few batches.
+		last = h.waitCheckpointPast(d, logPath, last, 60*time.Second)
+		time.Sleep(time.Duration(rnd.IntN(500)) * time.Millisecond)
 		if err := d.cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}

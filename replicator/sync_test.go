@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -199,8 +200,9 @@ func TestColumnRename(t *testing.T) {
 }
 
 // TestFaultMySQLRestart: the source goes away mid-stream (killed, as in a
-// crash, while the daemon reads a 20000-row insert); the daemon reconnects
-// at the last transaction boundary it read and ends with an exact match
+// crash, while the daemon reads a 20000-row insert: the reader is held at
+// the insert's third rows event until the kill); the daemon reconnects at
+// the last transaction boundary it read and ends with an exact match
 // (verify).
 func TestFaultMySQLRestart(t *testing.T) {
 	h := newHarness(t, 1, "")
@@ -208,15 +210,31 @@ func TestFaultMySQLRestart(t *testing.T) {
 		t.Skip("needs a private MariaDB it can kill")
 	}
 	a := h.dbs[0]
-	run := h.start()
+	var events atomic.Int64
+	held, release := make(chan struct{}), make(chan struct{})
+	run := h.startWith(testHooks{rowsEvent: func(table TableName) {
+		// The first event is the two-row insert; the 20000 rows come in
+		// about 20 more.
+		if table.Table == "m" && events.Add(1) == 4 {
+			close(held)
+			<-release
+		}
+	}})
 	h.exec("CREATE TABLE "+a+".m (id INT PRIMARY KEY, v INT)", "INSERT INTO "+a+".m VALUES (1, 1), (2, 2)")
 	h.waitCaughtUp(run, 30*time.Second)
-	// Mid-stream: the daemon is still reading these when MySQL dies.
 	h.exec("INSERT INTO " + a + ".m SELECT seq, seq FROM " + a + ".seq_1000_to_20999")
+	select {
+	case <-held:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the reader never reached the insert's third rows event; logs:\n%s", run.logs.String())
+	}
 	if err := h.srv.MySQL.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // the reader fails and retries meanwhile
+	close(release)
+	waitFor(t, 60*time.Second, "the reader's reconnect", func() bool {
+		return strings.Contains(run.logs.String(), "binlog stream failed; reconnecting")
+	})
 	if err := h.srv.MySQL.Restart(context.Background()); err != nil {
 		t.Fatal(err)
 	}

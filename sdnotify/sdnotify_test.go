@@ -154,11 +154,19 @@ func TestKeepAlive(t *testing.T) {
 		t.Fatal(err)
 	}
 	var alive atomic.Bool
+	var notAlive atomic.Int64 // checks that answered false
 	alive.Store(true)
+	check := func() bool {
+		a := alive.Load()
+		if !a {
+			notAlive.Add(1)
+		}
+		return a
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		New().KeepAlive(ctx, interval, alive.Load, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		New().KeepAlive(ctx, interval, check, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		close(done)
 	}()
 
@@ -173,10 +181,26 @@ func TestKeepAlive(t *testing.T) {
 	}
 
 	alive.Store(false)
-	// One ping may have checked alive just before the change; drain it,
-	// then expect silence for several ping periods.
-	_, _ = tryReceive(conn, 2*interval)
-	if msg, err := tryReceive(conn, 4*interval); err == nil {
+	// Checks and pings take turns in one goroutine: once a check has said
+	// not alive, every ping of an earlier check is in the socket. Drain
+	// those, then let three more checks pass with nothing sent; counted,
+	// not timed, so a loaded machine cannot make a late ping look wrong.
+	waitChecks := func(n int64) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); notAlive.Load() < n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d checks of alive within 30s, want %d", notAlive.Load(), n)
+			}
+		}
+	}
+	waitChecks(1)
+	for {
+		if _, err := tryReceive(conn, time.Millisecond); err != nil {
+			break
+		}
+	}
+	waitChecks(notAlive.Load() + 3)
+	if msg, err := tryReceive(conn, time.Millisecond); err == nil {
 		t.Fatalf("received %q while not alive", msg)
 	} else if !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,6 +146,38 @@ func (e *testEnv) startDaemon() (stop func()) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// signalWriter collects log output and closes seen once a write contains
+// want.
+type signalWriter struct {
+	mu     sync.Mutex
+	buf    strings.Builder
+	want   string
+	seen   chan struct{}
+	closed bool
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed && strings.Contains(string(p), w.want) {
+		close(w.seen)
+		w.closed = true
+	}
+	return w.buf.Write(p)
+}
+
+func (w *signalWriter) Reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Reset()
+}
+
+func (w *signalWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }
 
 // waitCaughtUp waits until the daemon's checkpoint reaches MySQL's position.
@@ -522,15 +555,22 @@ func TestChunks(t *testing.T) {
 		err error
 	}
 	done := make(chan result, 1)
-	var logs strings.Builder // written by Run only, read after it returns
-	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logs := &signalWriter{want: "chunk differs", seen: make(chan struct{})}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	go func() {
 		rep, err := Run(context.Background(), e.cfg, Options{Chunk: 300, CatchUp: time.Minute, Log: log})
 		done <- result{rep, err}
 	}()
-	time.Sleep(time.Second)
-	stop = e.startDaemon()
-	res := <-done
+	// The daemon comes back only once verify has seen the difference, so
+	// the second comparison is tested however fast either side runs.
+	var res result
+	select {
+	case <-logs.seen:
+		stop = e.startDaemon()
+		res = <-done
+	case res = <-done:
+		t.Fatalf("verify ended before it found the rows the stopped daemon missed: %v\n%s", res.err, logs.String())
+	}
 	if res.err != nil {
 		t.Fatal(res.err)
 	}
