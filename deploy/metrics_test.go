@@ -19,7 +19,8 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// metric is one of binlog2ch's documented metrics (README "Monitoring").
+// metric is one of binlog2ch's documented metrics (docs/operations.md
+// "Metrics and health").
 type metric struct {
 	kind   string              // gauge, counter or histogram
 	labels map[string][]string // label -> its values (nil: any value)
@@ -192,7 +193,7 @@ func TestAlertRules(t *testing.T) {
 			}
 		}
 	}
-	// The alerts README "Monitoring" and the issue promise.
+	// The alerts docs/operations.md "Monitoring" and the issue promise.
 	for _, want := range []string{"Binlog2chDown", "Binlog2chLagHigh", "Binlog2chLagCritical", "Binlog2chNoProgress", "Binlog2chErrors", "Binlog2chNotReady"} {
 		if !seen[want] {
 			t.Errorf("alert %s is missing", want)

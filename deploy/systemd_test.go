@@ -13,8 +13,8 @@ import (
 
 var units = []string{"binlog2ch.service", "binlog2ch-fullsync.service"}
 
-// installedBinary is where the units expect binlog2ch (README "Run under
-// systemd").
+// installedBinary is where the units expect binlog2ch (docs/operations.md
+// "Run under systemd").
 const installedBinary = "/usr/local/bin/binlog2ch"
 
 // daemonFlushBound is how long `binlog2ch run` may spend flushing after

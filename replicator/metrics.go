@@ -21,7 +21,8 @@ const (
 )
 
 // metrics are the daemon's Prometheus metrics, in its own registry (no
-// global state). Names and meanings are documented in README.
+// global state). Names and meanings are documented in
+// docs/operations.md ("Metrics and health").
 type metrics struct {
 	reg *prometheus.Registry
 
