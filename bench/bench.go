@@ -216,9 +216,6 @@ clickhouse: {addr: [%q], user: %q, password: %q%s}
 tables: {include: ["%s.*"]}
 state_dir: state
 metrics: {listen: "127.0.0.1:0"}
-# The generated rows span MySQL's whole DATE range; ClickHouse 18.16's Date
-# does not, so the benchmark clamps them (the default stops instead).
-schema: {invalid_dates: clamp}
 `, r.o.MySQL.Addr(), r.o.MySQL.User, r.o.MySQL.Password, r.o.ClickHouse.Addr(), r.o.ClickHouse.User, r.o.ClickHouse.Password, r.clusterKeys(), r.db)
 	return os.WriteFile(r.configPath(), []byte(conf), 0o600)
 }

@@ -1,6 +1,23 @@
 // Package loadgen generates rows for binlog_field_test, the 30-column table
 // of Bifrost's performance test, with varied values across each column's
-// whole range.
+// range.
+//
+// Integers, strings, blobs, decimals, TIME, YEAR, ENUM and SET values span
+// MySQL's whole range. Dates and times are kept, by default, inside the
+// narrowest ClickHouse type binlog2ch may map them to, so the daemon's
+// default schema.invalid_dates (error) replicates every generated row:
+//
+//   - DATE: 1970-01-01 .. 2105-12-28 (ClickHouse's Date; before 20.1
+//     values after 2105-12-31 wrap around; Date32 is wider).
+//   - DATETIME: 1971-01-01 .. 2105-12-28 23:59:59 wall clock, which is
+//     inside DateTime's 1970-01-01 00:00:00 .. 2105-12-31 23:59:59 UTC in
+//     any schema.datetime_zone (UTC-12 to UTC+14).
+//   - TIMESTAMP: 1971 .. 2037 in the session zone, which loadgen sets to
+//     UTC (SessionSetup); MySQL's own range is narrower than DateTime's.
+//
+// WithFullRange (the -full-range flag) writes DATE and DATETIME values
+// from year 1000 to 9999 instead, MySQL's whole range, to exercise
+// schema.invalid_dates.
 package loadgen
 
 import (
@@ -30,6 +47,38 @@ type FieldTestGen struct {
 	buf    []byte
 	maxLen int // cap on variable lengths; 0: none
 	extra  int // extra_1..extra_N columns, see WithExtraColumns
+	// Years of DATE and DATETIME values (see the package comment).
+	dateFrom, dateTo         int
+	dateTimeFrom, dateTimeTo int
+}
+
+// Years of the generated dates; see the package comment.
+const (
+	// DATE: ClickHouse's Date (1970-01-01 .. 2105-12-31 on 18.16), with day
+	// 28 at most.
+	defaultDateFrom, defaultDateTo = 1970, 2105
+	// DATETIME: a day inside DateTime's range at either end, for any
+	// datetime_zone.
+	defaultDateTimeFrom, defaultDateTimeTo = 1971, 2105
+	// TIMESTAMP: inside MySQL's 1970-01-01 00:00:01 .. 2038-01-19
+	// 03:14:07 UTC, itself inside DateTime's.
+	timestampFrom, timestampTo = 1971, 2037
+	// MySQL's DATE and DATETIME range, for WithFullRange.
+	mysqlFrom, mysqlTo = 1000, 9999
+)
+
+// WithFullRange makes DATE and DATETIME values span MySQL's whole range,
+// years 1000 to 9999, most of it outside ClickHouse's Date and DateTime
+// (and outside Date32 and DateTime64, 1900 .. 2299): the daemon then stops
+// at the first row under the default schema.invalid_dates, or clamps or
+// nulls the values as configured. on=false restores the default ranges.
+func (g *FieldTestGen) WithFullRange(on bool) *FieldTestGen {
+	if on {
+		g.dateFrom, g.dateTo, g.dateTimeFrom, g.dateTimeTo = mysqlFrom, mysqlTo, mysqlFrom, mysqlTo
+	} else {
+		g.dateFrom, g.dateTo, g.dateTimeFrom, g.dateTimeTo = defaultDateFrom, defaultDateTo, defaultDateTimeFrom, defaultDateTimeTo
+	}
+	return g
 }
 
 // WithExtraColumns adds n nullable VARCHAR(64) columns, extra_1..extra_n,
@@ -59,7 +108,8 @@ const SessionSetup = "SET time_zone = '+00:00'"
 
 // NewFieldTestGen returns a generator; the same seed yields the same rows.
 func NewFieldTestGen(seed uint64) *FieldTestGen {
-	return &FieldTestGen{rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	g := &FieldTestGen{rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	return g.WithFullRange(false)
 }
 
 // Insert returns an INSERT of rows rows into the table db.table. The
@@ -113,14 +163,13 @@ func (g *FieldTestGen) appendRow(b []byte) []byte {
 	b = append(b, ',')
 	b = g.appendTime(b)
 	b = append(b, ',')
-	b = g.appendDate(b, 1000, 9999)
+	b = g.appendDate(b, g.dateFrom, g.dateTo)
 	b = append(b, ',')
 	b = strconv.AppendInt(b, int64(1901+r.IntN(255)), 10)
 	b = append(b, ',')
-	// TIMESTAMP's range: 1970-01-01 00:00:01 to 2038-01-19 03:14:07 UTC.
-	b = g.appendDateTime(b, 1971, 2037)
+	b = g.appendDateTime(b, timestampFrom, timestampTo)
 	b = append(b, ',')
-	b = g.appendDateTime(b, 1000, 9999)
+	b = g.appendDateTime(b, g.dateTimeFrom, g.dateTimeTo)
 	b = append(b, ',')
 	b = g.appendFixed2(b, 1e9-1) // FLOAT(9,2)
 	b = append(b, ',')
@@ -172,7 +221,7 @@ func (g *FieldTestGen) Update(db, table string, id uint64) string {
 	b = append(b, ", `testvarchar` = "...)
 	b = g.appendText(b, g.length(400))
 	b = append(b, ", `testdatetime` = "...)
-	b = g.appendDateTime(b, 1000, 9999)
+	b = g.appendDateTime(b, g.dateTimeFrom, g.dateTimeTo)
 	b = append(b, ", `testdecimal` = "...)
 	b = g.appendFixed2(b, 1e9-1)
 	b = append(b, " WHERE `id` = "...)

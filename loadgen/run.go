@@ -21,6 +21,15 @@ import (
 
 // Options are insertDataTest's flags, with the same meaning, and
 // binlog2ch's additions.
+//
+// With Tables > 1 every table gets exactly Count rows (when counting) and
+// every connection writes to every table: connection i takes its
+// statements from the tables in turn, round-robin, starting at table
+// i mod Tables, so the tables fill at the same pace whatever Conns is
+// (fewer, as many, or more connections than tables). Each INSERT goes to
+// one table and holds BatchSize rows, except a table's last one, which
+// holds what is left of its Count; the run makes ceil(Count/BatchSize)
+// INSERTs per table. Updates and deletes go to the table whose turn it is.
 type Options struct {
 	Host     string
 	Port     int
@@ -33,7 +42,7 @@ type Options struct {
 	Tables    int
 	Count     int           // rows to insert per table; 0 with Duration: no limit
 	BatchSize int           // rows per INSERT
-	Conns     int           // connections, spread over the tables
+	Conns     int           // connections, each writing to every table in turn
 	Interval  time.Duration // pause between statements per connection
 	// UpdateRatio and DeleteRatio are the shares of statements that update
 	// or delete one existing random row.
@@ -42,8 +51,12 @@ type Options struct {
 	Rate                     float64       // target inserted rows/s over all connections (0: as fast as possible)
 	ExtraColumns             int
 	MaxLen                   int // cap on string and blob lengths (0: a realistic long tail)
-	Create, Drop             bool
-	Seed                     uint64
+	// FullRange writes DATE and DATETIME values over MySQL's whole range
+	// (years 1000 to 9999) instead of the ClickHouse-safe default; see the
+	// package comment.
+	FullRange    bool
+	Create, Drop bool
+	Seed         uint64
 	// Progress is where the per-second line and the summary go (nil: none).
 	Progress io.Writer
 	// Inserted, if set, counts committed inserted rows as they commit, for
@@ -142,9 +155,27 @@ func Open(o *Options) (*sql.DB, error) {
 // table is one table being filled.
 type table struct {
 	name      string
-	remaining atomic.Int64 // rows still to insert (when counting)
+	remaining atomic.Int64 // rows still to insert (when counting); never below 0
 	maxID     atomic.Uint64
 }
+
+// claim takes up to n of the table's remaining rows and returns how many
+// it took (0: none left). Rows claimed but not inserted go back with
+// unclaim, so the table ends with exactly its count.
+func (t *table) claim(n int) int {
+	for {
+		left := t.remaining.Load()
+		if left <= 0 {
+			return 0
+		}
+		k := min(int64(n), left)
+		if t.remaining.CompareAndSwap(left, left-k) {
+			return int(k)
+		}
+	}
+}
+
+func (t *table) unclaim(n int) { t.remaining.Add(int64(n)) }
 
 // Run fills the tables and returns what it did. Statement errors are
 // counted, not fatal, unless every connection fails.
@@ -186,8 +217,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			w := worker{o: &o, db: db, t: tables[i%len(tables)], st: &st,
-				gen: NewFieldTestGen(o.Seed + uint64(i) + 1).Compact(o.MaxLen).WithExtraColumns(o.ExtraColumns),
+			w := worker{o: &o, db: db, tables: tables, next: i % len(tables), st: &st,
+				gen: NewFieldTestGen(o.Seed + uint64(i) + 1).Compact(o.MaxLen).WithExtraColumns(o.ExtraColumns).WithFullRange(o.FullRange),
 				rnd: rand.New(rand.NewPCG(o.Seed, uint64(i)))}
 			// -rate is over all connections.
 			if o.Rate > 0 {
@@ -338,15 +369,33 @@ func (s *stats) report(w io.Writer, start time.Time) func(Result) {
 type worker struct {
 	o           *Options
 	db          *sql.DB
-	t           *table
+	tables      []*table // every table of the run, shared by the workers
+	next        int      // index of the table whose turn is next
 	st          *stats
 	gen         *FieldTestGen
 	rnd         *rand.Rand
 	perConnRate float64
-	next        time.Time // rate pacing: when the next insert may start
+	paceNext    time.Time // rate pacing: when the next insert may start
 }
 
-// run issues statements until the table's count is in or ctx ends; it
+// turn returns the table the next statement goes to, the tables taking
+// turns; when counting, tables that have all their rows are skipped, and
+// nil means every table has.
+func (w *worker) turn(counting bool) *table {
+	for k := 0; k < len(w.tables); k++ {
+		t := w.tables[w.next]
+		w.next++
+		if w.next == len(w.tables) {
+			w.next = 0
+		}
+		if !counting || t.remaining.Load() > 0 {
+			return t
+		}
+	}
+	return nil
+}
+
+// run issues statements until every table's count is in or ctx ends; it
 // reports false when the connection gave up after repeated errors.
 func (w *worker) run(ctx context.Context) bool {
 	o := w.o
@@ -357,17 +406,18 @@ func (w *worker) run(ctx context.Context) bool {
 	counting := o.Count > 0
 	failures := 0
 	for ctx.Err() == nil {
-		if counting && w.t.remaining.Load() <= 0 {
+		t := w.turn(counting)
+		if t == nil {
 			return true
 		}
 		var err error
 		switch p := w.rnd.Float64(); {
-		case p < o.UpdateRatio && w.t.maxID.Load() > 0:
-			err = w.change(stmtCtx, w.gen.Update(o.Schema, w.t.name, 1+w.rnd.Uint64N(w.t.maxID.Load())), &w.st.upd, &w.st.updStmt)
-		case p >= o.UpdateRatio && p < o.UpdateRatio+o.DeleteRatio && w.t.maxID.Load() > 0:
-			err = w.change(stmtCtx, w.gen.Delete(o.Schema, w.t.name, 1+w.rnd.Uint64N(w.t.maxID.Load())), &w.st.del, &w.st.delStmt)
+		case p < o.UpdateRatio && t.maxID.Load() > 0:
+			err = w.change(stmtCtx, w.gen.Update(o.Schema, t.name, 1+w.rnd.Uint64N(t.maxID.Load())), &w.st.upd, &w.st.updStmt)
+		case p >= o.UpdateRatio && p < o.UpdateRatio+o.DeleteRatio && t.maxID.Load() > 0:
+			err = w.change(stmtCtx, w.gen.Delete(o.Schema, t.name, 1+w.rnd.Uint64N(t.maxID.Load())), &w.st.del, &w.st.delStmt)
 		default:
-			err = w.insert(ctx, stmtCtx, counting)
+			err = w.insert(ctx, stmtCtx, t, counting)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -388,36 +438,34 @@ func (w *worker) run(ctx context.Context) bool {
 	return true
 }
 
-func (w *worker) insert(ctx, stmtCtx context.Context, counting bool) error {
+// insert writes one INSERT into t: BatchSize rows, or when counting what
+// is left of t's count if that is less.
+func (w *worker) insert(ctx, stmtCtx context.Context, t *table, counting bool) error {
 	n := w.o.BatchSize
 	if counting {
 		// Claim the rows first, so connections never overshoot the count.
-		left := w.t.remaining.Add(-int64(n))
-		if left < 0 {
-			n += int(left)
-			if n <= 0 {
-				return nil
-			}
+		if n = t.claim(n); n == 0 {
+			return nil // another connection took the last ones
 		}
 	}
 	if w.perConnRate > 0 {
 		now := time.Now()
-		if w.next.Before(now) {
-			w.next = now
+		if w.paceNext.Before(now) {
+			w.paceNext = now
 		}
-		sleep(ctx, time.Until(w.next))
-		w.next = w.next.Add(time.Duration(float64(n) / w.perConnRate * float64(time.Second)))
+		sleep(ctx, time.Until(w.paceNext))
+		w.paceNext = w.paceNext.Add(time.Duration(float64(n) / w.perConnRate * float64(time.Second)))
 		if ctx.Err() != nil {
 			if counting {
-				w.t.remaining.Add(int64(n))
+				t.unclaim(n)
 			}
 			return nil
 		}
 	}
-	res, err := w.db.ExecContext(stmtCtx, w.gen.Insert(w.o.Schema, w.t.name, n))
+	res, err := w.db.ExecContext(stmtCtx, w.gen.Insert(w.o.Schema, t.name, n))
 	if err != nil {
 		if counting {
-			w.t.remaining.Add(int64(n)) // not in: someone inserts them later
+			t.unclaim(n) // not in: someone inserts them later
 		}
 		return err
 	}
@@ -430,8 +478,8 @@ func (w *worker) insert(ctx, stmtCtx context.Context, counting bool) error {
 		// A multi-row INSERT gets consecutive ids from the first.
 		last := uint64(first) + uint64(n) - 1
 		for {
-			cur := w.t.maxID.Load()
-			if last <= cur || w.t.maxID.CompareAndSwap(cur, last) {
+			cur := t.maxID.Load()
+			if last <= cur || t.maxID.CompareAndSwap(cur, last) {
 				break
 			}
 		}

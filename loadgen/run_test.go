@@ -5,8 +5,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,5 +154,85 @@ func TestRunRatiosHold(t *testing.T) {
 	}
 	if res.InsertStatements != 6000/5 || res.Inserted != 6000 {
 		t.Fatalf("inserts: %d statements, %d rows", res.InsertStatements, res.Inserted)
+	}
+}
+
+// TestRunFillsEveryTable: with -tables N -conn C every table gets exactly
+// -count rows in ceil(count/batchsize) INSERTs, for fewer connections than
+// tables (each connection must write to several), more, and one.
+func TestRunFillsEveryTable(t *testing.T) {
+	for _, c := range []struct{ tables, conns int }{{7, 3}, {2, 5}, {3, 1}} {
+		t.Run(fmt.Sprintf("tables=%d,conn=%d", c.tables, c.conns), func(t *testing.T) {
+			o := options(t)
+			o.Create, o.Tables, o.Conns, o.Count, o.BatchSize, o.MaxLen = true, c.tables, c.conns, 1000, 150, 8
+			res, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			perTable := uint64((o.Count + o.BatchSize - 1) / o.BatchSize) // 7: six of 150 rows, one of 100
+			if res.Inserted != uint64(c.tables*o.Count) || res.InsertStatements != uint64(c.tables)*perTable || res.Errors != 0 {
+				t.Fatalf("result %+v: want %d rows in %d INSERTs", res, c.tables*o.Count, uint64(c.tables)*perTable)
+			}
+			db, err := Open(&o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			names := o.TableNames()
+			if len(names) != c.tables || len(res.Tables) != c.tables {
+				t.Fatalf("tables %v, result's %v", names, res.Tables)
+			}
+			for _, table := range names {
+				if n := countRows(t, db, o.Schema, table); n != uint64(o.Count) {
+					t.Errorf("%s holds %d rows, want %d", table, n, o.Count)
+				}
+			}
+		})
+	}
+}
+
+// TestRunWithoutCountSpreadsOverTables: a run without -count writes to
+// every table too. Once the connections have made tables x conns INSERTs,
+// one of them has made at least one per table (they take the tables in
+// turn), so the run is stopped then, not after a time.
+func TestRunWithoutCountSpreadsOverTables(t *testing.T) {
+	o := options(t)
+	o.Create, o.Tables, o.Conns, o.BatchSize, o.MaxLen, o.Duration = true, 5, 2, 10, 8, 10*time.Minute
+	var inserted atomic.Uint64
+	o.Inserted = &inserted
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	enough := uint64(o.Tables * o.Conns * o.BatchSize)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for inserted.Load() < enough && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
+	res, err := Run(ctx, o)
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Inserted < enough || res.Errors != 0 {
+		t.Fatalf("result %+v: want at least %d rows", res, enough)
+	}
+	db, err := Open(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var total uint64
+	for _, table := range o.TableNames() {
+		n := countRows(t, db, o.Schema, table)
+		if n == 0 {
+			t.Errorf("%s is empty", table)
+		}
+		total += n
+	}
+	if total != res.Inserted {
+		t.Fatalf("MySQL holds %d rows, the run counted %d", total, res.Inserted)
 	}
 }

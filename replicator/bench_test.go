@@ -35,9 +35,7 @@ func BenchmarkCatchUp(b *testing.B) {
 
 func benchCatchUp(b *testing.B, rows int) {
 	b.StopTimer()
-	// The generated rows span MySQL's whole DATE range; ClickHouse 18.16's
-	// Date does not, so the benchmark clamps like a user with such data must.
-	h := newHarness(b, 1, "schema: {invalid_dates: clamp}\nbatch: {"+os.Getenv("BINLOG2CH_BENCH_BATCH")+"}\n")
+	h := newHarness(b, 1, "batch: {"+os.Getenv("BINLOG2CH_BENCH_BATCH")+"}\n")
 	db := h.dbs[0]
 	r0 := h.newReplicator(io.Discard)
 	before, err := r0.currentPosition(context.Background())

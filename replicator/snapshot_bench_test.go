@@ -31,7 +31,7 @@ func BenchmarkFullSync(b *testing.B) {
 
 func benchFullSync(b *testing.B, rows int) {
 	b.StopTimer()
-	h := newHarness(b, 1, "schema: {invalid_dates: clamp}\nbatch: {"+os.Getenv("BINLOG2CH_BENCH_BATCH")+"}\n")
+	h := newHarness(b, 1, "batch: {"+os.Getenv("BINLOG2CH_BENCH_BATCH")+"}\n")
 	db := h.dbs[0]
 	fillStart := time.Now()
 	h.fillFieldTestOnly(db, rows, benchMaxLen)

@@ -65,9 +65,6 @@ clickhouse: {addr: [%q], user: %q, password: %q}
 tables: {include: ["%s.*"]}
 state_dir: state
 metrics: {listen: "127.0.0.1:0"}
-# The generated rows span MySQL's whole DATE range; ClickHouse 18.16's Date
-# and DateTime do not, so the demo clamps them (the default stops instead).
-schema: {invalid_dates: clamp}
 batch: {flush_interval: 200ms}
 checkpoint: {interval: 200ms}
 `, srv.MySQL.Addr(), srv.MySQL.User, srv.MySQL.Password, srv.ClickHouse.Addr(), srv.ClickHouse.User, srv.ClickHouse.Password, demoDatabase)

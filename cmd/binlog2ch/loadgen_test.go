@@ -34,10 +34,10 @@ func TestLoadgenFlags(t *testing.T) {
 	e := &env{stdout: io.Discard, stderr: io.Discard}
 	o, _, done := loadgenOptions(e, []string{"-host", "db1", "-port", "3307", "-user", "u", "-pwd", "p", "-schema", "s", "-table", "t_3",
 		"-count", "10", "-batchsize", "20", "-conn", "3", "-time_interval", "250", "-create", "-drop", "-tables", "4",
-		"-update-ratio", "0.25", "-delete-ratio", "0.05", "-duration", "90s", "-rate", "1500", "-extra-columns", "6", "-max-len", "8", "-seed", "42"})
+		"-update-ratio", "0.25", "-delete-ratio", "0.05", "-duration", "90s", "-rate", "1500", "-extra-columns", "6", "-max-len", "8", "-full-range", "-seed", "42"})
 	want := loadgen.Options{Host: "db1", Port: 3307, User: "u", Password: "p", Schema: "s", Table: "t_3", Count: 10, BatchSize: 20, Conns: 3,
 		Interval: 250 * time.Millisecond, Create: true, Drop: true, Tables: 4, UpdateRatio: 0.25, DeleteRatio: 0.05, Duration: 90 * time.Second,
-		Rate: 1500, ExtraColumns: 6, MaxLen: 8, Seed: 42}
+		Rate: 1500, ExtraColumns: 6, MaxLen: 8, FullRange: true, Seed: 42}
 	if done || !reflect.DeepEqual(o, want) {
 		t.Fatalf("got %+v\nwant %+v", o, want)
 	}
@@ -45,7 +45,7 @@ func TestLoadgenFlags(t *testing.T) {
 		t.Fatalf("tables %v", names)
 	}
 	o, _, _ = loadgenOptions(e, []string{"-schema", "s"})
-	if o.Host != "127.0.0.1" || o.Port != 3306 || o.Count != 100000 || o.BatchSize != 1000 || o.Conns != 4 || o.Tables != 1 || o.Seed == 0 {
+	if o.Host != "127.0.0.1" || o.Port != 3306 || o.Count != 100000 || o.BatchSize != 1000 || o.Conns != 4 || o.Tables != 1 || o.Seed == 0 || o.FullRange {
 		t.Fatalf("defaults %+v", o)
 	}
 	if _, code, done := loadgenOptions(e, []string{"-count", "x"}); !done || code != exitUsage {

@@ -2,6 +2,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -90,7 +91,7 @@ func usage(w io.Writer) {
 }
 
 // newFlagSet returns a flag set that prints its usage to stdout for -h and
-// to stderr for a bad flag.
+// to stderr for a bad flag (see parseFlags).
 func newFlagSet(e *env, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
@@ -104,12 +105,19 @@ func newFlagSet(e *env, name, synopsis string) *flag.FlagSet {
 // parseFlags parses args; done is true when the command must return code
 // (after -h or a bad flag).
 func parseFlags(e *env, fs *flag.FlagSet, args []string) (code int, done bool) {
-	if err := fs.Parse(args); err != nil {
+	// The flag package itself prints the usage, for -h as for a bad flag
+	// (after the error); collect it to print it once, where it belongs.
+	var msg bytes.Buffer
+	out := fs.Output()
+	fs.SetOutput(&msg)
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(e.stdout)
-			fs.Usage()
+			_, _ = e.stdout.Write(msg.Bytes())
 			return exitOK, true
 		}
+		_, _ = e.stderr.Write(msg.Bytes())
 		return exitUsage, true
 	}
 	if fs.NArg() > 0 {

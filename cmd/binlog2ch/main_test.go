@@ -16,12 +16,26 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errOut.String()
 }
 
+// TestEveryCommandHasHelp: `binlog2ch <command> -h` prints the command's
+// usage once, on stdout, and a bad flag prints the error and the usage
+// once, on stderr (the flag package prints the usage itself: printing it
+// again showed it twice).
 func TestEveryCommandHasHelp(t *testing.T) {
 	for _, c := range commands() {
-		code, out, _ := runCLI(t, c.name, "-h")
-		if code != exitOK || !strings.Contains(out, "Usage: binlog2ch "+c.name) {
-			t.Errorf("%s -h: exit %d, stdout %q", c.name, code, out)
+		usage := "Usage: binlog2ch " + c.name
+		for _, help := range []string{"-h", "-help", "--help"} {
+			code, out, errOut := runCLI(t, c.name, help)
+			if code != exitOK || strings.Count(out, usage) != 1 || errOut != "" {
+				t.Errorf("%s %s: exit %d, usage %d times on stdout, stderr %q; stdout:\n%s", c.name, help, code, strings.Count(out, usage), errOut, out)
+			}
 		}
+		code, out, errOut := runCLI(t, c.name, "-no-such-flag")
+		if code != exitUsage || out != "" || strings.Count(errOut, usage) != 1 || !strings.Contains(errOut, "flag provided but not defined: -no-such-flag") {
+			t.Errorf("%s -no-such-flag: exit %d, usage %d times on stderr, stdout %q; stderr:\n%s", c.name, code, strings.Count(errOut, usage), out, errOut)
+		}
+	}
+	if code, out, errOut := runCLI(t, "-h"); code != exitOK || strings.Count(out, "Usage: binlog2ch <command>") != 1 || errOut != "" {
+		t.Errorf("-h: exit %d, stderr %q, stdout:\n%s", code, errOut, out)
 	}
 }
 
