@@ -7,8 +7,10 @@
 // narrowest ClickHouse type binlog2ch may map them to, so the daemon's
 // default schema.invalid_dates (error) replicates every generated row:
 //
-//   - DATE: 1970-01-01 .. 2105-12-28 (ClickHouse's Date; before 20.1
-//     values after 2105-12-31 wrap around; Date32 is wider).
+//   - DATE: 1971-01-01 .. 2105-12-28 (ClickHouse's Date; before 20.1
+//     values after 2105-12-31 wrap around; Date32 is wider). Not 1970:
+//     18.16 shows day 0, 1970-01-01, as 0000-00-00, which reads as a zero
+//     date to anyone comparing by eye or by text.
 //   - DATETIME: 1971-01-01 .. 2105-12-28 23:59:59 wall clock, which is
 //     inside DateTime's 1970-01-01 00:00:00 .. 2105-12-31 23:59:59 UTC in
 //     any schema.datetime_zone (UTC-12 to UTC+14).
@@ -54,9 +56,9 @@ type FieldTestGen struct {
 
 // Years of the generated dates; see the package comment.
 const (
-	// DATE: ClickHouse's Date (1970-01-01 .. 2105-12-31 on 18.16), with day
-	// 28 at most.
-	defaultDateFrom, defaultDateTo = 1970, 2105
+	// DATE: ClickHouse's Date (1970-01-01 .. 2105-12-31 on 18.16) without
+	// its first year, with day 28 at most.
+	defaultDateFrom, defaultDateTo = 1971, 2105
 	// DATETIME: a day inside DateTime's range at either end, for any
 	// datetime_zone.
 	defaultDateTimeFrom, defaultDateTimeTo = 1971, 2105

@@ -44,7 +44,7 @@ func benchCatchUp(b *testing.B, rows int) {
 		b.Fatal(err)
 	}
 	fillStart := time.Now()
-	h.fillFieldTestOnly(db, rows, benchMaxLen)
+	h.fillFieldTest(db, rows, benchMaxLen)
 	r0 = h.newReplicator(io.Discard)
 	after, err := r0.currentPosition(context.Background())
 	r0.Close()

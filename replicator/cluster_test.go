@@ -415,7 +415,7 @@ func TestClusterRoutingFollowsTheTable(t *testing.T) {
 // batches go whole to one shard after another), and every row is on the
 // shard its key hashes to, a composite key included.
 func TestClusterFullSync(t *testing.T) {
-	h, c := newClusterHarnessWith(t, 2, 1, nil, func(*localserver.Cluster) string { return "schema: {invalid_dates: clamp}\n" })
+	h, c := newClusterHarness(t, 2, 1, "")
 	db := h.dbs[0]
 	h.fillFieldTest(db, 20_000, 16)
 	h.exec("CREATE TABLE "+db+".comp (tenant INT NOT NULL, code VARCHAR(20) NOT NULL, day DATE NOT NULL, v DECIMAL(10,2), PRIMARY KEY (tenant, code, day))",

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -279,12 +280,37 @@ func (h *harness) clickhouseRows(db, table string, cols []string) []string {
 // assertEqual compares a table's full row set on both sides.
 func (h *harness) assertEqual(db, table string, cols []string) {
 	h.t.Helper()
-	want := h.mysqlRows(db, table, cols)
-	got := h.clickhouseRows(db, table, cols)
-	if strings.Join(want, "\n") != strings.Join(got, "\n") {
-		h.t.Errorf("%s.%s differs: MySQL %d rows, ClickHouse %d rows\nMySQL:\n%s\nClickHouse:\n%s", db, table, len(want), len(got),
-			truncate(strings.Join(want, "\n"), 3000), truncate(strings.Join(got, "\n"), 3000))
+	h.compareRows(db+"."+table, cols, h.mysqlRows(db, table, cols), h.clickhouseRows(db, table, cols))
+}
+
+// compareRows fails the test when the two renderings differ, showing the
+// first rows that do, column by column.
+func (h *harness) compareRows(what string, cols, want, got []string) {
+	h.t.Helper()
+	if slices.Equal(want, got) {
+		return
 	}
+	i := 0
+	for i < len(want) && i < len(got) && want[i] == got[i] {
+		i++
+	}
+	first := func(rows []string) string {
+		if i >= len(rows) {
+			return "(none)"
+		}
+		return truncate(rows[i], 2000)
+	}
+	detail := ""
+	if i < len(want) && i < len(got) {
+		w, g := strings.Split(want[i], "|"), strings.Split(got[i], "|")
+		for c := 0; c < len(w) && c < len(g) && c < len(cols); c++ {
+			if w[c] != g[c] {
+				detail += fmt.Sprintf("\n  column %s: MySQL %q, ClickHouse %q", cols[c], truncate(w[c], 200), truncate(g[c], 200))
+			}
+		}
+	}
+	h.t.Errorf("%s differs: MySQL %d rows, ClickHouse %d rows; first difference at sorted row %d:%s\nMySQL:      %s\nClickHouse: %s",
+		what, len(want), len(got), i, detail, first(want), first(got))
 }
 
 func (h *harness) chTableExists(db, table string) bool {

@@ -34,7 +34,7 @@ func benchFullSync(b *testing.B, rows int) {
 	h := newHarness(b, 1, "batch: {"+os.Getenv("BINLOG2CH_BENCH_BATCH")+"}\n")
 	db := h.dbs[0]
 	fillStart := time.Now()
-	h.fillFieldTestOnly(db, rows, benchMaxLen)
+	h.fillFieldTest(db, rows, benchMaxLen)
 	b.Logf("filled %d rows in %.1fs", rows, time.Since(fillStart).Seconds())
 	h.fullSyncConfig("fullsync: {"+os.Getenv("BINLOG2CH_BENCH_FULLSYNC")+"}\n", "")
 	path := filepath.Join(filepath.Dir(h.path), "fullsync.yaml")
