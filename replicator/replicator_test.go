@@ -140,7 +140,17 @@ type running struct {
 func (h *harness) start() *running {
 	h.t.Helper()
 	logs := &syncBuffer{}
-	r := h.newReplicator(logs)
+	return h.startLogged(logs, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+}
+
+// startLogged is start with the replicator logging to log; logs is what
+// failures show.
+func (h *harness) startLogged(logs *syncBuffer, log *slog.Logger) *running {
+	h.t.Helper()
+	r, err := New(context.Background(), h.cfg, log)
+	if err != nil {
+		h.t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	run := &running{cancel: cancel, done: make(chan error, 1), logs: logs, r: r}
 	go func() {
