@@ -42,7 +42,7 @@ var (
 		"binlog2ch_read_binlog_file_index":       {"gauge", nil},
 		"binlog2ch_read_binlog_position":         {"gauge", nil},
 		"binlog2ch_errors_total":                 {"counter", map[string][]string{"stage": {"read", "insert", "ddl", "checkpoint", "schema"}}},
-		"binlog2ch_ddl_total":                    {"counter", map[string][]string{"result": {"applied", "not_understood", "skipped"}}},
+		"binlog2ch_ddl_total":                    {"counter", map[string][]string{"result": {"applied", "skipped", "ignored", "not_understood"}}},
 		"binlog2ch_value_fixups_total":           {"counter", map[string][]string{"database": nil, "table": nil, "kind": {"zero_date", "invalid_date", "date_out_of_range"}}},
 		"binlog2ch_snapshot_rows_copied":         {"gauge", tableLabels},
 		"binlog2ch_snapshot_rows_estimated":      {"gauge", tableLabels},

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -65,16 +66,23 @@ func mysqlError(cfg *Config, err error) error {
 }
 
 // OpenClickHouse connects to the target servers over the native protocol
-// with LZ4 and checks they answer. The driver's own logging stays off: its
-// failures reach binlog2ch's logs as errors, once per retry.
-func OpenClickHouse(ctx context.Context, cfg *Config) (driver.Conn, error) {
+// with LZ4 and checks they answer. The driver logs into log, at the levels
+// ClickHouseLogger gives its messages (its failures are at DEBUG: they
+// reach binlog2ch's own log as errors, once per retry); a nil log keeps it
+// silent.
+func OpenClickHouse(ctx context.Context, cfg *Config, log *slog.Logger) (driver.Conn, error) {
 	var settings clickhouse.Settings
 	if cfg.ClickHouse.Cluster != "" {
 		// Inserts that fall back to clickhouse-go go into the Distributed
 		// table too, synchronously like the native ones (see newInserters).
 		settings = clickhouse.Settings{"insert_distributed_sync": 1}
 	}
+	var driverLog *slog.Logger
+	if log != nil {
+		driverLog = ClickHouseLogger(log)
+	}
 	conn, err := clickhouse.Open(&clickhouse.Options{
+		Logger:      driverLog,
 		Addr:        cfg.ClickHouse.Addr,
 		Auth:        clickhouse.Auth{Username: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password.Reveal()},
 		Compression: &clickhouse.Compression{Method: clickhouse.CompressionLZ4},

@@ -33,6 +33,7 @@ func leaseHolder(cfg *Config) string {
 // expires its session.
 type lease struct {
 	conn  *zk.Conn
+	zlog  *zkLogger
 	path  string
 	fence int64 // the node's creation zxid: larger for every later holder
 	held  atomic.Bool
@@ -54,13 +55,13 @@ func (l *lease) release() {
 		return
 	}
 	l.held.Store(false)
-	l.conn.Close()
+	l.close()
 }
 
-type zkLogger struct{ log *slog.Logger }
-
-func (z zkLogger) Printf(format string, args ...any) {
-	z.log.Debug(strings.TrimSpace(fmt.Sprintf(format, args...)), "component", "zookeeper")
+// close closes the session; the client's account of its end is routine.
+func (l *lease) close() {
+	l.zlog.closing.Store(true)
+	l.conn.Close()
 }
 
 // acquireLease takes the lease, waiting while another daemon holds it.
@@ -69,9 +70,9 @@ func (z zkLogger) Printf(format string, args ...any) {
 // before the servers expire the session, so the holder stops first.
 func acquireLease(ctx context.Context, cfg *Config, log *slog.Logger) (*lease, error) {
 	st := cfg.State
-	l := &lease{path: st.LeasePath, lost: make(chan struct{})}
+	l := &lease{path: st.LeasePath, lost: make(chan struct{}), zlog: &zkLogger{log: log}}
 	connected := make(chan struct{}, 1)
-	conn, _, err := zk.Connect(st.ZooKeeper, st.SessionTimeout, zk.WithLogger(zkLogger{log}), zk.WithEventCallback(func(ev zk.Event) {
+	conn, _, err := zk.Connect(st.ZooKeeper, st.SessionTimeout, zk.WithLogger(l.zlog), zk.WithEventCallback(func(ev zk.Event) {
 		if ev.Type != zk.EventSession {
 			return
 		}
@@ -93,7 +94,7 @@ func acquireLease(ctx context.Context, cfg *Config, log *slog.Logger) (*lease, e
 	}
 	l.conn = conn
 	fail := func(err error) (*lease, error) {
-		conn.Close()
+		l.close()
 		return nil, err
 	}
 	select {

@@ -20,6 +20,14 @@ const (
 	stageSchema     = "schema"     // reading a table's schema failed
 )
 
+// DDL results, the values of binlog2ch_ddl_total's result label.
+const (
+	ddlApplied       = "applied"        // acted on in ClickHouse
+	ddlSkipped       = "skipped"        // parsed: about other tables, or taking effect with the table's next rows
+	ddlIgnored       = "ignored"        // changes no table (noTableStatement)
+	ddlNotUnderstood = "not_understood" // may change a table, not parsed: logged at WARN
+)
+
 // metrics are the daemon's Prometheus metrics, in its own registry (no
 // global state). Names and meanings are documented in
 // docs/operations.md ("Metrics and health").
@@ -82,7 +90,7 @@ func newMetrics() *metrics {
 	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_errors_total",
 		Help: "Failures by stage (read, insert, ddl, checkpoint, schema); retried ones included."}, []string{"stage"})
 	m.ddl = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_ddl_total",
-		Help: "DDL statements seen in the binlog, by result: applied, not_understood (logged with the statement), skipped (tables not replicated)."}, []string{"result"})
+		Help: "DDL statements seen in the binlog, by result: applied (acted on in ClickHouse), skipped (other tables, or nothing to do), ignored (changes no table: routines, triggers, views, events, accounts, grants, table maintenance), not_understood (may change a table but was not parsed; logged with the statement)."}, []string{"result"})
 	m.fixups = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_value_fixups_total",
 		Help: "Values changed by schema.invalid_dates (clamped or set NULL), by table and kind."}, []string{"database", "table", "kind"})
 	m.snapCopied = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlog2ch_snapshot_rows_copied",
@@ -113,7 +121,7 @@ func newMetrics() *metrics {
 	for _, s := range []string{stageRead, stageInsert, stageDDL, stageCheckpoint, stageSchema} {
 		m.errors.WithLabelValues(s)
 	}
-	for _, r := range []string{"applied", "not_understood", "skipped"} {
+	for _, r := range []string{ddlApplied, ddlSkipped, ddlIgnored, ddlNotUnderstood} {
 		m.ddl.WithLabelValues(r)
 	}
 	return m

@@ -95,7 +95,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Replicator, error
 		r.my.Close()
 		return nil, err
 	}
-	if r.ch, err = OpenClickHouse(ctx, cfg); err != nil {
+	if r.ch, err = OpenClickHouse(ctx, cfg, log); err != nil {
 		r.my.Close()
 		return nil, err
 	}

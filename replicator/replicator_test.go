@@ -147,7 +147,17 @@ func (h *harness) start() *running {
 func (h *harness) startWith(hooks testHooks) *running {
 	h.t.Helper()
 	logs := &syncBuffer{}
-	r := h.newReplicator(logs)
+	return h.startLogged(logs, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), hooks)
+}
+
+// startLogged is startWith with the replicator logging to log; logs is
+// what failures show.
+func (h *harness) startLogged(logs *syncBuffer, log *slog.Logger, hooks testHooks) *running {
+	h.t.Helper()
+	r, err := New(context.Background(), h.cfg, log)
+	if err != nil {
+		h.t.Fatal(err)
+	}
 	r.hooks = hooks
 	ctx, cancel := context.WithCancel(context.Background())
 	run := &running{cancel: cancel, done: make(chan error, 1), logs: logs, r: r}

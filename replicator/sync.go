@@ -56,6 +56,9 @@ type syncState struct {
 	// new writer for the name waits until they are past the DDL, so two
 	// writers never write one table at once.
 	retired map[TableName]retiredWriter
+	// downSince is when the binlog stream failed, until an event arrives
+	// on a new one.
+	downSince time.Time
 }
 
 // retiredWriter is a writer and the DDL message after which it no longer
@@ -137,6 +140,9 @@ func (s *syncState) read(ctx context.Context, start Position) error {
 			delay = 100 * time.Millisecond // it made progress: a new outage starts the backoff over
 		}
 		resume = s.commits[len(s.commits)-1].pos
+		if s.downSince.IsZero() {
+			s.downSince = time.Now()
+		}
 		s.r.mysqlUp.Store(false)
 		s.r.m.errors.WithLabelValues(stageRead).Inc()
 		s.r.checkIn()
@@ -191,7 +197,7 @@ func (r *Replicator) syncerConfig() replication.BinlogSyncerConfig {
 		DisableRetrySync:        true,
 		EventCacheCount:         r.eventCache,
 		RowsEventDecodeFunc:     newRowsDecoder(r.rawRows).decode,
-		Logger:                  r.log.With("component", "binlog"),
+		Logger:                  binlogLogger(r.log),
 	}
 }
 
@@ -244,6 +250,10 @@ func (s *syncState) stream(ctx context.Context, from Position) error {
 				return fatalError{err}
 			}
 			continue
+		}
+		if !s.downSince.IsZero() {
+			r.log.Info("binlog stream reconnected", "position", from.String(), "down_for", time.Since(s.downSince).Round(time.Millisecond).String())
+			s.downSince = time.Time{}
 		}
 		s.observe(ev.Header)
 		if err := s.handle(ctx, ev); err != nil {
@@ -479,17 +489,25 @@ func (s *syncState) query(ctx context.Context, e *replication.QueryEvent) error 
 	if q == "COMMIT" {
 		return nil
 	}
+	if kind := noTableStatement(q); kind != "" {
+		// Routines, triggers, views, events, accounts, grants: routine
+		// when a schema is loaded, and nothing for replication to do. Not
+		// their text: account statements carry passwords.
+		s.r.m.ddl.WithLabelValues(ddlIgnored).Inc()
+		s.r.log.Debug("statement changes no table; ignored", "kind", kind, "binlog", s.pos.String())
+		return nil
+	}
 	effects, ok := parseDDL(s.parser, string(e.Schema), q)
 	if !ok {
-		s.r.m.ddl.WithLabelValues("not_understood").Inc()
+		s.r.m.ddl.WithLabelValues(ddlNotUnderstood).Inc()
 		s.r.log.Warn("DDL not understood; tables keep replicating with the columns the binlog shows", "statement", truncate(q, 500), "binlog", s.pos.String())
 		return nil
 	}
 	applied := false
 	defer func() {
-		result := "skipped" // not about a replicated table, or nothing to do
+		result := ddlSkipped // not about a replicated table, or nothing to do
 		if applied {
-			result = "applied"
+			result = ddlApplied
 		}
 		s.r.m.ddl.WithLabelValues(result).Inc()
 	}()

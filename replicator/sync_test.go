@@ -246,7 +246,7 @@ func TestFaultMySQLRestart(t *testing.T) {
 	h.waitCaughtUp(run, 90*time.Second)
 	h.assertEqual(a, "m", []string{"id", "v"})
 	h.verifyEqual("m")
-	if !strings.Contains(run.logs.String(), "binlog stream failed; reconnecting") {
+	if logs := run.logs.String(); !strings.Contains(logs, "binlog stream failed; reconnecting") || !strings.Contains(logs, `level=INFO msg="binlog stream reconnected"`) {
 		t.Errorf("no reconnect logged")
 	}
 }

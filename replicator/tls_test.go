@@ -287,7 +287,7 @@ func TestTLSEndToEnd(t *testing.T) {
 		return err
 	}
 	openCH := func(ctx context.Context, cfg *Config) error {
-		ch, err := OpenClickHouse(ctx, cfg)
+		ch, err := OpenClickHouse(ctx, cfg, nil)
 		if err == nil {
 			ch.Close()
 		}

@@ -125,7 +125,7 @@ func Run(ctx context.Context, cfg *replicator.Config, opts Options) (*Report, er
 		return nil, err
 	}
 	defer my.Close()
-	ch, err := replicator.OpenClickHouse(ctx, cfg)
+	ch, err := replicator.OpenClickHouse(ctx, cfg, opts.Log)
 	if err != nil {
 		return nil, err
 	}

@@ -273,7 +273,7 @@ func assertSameTexts(t *testing.T, e *testEnv, table string) {
 		t.Fatal(err)
 	}
 	defer my.Close()
-	ch, err := replicator.OpenClickHouse(ctx, e.cfg)
+	ch, err := replicator.OpenClickHouse(ctx, e.cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

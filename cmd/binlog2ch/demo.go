@@ -135,8 +135,9 @@ checkpoint: {interval: 200ms}
 	fmt.Fprintf(e.stdout, "  MySQL holds %d rows (written at %.0f rows/s)\n\n", count, float64(rows)/max(el, 1e-9))
 
 	ch, err := clickhouse.Open(&clickhouse.Options{
-		Addr: []string{srv.ClickHouse.Addr()},
-		Auth: clickhouse.Auth{Username: srv.ClickHouse.User, Password: srv.ClickHouse.Password},
+		Addr:   []string{srv.ClickHouse.Addr()},
+		Auth:   clickhouse.Auth{Username: srv.ClickHouse.User, Password: srv.ClickHouse.Password},
+		Logger: replicator.ClickHouseLogger(logger),
 	})
 	if err != nil {
 		return err

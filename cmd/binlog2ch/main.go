@@ -167,7 +167,7 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("-log-level: want debug, info, warn or error, got %q", level)
 	}
-	opts := &slog.HandlerOptions{Level: lv}
+	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: errorMessage}
 	switch format {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
@@ -180,6 +180,18 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("-log-format: want text, json or auto, got %q", format)
+}
+
+// errorMessage logs an error as its message. The text handler would format
+// it with %+v, which prints the stack of the errors go-mysql wraps with
+// pingcap/errors (every binlog connection failure), over many lines.
+func errorMessage(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindAny {
+		if err, ok := a.Value.Any().(error); ok {
+			return slog.String(a.Key, err.Error())
+		}
+	}
+	return a
 }
 
 func isTerminal(w io.Writer) bool {

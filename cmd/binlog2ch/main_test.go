@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,12 +114,36 @@ func TestNewLogger(t *testing.T) {
 	if !strings.HasPrefix(b.String(), "{") {
 		t.Errorf("json format wrote %q", b.String())
 	}
+	// An error with a stack (as pingcap/errors prints with %+v) is logged
+	// as its message, on one line.
+	b.Reset()
+	l, err = newLogger(&b, "info", "text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Warn("failed", "error", stackError{})
+	if got := b.String(); !strings.Contains(got, "error=\"connection was bad\"") || strings.Contains(got, "STACK") || strings.Count(got, "\n") != 1 {
+		t.Errorf("text format wrote %q", got)
+	}
 	if _, err := newLogger(&b, "loud", "json"); err == nil {
 		t.Error("bad level accepted")
 	}
 	if _, err := newLogger(&b, "info", "xml"); err == nil {
 		t.Error("bad format accepted")
 	}
+}
+
+// stackError prints a stack with %+v, as pingcap/errors' errors do.
+type stackError struct{}
+
+func (stackError) Error() string { return "connection was bad" }
+
+func (e stackError) Format(f fmt.State, verb rune) {
+	if f.Flag('+') {
+		fmt.Fprint(f, "connection was bad\nSTACK\n\tframe")
+		return
+	}
+	fmt.Fprint(f, e.Error())
 }
 
 // TestDemo runs `binlog2ch demo` end to end against throwaway servers, as

@@ -20,14 +20,14 @@ func schemaCmd(ctx context.Context, e *env, args []string) int {
 	if code, done := parseFlags(e, fs, args); done {
 		return code
 	}
-	_, cfg, code := cf.load(e, "schema")
+	logger, cfg, code := cf.load(e, "schema")
 	if code != exitOK {
 		return code
 	}
 	var caps schema.Capabilities
 	switch *profile {
 	case "auto":
-		ch, err := replicator.OpenClickHouse(ctx, cfg)
+		ch, err := replicator.OpenClickHouse(ctx, cfg, logger)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "binlog2ch schema: %v\n", err)
 			return exitError

@@ -1,0 +1,204 @@
+package replicator
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync/atomic"
+)
+
+// The libraries binlog2ch uses log through slog (go-mysql, clickhouse-go)
+// or through a Printf (the ZooKeeper client). Their messages go into the
+// daemon's log with a component attribute, at the level they mean to an
+// operator: routine chatter (connects, closes, the config go-mysql dumps
+// for every connection) at DEBUG; failures binlog2ch also sees as returned
+// errors, which it logs itself with their context and retries, at DEBUG
+// (clickhouse-go) or WARN (go-mysql); binlog2ch alone decides what is fatal
+// and logs that at ERROR.
+
+// libRule maps one library message to a level.
+type libRule struct {
+	msg   string     // the message; a trailing "*" matches any message starting with the rest
+	level slog.Level // at most the library's own level: rules only demote
+	strip []string   // attributes dropped
+}
+
+// libRules is a library's mapping; other messages keep their level, but
+// ERROR becomes WARN.
+type libRules []libRule
+
+func (rs libRules) match(msg string) *libRule {
+	for i := range rs {
+		r := &rs[i]
+		if p, ok := strings.CutSuffix(r.msg, "*"); ok && strings.HasPrefix(msg, p) || r.msg == msg {
+			return r
+		}
+	}
+	return nil
+}
+
+// level is the level a message logged at l is logged at, and the rule
+// that says so (nil: none).
+func (rs libRules) level(l slog.Level, msg string) (slog.Level, *libRule) {
+	r := rs.match(msg)
+	if r == nil {
+		return min(l, slog.LevelWarn), nil
+	}
+	return min(l, r.level), r
+}
+
+// goMySQLRules is go-mysql v1.16's BinlogSyncer (replication/binlogsyncer.go).
+// binlog2ch opens a syncer for every binlog connection and reconnects
+// itself (DisableRetrySync), logging the failure (WARN) and the recovery
+// (INFO); the syncer's own account of it is for debugging.
+var goMySQLRules = libRules{
+	// The whole BinlogSyncerConfig, once per connection; a JSON handler
+	// renders it as "!ERROR:json: unsupported type: func(*client.Conn) error".
+	{msg: "create BinlogSyncer", level: slog.LevelDebug, strip: []string{"config"}},
+	{msg: "Connected to server", level: slog.LevelDebug}, // binlog2ch logs "connected" with the flavor at start
+	{msg: "begin to sync binlog from*", level: slog.LevelDebug},
+	{msg: "begin to re-sync", level: slog.LevelDebug},
+	{msg: "rotate to next binlog", level: slog.LevelDebug}, // also the fake rotate every connection starts with
+	{msg: "receive EOF packet, no more binlog event now.", level: slog.LevelDebug},
+	{msg: "syncer is closing...", level: slog.LevelDebug},
+	{msg: "syncer is closed", level: slog.LevelDebug},
+	{msg: "kill last connection", level: slog.LevelDebug},
+	// Closing a syncer whose connection died kills the old connection id,
+	// which the server has usually forgotten already (unknown thread id).
+	{msg: "kill connection", level: slog.LevelDebug},
+	{msg: "retry sync is disabled", level: slog.LevelDebug}, // binlog2ch's choice: it reconnects itself
+	{msg: "MariaDB dynamic LogPos calculation", level: slog.LevelDebug},
+}
+
+// clickHouseRules is clickhouse-go v2.51. Every WARN and ERROR it logs on
+// a query's or a connection's failure also comes back to binlog2ch as the
+// call's error, which binlog2ch logs with the table and retries.
+var clickHouseRules = libRules{
+	// On every start with a server older than the driver's official
+	// minimum; binlog2ch supports ClickHouse from 18.16 on, checking what
+	// each server has.
+	{msg: "unsupported clickhouse version", level: slog.LevelDebug},
+	{msg: "server exception received", level: slog.LevelDebug},
+	{msg: "send data failed*", level: slog.LevelDebug},
+	{msg: "read data failed*", level: slog.LevelDebug},
+	{msg: "connection broken*", level: slog.LevelDebug},
+	{msg: "connection closed unexpectedly", level: slog.LevelDebug},
+	{msg: "failed to bind query parameters", level: slog.LevelDebug},
+	{msg: "failed to get first block", level: slog.LevelDebug},
+	{msg: "query processing failed", level: slog.LevelDebug},
+}
+
+// libLogger is a logger for a library that logs through slog: its records
+// reach log's handler mapped by rules, with the component attribute.
+func libLogger(log *slog.Logger, component string, rules libRules) *slog.Logger {
+	return slog.New(&libHandler{inner: log.Handler(), rules: rules}).With("component", component)
+}
+
+// ClickHouseLogger is the logger for a clickhouse-go connection
+// (clickhouse.Options.Logger): the driver's messages at binlog2ch's levels.
+func ClickHouseLogger(log *slog.Logger) *slog.Logger {
+	return libLogger(log, "clickhouse", clickHouseRules)
+}
+
+// binlogLogger is the logger for go-mysql's BinlogSyncer.
+func binlogLogger(log *slog.Logger) *slog.Logger {
+	return libLogger(log, "binlog", goMySQLRules)
+}
+
+// libHandler maps a library's records to binlog2ch's levels. Rules only
+// lower a level, so a level the inner handler does not log is not logged
+// mapped either: Enabled asks the inner handler about the library's level.
+type libHandler struct {
+	inner slog.Handler
+	rules libRules
+}
+
+func (h *libHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.inner.Enabled(ctx, l) }
+
+func (h *libHandler) Handle(ctx context.Context, r slog.Record) error {
+	level, rule := h.rules.level(r.Level, r.Message)
+	if level != r.Level && !h.inner.Enabled(ctx, level) {
+		return nil
+	}
+	if level == r.Level && (rule == nil || len(rule.strip) == 0) {
+		return h.inner.Handle(ctx, r)
+	}
+	out := slog.NewRecord(r.Time, level, r.Message, r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		if rule == nil || !slices.Contains(rule.strip, a.Key) {
+			out.AddAttrs(a)
+		}
+		return true
+	})
+	return h.inner.Handle(ctx, out)
+}
+
+func (h *libHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &libHandler{inner: h.inner.WithAttrs(attrs), rules: h.rules}
+}
+
+func (h *libHandler) WithGroup(name string) slog.Handler {
+	return &libHandler{inner: h.inner.WithGroup(name), rules: h.rules}
+}
+
+// zkLogger takes the ZooKeeper client's Printf lines (go-zookeeper/zk
+// v1.0.4, conn.go) and logs them at a level chosen by their format:
+// failures to connect and a session's connection lost WARN, the session
+// established again after such a failure INFO, the rest of the connection
+// chatter DEBUG (binlog2ch logs the lease itself: held, waited for, lost).
+type zkLogger struct {
+	log *slog.Logger
+	// closing is set when binlog2ch closes the session: the send and
+	// receive loops ending then is no failure.
+	closing atomic.Bool
+	// failed is set by a failure to connect or a connection lost, until
+	// the next session.
+	failed atomic.Bool
+}
+
+func (z *zkLogger) Printf(format string, args ...any) {
+	l := z.level(format, args)
+	z.log.Log(context.Background(), l, strings.TrimSpace(fmt.Sprintf(format, args...)), "component", "zookeeper")
+}
+
+// level is the level of one line, by the client's format string; it
+// records failures, so that the session coming back is logged at INFO.
+func (z *zkLogger) level(format string, args []any) slog.Level {
+	switch format {
+	case "connected to %s", // TCP only; the session follows
+		"re-submitting `%d` credentials after reconnect",
+		"recv closed, cancel re-submitting credentials",
+		"should quit, cancel re-submitting credentials":
+		return slog.LevelDebug
+	case "authenticated: id=%d, timeout=%d":
+		if z.failed.Swap(false) {
+			return slog.LevelInfo
+		}
+		return slog.LevelDebug
+	case "failed to connect to %s: %v":
+		if z.closing.Load() {
+			return slog.LevelDebug
+		}
+		z.failed.Store(true)
+		return slog.LevelWarn
+	case "send loop terminated: %v", "recv loop terminated: %v":
+		// The send loop ends without an error when the receive loop did
+		// first, which says why.
+		if z.closing.Load() || len(args) == 1 && args[0] == nil {
+			return slog.LevelDebug
+		}
+		z.failed.Store(true)
+		return slog.LevelWarn
+	case "authentication failed: %s", // the session expired, or the server refused it
+		"error in resending auth creds: %v",
+		"Failed to set previous watches: %v",
+		"failed to set connection deadline: %v",
+		"gave up trying to send opClose to server", // the session outlives us until it expires
+		"Xid < 0 (%d) but not ping or watcher event",
+		"Response for unknown request with xid %d":
+		return slog.LevelWarn
+	}
+	return slog.LevelInfo
+}

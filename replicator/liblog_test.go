@@ -1,0 +1,201 @@
+package replicator
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+)
+
+// logLines decodes JSON log lines.
+func logLines(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if l == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("not a JSON log line: %q: %v", l, err)
+		}
+		lines = append(lines, m)
+	}
+	return lines
+}
+
+func TestLibRulesLevels(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		rules libRules
+		level slog.Level
+		msg   string
+		want  slog.Level
+	}{
+		{"go-mysql", goMySQLRules, slog.LevelInfo, "create BinlogSyncer", slog.LevelDebug},
+		{"go-mysql", goMySQLRules, slog.LevelInfo, "Connected to server", slog.LevelDebug},
+		{"go-mysql", goMySQLRules, slog.LevelInfo, "begin to sync binlog from position", slog.LevelDebug},
+		{"go-mysql", goMySQLRules, slog.LevelInfo, "begin to sync binlog from GTID set", slog.LevelDebug},
+		{"go-mysql", goMySQLRules, slog.LevelInfo, "rotate to next binlog", slog.LevelDebug},
+		{"go-mysql", goMySQLRules, slog.LevelInfo, "syncer is closing...", slog.LevelDebug},
+		{"go-mysql", goMySQLRules, slog.LevelInfo, "syncer is closed", slog.LevelDebug},
+		{"go-mysql", goMySQLRules, slog.LevelInfo, "kill last connection", slog.LevelDebug},
+		{"go-mysql", goMySQLRules, slog.LevelError, "kill connection", slog.LevelDebug},
+		{"go-mysql", goMySQLRules, slog.LevelWarn, "retry sync is disabled", slog.LevelDebug},
+		// Not in the rules: as logged, ERROR as WARN (binlog2ch decides
+		// what is fatal).
+		{"go-mysql", goMySQLRules, slog.LevelError, "connection was bad", slog.LevelWarn},
+		{"go-mysql", goMySQLRules, slog.LevelError, "misconfigured flavor for server", slog.LevelWarn},
+		{"go-mysql", goMySQLRules, slog.LevelWarn, "could not set read deadline, closing connection to unblock reader", slog.LevelWarn},
+		{"go-mysql", goMySQLRules, slog.LevelInfo, "a message of a later version", slog.LevelInfo},
+		{"go-mysql", goMySQLRules, slog.LevelDebug, "MariaDB dynamic LogPos calculation", slog.LevelDebug},
+		{"clickhouse-go", clickHouseRules, slog.LevelWarn, "unsupported clickhouse version", slog.LevelDebug},
+		{"clickhouse-go", clickHouseRules, slog.LevelWarn, "server exception received", slog.LevelDebug},
+		{"clickhouse-go", clickHouseRules, slog.LevelError, "send data failed: connection closed", slog.LevelDebug},
+		{"clickhouse-go", clickHouseRules, slog.LevelError, "send data failed", slog.LevelDebug},
+		{"clickhouse-go", clickHouseRules, slog.LevelError, "read data failed: decode error", slog.LevelDebug},
+		{"clickhouse-go", clickHouseRules, slog.LevelError, "connection broken: pipe error", slog.LevelDebug},
+		{"clickhouse-go", clickHouseRules, slog.LevelError, "connection closed unexpectedly", slog.LevelDebug},
+		{"clickhouse-go", clickHouseRules, slog.LevelError, "query processing failed", slog.LevelDebug},
+		{"clickhouse-go", clickHouseRules, slog.LevelDebug, "executing query", slog.LevelDebug},
+		{"clickhouse-go", clickHouseRules, slog.LevelWarn, "clickhouse: cluster interserver-secret mode enabled — connection holds impersonation rights for any user on the cluster", slog.LevelWarn},
+		{"clickhouse-go", clickHouseRules, slog.LevelError, "exec context error", slog.LevelWarn},
+		// Rules only demote.
+		{"demote only", libRules{{msg: "x", level: slog.LevelWarn}}, slog.LevelDebug, "x", slog.LevelDebug},
+		{"prefix", libRules{{msg: "ab*", level: slog.LevelDebug}}, slog.LevelInfo, "a", slog.LevelInfo},
+	} {
+		if got, _ := c.rules.level(c.level, c.msg); got != c.want {
+			t.Errorf("%s: %s %q: got %s, want %s", c.name, c.level, c.msg, got, c.want)
+		}
+	}
+}
+
+// TestBinlogSyncerConfigNotDumped creates a real go-mysql BinlogSyncer (it
+// logs its config at once, before any connection): the config goes, the
+// message stays for DEBUG, and nothing reaches an INFO log.
+func TestBinlogSyncerConfigNotDumped(t *testing.T) {
+	cfg := replication.BinlogSyncerConfig{ServerID: 4242, Flavor: "mariadb", Host: "127.0.0.1", Port: 1, User: "u", Password: "secret"}
+	var raw bytes.Buffer
+	cfg.Logger = slog.New(slog.NewJSONHandler(&raw, nil))
+	replication.NewBinlogSyncer(cfg).Close()
+	if !strings.Contains(raw.String(), "!ERROR") {
+		t.Logf("go-mysql no longer logs its config as !ERROR (a newer version?): %s", raw.String())
+	}
+	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
+		var out bytes.Buffer
+		cfg.Logger = binlogLogger(slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: level})).With("daemon", "x"))
+		replication.NewBinlogSyncer(cfg).Close()
+		if s := out.String(); strings.Contains(s, "!ERROR") || strings.Contains(s, `"config"`) || strings.Contains(s, "secret") {
+			t.Errorf("%s: the config is logged: %s", level, s)
+		}
+		lines := logLines(t, out.String())
+		if level == slog.LevelInfo {
+			if len(lines) != 0 {
+				t.Errorf("INFO log: %s", out.String())
+			}
+			continue
+		}
+		found := false
+		for _, l := range lines {
+			if l["msg"] == "create BinlogSyncer" {
+				found = true
+				if l["level"] != "DEBUG" || l["component"] != "binlog" || l["daemon"] != "x" {
+					t.Errorf("create BinlogSyncer: %v", l)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("DEBUG log has no create BinlogSyncer: %s", out.String())
+		}
+	}
+}
+
+// TestLibHandler: mapped levels are filtered by the inner handler's level;
+// attributes, groups and With survive; stripped attributes go.
+func TestLibHandler(t *testing.T) {
+	rules := libRules{{msg: "chatter", level: slog.LevelDebug}, {msg: "dump", level: slog.LevelInfo, strip: []string{"config"}}}
+	var out bytes.Buffer
+	log := libLogger(slog.New(slog.NewJSONHandler(&out, nil)), "lib", rules)
+	log.Info("chatter", "n", 1)
+	log.Info("dump", "config", "big", "keep", 2)
+	log.WithGroup("g").Error("failed", "err", "e")
+	log.Debug("debug")
+	lines := logLines(t, out.String())
+	if len(lines) != 2 {
+		t.Fatalf("want 2 lines, got:\n%s", out.String())
+	}
+	if l := lines[0]; l["msg"] != "dump" || l["level"] != "INFO" || l["config"] != nil || l["keep"] != 2.0 || l["component"] != "lib" {
+		t.Errorf("dump: %v", l)
+	}
+	if l := lines[1]; l["msg"] != "failed" || l["level"] != "WARN" || l["g"].(map[string]any)["err"] != "e" {
+		t.Errorf("failed: %v", l)
+	}
+	h := libLogger(slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn})), "lib", rules).Handler()
+	if h.Enabled(t.Context(), slog.LevelInfo) || !h.Enabled(t.Context(), slog.LevelError) {
+		t.Error("Enabled does not follow the inner handler")
+	}
+}
+
+// TestZooKeeperLevels feeds the ZooKeeper client's formats (go-zookeeper/zk
+// v1.0.4 conn.go) in the order a start, an outage and a close log them.
+func TestZooKeeperLevels(t *testing.T) {
+	var out bytes.Buffer
+	z := &zkLogger{log: slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	steps := []struct {
+		format string
+		args   []any
+		want   string
+	}{
+		{"connected to %s", []any{"127.0.0.1:2181"}, "DEBUG"},
+		{"authenticated: id=%d, timeout=%d", []any{int64(72), int32(3000)}, "DEBUG"},
+		// The server goes away: the loops end, connecting fails.
+		{"recv loop terminated: %v", []any{errors.New("failed to read from connection: EOF")}, "WARN"},
+		{"send loop terminated: %v", []any{nil}, "DEBUG"},
+		{"failed to connect to %s: %v", []any{"127.0.0.1:2181", errors.New("connection refused")}, "WARN"},
+		{"connected to %s", []any{"127.0.0.1:2181"}, "DEBUG"},
+		{"authentication failed: %s", []any{errors.New("zk: session has been expired by the server")}, "WARN"},
+		{"connected to %s", []any{"127.0.0.1:2181"}, "DEBUG"},
+		// Back: said once at INFO.
+		{"authenticated: id=%d, timeout=%d", []any{int64(73), int32(3000)}, "INFO"},
+		{"re-submitting `%d` credentials after reconnect", []any{0}, "DEBUG"},
+		{"Failed to set previous watches: %v", []any{errors.New("x")}, "WARN"},
+		{"some line of a later version", nil, "INFO"},
+	}
+	for _, s := range steps {
+		z.Printf(s.format, s.args...)
+	}
+	// binlog2ch closes the session: its end is routine.
+	z.closing.Store(true)
+	closing := []struct {
+		format string
+		args   []any
+	}{
+		{"recv loop terminated: %v", []any{errors.New("failed to read from connection: EOF")}},
+		{"send loop terminated: %v", []any{errors.New("zk: connection closed")}},
+		{"failed to connect to %s: %v", []any{"127.0.0.1:2181", errors.New("connection refused")}},
+	}
+	for _, s := range closing {
+		z.Printf(s.format, s.args...)
+	}
+	lines := logLines(t, out.String())
+	if len(lines) != len(steps)+len(closing) {
+		t.Fatalf("%d lines:\n%s", len(lines), out.String())
+	}
+	for i, l := range lines {
+		want := "DEBUG"
+		if i < len(steps) {
+			want = steps[i].want
+		}
+		if l["level"] != want || l["component"] != "zookeeper" {
+			t.Errorf("line %d %q: %v, want %s", i, l["msg"], l["level"], want)
+		}
+	}
+	if lines[4]["msg"] != "failed to connect to 127.0.0.1:2181: connection refused" {
+		t.Errorf("message: %q", lines[4]["msg"])
+	}
+}
