@@ -17,9 +17,10 @@ import (
 var systemDatabases = map[string]bool{"mysql": true, "information_schema": true, "performance_schema": true, "sys": true}
 
 // OpenMySQL opens a SQL connection pool to the source server and checks it
-// answers.
-func OpenMySQL(ctx context.Context, cfg *Config) (*sql.DB, error) {
-	c := mysqlDriverConfig(cfg)
+// answers. The driver logs into log (see mysqlDriverLogger); a nil log
+// keeps it silent.
+func OpenMySQL(ctx context.Context, cfg *Config, log *slog.Logger) (*sql.DB, error) {
+	c := mysqlDriverConfig(cfg, log)
 	c.InterpolateParams = true
 	db, err := openMySQLPool(cfg, c)
 	if err != nil {
@@ -33,9 +34,14 @@ func OpenMySQL(ctx context.Context, cfg *Config) (*sql.DB, error) {
 }
 
 // mysqlDriverConfig is the driver configuration every pool starts from:
-// the server, the user, and TIMESTAMPs in UTC.
-func mysqlDriverConfig(cfg *Config) *mysql.Config {
+// the server, the user, TIMESTAMPs in UTC, and the driver's log lines in
+// log.
+func mysqlDriverConfig(cfg *Config, log *slog.Logger) *mysql.Config {
 	c := mysql.NewConfig()
+	c.Logger = &mysql.NopLogger{}
+	if log != nil {
+		c.Logger = mysqlDriverLogger{log}
+	}
 	c.Net = "tcp"
 	c.Addr = cfg.MySQL.Addr
 	c.User = cfg.MySQL.User

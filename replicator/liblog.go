@@ -202,3 +202,24 @@ func (z *zkLogger) level(format string, args []any) slog.Level {
 	}
 	return slog.LevelInfo
 }
+
+// mysqlDriverLogger takes go-sql-driver/mysql's lines (mysql.Config.Logger,
+// whose default writes "[mysql] ..." to stderr, past the daemon's handler
+// and its JSON). Each comes with an error the call also returns, which
+// binlog2ch logs or retries itself: WARN, but DEBUG for an idle connection
+// the pool drops and replaces (every pool after a server restart).
+type mysqlDriverLogger struct{ log *slog.Logger }
+
+func (m mysqlDriverLogger) Print(v ...any) {
+	// Connections' lines start with the driver's file:line, e.g.
+	// "connection.go:803"; the rest is what it says.
+	msg := strings.Join(strings.Fields(fmt.Sprintln(v...)), " ")
+	if first, rest, ok := strings.Cut(msg, " "); ok && strings.Contains(first, ".go:") {
+		msg = rest
+	}
+	level := slog.LevelWarn
+	if strings.HasPrefix(msg, "closing bad idle connection") {
+		level = slog.LevelDebug
+	}
+	m.log.Log(context.Background(), level, msg, "component", "mysql")
+}

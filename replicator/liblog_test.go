@@ -2,12 +2,15 @@ package replicator
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 )
@@ -197,5 +200,52 @@ func TestZooKeeperLevels(t *testing.T) {
 	}
 	if lines[4]["msg"] != "failed to connect to 127.0.0.1:2181: connection refused" {
 		t.Errorf("message: %q", lines[4]["msg"])
+	}
+}
+
+// TestMySQLDriverLogs: go-sql-driver's lines reach the daemon's handler
+// (not stderr) with component=mysql: an idle connection the server killed
+// at DEBUG, as the pool replaces it and the query succeeds, other lines
+// at WARN.
+func TestMySQLDriverLogs(t *testing.T) {
+	h := newHarness(t, 1, "")
+	var out syncBuffer
+	db, err := OpenMySQL(context.Background(), h.cfg, slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	var id int64
+	if err := db.QueryRow("SELECT CONNECTION_ID()").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	h.exec(fmt.Sprintf("KILL CONNECTION %d", id))
+	// The killed connection is closed by the server; the pool's next use
+	// finds it dead, logs it, and takes a new one.
+	waitFor(t, 30*time.Second, "the killed idle connection noticed", func() bool {
+		var n int64
+		if err := db.QueryRow("SELECT CONNECTION_ID()").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n != id
+	})
+	var found bool
+	for _, l := range logLines(t, out.String()) {
+		if l["component"] == "mysql" && strings.HasPrefix(fmt.Sprint(l["msg"]), "closing bad idle connection") {
+			found = true
+			if l["level"] != "DEBUG" {
+				t.Errorf("at %v: %v", l["level"], l)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no driver line in the log:\n%s", out.String())
+	}
+
+	var warn bytes.Buffer
+	mysqlDriverLogger{slog.New(slog.NewTextHandler(&warn, nil))}.Print("closing connection:", io.ErrUnexpectedEOF)
+	if got := warn.String(); !strings.Contains(got, "level=WARN") || !strings.Contains(got, `msg="closing connection: unexpected EOF"`) || !strings.Contains(got, "component=mysql") {
+		t.Errorf("driver failure logged as %q", got)
 	}
 }

@@ -88,7 +88,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Replicator, error
 	}
 	r := &Replicator{cfg: cfg, log: log, host: host, port: uint16(port), ins: newInserters(cfg), m: newMetrics(),
 		queueLen: 256, eventCache: 1024, maxBackoff: 30 * time.Second, shutdownTimeout: 30 * time.Second}
-	if r.my, err = OpenMySQL(ctx, cfg); err != nil {
+	if r.my, err = OpenMySQL(ctx, cfg, log); err != nil {
 		return nil, err
 	}
 	if err := r.checkSource(ctx); err != nil {

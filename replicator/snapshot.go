@@ -228,7 +228,7 @@ func (c *copier) run(ctx context.Context, tables []TableName) ([]TableStatus, er
 		return nil, err
 	}
 	workers := c.r.cfg.FullSync.Workers
-	if c.db, err = openSnapshotDB(ctx, c.r.cfg, workers+2); err != nil {
+	if c.db, err = openSnapshotDB(ctx, c.r.cfg, c.log, workers+2); err != nil {
 		return nil, err
 	}
 	defer c.db.Close()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -20,8 +21,8 @@ import (
 // prepared, so rows come in MySQL's binary protocol: FLOAT and DOUBLE
 // arrive as their exact bits (the text protocol prints FLOAT with six
 // digits), integers as integers. TIMESTAMPs print in UTC.
-func openSnapshotDB(ctx context.Context, cfg *Config, conns int) (*sql.DB, error) {
-	c := mysqlDriverConfig(cfg)
+func openSnapshotDB(ctx context.Context, cfg *Config, log *slog.Logger, conns int) (*sql.DB, error) {
+	c := mysqlDriverConfig(cfg, log)
 	c.InterpolateParams = false
 	c.MaxAllowedPacket = 0 // the server's: a row may hold a LONGBLOB
 	// A reader waits while its table's writer is blocked on ClickHouse; the

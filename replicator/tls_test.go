@@ -280,7 +280,7 @@ func TestTLSEndToEnd(t *testing.T) {
 		}
 	}
 	openMy := func(ctx context.Context, cfg *Config) error {
-		db, err := OpenMySQL(ctx, cfg)
+		db, err := OpenMySQL(ctx, cfg, nil)
 		if err == nil {
 			db.Close()
 		}

@@ -120,7 +120,7 @@ type ColumnDiff struct {
 // report.
 func Run(ctx context.Context, cfg *replicator.Config, opts Options) (*Report, error) {
 	opts.defaults()
-	my, err := replicator.OpenMySQL(ctx, cfg)
+	my, err := replicator.OpenMySQL(ctx, cfg, opts.Log)
 	if err != nil {
 		return nil, err
 	}

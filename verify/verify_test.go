@@ -268,7 +268,7 @@ func columnTexts(t *testing.T, my *sql.DB, ch driver.Conn, p *plan, mysqlSide bo
 func assertSameTexts(t *testing.T, e *testEnv, table string) {
 	t.Helper()
 	ctx := context.Background()
-	my, err := replicator.OpenMySQL(ctx, e.cfg)
+	my, err := replicator.OpenMySQL(ctx, e.cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func schemaCmd(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "binlog2ch schema: -profile: want auto, clickhouse18 or modern, got %q\n", *profile)
 		return exitUsage
 	}
-	db, err := replicator.OpenMySQL(ctx, cfg)
+	db, err := replicator.OpenMySQL(ctx, cfg, logger)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "binlog2ch schema: %v\n", err)
 		return exitError

@@ -31,7 +31,7 @@ func verifyCmd(ctx context.Context, e *env, args []string) int {
 	}
 	var names []replicator.TableName
 	if *tables != "" {
-		db, err := replicator.OpenMySQL(ctx, cfg)
+		db, err := replicator.OpenMySQL(ctx, cfg, logger)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "binlog2ch verify: %v\n", err)
 			return exitUsage
