@@ -529,7 +529,7 @@ func TestClusterShardDownHoldsCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cp == nil || !positionBefore(cp.Position, target) {
+	if cp == nil || !cp.Position.Before(target) {
 		t.Errorf("checkpoint %v passed the rows the down shard has not stored (they end at %v)", cp, target)
 	}
 	restartServer(t, down)

@@ -117,7 +117,7 @@ func (h *harness) waitCheckpointPast(d *daemon, logPath string, prev Position, t
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		if cp != nil && positionBefore(prev, cp.Position) {
+		if cp != nil && prev.Before(cp.Position) {
 			return cp.Position
 		}
 		select {

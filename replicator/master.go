@@ -22,6 +22,14 @@ type Position struct {
 
 func (p Position) String() string { return p.File + ":" + strconv.FormatUint(uint64(p.Pos), 10) }
 
+// Before orders positions on one server: by the file's numeric suffix,
+// then the offset. A file name without one counts as the first file.
+func (p Position) Before(q Position) bool {
+	pi, _ := fileIndex(p.File)
+	qi, _ := fileIndex(q.File)
+	return pi < qi || pi == qi && p.Pos < q.Pos
+}
+
 // fileIndex is the numeric suffix of a binlog file name, binlog.000123 ->
 // 123: it orders files and is part of every row version.
 func fileIndex(file string) (uint32, error) {

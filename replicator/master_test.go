@@ -96,3 +96,11 @@ func TestStartRefusesWrongOrPurgedPositions(t *testing.T) {
 		t.Fatalf("purged position: %v", err)
 	}
 }
+
+func TestPositionBefore(t *testing.T) {
+	pos := func(f string, p uint32) Position { return Position{File: f, Pos: p} }
+	if !pos("binlog.000009", 900).Before(pos("binlog.000010", 4)) || pos("binlog.000010", 4).Before(pos("binlog.000009", 900)) ||
+		pos("binlog.000010", 4).Before(pos("binlog.000010", 4)) || !pos("binlog.000010", 4).Before(pos("binlog.000010", 5)) {
+		t.Error("positions misordered")
+	}
+}

@@ -160,7 +160,7 @@ func (r *Replicator) checkSource(ctx context.Context) error {
 	}
 	// Reading the binlog position needs REPLICATION CLIENT: say so at
 	// start, not at the first snapshot or position check.
-	if _, err := binlogPosition(ctx, r.my); err != nil {
+	if _, err := CurrentPosition(ctx, r.my); err != nil {
 		return fmt.Errorf("MySQL %s as %s: %w. binlog2ch needs REPLICATION CLIENT (called BINLOG MONITOR on MariaDB 10.5+) and REPLICATION SLAVE: GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO the user, and SELECT on the replicated databases",
 			r.cfg.MySQL.Addr, r.cfg.MySQL.User, err)
 	}
@@ -179,11 +179,11 @@ func (r *Replicator) checkSource(ctx context.Context) error {
 
 // currentPosition is the server's current binlog position.
 func (r *Replicator) currentPosition(ctx context.Context) (Position, error) {
-	return binlogPosition(ctx, r.my)
+	return CurrentPosition(ctx, r.my)
 }
 
-// binlogPosition reads a server's current binlog position.
-func binlogPosition(ctx context.Context, db *sql.DB) (Position, error) {
+// CurrentPosition reads a server's current binlog position.
+func CurrentPosition(ctx context.Context, db *sql.DB) (Position, error) {
 	rows, err := db.QueryContext(ctx, "SHOW MASTER STATUS")
 	if err != nil {
 		// MySQL 8.4 renamed it.

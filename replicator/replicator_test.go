@@ -219,7 +219,7 @@ func (h *harness) waitCaughtUpOr(run *running, exited <-chan struct{}, timeout t
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		if cp != nil && !positionBefore(cp.Position, target) {
+		if cp != nil && !cp.Position.Before(target) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -229,12 +229,6 @@ func (h *harness) waitCaughtUpOr(run *running, exited <-chan struct{}, timeout t
 		logs = run.logs.String()
 	}
 	h.t.Fatalf("not caught up with %s within %s; logs:\n%s", target, timeout, logs)
-}
-
-func positionBefore(a, b Position) bool {
-	ai, _ := fileIndex(a.File)
-	bi, _ := fileIndex(b.File)
-	return ai < bi || ai == bi && a.Pos < b.Pos
 }
 
 // mysqlRows renders every row of a MySQL table, sorted, one string each.

@@ -51,7 +51,7 @@ func TestToolchain(t *testing.T) {
 	if strings.Contains(strings.ToLower(version), "mariadb") {
 		flavor = mysql.MariaDBFlavor
 	}
-	start, err := binlogPosition(ctx, my)
+	start, err := CurrentPosition(ctx, my)
 	if err != nil {
 		t.Fatal(err)
 	}

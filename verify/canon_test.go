@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/binlog2ch/binlog2ch/replicator"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
@@ -68,14 +67,6 @@ func TestShowValue(t *testing.T) {
 	p := &plan{key: []column{{name: "id"}, {name: "s", form: formHex}}}
 	if got := p.showKey("7,61"); got != `id=7, s="a"` {
 		t.Errorf("showKey: %s", got)
-	}
-}
-
-func TestPositionBefore(t *testing.T) {
-	pos := func(f string, p uint32) replicator.Position { return replicator.Position{File: f, Pos: p} }
-	if !positionBefore(pos("binlog.000009", 900), pos("binlog.000010", 4)) || positionBefore(pos("binlog.000010", 4), pos("binlog.000009", 900)) ||
-		positionBefore(pos("binlog.000010", 4), pos("binlog.000010", 4)) {
-		t.Error("positions misordered")
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
-	"strconv"
 	"strings"
 	"time"
 
@@ -471,7 +470,7 @@ func (v *verifier) compareChunk(ctx context.Context, p *plan, b bound, tr *Table
 		if my, err = v.mysqlAggregate(ctx, p, myWhere); err != nil {
 			return my, ch, err
 		}
-		pos, err := binlogPosition(ctx, v.my)
+		pos, err := replicator.CurrentPosition(ctx, v.my)
 		if err != nil {
 			addNote(tr, "cannot read MySQL's binlog position, so mismatches were not re-checked: "+err.Error())
 			return my, ch, nil
@@ -554,7 +553,7 @@ func (v *verifier) waitCheckpoint(ctx context.Context, pos replicator.Position) 
 		if cp == nil {
 			return false, fmt.Sprintf("no checkpoint (%s store): mismatches were not re-checked against a running daemon", v.cfg.State.Store), nil
 		}
-		if !positionBefore(cp.Position, pos) {
+		if !cp.Position.Before(pos) {
 			return true, "", nil
 		}
 		if time.Now().After(deadline) {
@@ -566,42 +565,4 @@ func (v *verifier) waitCheckpoint(ctx context.Context, pos replicator.Position) 
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-func positionBefore(a, b replicator.Position) bool {
-	ai, bi := fileIndex(a.File), fileIndex(b.File)
-	return ai < bi || ai == bi && a.Pos < b.Pos
-}
-
-func fileIndex(file string) uint64 {
-	n, _ := strconv.ParseUint(file[strings.LastIndexByte(file, '.')+1:], 10, 64)
-	return n
-}
-
-// binlogPosition is the source's current binlog position.
-func binlogPosition(ctx context.Context, db *sql.DB) (replicator.Position, error) {
-	rows, err := db.QueryContext(ctx, "SHOW MASTER STATUS")
-	if err != nil {
-		if rows, err = db.QueryContext(ctx, "SHOW BINARY LOG STATUS"); err != nil {
-			return replicator.Position{}, fmt.Errorf("read the binlog position: %w", err)
-		}
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return replicator.Position{}, err
-	}
-	if !rows.Next() {
-		return replicator.Position{}, errors.New("SHOW MASTER STATUS is empty")
-	}
-	var p replicator.Position
-	dest := make([]any, len(cols))
-	for i := range dest {
-		dest[i] = new(sql.RawBytes)
-	}
-	dest[0], dest[1] = &p.File, &p.Pos
-	if err := rows.Scan(dest...); err != nil {
-		return p, err
-	}
-	return p, rows.Err()
 }

@@ -183,7 +183,7 @@ func (w *signalWriter) String() string {
 // waitCaughtUp waits until the daemon's checkpoint reaches MySQL's position.
 func (e *testEnv) waitCaughtUp() {
 	e.t.Helper()
-	pos, err := binlogPosition(context.Background(), e.my)
+	pos, err := replicator.CurrentPosition(context.Background(), e.my)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -62,10 +61,13 @@ func TestLoadgenRunVerifyWithExampleConfig(t *testing.T) {
 	})
 	// While it runs: more rows, updates and deletes, through the binlog.
 	loadgen("2", "-update-ratio", "0.2", "-delete-ratio", "0.05")
-	target := binlogPosition(t, my)
+	target, err := replicator.CurrentPosition(context.Background(), my)
+	if err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, done, &errOut, func() bool {
 		cp, err := replicator.LoadCheckpoint(cfg.StateDir)
-		return err == nil && cp != nil && !positionBefore(cp.Position, target)
+		return err == nil && cp != nil && !cp.Position.Before(target)
 	})
 	cancel()
 	select {
@@ -130,40 +132,4 @@ func exampleConfig(t *testing.T, srv *localserver.Servers, db string) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// binlogPosition is MySQL's current binlog position.
-func binlogPosition(t *testing.T, my *sql.DB) replicator.Position {
-	t.Helper()
-	rows, err := my.Query("SHOW MASTER STATUS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rows.Next() {
-		t.Fatalf("SHOW MASTER STATUS: no row (binlog off?) %v", rows.Err())
-	}
-	var p replicator.Position
-	dest := []any{&p.File, &p.Pos}
-	for len(dest) < len(cols) {
-		dest = append(dest, new(sql.RawBytes))
-	}
-	if err := rows.Scan(dest...); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// positionBefore orders binlog positions: by the file's numeric suffix,
-// then the offset.
-func positionBefore(a, b replicator.Position) bool {
-	index := func(file string) uint64 {
-		n, _ := strconv.ParseUint(file[strings.LastIndexByte(file, '.')+1:], 10, 64)
-		return n
-	}
-	return index(a.File) < index(b.File) || index(a.File) == index(b.File) && a.Pos < b.Pos
 }
