@@ -10,9 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/binlog2ch/binlog2ch/config"
 	"gopkg.in/yaml.v3"
-
-	"github.com/binlog2ch/binlog2ch/replicator"
 )
 
 type composeFile struct {
@@ -88,11 +87,11 @@ func TestCompose(t *testing.T) {
 	}
 	for _, k := range []string{"MYSQL_PASSWORD", "CLICKHOUSE_PASSWORD"} {
 		if _, ok := b.Environment[k]; !ok {
-			t.Setenv(k, "") // LoadConfig reports an unset one
+			t.Setenv(k, "") // config.Load reports an unset one
 			os.Unsetenv(k)
 		}
 	}
-	cfg, err := replicator.LoadConfig(host)
+	cfg, err := config.Load(host)
 	if err != nil {
 		t.Fatalf("%s: %v", host, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 )
@@ -116,7 +117,7 @@ func (h *harness) assertClusterWorkload(db string) {
 // shards hold rows, every version of a row is on one shard, and that shard
 // is the one the Distributed table routes the key to.
 func TestClusterTwoShards(t *testing.T) {
-	for _, insert := range []string{ClusterInsertShards, ClusterInsertDistributed} {
+	for _, insert := range []string{config.ClusterInsertShards, config.ClusterInsertDistributed} {
 		t.Run(insert, func(t *testing.T) { testClusterTwoShards(t, insert) })
 	}
 }
@@ -162,7 +163,7 @@ func testClusterTwoShards(t *testing.T, insert string) {
 	// Straight to both shards, or not at all.
 	for i := range c.Shards {
 		n := counterValue(t, run.r, "binlog2ch_shard_rows_total", "shard", strconv.Itoa(i+1))
-		if (n > 0) != (insert == ClusterInsertShards) {
+		if (n > 0) != (insert == config.ClusterInsertShards) {
 			t.Errorf("cluster_insert %s: binlog2ch_shard_rows_total{shard=\"%d\"} is %v", insert, i+1, n)
 		}
 	}
@@ -179,7 +180,7 @@ func testClusterTwoShards(t *testing.T, insert string) {
 // the one inserts go to, which is also the server binlog2ch talks to;
 // through the Distributed table, it is the other one.
 func TestClusterReplicaDown(t *testing.T) {
-	for _, insert := range []string{ClusterInsertShards, ClusterInsertDistributed} {
+	for _, insert := range []string{config.ClusterInsertShards, config.ClusterInsertDistributed} {
 		t.Run(insert, func(t *testing.T) { testClusterReplicaDown(t, insert) })
 	}
 }
@@ -195,7 +196,7 @@ func testClusterReplicaDown(t *testing.T, insert string) {
 	// here (18.16, in StorageReplicatedMergeTree's constructor).
 	h.waitCaughtUp(run, 2*time.Minute)
 	second := c.Shards[0][1]
-	if insert == ClusterInsertShards {
+	if insert == config.ClusterInsertShards {
 		second = c.Shards[0][0]
 	}
 	// ALTER ... ON CLUSTER runs on one replica of a replicated table; the
@@ -220,7 +221,7 @@ func testClusterReplicaDown(t *testing.T, insert string) {
 	before := counterValue(t, run.r, "binlog2ch_shard_rows_total", "shard", "1")
 	down := w.iters.Load()
 	w.waitIters(down+150, 60*time.Second)
-	if insert == ClusterInsertShards {
+	if insert == config.ClusterInsertShards {
 		// Rows go on into the other replica while this one is down.
 		waitFor(t, 30*time.Second, "rows inserted into the other replica", func() bool {
 			return counterValue(t, run.r, "binlog2ch_shard_rows_total", "shard", "1") > before

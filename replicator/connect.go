@@ -2,14 +2,17 @@ package replicator
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
+	"syscall"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -19,7 +22,7 @@ var systemDatabases = map[string]bool{"mysql": true, "information_schema": true,
 // OpenMySQL opens a SQL connection pool to the source server and checks it
 // answers. The driver logs into log (see mysqlDriverLogger); a nil log
 // keeps it silent.
-func OpenMySQL(ctx context.Context, cfg *Config, log *slog.Logger) (*sql.DB, error) {
+func OpenMySQL(ctx context.Context, cfg *config.Config, log *slog.Logger) (*sql.DB, error) {
 	c := mysqlDriverConfig(cfg, log)
 	c.InterpolateParams = true
 	db, err := openMySQLPool(cfg, c)
@@ -36,7 +39,7 @@ func OpenMySQL(ctx context.Context, cfg *Config, log *slog.Logger) (*sql.DB, err
 // mysqlDriverConfig is the driver configuration every pool starts from:
 // the server, the user, TIMESTAMPs in UTC, and the driver's log lines in
 // log.
-func mysqlDriverConfig(cfg *Config, log *slog.Logger) *mysql.Config {
+func mysqlDriverConfig(cfg *config.Config, log *slog.Logger) *mysql.Config {
 	c := mysql.NewConfig()
 	c.Logger = &mysql.NopLogger{}
 	if log != nil {
@@ -54,7 +57,7 @@ func mysqlDriverConfig(cfg *Config, log *slog.Logger) *mysql.Config {
 // openMySQLPool opens a pool with c and the config's TLS settings. The
 // *tls.Config goes in directly (a connector, not a DSN), so no name has to
 // be registered in the driver's global table.
-func openMySQLPool(cfg *Config, c *mysql.Config) (*sql.DB, error) {
+func openMySQLPool(cfg *config.Config, c *mysql.Config) (*sql.DB, error) {
 	c.TLS = cfg.MySQLTLS()
 	conn, err := mysql.NewConnector(c)
 	if err != nil {
@@ -64,7 +67,7 @@ func openMySQLPool(cfg *Config, c *mysql.Config) (*sql.DB, error) {
 }
 
 // mysqlError names the server and user in a failed connection's error.
-func mysqlError(cfg *Config, err error) error {
+func mysqlError(cfg *config.Config, err error) error {
 	if errors.Is(err, mysql.ErrNoTLS) {
 		return fmt.Errorf("MySQL %s as %s: %w (mysql.tls.enabled is true: the server must be started with ssl_cert and ssl_key)", cfg.MySQL.Addr, cfg.MySQL.User, err)
 	}
@@ -76,7 +79,7 @@ func mysqlError(cfg *Config, err error) error {
 // ClickHouseLogger gives its messages (its failures are at DEBUG: they
 // reach binlog2ch's own log as errors, once per retry); a nil log keeps it
 // silent.
-func OpenClickHouse(ctx context.Context, cfg *Config, log *slog.Logger) (driver.Conn, error) {
+func OpenClickHouse(ctx context.Context, cfg *config.Config, log *slog.Logger) (driver.Conn, error) {
 	var settings clickhouse.Settings
 	if cfg.ClickHouse.Cluster != "" {
 		// Inserts that fall back to clickhouse-go go into the Distributed
@@ -108,7 +111,7 @@ func OpenClickHouse(ctx context.Context, cfg *Config, log *slog.Logger) (driver.
 
 // clickHouseError names the servers and user in a failed connection's
 // error, with a hint when TLS met a plain-text port.
-func clickHouseError(cfg *Config, err error) error {
+func clickHouseError(cfg *config.Config, err error) error {
 	return fmt.Errorf("ClickHouse %v as %s: %w", cfg.ClickHouse.Addr, cfg.ClickHouse.User,
 		tlsHint(err, "clickhouse", cfg.ClickHouseTLS() != nil, " ClickHouse's secure native port, tcp_port_secure, is usually 9440"))
 }
@@ -120,7 +123,7 @@ func (t TableName) String() string { return t.Database + "." + t.Table }
 
 // ListTables returns the source's base tables that the config selects, in
 // name order.
-func ListTables(ctx context.Context, db *sql.DB, cfg *Config) ([]TableName, error) {
+func ListTables(ctx context.Context, db *sql.DB, cfg *config.Config) ([]TableName, error) {
 	rows, err := db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES
 		WHERE TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_SCHEMA, TABLE_NAME`)
 	if err != nil {
@@ -141,4 +144,19 @@ func ListTables(ctx context.Context, db *sql.DB, cfg *Config) ([]TableName, erro
 		return nil, fmt.Errorf("list tables: %w", err)
 	}
 	return out, nil
+}
+
+// tlsHint adds what an operator most likely got wrong to a failed
+// connection's error: TLS against a plain port (portHint then says which
+// port serves TLS), or the reverse.
+func tlsHint(err error, section string, tlsOn bool, portHint string) error {
+	var rh tls.RecordHeaderError
+	switch {
+	case tlsOn && errors.As(err, &rh):
+		return fmt.Errorf("%w (the server answered in plain text: is this its TLS port?%s)", err, portHint)
+	case !tlsOn && errors.Is(err, syscall.ECONNRESET):
+		// What a TLS port does with a plain-text hello.
+		return fmt.Errorf("%w (if this is a TLS port, set %s.tls.enabled)", err, section)
+	}
+	return err
 }

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/binlog2ch/binlog2ch/config"
 )
 
 // envDaemon makes the test binary run the daemon on the given config
@@ -31,7 +33,7 @@ func daemonMain(path string) int {
 // SIGTERM/SIGINT. Exit codes as the binary's: 2 config, 1 failure.
 func childMain(path, what string, work func(context.Context, *Replicator) error) int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cfg, err := LoadConfig(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		log.Error("config", "error", err)
 		return 2

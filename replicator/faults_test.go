@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 )
 
@@ -33,7 +34,7 @@ type VerifyResult struct {
 
 // VerifyForTest runs verify.Run; faults_verify_test.go sets it (verify
 // imports this package, so these internal tests cannot import it).
-var VerifyForTest func(ctx context.Context, cfg *Config) (VerifyResult, error)
+var VerifyForTest func(ctx context.Context, cfg *config.Config) (VerifyResult, error)
 
 // verifyEqual runs `binlog2ch verify` over the harness's config and fails
 // the test unless every table matches and each of want was compared (a
@@ -567,7 +568,7 @@ func TestFaultNoReplicationPrivilege(t *testing.T) {
 	t.Cleanup(func() { _, _ = h.my.Exec("DROP USER '" + user + "'@'%'") })
 	cfg := *h.cfg
 	cfg.MySQL.User = user
-	cfg.MySQL.Password = Secret("pw")
+	cfg.MySQL.Password = config.Secret("pw")
 	_, err := New(context.Background(), &cfg, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "REPLICATION CLIENT") || !strings.Contains(err.Error(), "GRANT") {
 		t.Fatalf("a user without REPLICATION CLIENT: got %v; want an error at start naming the privilege", err)
@@ -668,7 +669,7 @@ func TestFaultUnsupportedColumnType(t *testing.T) {
 	if err := os.WriteFile(h.path, conf, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if h.cfg, err = LoadConfig(h.path); err != nil {
+	if h.cfg, err = config.Load(h.path); err != nil {
 		t.Fatal(err)
 	}
 	run = h.start()
@@ -779,7 +780,7 @@ func TestFaultNoPasswordInLogs(t *testing.T) {
 // same), unreachable from the machine's other addresses.
 func TestFaultMetricsLoopbackByDefault(t *testing.T) {
 	conf := "mysql: {addr: \"127.0.0.1:3306\", user: u, password: p, server_id: 1}\nclickhouse: {addr: [\"127.0.0.1:9000\"]}\ntables: {include: [\"db.*\"]}\nstate_dir: /tmp/x\n"
-	cfg, err := ParseConfig([]byte(conf), "binlog2ch.yaml", func(string) (string, bool) { return "", false })
+	cfg, err := config.Parse([]byte(conf), "binlog2ch.yaml", func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -787,7 +788,7 @@ func TestFaultMetricsLoopbackByDefault(t *testing.T) {
 		t.Fatalf("default metrics.listen is %q, want 127.0.0.1:9188", cfg.Metrics.Listen)
 	}
 	t.Setenv("MYSQL_PASSWORD", "example")
-	ex, err := LoadConfig("../deploy/binlog2ch.example.yaml")
+	ex, err := config.Load("../deploy/binlog2ch.example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/replicator"
 	"github.com/binlog2ch/binlog2ch/verify"
 )
@@ -12,7 +13,7 @@ import (
 // replicator, for the harness) reach verify.Run through this hook, set by
 // the external test package compiled into the same test binary.
 func init() {
-	replicator.VerifyForTest = func(ctx context.Context, cfg *replicator.Config) (replicator.VerifyResult, error) {
+	replicator.VerifyForTest = func(ctx context.Context, cfg *config.Config) (replicator.VerifyResult, error) {
 		// No retries: the tests verify once the daemon has caught up and
 		// the writes have stopped, so a difference is a real one.
 		rep, err := verify.Run(ctx, cfg, verify.Options{Chunk: 20000, Retries: -1})

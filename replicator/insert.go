@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/chnative"
+	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
@@ -36,7 +37,7 @@ type idleConn struct {
 	since time.Time
 }
 
-func newInserters(cfg *Config) *inserters {
+func newInserters(cfg *config.Config) *inserters {
 	opts := chnative.Options{Addr: cfg.ClickHouse.Addr, User: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password.Reveal(),
 		TLS: cfg.ClickHouseTLS()}
 	if cfg.ClickHouse.Cluster != "" {

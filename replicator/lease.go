@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -23,7 +24,7 @@ var leaseWaitLog = 30 * time.Second
 
 // leaseHolder names this process in the lease node and the checkpoint
 // table: host, pid and state_dir.
-func leaseHolder(cfg *Config) string {
+func leaseHolder(cfg *config.Config) string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s pid %d state_dir %s", host, os.Getpid(), cfg.StateDir)
 }
@@ -68,7 +69,7 @@ func (l *lease) close() {
 // Once held, any disconnection from ZooKeeper counts as losing it: the
 // client notices within 2/3 of the session timeout (its receive timeout),
 // before the servers expire the session, so the holder stops first.
-func acquireLease(ctx context.Context, cfg *Config, log *slog.Logger) (*lease, error) {
+func acquireLease(ctx context.Context, cfg *config.Config, log *slog.Logger) (*lease, error) {
 	st := cfg.State
 	l := &lease{path: st.LeasePath, lost: make(chan struct{}), zlog: &zkLogger{log: log}}
 	connected := make(chan struct{}, 1)

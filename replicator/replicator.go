@@ -20,12 +20,13 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
 // Replicator is the `binlog2ch run` daemon.
 type Replicator struct {
-	cfg  *Config
+	cfg  *config.Config
 	log  *slog.Logger
 	my   *sql.DB
 	ch   driver.Conn
@@ -77,7 +78,7 @@ type testHooks struct {
 
 // New connects to both servers and checks the source writes a binlog
 // binlog2ch can follow.
-func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Replicator, error) {
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Replicator, error) {
 	host, portText, err := net.SplitHostPort(cfg.MySQL.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("mysql.addr: %w", err)
@@ -264,7 +265,7 @@ func (r *Replicator) startPosition(ctx context.Context) (start Position, snap *c
 		// A shared checkpoint is written once the snapshot is complete:
 		// another host, which cannot see this host's snapshot state, must
 		// not take it for a finished copy.
-		if r.cfg.State.Store == StoreFile {
+		if r.cfg.State.Store == config.StoreFile {
 			if err := r.checkpoints().save(ctx, *cp); err != nil {
 				return Position{}, nil, err
 			}
@@ -312,7 +313,7 @@ func (r *Replicator) initialSnapshot(ctx context.Context, st *copyState) error {
 // first waits for the lease, and stops at once, without flushing, when the
 // lease is lost.
 func (r *Replicator) Run(ctx context.Context) error {
-	if r.cfg.State.Lease == LeaseZooKeeper {
+	if r.cfg.State.Lease == config.LeaseZooKeeper {
 		l, err := acquireLease(ctx, r.cfg, r.log)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -348,7 +349,7 @@ func (r *Replicator) checkpoints() checkpointStore {
 	if r.store == nil {
 		var fence int64
 		var valid func() bool
-		if r.cfg.State.Lease == LeaseZooKeeper {
+		if r.cfg.State.Lease == config.LeaseZooKeeper {
 			if r.lease != nil {
 				fence = r.lease.fence
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 )
@@ -25,7 +26,7 @@ import (
 type harness struct {
 	t    testing.TB
 	srv  *localserver.Servers
-	cfg  *Config
+	cfg  *config.Config
 	path string // config file
 	my   *sql.DB
 	ch   driver.Conn
@@ -69,7 +70,7 @@ metrics: {listen: "127.0.0.1:0"}
 		t.Fatal(err)
 	}
 	var err error
-	if h.cfg, err = LoadConfig(h.path); err != nil {
+	if h.cfg, err = config.Load(h.path); err != nil {
 		t.Fatal(err)
 	}
 	if h.my, err = sql.Open("mysql", srv.MySQL.DSN("")); err != nil {

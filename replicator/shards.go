@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
@@ -221,7 +222,7 @@ type route struct {
 // the routing cannot serve, which is logged with the reason).
 func (r *Replicator) routeFor(ctx context.Context, log *slog.Logger, b *schema.Block) (*route, error) {
 	t := b.Target()
-	if t.Options.Cluster == nil || r.cfg.ClickHouse.ClusterInsert != ClusterInsertShards {
+	if t.Options.Cluster == nil || r.cfg.ClickHouse.ClusterInsert != config.ClusterInsertShards {
 		return nil, nil
 	}
 	through := func(reason string) (*route, error) {

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
@@ -150,7 +151,7 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]Tabl
 	if opts.SetCheckpoint && (!opts.Recreate || opts.Tables != nil) {
 		return nil, errors.New("setting run's checkpoint needs a -recreate copy of every configured table (no -tables): events before the copy's position are skipped")
 	}
-	if opts.SetCheckpoint && r.cfg.State.Lease == LeaseZooKeeper {
+	if opts.SetCheckpoint && r.cfg.State.Lease == config.LeaseZooKeeper {
 		// Moving a shared checkpoint under a running daemon would be lost
 		// or undone: hold the lease for the whole copy.
 		l, err := acquireLease(ctx, r.cfg, r.log)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
@@ -21,7 +22,7 @@ import (
 // prepared, so rows come in MySQL's binary protocol: FLOAT and DOUBLE
 // arrive as their exact bits (the text protocol prints FLOAT with six
 // digits), integers as integers. TIMESTAMPs print in UTC.
-func openSnapshotDB(ctx context.Context, cfg *Config, log *slog.Logger, conns int) (*sql.DB, error) {
+func openSnapshotDB(ctx context.Context, cfg *config.Config, log *slog.Logger, conns int) (*sql.DB, error) {
 	c := mysqlDriverConfig(cfg, log)
 	c.InterpolateParams = false
 	c.MaxAllowedPacket = 0 // the server's: a row may hold a LONGBLOB

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	binlog2ch "github.com/binlog2ch/binlog2ch"
+	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/loadgen"
 )
 
@@ -151,7 +152,7 @@ func (h *harness) sameDump(what string, a, b []string) {
 
 // fullSyncConfig is the harness config with fullsync settings, its own
 // state_dir, and each database copied into db+suffix.
-func (h *harness) fullSyncConfig(extra, suffix string) *Config {
+func (h *harness) fullSyncConfig(extra, suffix string) *config.Config {
 	h.t.Helper()
 	data, err := os.ReadFile(h.path)
 	if err != nil {
@@ -170,14 +171,14 @@ func (h *harness) fullSyncConfig(extra, suffix string) *Config {
 	if err := os.WriteFile(path, []byte(conf+extra), 0o600); err != nil {
 		h.t.Fatal(err)
 	}
-	cfg, err := LoadConfig(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	return cfg
 }
 
-func (h *harness) fullSync(cfg *Config, logs io.Writer, opts FullSyncOptions) ([]TableStatus, error) {
+func (h *harness) fullSync(cfg *config.Config, logs io.Writer, opts FullSyncOptions) ([]TableStatus, error) {
 	h.t.Helper()
 	r, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/pingcap/tidb/pkg/parser"
 
+	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
@@ -632,7 +633,7 @@ func (s *syncState) checkpoint(final bool) error {
 	cancel()
 	if err != nil {
 		s.r.m.errors.WithLabelValues(stageCheckpoint).Inc()
-		if s.r.cfg.State.Store == StoreClickHouse && !errors.Is(err, errLeaseLost) && !final {
+		if s.r.cfg.State.Store == config.StoreClickHouse && !errors.Is(err, errLeaseLost) && !final {
 			// A ClickHouse hiccup only delays the shared checkpoint (a
 			// successor would replay more); the next interval retries.
 			s.r.log.Warn("checkpoint not saved; retrying at the next interval", "error", err)

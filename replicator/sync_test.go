@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/binlog2ch/binlog2ch/config"
 )
 
 // syncBuffer is a bytes.Buffer safe for concurrent writes (logs).
@@ -303,7 +305,7 @@ func TestManyTypesReplicated(t *testing.T) {
 func TestTypeOverrideReplicated(t *testing.T) {
 	h := newHarness(t, 1, "")
 	a := h.dbs[0]
-	h.cfg.Tables.Overrides = map[string]TableOverride{a + ".ov": {Columns: map[string]string{"v": "Int64", "d": "Decimal(12, 4)", "e": "String"}}}
+	h.cfg.Tables.Overrides = map[string]config.TableOverride{a + ".ov": {Columns: map[string]string{"v": "Int64", "d": "Decimal(12, 4)", "e": "String"}}}
 	run := h.start()
 	h.exec("CREATE TABLE "+a+".ov (id INT PRIMARY KEY, v INT, d DECIMAL(5,2), e ENUM('a','b'))",
 		"INSERT INTO "+a+".ov VALUES (1, -7, -123.45, 'b'), (2, NULL, NULL, NULL)")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/replicator"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
@@ -117,7 +118,7 @@ type ColumnDiff struct {
 // Run compares every selected table. The error is for what stops the whole
 // run (a server that cannot be reached); a table's own failure is in its
 // report.
-func Run(ctx context.Context, cfg *replicator.Config, opts Options) (*Report, error) {
+func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error) {
 	opts.defaults()
 	my, err := replicator.OpenMySQL(ctx, cfg, opts.Log)
 	if err != nil {
@@ -163,7 +164,7 @@ func Run(ctx context.Context, cfg *replicator.Config, opts Options) (*Report, er
 }
 
 type verifier struct {
-	cfg  *replicator.Config
+	cfg  *config.Config
 	opts Options
 	my   *sql.DB
 	ch   driver.Conn

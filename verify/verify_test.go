@@ -18,6 +18,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	binlog2ch "github.com/binlog2ch/binlog2ch"
+	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 	"github.com/binlog2ch/binlog2ch/replicator"
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -30,7 +31,7 @@ func TestMain(m *testing.M) { servertest.Main(m) }
 type testEnv struct {
 	t   *testing.T
 	db  string
-	cfg *replicator.Config
+	cfg *config.Config
 	my  *sql.DB
 	ch  driver.Conn
 }
@@ -61,7 +62,7 @@ checkpoint: {interval: 100ms}
 		t.Fatal(err)
 	}
 	var err error
-	if e.cfg, err = replicator.LoadConfig(path); err != nil {
+	if e.cfg, err = config.Load(path); err != nil {
 		t.Fatal(err)
 	}
 	if e.my, err = sql.Open("mysql", srv.MySQL.DSN("")); err != nil {

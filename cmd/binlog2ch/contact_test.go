@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
 	"github.com/binlog2ch/binlog2ch/replicator"
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -28,7 +29,7 @@ import (
 func TestLoadgenRunVerifyWithExampleConfig(t *testing.T) {
 	srv, db, my, _ := testDatabase(t, "b2c_contact")
 	cfgPath := exampleConfig(t, srv, db)
-	cfg, err := replicator.LoadConfig(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	binlog2ch "github.com/binlog2ch/binlog2ch"
+	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
 	"github.com/binlog2ch/binlog2ch/loadgen"
 	"github.com/binlog2ch/binlog2ch/replicator"
@@ -71,7 +72,7 @@ checkpoint: {interval: 200ms}
 	if err := os.WriteFile(cfgPath, []byte(conf), 0o600); err != nil {
 		return err
 	}
-	cfg, err := replicator.LoadConfig(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		return err
 	}

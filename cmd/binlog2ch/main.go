@@ -16,7 +16,7 @@ import (
 	"syscall"
 	_ "time/tzdata" // datetime_zone must resolve on hosts without a zone database
 
-	"github.com/binlog2ch/binlog2ch/replicator"
+	"github.com/binlog2ch/binlog2ch/config"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -142,7 +142,7 @@ func (c *configFlags) register(fs *flag.FlagSet) {
 
 // load returns the logger and the validated config, or the exit code after
 // printing why not.
-func (c *configFlags) load(e *env, cmd string) (*slog.Logger, *replicator.Config, int) {
+func (c *configFlags) load(e *env, cmd string) (*slog.Logger, *config.Config, int) {
 	logger, err := newLogger(e.stderr, c.logLevel, c.logFormat)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "binlog2ch %s: %v\n", cmd, err)
@@ -152,7 +152,7 @@ func (c *configFlags) load(e *env, cmd string) (*slog.Logger, *replicator.Config
 		fmt.Fprintf(e.stderr, "binlog2ch %s: -config FILE is required\n", cmd)
 		return nil, nil, exitUsage
 	}
-	cfg, err := replicator.LoadConfig(c.config)
+	cfg, err := config.Load(c.config)
 	if err != nil {
 		fmt.Fprintln(e.stderr, err)
 		return nil, nil, exitUsage

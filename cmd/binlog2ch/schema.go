@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/replicator"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
@@ -98,7 +99,7 @@ func schemaCmd(ctx context.Context, e *env, args []string) int {
 
 // selectTables returns the tables named by -tables (each must exist and be
 // selected by the config), or every selected table.
-func selectTables(ctx context.Context, cfg *replicator.Config, db *sql.DB, list string) ([]replicator.TableName, error) {
+func selectTables(ctx context.Context, cfg *config.Config, db *sql.DB, list string) ([]replicator.TableName, error) {
 	all, err := replicator.ListTables(ctx, db, cfg)
 	if err != nil || list == "" {
 		return all, err

@@ -29,6 +29,9 @@ type PKI struct {
 // NewPKI writes a fresh CA and its server and client certificates to dir.
 // Each call makes a different CA, so two of them test a wrong CA.
 func NewPKI(dir string) (*PKI, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,9 @@
-package replicator
+// Package config is binlog2ch's configuration file: the YAML model, strict
+// decoding that reports every problem with its file and line, validation,
+// and the TLS material the file names. It connects to no server and reads
+// nothing but the file and the files it names (passwords, certificates);
+// what a setting does belongs to the packages that act on it.
+package config
 
 import (
 	"errors"
@@ -208,8 +213,8 @@ func defaultConfig() Config {
 	}
 }
 
-// ConfigError lists everything wrong with a config file, one problem a line.
-type ConfigError struct {
+// Error lists everything wrong with a config file, one problem a line.
+type Error struct {
 	File     string
 	Problems []Problem
 }
@@ -221,7 +226,7 @@ type Problem struct {
 	Msg  string
 }
 
-func (e *ConfigError) Error() string {
+func (e *Error) Error() string {
 	var b strings.Builder
 	for i, p := range e.Problems {
 		if i > 0 {
@@ -244,34 +249,34 @@ func (e *ConfigError) Error() string {
 	return b.String()
 }
 
-// LoadConfig reads, expands and validates the config file at file.
-func LoadConfig(file string) (*Config, error) {
+// Load reads, expands and validates the config file at file.
+func Load(file string) (*Config, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, &ConfigError{File: file, Problems: []Problem{{Msg: "cannot read the file: " + errors.Unwrap(err).Error()}}}
+		return nil, &Error{File: file, Problems: []Problem{{Msg: "cannot read the file: " + errors.Unwrap(err).Error()}}}
 	}
-	return ParseConfig(data, file, os.LookupEnv)
+	return Parse(data, file, os.LookupEnv)
 }
 
-// ParseConfig parses a config file's contents. file names it in errors and
+// Parse parses a config file's contents. file names it in errors and
 // anchors relative paths; lookupEnv expands ${VAR} references.
-func ParseConfig(data []byte, file string, lookupEnv func(string) (string, bool)) (*Config, error) {
+func Parse(data []byte, file string, lookupEnv func(string) (string, bool)) (*Config, error) {
 	d := &decoder{lookupEnv: lookupEnv, lines: map[string]int{}}
 	cfg := defaultConfig()
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "yaml: ")
-		return nil, &ConfigError{File: file, Problems: []Problem{{Msg: "not valid YAML: " + msg}}}
+		return nil, &Error{File: file, Problems: []Problem{{Msg: "not valid YAML: " + msg}}}
 	}
 	if len(root.Content) == 0 {
-		return nil, &ConfigError{File: file, Problems: []Problem{{Msg: "the file is empty"}}}
+		return nil, &Error{File: file, Problems: []Problem{{Msg: "the file is empty"}}}
 	}
 	d.decode(root.Content[0], &cfg, "")
 	if len(d.problems) == 0 {
 		cfg.validate(d, filepath.Dir(file))
 	}
 	if len(d.problems) > 0 {
-		return nil, &ConfigError{File: file, Problems: d.problems}
+		return nil, &Error{File: file, Problems: d.problems}
 	}
 	return &cfg, nil
 }

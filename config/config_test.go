@@ -1,4 +1,4 @@
-package replicator
+package config
 
 import (
 	"bytes"
@@ -34,8 +34,8 @@ func env(vars map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 }
 
-func TestParseConfigValid(t *testing.T) {
-	cfg, err := ParseConfig([]byte(validConfig), "/etc/binlog2ch.yaml", env(map[string]string{"MYSQL_PASSWORD": "p$ss"}))
+func TestParseValid(t *testing.T) {
+	cfg, err := Parse([]byte(validConfig), "/etc/binlog2ch.yaml", env(map[string]string{"MYSQL_PASSWORD": "p$ss"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +58,8 @@ func TestParseConfigValid(t *testing.T) {
 	}
 }
 
-func TestParseConfigDefaults(t *testing.T) {
-	cfg, err := ParseConfig([]byte(`
+func TestParseDefaults(t *testing.T) {
+	cfg, err := Parse([]byte(`
 mysql: {addr: "db:3306", user: repl, server_id: 1}
 clickhouse: {addr: ["ch:9000"]}
 tables: {include: ["*.*"]}
@@ -85,7 +85,7 @@ metrics:`, 1)
 	conf = strings.Replace(conf, "  exclude:", `  overrides:
     shop.orders: {name: orders_v2, mode: changelog, order_by: [id], exclude_columns: [secret]}
   exclude:`, 1)
-	cfg, err := ParseConfig([]byte(conf), "f.yaml", env(map[string]string{"MYSQL_PASSWORD": "x"}))
+	cfg, err := Parse([]byte(conf), "f.yaml", env(map[string]string{"MYSQL_PASSWORD": "x"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestPasswordFile(t *testing.T) {
 	}
 	file := filepath.Join(dir, "binlog2ch.yaml")
 	conf := strings.Replace(validConfig, `password: "${MYSQL_PASSWORD}"`, `password_file: pw`, 1)
-	cfg, err := ParseConfig([]byte(conf), file, env(nil))
+	cfg, err := Parse([]byte(conf), file, env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestBadConfigs(t *testing.T) {
 			if conf == validConfig && c.from != validConfig {
 				t.Fatalf("test case did not change the config: %q not found", c.from)
 			}
-			_, err := ParseConfig([]byte(conf), "binlog2ch.yaml", environ)
+			_, err := Parse([]byte(conf), "binlog2ch.yaml", environ)
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -190,21 +190,21 @@ func TestBadConfigs(t *testing.T) {
 
 func TestConfigErrorsAreCollected(t *testing.T) {
 	conf := strings.NewReplacer("server_id: 4242", "server_id: x", `listen: "127.0.0.1:9188"`, "listen: [1]").Replace(validConfig)
-	_, err := ParseConfig([]byte(conf), "f.yaml", env(map[string]string{"MYSQL_PASSWORD": "pw"}))
+	_, err := Parse([]byte(conf), "f.yaml", env(map[string]string{"MYSQL_PASSWORD": "pw"}))
 	if err == nil || strings.Count(err.Error(), "\n") != 1 {
 		t.Fatalf("want two problems, one a line, got: %v", err)
 	}
 }
 
-func TestLoadConfigMissingFile(t *testing.T) {
-	_, err := LoadConfig("/nonexistent/binlog2ch.yaml")
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load("/nonexistent/binlog2ch.yaml")
 	if err == nil || err.Error() != "config: cannot read the file: no such file or directory (/nonexistent/binlog2ch.yaml)" {
 		t.Fatalf("got %v", err)
 	}
 }
 
 func TestSecretNeverPrints(t *testing.T) {
-	cfg, err := ParseConfig([]byte(validConfig), "f.yaml", env(map[string]string{"MYSQL_PASSWORD": "hunter2"}))
+	cfg, err := Parse([]byte(validConfig), "f.yaml", env(map[string]string{"MYSQL_PASSWORD": "hunter2"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,14 +251,14 @@ func TestExpandEnv(t *testing.T) {
 // TestExampleConfigIsValid keeps deploy/binlog2ch.example.yaml loadable.
 func TestExampleConfigIsValid(t *testing.T) {
 	t.Setenv("MYSQL_PASSWORD", "example")
-	if _, err := LoadConfig("../deploy/binlog2ch.example.yaml"); err != nil {
+	if _, err := Load("../deploy/binlog2ch.example.yaml"); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // TestMetricsListenPortZero: a free port, for tests and ad-hoc runs.
 func TestMetricsListenPortZero(t *testing.T) {
-	cfg, err := ParseConfig([]byte(strings.Replace(validConfig, `listen: "127.0.0.1:9188"`, `listen: "127.0.0.1:0"`, 1)), "binlog2ch.yaml", env(map[string]string{"MYSQL_PASSWORD": "x"}))
+	cfg, err := Parse([]byte(strings.Replace(validConfig, `listen: "127.0.0.1:9188"`, `listen: "127.0.0.1:0"`, 1)), "binlog2ch.yaml", env(map[string]string{"MYSQL_PASSWORD": "x"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestMetricsListenPortZero(t *testing.T) {
 
 func TestClusterConfig(t *testing.T) {
 	conf := strings.Replace(validConfig, "  database_map:", "  cluster: c1\n  database_map:", 1)
-	cfg, err := ParseConfig([]byte(conf), "binlog2ch.yaml", env(map[string]string{"MYSQL_PASSWORD": "x"}))
+	cfg, err := Parse([]byte(conf), "binlog2ch.yaml", env(map[string]string{"MYSQL_PASSWORD": "x"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,14 +277,14 @@ func TestClusterConfig(t *testing.T) {
 	if c == nil || c.Name != "c1" || c.ZooKeeperPath != "/clickhouse/tables/{shard}/{database}/{table}" || c.Replica != "{replica}" || c.Distributed != "{table}_all" {
 		t.Fatalf("cluster options: %+v", c)
 	}
-	if cfg, err = ParseConfig([]byte(validConfig), "binlog2ch.yaml", env(map[string]string{"MYSQL_PASSWORD": "x"})); err != nil || cfg.SchemaOptions().Cluster != nil {
+	if cfg, err = Parse([]byte(validConfig), "binlog2ch.yaml", env(map[string]string{"MYSQL_PASSWORD": "x"})); err != nil || cfg.SchemaOptions().Cluster != nil {
 		t.Fatalf("no cluster configured: %v %+v", err, cfg.SchemaOptions().Cluster)
 	}
 }
 
 func TestStateConfig(t *testing.T) {
 	parse := func(state string) (*Config, error) {
-		return ParseConfig([]byte(validConfig+state), "f.yaml", env(map[string]string{"MYSQL_PASSWORD": "pw"}))
+		return Parse([]byte(validConfig+state), "f.yaml", env(map[string]string{"MYSQL_PASSWORD": "pw"}))
 	}
 	cfg, err := parse("")
 	if err != nil || cfg.State.Store != StoreFile || cfg.State.Lease != LeaseNone {

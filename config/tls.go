@@ -1,4 +1,4 @@
-package replicator
+package config
 
 import (
 	"crypto/tls"
@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // TLSConfig is the tls block of mysql and clickhouse. Off by default, so an
@@ -138,21 +137,6 @@ func abs(dir, file string) string {
 		return file
 	}
 	return filepath.Join(dir, file)
-}
-
-// tlsHint adds what an operator most likely got wrong to a failed
-// connection's error: TLS against a plain port (portHint then says which
-// port serves TLS), or the reverse.
-func tlsHint(err error, section string, tlsOn bool, portHint string) error {
-	var rh tls.RecordHeaderError
-	switch {
-	case tlsOn && errors.As(err, &rh):
-		return fmt.Errorf("%w (the server answered in plain text: is this its TLS port?%s)", err, portHint)
-	case !tlsOn && errors.Is(err, syscall.ECONNRESET):
-		// What a TLS port does with a plain-text hello.
-		return fmt.Errorf("%w (if this is a TLS port, set %s.tls.enabled)", err, section)
-	}
-	return err
 }
 
 // hostOf is the host of a host:port address, validated at load.
