@@ -18,6 +18,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/state"
 )
 
 // newClusterHarness starts a private ClickHouse cluster of shards x
@@ -526,7 +527,7 @@ func TestClusterShardDownHoldsCheckpoint(t *testing.T) {
 	})
 	after := passes.Load()
 	waitFor(t, time.Minute, "three checkpoint passes", func() bool { return passes.Load() >= after+3 })
-	cp, err := ReadCheckpoint(context.Background(), h.cfg, h.ch)
+	cp, err := state.Read(context.Background(), h.cfg, h.ch)
 	if err != nil {
 		t.Fatal(err)
 	}

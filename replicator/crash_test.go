@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/source"
+	"github.com/binlog2ch/binlog2ch/state"
 )
 
 // envDaemon makes the test binary run the daemon on the given config
@@ -111,11 +113,11 @@ func (h *harness) startDaemon(logPath string, env ...string) *daemon {
 
 // waitCheckpointPast waits until the daemon's checkpoint is past prev and
 // returns it.
-func (h *harness) waitCheckpointPast(d *daemon, logPath string, prev Position, timeout time.Duration) Position {
+func (h *harness) waitCheckpointPast(d *daemon, logPath string, prev source.Position, timeout time.Duration) source.Position {
 	h.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		cp, err := ReadCheckpoint(context.Background(), h.cfg, h.ch)
+		cp, err := state.Read(context.Background(), h.cfg, h.ch)
 		if err != nil {
 			h.t.Fatal(err)
 		}
@@ -149,7 +151,7 @@ func TestFaultKillAndRestart(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "daemon.log")
 	rnd := rand.New(rand.NewPCG(3, 4))
 	started := time.Now()
-	var last Position
+	var last source.Position
 	for round := 0; round < 10; round++ {
 		d := h.startDaemon(logPath)
 		// Killed once it has checkpointed past the last round's

@@ -23,6 +23,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/state"
 )
 
 // VerifyResult is what the fault tests need of a verify.Report.
@@ -328,7 +329,7 @@ func TestFaultCorruptCheckpoint(t *testing.T) {
 	h := newHarness(t, 1, "")
 	a := h.dbs[0]
 	h.stoppedWithData(a, 5)
-	path := filepath.Join(h.cfg.StateDir, checkpointFile)
+	path := filepath.Join(h.cfg.StateDir, state.CheckpointFile)
 	good, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -380,7 +381,7 @@ func TestFaultBinlogPurged(t *testing.T) {
 	h.purgeCheckpointBinlog()
 	before := h.chDump(a, "t", false)
 	_, err := h.runExpectingError(60 * time.Second)
-	for _, want := range []string{"cannot send the binlog from", "purged", "re-snapshot", "drop its tables in ClickHouse", checkpointFile, snapshotStateFile} {
+	for _, want := range []string{"cannot send the binlog from", "purged", "re-snapshot", "drop its tables in ClickHouse", state.CheckpointFile, snapshotStateFile} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("purged binlog: got %v; want an error saying %q", err, want)
 		}
@@ -393,7 +394,7 @@ func TestFaultBinlogPurged(t *testing.T) {
 	if err := h.ch.Exec(context.Background(), "DROP TABLE "+a+".t"); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{checkpointFile, snapshotStateFile} {
+	for _, f := range []string{state.CheckpointFile, snapshotStateFile} {
 		if err := os.Remove(filepath.Join(h.cfg.StateDir, f)); err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
@@ -414,7 +415,7 @@ func (h *harness) purgeCheckpointBinlog() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp, err := LoadCheckpoint(h.cfg.StateDir)
+	cp, err := state.LoadFile(h.cfg.StateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -578,7 +579,7 @@ func TestFaultNoReplicationPrivilege(t *testing.T) {
 	h.exec("GRANT REPLICATION CLIENT ON *.* TO '" + user + "'@'%'")
 	for _, snapshot := range []bool{false, true} {
 		if snapshot { // first start: the snapshot would come first
-			_ = os.Remove(filepath.Join(cfg.StateDir, checkpointFile))
+			_ = os.Remove(filepath.Join(cfg.StateDir, state.CheckpointFile))
 		}
 		r, err := New(context.Background(), &cfg, slog.New(slog.DiscardHandler))
 		if err != nil {

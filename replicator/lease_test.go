@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
+	"github.com/binlog2ch/binlog2ch/state"
 )
 
 // startDaemonOn is startDaemon on another config file ("another host").
@@ -62,15 +63,15 @@ func TestLeaseFailover(t *testing.T) {
 	db := h.dbs[0]
 	// The harness recorded the start position in state_dir: make it the
 	// shared checkpoint (fence 0, below any lease's).
-	start, err := LoadCheckpoint(h.cfg.StateDir)
+	start, err := state.LoadFile(h.cfg.StateDir)
 	if err != nil || start == nil {
 		t.Fatalf("harness checkpoint: %v", err)
 	}
 	start.SavedAt = time.Now().UTC()
-	if err := newCheckpointStore(h.cfg, h.ch, 0, nil).save(context.Background(), *start); err != nil {
+	if err := state.NewStore(h.cfg, h.ch, 0, nil).Save(context.Background(), *start); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(filepath.Join(h.cfg.StateDir, checkpointFile)); err != nil {
+	if err := os.Remove(filepath.Join(h.cfg.StateDir, state.CheckpointFile)); err != nil {
 		t.Fatal(err)
 	}
 	// Host B: the same config in another directory, so another state_dir.
@@ -109,7 +110,7 @@ func TestLeaseFailover(t *testing.T) {
 	w.finish()
 	h.waitCaughtUpProcess(b, logB, 90*time.Second)
 	h.assertClusterWorkload(db)
-	if _, err := os.Stat(filepath.Join(filepath.Dir(configB), "state", checkpointFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(filepath.Dir(configB), "state", state.CheckpointFile)); err == nil {
 		t.Error("host B wrote a checkpoint file in its state_dir; the checkpoint belongs in ClickHouse")
 	}
 
@@ -125,7 +126,7 @@ func TestLeaseFailover(t *testing.T) {
 		t.Errorf("host B exited with %d after SIGTERM", code)
 	}
 	stopped := time.Now()
-	final, err := ReadCheckpoint(context.Background(), h.cfg, h.ch)
+	final, err := state.Read(context.Background(), h.cfg, h.ch)
 	if err != nil || final == nil {
 		t.Fatalf("shared checkpoint after B stopped: %v", err)
 	}

@@ -22,6 +22,8 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/source"
+	"github.com/binlog2ch/binlog2ch/state"
 )
 
 // Replicator is the `binlog2ch run` daemon.
@@ -40,8 +42,8 @@ type Replicator struct {
 	checkin      atomic.Int64 // when the reader last checked in (Unix ns), for Alive
 	mysqlUp      atomic.Bool  // the binlog stream is connected
 	clickhouseUp atomic.Bool  // the last insert, DDL or ping succeeded
-	readPos      atomic.Pointer[Position]
-	savedPos     atomic.Pointer[Position]
+	readPos      atomic.Pointer[source.Position]
+	savedPos     atomic.Pointer[source.Position]
 	httpAddr     atomic.Value // string
 
 	flavor string // mysql.MySQLFlavor or mysql.MariaDBFlavor
@@ -55,8 +57,8 @@ type Replicator struct {
 	maxBackoff      time.Duration // cap of the retry backoff
 	shutdownTimeout time.Duration // how long a shutdown may spend flushing
 
-	lease *lease          // the ZooKeeper lease while held (state.lease zookeeper)
-	store checkpointStore // where the checkpoint lives (state.store)
+	lease *state.Lease // the ZooKeeper lease while held (state.lease zookeeper)
+	store state.Store  // where the checkpoint lives (state.store)
 
 	hooks testHooks
 }
@@ -161,7 +163,7 @@ func (r *Replicator) checkSource(ctx context.Context) error {
 	}
 	// Reading the binlog position needs REPLICATION CLIENT: say so at
 	// start, not at the first snapshot or position check.
-	if _, err := CurrentPosition(ctx, r.my); err != nil {
+	if _, err := source.CurrentPosition(ctx, r.my); err != nil {
 		return fmt.Errorf("MySQL %s as %s: %w. binlog2ch needs REPLICATION CLIENT (called BINLOG MONITOR on MariaDB 10.5+) and REPLICATION SLAVE: GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO the user, and SELECT on the replicated databases",
 			r.cfg.MySQL.Addr, r.cfg.MySQL.User, err)
 	}
@@ -179,37 +181,8 @@ func (r *Replicator) checkSource(ctx context.Context) error {
 }
 
 // currentPosition is the server's current binlog position.
-func (r *Replicator) currentPosition(ctx context.Context) (Position, error) {
-	return CurrentPosition(ctx, r.my)
-}
-
-// CurrentPosition reads a server's current binlog position.
-func CurrentPosition(ctx context.Context, db *sql.DB) (Position, error) {
-	rows, err := db.QueryContext(ctx, "SHOW MASTER STATUS")
-	if err != nil {
-		// MySQL 8.4 renamed it.
-		if rows, err = db.QueryContext(ctx, "SHOW BINARY LOG STATUS"); err != nil {
-			return Position{}, fmt.Errorf("read the binlog position: %w", err)
-		}
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return Position{}, err
-	}
-	if !rows.Next() {
-		return Position{}, errors.New("SHOW MASTER STATUS is empty: is the binary log on, and does the user have REPLICATION CLIENT?")
-	}
-	var p Position
-	dest := make([]any, len(cols))
-	for i := range dest {
-		dest[i] = new(sql.RawBytes)
-	}
-	dest[0], dest[1] = &p.File, &p.Pos
-	if err := rows.Scan(dest...); err != nil {
-		return Position{}, err
-	}
-	return p, rows.Err()
+func (r *Replicator) currentPosition(ctx context.Context) (source.Position, error) {
+	return source.CurrentPosition(ctx, r.my)
 }
 
 // startPosition is where to read from: the checkpoint or, at the first
@@ -217,19 +190,19 @@ func CurrentPosition(ctx context.Context, db *sql.DB) (Position, error) {
 // copies every selected table (see snapshot.go). snap is that snapshot
 // when it is still to be done (also after a restart during it); Run does
 // it before following the binlog.
-func (r *Replicator) startPosition(ctx context.Context) (start Position, snap *copyState, err error) {
-	cp, err := r.checkpoints().load(ctx)
+func (r *Replicator) startPosition(ctx context.Context) (start source.Position, snap *copyState, err error) {
+	cp, err := r.checkpoints().Load(ctx)
 	if err != nil {
-		return Position{}, nil, err
+		return source.Position{}, nil, err
 	}
 	if cp != nil && cp.Server != r.server {
-		return Position{}, nil, fmt.Errorf("checkpoint in %s belongs to MySQL server %s, but %s is %s: a binlog position means nothing on another server. Point mysql.addr at the right server, or move the checkpoint away to start over", r.checkpoints(), cp.Server, r.cfg.MySQL.Addr, r.server)
+		return source.Position{}, nil, fmt.Errorf("checkpoint in %s belongs to MySQL server %s, but %s is %s: a binlog position means nothing on another server. Point mysql.addr at the right server, or move the checkpoint away to start over", r.checkpoints(), cp.Server, r.cfg.MySQL.Addr, r.server)
 	}
 	if snap, err = loadCopyState(r.cfg.StateDir, snapshotStateFile); err != nil {
-		return Position{}, nil, err
+		return source.Position{}, nil, err
 	}
 	if snap != nil && snap.Server != r.server {
-		return Position{}, nil, fmt.Errorf("the initial snapshot in %s belongs to MySQL server %s, but %s is %s. Point mysql.addr at the right server, or move state_dir away to start over", r.cfg.StateDir, snap.Server, r.cfg.MySQL.Addr, r.server)
+		return source.Position{}, nil, fmt.Errorf("the initial snapshot in %s belongs to MySQL server %s, but %s is %s. Point mysql.addr at the right server, or move state_dir away to start over", r.cfg.StateDir, snap.Server, r.cfg.MySQL.Addr, r.server)
 	}
 	if cp != nil && (snap == nil || snap.Complete) {
 		r.log.Info("resuming from checkpoint", "position", cp.Position.String(), "saved_at", cp.SavedAt)
@@ -241,11 +214,11 @@ func (r *Replicator) startPosition(ctx context.Context) (start Position, snap *c
 	if snap == nil {
 		p, err := r.currentPosition(ctx)
 		if err != nil {
-			return Position{}, nil, err
+			return source.Position{}, nil, err
 		}
 		tables, err := ListTables(ctx, r.my, r.cfg)
 		if err != nil {
-			return Position{}, nil, err
+			return source.Position{}, nil, err
 		}
 		snap = &copyState{Server: r.server, Position: p, Started: time.Now().UTC(), Tables: map[string]*tableProgress{}, List: tables}
 		r.log.Info("no checkpoint: first start. Copying the existing rows of every selected table (initial snapshot), then following the binlog from the position recorded before the copy",
@@ -253,7 +226,7 @@ func (r *Replicator) startPosition(ctx context.Context) (start Position, snap *c
 		// The snapshot state first: a crash before the checkpoint is saved
 		// then still resumes this snapshot at this position.
 		if err := saveCopyState(r.cfg.StateDir, snapshotStateFile, snap); err != nil {
-			return Position{}, nil, err
+			return source.Position{}, nil, err
 		}
 	} else {
 		r.log.Info("resuming the interrupted initial snapshot", "position", snap.Position.String(), "started", snap.Started)
@@ -261,13 +234,13 @@ func (r *Replicator) startPosition(ctx context.Context) (start Position, snap *c
 	// The lag counts from the recorded position: the copy is catching up.
 	r.m.durable.Store(snap.Started.UnixNano())
 	if cp == nil {
-		cp = &Checkpoint{Position: snap.Position, Server: r.server, SavedAt: time.Now().UTC()}
+		cp = &state.Checkpoint{Position: snap.Position, Server: r.server, SavedAt: time.Now().UTC()}
 		// A shared checkpoint is written once the snapshot is complete:
 		// another host, which cannot see this host's snapshot state, must
 		// not take it for a finished copy.
 		if r.cfg.State.Store == config.StoreFile {
-			if err := r.checkpoints().save(ctx, *cp); err != nil {
-				return Position{}, nil, err
+			if err := r.checkpoints().Save(ctx, *cp); err != nil {
+				return source.Position{}, nil, err
 			}
 		}
 	}
@@ -300,7 +273,7 @@ func (r *Replicator) initialSnapshot(ctx context.Context, st *copyState) error {
 	if err != nil {
 		return err
 	}
-	if err := r.checkpoints().save(ctx, Checkpoint{Position: st.Position, Server: r.server, SavedAt: time.Now().UTC()}); err != nil {
+	if err := r.checkpoints().Save(ctx, state.Checkpoint{Position: st.Position, Server: r.server, SavedAt: time.Now().UTC()}); err != nil {
 		return err
 	}
 	r.log.Info("initial snapshot done; following the binlog from the recorded position", "tables", len(statuses), "rows", rows,
@@ -314,7 +287,7 @@ func (r *Replicator) initialSnapshot(ctx context.Context, st *copyState) error {
 // lease is lost.
 func (r *Replicator) Run(ctx context.Context) error {
 	if r.cfg.State.Lease == config.LeaseZooKeeper {
-		l, err := acquireLease(ctx, r.cfg, r.log)
+		l, err := state.Acquire(ctx, r.cfg, r.log)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil // stopped while waiting
@@ -322,7 +295,7 @@ func (r *Replicator) Run(ctx context.Context) error {
 			return err
 		}
 		r.lease = l
-		defer l.release()
+		defer l.Release()
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
@@ -330,32 +303,32 @@ func (r *Replicator) Run(ctx context.Context) error {
 		// without a flush (see run's error path).
 		go func() {
 			select {
-			case <-l.lost:
-				cancel(errLeaseLost)
+			case <-l.Lost():
+				cancel(state.ErrLeaseLost)
 			case <-ctx.Done():
 			}
 		}()
 	}
 	err := r.run(ctx)
-	if errors.Is(context.Cause(ctx), errLeaseLost) {
-		return errLeaseLost
+	if errors.Is(context.Cause(ctx), state.ErrLeaseLost) {
+		return state.ErrLeaseLost
 	}
 	return err
 }
 
 // checkpoints is the checkpoint store; with a lease, its writes are
 // fenced by the lease's token and refused once the lease is lost.
-func (r *Replicator) checkpoints() checkpointStore {
+func (r *Replicator) checkpoints() state.Store {
 	if r.store == nil {
 		var fence int64
 		var valid func() bool
 		if r.cfg.State.Lease == config.LeaseZooKeeper {
 			if r.lease != nil {
-				fence = r.lease.fence
+				fence = r.lease.Fence()
 			}
-			valid = r.lease.valid
+			valid = r.lease.Valid
 		}
-		r.store = newCheckpointStore(r.cfg, r.ch, fence, valid)
+		r.store = state.NewStore(r.cfg, r.ch, fence, valid)
 	}
 	return r.store
 }

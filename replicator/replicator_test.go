@@ -20,6 +20,8 @@ import (
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/source"
+	"github.com/binlog2ch/binlog2ch/state"
 )
 
 // harness is a source database set, a config and the servers.
@@ -95,7 +97,7 @@ metrics: {listen: "127.0.0.1:0"}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := SaveCheckpoint(h.cfg.StateDir, Checkpoint{Position: pos, Server: r.server}); err != nil {
+	if err := state.SaveFile(h.cfg.StateDir, state.Checkpoint{Position: pos, Server: r.server}); err != nil {
 		t.Fatal(err)
 	}
 	for _, db := range h.dbs {
@@ -216,7 +218,7 @@ func (h *harness) waitCaughtUpOr(run *running, exited <-chan struct{}, timeout t
 			h.t.Fatal("the daemon exited")
 		default:
 		}
-		cp, err := ReadCheckpoint(context.Background(), h.cfg, h.ch)
+		cp, err := state.Read(context.Background(), h.cfg, h.ch)
 		if err != nil {
 			h.t.Fatal(err)
 		}
@@ -325,4 +327,35 @@ func (h *harness) chTableExists(db, table string) bool {
 		h.t.Fatal(err)
 	}
 	return n > 0
+}
+
+// TestStartRefusesWrongOrPurgedPositions: a checkpoint from another server
+// and a position whose binlog is gone stop the daemon with a message.
+func TestStartRefusesWrongOrPurgedPositions(t *testing.T) {
+	h := newHarness(t, 1, "")
+	r := h.newReplicator(io.Discard)
+	server := r.server
+	r.Close()
+
+	if err := state.SaveFile(h.cfg.StateDir, state.Checkpoint{Position: source.Position{File: "binlog.000001", Pos: 4}, Server: "uuid:another"}); err != nil {
+		t.Fatal(err)
+	}
+	r = h.newReplicator(io.Discard)
+	err := r.Run(context.Background())
+	r.Close()
+	if err == nil || !strings.Contains(err.Error(), "belongs to MySQL server uuid:another") {
+		t.Fatalf("checkpoint of another server: %v", err)
+	}
+
+	if err := state.SaveFile(h.cfg.StateDir, state.Checkpoint{Position: source.Position{File: "binlog.000999", Pos: 4}, Server: server}); err != nil {
+		t.Fatal(err)
+	}
+	r = h.newReplicator(io.Discard)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err = r.Run(ctx)
+	r.Close()
+	if err == nil || !strings.Contains(err.Error(), "cannot send the binlog from binlog.000999:4") || !strings.Contains(err.Error(), "re-snapshot") {
+		t.Fatalf("purged position: %v", err)
+	}
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/source"
+	"github.com/binlog2ch/binlog2ch/state"
 )
 
 // Table copies (`binlog2ch fullsync` and the initial snapshot of `run`).
@@ -154,12 +156,12 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]Tabl
 	if opts.SetCheckpoint && r.cfg.State.Lease == config.LeaseZooKeeper {
 		// Moving a shared checkpoint under a running daemon would be lost
 		// or undone: hold the lease for the whole copy.
-		l, err := acquireLease(ctx, r.cfg, r.log)
+		l, err := state.Acquire(ctx, r.cfg, r.log)
 		if err != nil {
 			return nil, err
 		}
 		r.lease = l
-		defer l.release()
+		defer l.Release()
 	}
 	st, err := loadCopyState(r.cfg.StateDir, fullSyncStateFile)
 	if err != nil {
@@ -206,11 +208,11 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]Tabl
 }
 
 // resetCheckpoint moves run's checkpoint to a complete copy's position.
-func (r *Replicator) resetCheckpoint(p Position) error {
+func (r *Replicator) resetCheckpoint(p source.Position) error {
 	if err := os.Remove(filepath.Join(r.cfg.StateDir, snapshotStateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove the initial snapshot's state: %w", err)
 	}
-	if err := r.checkpoints().save(context.Background(), Checkpoint{Position: p, Server: r.server, SavedAt: time.Now().UTC()}); err != nil {
+	if err := r.checkpoints().Save(context.Background(), state.Checkpoint{Position: p, Server: r.server, SavedAt: time.Now().UTC()}); err != nil {
 		return err
 	}
 	r.log.Warn("run's checkpoint set to the copy's position: run follows the binlog from there", "position", p.String())
@@ -221,7 +223,7 @@ func (r *Replicator) resetCheckpoint(p Position) error {
 // table's.
 func (c *copier) run(ctx context.Context, tables []TableName) ([]TableStatus, error) {
 	var err error
-	if c.file, err = fileIndex(c.st.Position.File); err != nil {
+	if c.file, err = source.FileIndex(c.st.Position.File); err != nil {
 		return nil, err
 	}
 	c.pos = c.st.Position.Pos

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/binlog2ch/binlog2ch/source"
 )
 
 // State files of the two snapshot users: `binlog2ch fullsync` and the
@@ -22,9 +24,9 @@ const (
 // before any table was read (every snapshot row's version comes from it)
 // and, per table, which key ranges are confirmed in ClickHouse.
 type copyState struct {
-	Server   string    `json:"server"`
-	Position Position  `json:"position"`
-	Started  time.Time `json:"started"`
+	Server   string          `json:"server"`
+	Position source.Position `json:"position"`
+	Started  time.Time       `json:"started"`
 	// Tables is keyed by MySQL db.table.
 	Tables   map[string]*tableProgress `json:"tables"`
 	Complete bool                      `json:"complete"`
@@ -126,7 +128,7 @@ func loadCopyState(dir, name string) (*copyState, error) {
 	if err := dec.Decode(&st); err != nil {
 		return nil, fmt.Errorf("%s is corrupt (%v); delete it to start the copy over", path, err)
 	}
-	if _, err := fileIndex(st.Position.File); err != nil {
+	if _, err := source.FileIndex(st.Position.File); err != nil {
 		return nil, fmt.Errorf("%s is corrupt (position %s); delete it to start the copy over", path, st.Position)
 	}
 	if st.Tables == nil {

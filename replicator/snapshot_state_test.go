@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/source"
 )
 
 func k(vals ...string) [][]byte {
@@ -47,7 +48,7 @@ func TestCopyStateRoundTrip(t *testing.T) {
 	if st, err := loadCopyState(dir, fullSyncStateFile); st != nil || err != nil {
 		t.Fatalf("no file: %v, %v", st, err)
 	}
-	st := &copyState{Server: "server_id:7", Position: Position{File: "binlog.000003", Pos: 1234}, Tables: map[string]*tableProgress{
+	st := &copyState{Server: "server_id:7", Position: source.Position{File: "binlog.000003", Pos: 1234}, Tables: map[string]*tableProgress{
 		"shop.t": {Key: []string{"a", "b"}, Done: []keyRange{{Hi: k("1", "\x00\xff")}}, Rows: 10, Chunks: 1},
 	}}
 	if err := saveCopyState(dir, fullSyncStateFile, st); err != nil {

@@ -19,6 +19,7 @@ import (
 	binlog2ch "github.com/binlog2ch/binlog2ch"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/loadgen"
+	"github.com/binlog2ch/binlog2ch/state"
 )
 
 // fillFieldTest creates binlog_field_test_1 in db and writes rows rows
@@ -297,7 +298,7 @@ func TestRunSnapshotsWhileWritten(t *testing.T) {
 		}
 		h.exec("INSERT INTO "+a+".w VALUES "+strings.Join(vals, ", "), "INSERT INTO "+a+".w2 VALUES "+strings.Join(vals2, ", "))
 	}
-	if err := os.Remove(filepath.Join(h.cfg.StateDir, checkpointFile)); err != nil {
+	if err := os.Remove(filepath.Join(h.cfg.StateDir, state.CheckpointFile)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -529,7 +530,7 @@ func TestFaultRunSnapshotKilledAndResumed(t *testing.T) {
 	for i := 0; i < total/5000; i++ {
 		h.exec(fmt.Sprintf("INSERT INTO %s.r SELECT seq, CONCAT('row ', seq) FROM %s.seq_%d_to_%d", a, a, i*5000+1, (i+1)*5000))
 	}
-	if err := os.Remove(filepath.Join(h.cfg.StateDir, checkpointFile)); err != nil {
+	if err := os.Remove(filepath.Join(h.cfg.StateDir, state.CheckpointFile)); err != nil {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(t.TempDir(), "daemon.log")

@@ -15,6 +15,8 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/source"
+	"github.com/binlog2ch/binlog2ch/state"
 )
 
 // tableState is what the reader knows of one table-map id.
@@ -29,7 +31,7 @@ type tableState struct {
 // transaction. seq is the number of messages dispatched before it.
 type commitPoint struct {
 	seq uint64
-	pos Position
+	pos source.Position
 	at  int64 // timestamp (Unix ns) of the transaction's last event; 0: unknown
 }
 
@@ -44,12 +46,12 @@ type syncState struct {
 	wg          sync.WaitGroup
 	parser      *parser.Parser
 
-	pos       Position // after the last event read
+	pos       source.Position // after the last event read
 	fileIdx   uint32
 	seq       uint64
 	commits   []commitPoint // not yet checkpointed, oldest first
 	lastSaved time.Time
-	saved     Position
+	saved     source.Position
 	wk        waker
 	lastTS    int64 // timestamp (Unix ns) of the newest event read
 	// retired are writers whose MySQL table name a DROP or RENAME freed
@@ -113,14 +115,14 @@ func (k *waker) wakeAfter(d time.Duration) {
 // read follows the binlog from start until ctx ends or an error that
 // retrying cannot fix. Connection failures reconnect, with backoff, at the
 // last transaction boundary read.
-func (s *syncState) read(ctx context.Context, start Position) error {
+func (s *syncState) read(ctx context.Context, start source.Position) error {
 	s.parser = parser.New()
 	s.pos = start
 	s.saved = start
 	s.lastSaved = time.Now()
 	s.commits = []commitPoint{{seq: 0, pos: start}}
 	var err error
-	if s.fileIdx, err = fileIndex(start.File); err != nil {
+	if s.fileIdx, err = source.FileIndex(start.File); err != nil {
 		return err
 	}
 	delay := 100 * time.Millisecond
@@ -159,7 +161,7 @@ func (s *syncState) read(ctx context.Context, start Position) error {
 
 // fatalStreamError is the error that stops the reader for a binlog
 // stream failure that reconnecting cannot fix, or nil.
-func (r *Replicator) fatalStreamError(err error, from Position) error {
+func (r *Replicator) fatalStreamError(err error, from source.Position) error {
 	var me *mysql.MyError
 	if !errors.As(err, &me) {
 		return nil
@@ -169,7 +171,7 @@ func (r *Replicator) fatalStreamError(err error, from Position) error {
 		// A re-snapshot must start from empty tables: rows deleted in the
 		// lost binlog would otherwise stay in ClickHouse.
 		return fmt.Errorf("the source cannot send the binlog from %s: %w. If that binlog file was purged (SHOW BINARY LOGS lists those left), the changes in it are lost to replication; re-snapshot: stop binlog2ch, run `binlog2ch fullsync -recreate -checkpoint` (it copies every table into emptied tables and moves the checkpoint to the copy's position), and start it again. Or: drop its tables in ClickHouse, move %s and %s out of %s, and start it again: it copies every table from the current position, then follows the binlog",
-			from, err, checkpointFile, snapshotStateFile, r.cfg.StateDir)
+			from, err, state.CheckpointFile, snapshotStateFile, r.cfg.StateDir)
 	case mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, mysql.ER_ACCESS_DENIED_ERROR, mysql.ER_DBACCESS_DENIED_ERROR:
 		return fmt.Errorf("MySQL user %s may not read the binlog: %w. Grant what binlog2ch needs: GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO the user, and SELECT on the replicated databases", r.cfg.MySQL.User, err)
 	}
@@ -206,7 +208,7 @@ func (r *Replicator) syncerConfig() replication.BinlogSyncerConfig {
 // event, so a user without REPLICATION SLAVE, or a purged position, stops
 // the daemon at start rather than after an initial snapshot that may take
 // hours. Other failures are left to the stream's retries.
-func (r *Replicator) checkBinlogAccess(ctx context.Context, from Position) error {
+func (r *Replicator) checkBinlogAccess(ctx context.Context, from source.Position) error {
 	syncer := replication.NewBinlogSyncer(r.syncerConfig())
 	defer syncer.Close()
 	stream, err := syncer.StartSync(mysql.Position{Name: from.File, Pos: from.Pos})
@@ -222,7 +224,7 @@ func (r *Replicator) checkBinlogAccess(ctx context.Context, from Position) error
 }
 
 // stream reads from one binlog connection.
-func (s *syncState) stream(ctx context.Context, from Position) error {
+func (s *syncState) stream(ctx context.Context, from source.Position) error {
 	r := s.r
 	syncer := replication.NewBinlogSyncer(r.syncerConfig())
 	defer syncer.Close()
@@ -231,7 +233,7 @@ func (s *syncState) stream(ctx context.Context, from Position) error {
 		return err
 	}
 	s.pos = from
-	if s.fileIdx, err = fileIndex(from.File); err != nil {
+	if s.fileIdx, err = source.FileIndex(from.File); err != nil {
 		return fatalError{err}
 	}
 	clear(s.tables) // table ids are re-sent after every reconnect
@@ -305,8 +307,8 @@ func (s *syncState) handle(ctx context.Context, ev *replication.BinlogEvent) err
 	h := ev.Header
 	switch e := ev.Event.(type) {
 	case *replication.RotateEvent:
-		s.pos = Position{File: string(e.NextLogName), Pos: uint32(e.Position)}
-		idx, err := fileIndex(s.pos.File)
+		s.pos = source.Position{File: string(e.NextLogName), Pos: uint32(e.Position)}
+		idx, err := source.FileIndex(s.pos.File)
 		if err != nil {
 			return fatalError{err}
 		}
@@ -629,11 +631,11 @@ func (s *syncState) checkpoint(final bool) error {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	err := s.r.checkpoints().save(ctx, Checkpoint{Position: cp, Server: s.r.server, SavedAt: time.Now().UTC()})
+	err := s.r.checkpoints().Save(ctx, state.Checkpoint{Position: cp, Server: s.r.server, SavedAt: time.Now().UTC()})
 	cancel()
 	if err != nil {
 		s.r.m.errors.WithLabelValues(stageCheckpoint).Inc()
-		if s.r.cfg.State.Store == config.StoreClickHouse && !errors.Is(err, errLeaseLost) && !final {
+		if s.r.cfg.State.Store == config.StoreClickHouse && !errors.Is(err, state.ErrLeaseLost) && !final {
 			// A ClickHouse hiccup only delays the shared checkpoint (a
 			// successor would replay more); the next interval retries.
 			s.r.log.Warn("checkpoint not saved; retrying at the next interval", "error", err)
@@ -644,7 +646,7 @@ func (s *syncState) checkpoint(final bool) error {
 	s.saved = cp
 	s.r.savedPos.Store(&cp)
 	s.r.m.checkpointTS.Set(float64(time.Now().UnixNano()) / 1e9)
-	if idx, err := fileIndex(cp.File); err == nil {
+	if idx, err := source.FileIndex(cp.File); err == nil {
 		s.r.m.cpFile.Set(float64(idx))
 	}
 	s.r.m.cpPos.Set(float64(cp.Pos))

@@ -17,6 +17,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/source"
 )
 
 func TestMain(m *testing.M) {
@@ -51,7 +52,7 @@ func TestToolchain(t *testing.T) {
 	if strings.Contains(strings.ToLower(version), "mariadb") {
 		flavor = mysql.MariaDBFlavor
 	}
-	start, err := CurrentPosition(ctx, my)
+	start, err := source.CurrentPosition(ctx, my)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/source"
 )
 
 // rowOp is the kind of a rows event.
@@ -46,7 +47,7 @@ type message struct {
 	op     rowOp
 	file   uint32 // binlog file index and event end position: the version
 	pos    uint32
-	at     Position // for error messages
+	at     source.Position // for error messages
 	// snapshot marks rows read from the table rather than the binlog: they
 	// all get version(file, pos, maxVersionRow), at or above every event
 	// ending at or before pos and below every later one.

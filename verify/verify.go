@@ -15,6 +15,8 @@ import (
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/replicator"
 	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/source"
+	"github.com/binlog2ch/binlog2ch/state"
 )
 
 // Table statuses.
@@ -471,7 +473,7 @@ func (v *verifier) compareChunk(ctx context.Context, p *plan, b bound, tr *Table
 		if my, err = v.mysqlAggregate(ctx, p, myWhere); err != nil {
 			return my, ch, err
 		}
-		pos, err := replicator.CurrentPosition(ctx, v.my)
+		pos, err := source.CurrentPosition(ctx, v.my)
 		if err != nil {
 			addNote(tr, "cannot read MySQL's binlog position, so mismatches were not re-checked: "+err.Error())
 			return my, ch, nil
@@ -544,10 +546,10 @@ func (v *verifier) clickhouseAggregate(ctx context.Context, p *plan, where strin
 // waitCheckpoint waits until the daemon's checkpoint (state_dir) is at or
 // past pos. It returns false and a note when there is no checkpoint to wait
 // for, or it does not get there within CatchUp.
-func (v *verifier) waitCheckpoint(ctx context.Context, pos replicator.Position) (bool, string, error) {
+func (v *verifier) waitCheckpoint(ctx context.Context, pos source.Position) (bool, string, error) {
 	deadline := time.Now().Add(v.opts.CatchUp)
 	for {
-		cp, err := replicator.ReadCheckpoint(ctx, v.cfg, v.ch)
+		cp, err := state.Read(ctx, v.cfg, v.ch)
 		if err != nil {
 			return false, "", err
 		}

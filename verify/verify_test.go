@@ -22,6 +22,8 @@ import (
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 	"github.com/binlog2ch/binlog2ch/replicator"
 	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/source"
+	"github.com/binlog2ch/binlog2ch/state"
 )
 
 func TestMain(m *testing.M) { servertest.Main(m) }
@@ -130,7 +132,7 @@ func (e *testEnv) startDaemon() (stop func()) {
 	e.t.Cleanup(stop)
 	// Without a checkpoint the daemon saves the current position first.
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		cp, err := replicator.LoadCheckpoint(e.cfg.StateDir)
+		cp, err := state.LoadFile(e.cfg.StateDir)
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -184,7 +186,7 @@ func (w *signalWriter) String() string {
 // waitCaughtUp waits until the daemon's checkpoint reaches MySQL's position.
 func (e *testEnv) waitCaughtUp() {
 	e.t.Helper()
-	pos, err := replicator.CurrentPosition(context.Background(), e.my)
+	pos, err := source.CurrentPosition(context.Background(), e.my)
 	if err != nil {
 		e.t.Fatal(err)
 	}

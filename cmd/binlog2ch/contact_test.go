@@ -15,8 +15,9 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
-	"github.com/binlog2ch/binlog2ch/replicator"
 	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/source"
+	"github.com/binlog2ch/binlog2ch/state"
 	"github.com/binlog2ch/binlog2ch/verify"
 )
 
@@ -57,17 +58,17 @@ func TestLoadgenRunVerifyWithExampleConfig(t *testing.T) {
 	}()
 	// Without a checkpoint the daemon saves its start position first.
 	waitFor(t, done, &errOut, func() bool {
-		cp, err := replicator.LoadCheckpoint(cfg.StateDir)
+		cp, err := state.LoadFile(cfg.StateDir)
 		return err == nil && cp != nil
 	})
 	// While it runs: more rows, updates and deletes, through the binlog.
 	loadgen("2", "-update-ratio", "0.2", "-delete-ratio", "0.05")
-	target, err := replicator.CurrentPosition(context.Background(), my)
+	target, err := source.CurrentPosition(context.Background(), my)
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, done, &errOut, func() bool {
-		cp, err := replicator.LoadCheckpoint(cfg.StateDir)
+		cp, err := state.LoadFile(cfg.StateDir)
 		return err == nil && cp != nil && !cp.Position.Before(target)
 	})
 	cancel()

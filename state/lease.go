@@ -1,4 +1,4 @@
-package replicator
+package state
 
 import (
 	"context"
@@ -15,16 +15,16 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// errLeaseLost stops a daemon whose ZooKeeper session was disconnected or
+// ErrLeaseLost stops a daemon whose ZooKeeper session was disconnected or
 // expired: another daemon may hold the lease now.
-var errLeaseLost = errors.New("lost the ZooKeeper lease (session disconnected or expired): stopped replicating without flushing, since another daemon may be replicating now; the rows not checkpointed are replayed by whoever holds the lease next")
+var ErrLeaseLost = errors.New("lost the ZooKeeper lease (session disconnected or expired): stopped replicating without flushing, since another daemon may be replicating now; the rows not checkpointed are replayed by whoever holds the lease next")
 
 // leaseWaitLog is how often a daemon waiting for the lease says so again.
 var leaseWaitLog = 30 * time.Second
 
-// leaseHolder names this process in the lease node and the checkpoint
+// Holder names this process in the lease node and the checkpoint
 // table: host, pid and state_dir.
-func leaseHolder(cfg *config.Config) string {
+func Holder(cfg *config.Config) string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s pid %d state_dir %s", host, os.Getpid(), cfg.StateDir)
 }
@@ -32,7 +32,7 @@ func leaseHolder(cfg *config.Config) string {
 // lease is a held ZooKeeper ephemeral node: it exists while the session
 // that created it lives, so a holder that dies releases it when ZooKeeper
 // expires its session.
-type lease struct {
+type Lease struct {
 	conn  *zk.Conn
 	zlog  *zkLogger
 	path  string
@@ -42,16 +42,24 @@ type lease struct {
 	once  sync.Once
 }
 
-func (l *lease) valid() bool { return l != nil && l.held.Load() }
+// Valid reports whether the lease is still held.
+func (l *Lease) Valid() bool { return l != nil && l.held.Load() }
 
-func (l *lease) markLost() {
+// Fence is the lease's token: the node's creation zxid, larger for every
+// later holder.
+func (l *Lease) Fence() int64 { return l.fence }
+
+// Lost is closed once the lease is lost.
+func (l *Lease) Lost() <-chan struct{} { return l.lost }
+
+func (l *Lease) markLost() {
 	l.held.Store(false)
 	l.once.Do(func() { close(l.lost) })
 }
 
 // release deletes the node by closing the session: the next daemon takes
 // over at once instead of after the session timeout.
-func (l *lease) release() {
+func (l *Lease) Release() {
 	if l == nil {
 		return
 	}
@@ -60,18 +68,18 @@ func (l *lease) release() {
 }
 
 // close closes the session; the client's account of its end is routine.
-func (l *lease) close() {
+func (l *Lease) close() {
 	l.zlog.closing.Store(true)
 	l.conn.Close()
 }
 
-// acquireLease takes the lease, waiting while another daemon holds it.
+// Acquire takes the lease, waiting while another daemon holds it.
 // Once held, any disconnection from ZooKeeper counts as losing it: the
 // client notices within 2/3 of the session timeout (its receive timeout),
 // before the servers expire the session, so the holder stops first.
-func acquireLease(ctx context.Context, cfg *config.Config, log *slog.Logger) (*lease, error) {
+func Acquire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Lease, error) {
 	st := cfg.State
-	l := &lease{path: st.LeasePath, lost: make(chan struct{}), zlog: &zkLogger{log: log}}
+	l := &Lease{path: st.LeasePath, lost: make(chan struct{}), zlog: &zkLogger{log: log}}
 	connected := make(chan struct{}, 1)
 	conn, _, err := zk.Connect(st.ZooKeeper, st.SessionTimeout, zk.WithLogger(l.zlog), zk.WithEventCallback(func(ev zk.Event) {
 		if ev.Type != zk.EventSession {
@@ -94,7 +102,7 @@ func acquireLease(ctx context.Context, cfg *config.Config, log *slog.Logger) (*l
 		return nil, fmt.Errorf("ZooKeeper %v: %w", st.ZooKeeper, err)
 	}
 	l.conn = conn
-	fail := func(err error) (*lease, error) {
+	fail := func(err error) (*Lease, error) {
 		l.close()
 		return nil, err
 	}
@@ -108,7 +116,7 @@ func acquireLease(ctx context.Context, cfg *config.Config, log *slog.Logger) (*l
 	if err := ensureParents(conn, st.LeasePath); err != nil {
 		return fail(err)
 	}
-	me := leaseHolder(cfg)
+	me := Holder(cfg)
 	var waitingSince time.Time
 	lastLog := time.Time{}
 	for {
@@ -137,7 +145,7 @@ func acquireLease(ctx context.Context, cfg *config.Config, log *slog.Logger) (*l
 			// unnoticed: check the session still stands.
 			if conn.State() != zk.StateHasSession {
 				l.markLost()
-				return fail(errLeaseLost)
+				return fail(ErrLeaseLost)
 			}
 			if !waitingSince.IsZero() {
 				log.Info("took over the lease", "lease", st.LeasePath, "waited", time.Since(waitingSince).Round(time.Millisecond).String(), "fence", l.fence)

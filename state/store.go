@@ -1,4 +1,4 @@
-package replicator
+package state
 
 import (
 	"context"
@@ -11,19 +11,20 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/source"
 )
 
-// checkpointStore keeps the checkpoint.
-type checkpointStore interface {
-	load(ctx context.Context) (*Checkpoint, error)
-	save(ctx context.Context, cp Checkpoint) error
+// Store keeps the checkpoint.
+type Store interface {
+	Load(ctx context.Context) (*Checkpoint, error)
+	Save(ctx context.Context, cp Checkpoint) error
 	String() string
 }
 
-// newCheckpointStore is the store cfg names; fence is the lease's
-// token (0 without a lease) and valid reports whether the lease is still
-// held: a holder that lost it must not move the checkpoint.
-func newCheckpointStore(cfg *config.Config, ch driver.Conn, fence int64, valid func() bool) checkpointStore {
+// NewStore is the store cfg names; fence is the lease's token (0 without a
+// lease) and valid reports whether the lease is still held: a holder that
+// lost it must not move the checkpoint.
+func NewStore(cfg *config.Config, ch driver.Conn, fence int64, valid func() bool) Store {
 	if cfg.State.Store == config.StoreClickHouse {
 		return &chStore{cfg: cfg, ch: ch, fence: fence, valid: valid}
 	}
@@ -32,8 +33,8 @@ func newCheckpointStore(cfg *config.Config, ch driver.Conn, fence int64, valid f
 
 type fileStore struct{ dir string }
 
-func (f fileStore) load(context.Context) (*Checkpoint, error)   { return LoadCheckpoint(f.dir) }
-func (f fileStore) save(_ context.Context, cp Checkpoint) error { return SaveCheckpoint(f.dir, cp) }
+func (f fileStore) Load(context.Context) (*Checkpoint, error)   { return LoadFile(f.dir) }
+func (f fileStore) Save(_ context.Context, cp Checkpoint) error { return SaveFile(f.dir, cp) }
 func (f fileStore) String() string                              { return f.dir }
 
 // chStore keeps the checkpoint in a replicated ClickHouse table, one row
@@ -86,7 +87,7 @@ func (s *chStore) create(ctx context.Context) error {
 	return nil
 }
 
-func (s *chStore) load(ctx context.Context) (*Checkpoint, error) {
+func (s *chStore) Load(ctx context.Context) (*Checkpoint, error) {
 	if err := s.create(ctx); err != nil {
 		return nil, err
 	}
@@ -104,16 +105,16 @@ func (s *chStore) load(ctx context.Context) (*Checkpoint, error) {
 	if err := rows.Scan(&cp.File, &cp.Pos, &cp.Server, &cp.SavedAt); err != nil {
 		return nil, fmt.Errorf("read the checkpoint from %s: %w", s, err)
 	}
-	if _, err := fileIndex(cp.File); err != nil || cp.Pos < 4 {
+	if _, err := source.FileIndex(cp.File); err != nil || cp.Pos < 4 {
 		return nil, fmt.Errorf("checkpoint in %s is corrupt (position %s)", s, cp.Position)
 	}
 	cp.SavedAt = cp.SavedAt.UTC()
 	return &cp, rows.Err()
 }
 
-func (s *chStore) save(ctx context.Context, cp Checkpoint) error {
+func (s *chStore) Save(ctx context.Context, cp Checkpoint) error {
 	if s.valid != nil && !s.valid() {
-		return fmt.Errorf("save checkpoint: %w", errLeaseLost)
+		return fmt.Errorf("save checkpoint: %w", ErrLeaseLost)
 	}
 	if err := s.create(ctx); err != nil {
 		return err
@@ -125,7 +126,7 @@ func (s *chStore) save(ctx context.Context, cp Checkpoint) error {
 	if err != nil {
 		return fmt.Errorf("save checkpoint to %s: %w", s, err)
 	}
-	if err := b.Append(s.cfg.State.Name, s.fence, s.seq.Add(1), cp.File, cp.Pos, cp.Server, cp.SavedAt, leaseHolder(s.cfg)); err != nil {
+	if err := b.Append(s.cfg.State.Name, s.fence, s.seq.Add(1), cp.File, cp.Pos, cp.Server, cp.SavedAt, Holder(s.cfg)); err != nil {
 		_ = b.Abort()
 		return fmt.Errorf("save checkpoint to %s: %w", s, err)
 	}
@@ -135,8 +136,8 @@ func (s *chStore) save(ctx context.Context, cp Checkpoint) error {
 	return nil
 }
 
-// ReadCheckpoint reads the checkpoint from the store cfg names (ch is
-// only used by store clickhouse); nil without error when there is none.
-func ReadCheckpoint(ctx context.Context, cfg *config.Config, ch driver.Conn) (*Checkpoint, error) {
-	return newCheckpointStore(cfg, ch, 0, nil).load(ctx)
+// Read reads the checkpoint from the store cfg names (ch is only used by
+// store clickhouse); nil without error when there is none.
+func Read(ctx context.Context, cfg *config.Config, ch driver.Conn) (*Checkpoint, error) {
+	return NewStore(cfg, ch, 0, nil).Load(ctx)
 }

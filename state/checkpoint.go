@@ -1,0 +1,96 @@
+// Package state keeps what replication must remember across restarts and
+// hosts: the checkpoint (a file in state_dir, or a replicated ClickHouse
+// table) and the ZooKeeper lease that lets one daemon at a time move it. It
+// reads no binlog and writes no replicated rows.
+package state
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/binlog2ch/binlog2ch/source"
+)
+
+// CheckpointFile is the checkpoint's name in state_dir.
+const CheckpointFile = "checkpoint.json"
+
+// Checkpoint is the position binlog2ch resumes from: every row of every
+// transaction before it is in ClickHouse.
+type Checkpoint struct {
+	source.Position
+	// ServerUUID identifies the source server the position belongs to
+	// (server_uuid on MySQL, server_id on MariaDB), so a checkpoint is never
+	// applied to another server's binlog.
+	Server  string    `json:"server"`
+	SavedAt time.Time `json:"saved_at"`
+}
+
+// LoadFile reads the checkpoint from dir. It returns nil and no error
+// when there is none; a file that exists but cannot be read or parsed is an
+// error, never a silent restart from scratch.
+func LoadFile(dir string) (*Checkpoint, error) {
+	path := filepath.Join(dir, CheckpointFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	var cp Checkpoint
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cp); err != nil {
+		return nil, fmt.Errorf("checkpoint %s is corrupt (%v); restore it from a backup, or delete it to start over from the current binlog position (rows written since the lost position are then missing until a full sync)", path, err)
+	}
+	if _, err := source.FileIndex(cp.File); err != nil || cp.Pos < 4 {
+		return nil, fmt.Errorf("checkpoint %s is corrupt (position %s); restore it from a backup, or delete it to start over", path, cp.Position)
+	}
+	return &cp, nil
+}
+
+// SaveFile writes the checkpoint atomically and durably: a temporary
+// file, fsynced, renamed over the old one, and the directory fsynced.
+func SaveFile(dir string, cp Checkpoint) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("state_dir %s: %w", dir, err)
+	}
+	data, err := json.MarshalIndent(cp, "", "  ")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, CheckpointFile)
+	tmp, err := os.CreateTemp(dir, CheckpointFile+".tmp*")
+	if err != nil {
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("save checkpoint: fsync %s: %w", dir, err)
+	}
+	return nil
+}
