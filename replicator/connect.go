@@ -16,9 +16,6 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
-// systemDatabases are never replicated, whatever tables.include says.
-var systemDatabases = map[string]bool{"mysql": true, "information_schema": true, "performance_schema": true, "sys": true}
-
 // OpenMySQL opens a SQL connection pool to the source server and checks it
 // answers. The driver logs into log (see mysqlDriverLogger); a nil log
 // keeps it silent.
@@ -114,36 +111,6 @@ func OpenClickHouse(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 func clickHouseError(cfg *config.Config, err error) error {
 	return fmt.Errorf("ClickHouse %v as %s: %w", cfg.ClickHouse.Addr, cfg.ClickHouse.User,
 		tlsHint(err, "clickhouse", cfg.ClickHouseTLS() != nil, " ClickHouse's secure native port, tcp_port_secure, is usually 9440"))
-}
-
-// TableName is a MySQL table.
-type TableName struct{ Database, Table string }
-
-func (t TableName) String() string { return t.Database + "." + t.Table }
-
-// ListTables returns the source's base tables that the config selects, in
-// name order.
-func ListTables(ctx context.Context, db *sql.DB, cfg *config.Config) ([]TableName, error) {
-	rows, err := db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES
-		WHERE TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_SCHEMA, TABLE_NAME`)
-	if err != nil {
-		return nil, fmt.Errorf("list tables: %w", err)
-	}
-	defer rows.Close()
-	var out []TableName
-	for rows.Next() {
-		var t TableName
-		if err := rows.Scan(&t.Database, &t.Table); err != nil {
-			return nil, fmt.Errorf("list tables: %w", err)
-		}
-		if !systemDatabases[t.Database] && cfg.Replicates(t.Database, t.Table) {
-			out = append(out, t)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list tables: %w", err)
-	}
-	return out, nil
 }
 
 // tlsHint adds what an operator most likely got wrong to a failed

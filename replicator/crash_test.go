@@ -78,7 +78,7 @@ func pauseAfterChunks(r *Replicator, v string) error {
 		return fmt.Errorf("%s: %w", envPauseAfterChunks, err)
 	}
 	var read atomic.Int64
-	r.hooks.beforeChunk = func(context.Context, TableName) {
+	r.hooks.beforeChunk = func(context.Context, source.TableName) {
 		if read.Add(1) > n {
 			select {} // until the test kills the process
 		}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
 
@@ -506,7 +507,7 @@ func TestFaultClickHouseSchemaChangedByHand(t *testing.T) {
 	}
 	// Recovery: re-copy the table.
 	var logs syncBuffer
-	if _, err := h.fullSync(h.cfg, &logs, FullSyncOptions{Tables: []TableName{{Database: a, Table: "t"}}, Recreate: true}); err != nil {
+	if _, err := h.fullSync(h.cfg, &logs, FullSyncOptions{Tables: []source.TableName{{Database: a, Table: "t"}}, Recreate: true}); err != nil {
 		t.Fatalf("fullsync -recreate: %v\n%s", err, logs.String())
 	}
 	h.verifyEqual("t")

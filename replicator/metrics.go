@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/source"
 )
 
 // Error stages, the values of binlog2ch_errors_total's stage label.
@@ -154,7 +155,7 @@ type tableMetrics struct {
 	fixups        [schema.NumFixups]prometheus.Counter
 }
 
-func (m *metrics) forTable(t TableName) *tableMetrics {
+func (m *metrics) forTable(t source.TableName) *tableMetrics {
 	tm := &tableMetrics{
 		flushDuration: m.flushDuration.WithLabelValues(t.Database, t.Table),
 		batchRows:     m.batchRows.WithLabelValues(t.Database, t.Table),
@@ -171,7 +172,7 @@ func (m *metrics) forTable(t TableName) *tableMetrics {
 
 // forget drops a table's series (after DROP or RENAME), so label
 // cardinality follows the tables that exist.
-func (m *metrics) forget(t TableName) {
+func (m *metrics) forget(t source.TableName) {
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{m.rows, m.flushDuration, m.batchRows, m.queueRows, m.fixups, m.snapCopied, m.snapEstimated} {

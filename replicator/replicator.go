@@ -69,10 +69,10 @@ type Replicator struct {
 type testHooks struct {
 	// beforeChunk runs before a snapshot reader reads a chunk of table; it
 	// may block (a test holding the copy mid-way).
-	beforeChunk func(ctx context.Context, table TableName)
+	beforeChunk func(ctx context.Context, table source.TableName)
 	// rowsEvent runs in the reader for each rows event of a replicated
 	// table, before its rows go to the writer; it may block.
-	rowsEvent func(table TableName)
+	rowsEvent func(table source.TableName)
 	// checkpointed runs after each checkpoint pass, whether or not it
 	// saved a new position.
 	checkpointed func()
@@ -216,7 +216,7 @@ func (r *Replicator) startPosition(ctx context.Context) (start source.Position, 
 		if err != nil {
 			return source.Position{}, nil, err
 		}
-		tables, err := ListTables(ctx, r.my, r.cfg)
+		tables, err := source.ListTables(ctx, r.my, r.cfg)
 		if err != nil {
 			return source.Position{}, nil, err
 		}
@@ -369,7 +369,7 @@ func (r *Replicator) run(ctx context.Context) error {
 	readCtx, cancelRead := context.WithCancelCause(ctx)
 	defer cancelRead(nil)
 
-	s := &syncState{r: r, writers: map[TableName]*writer{}, tables: map[uint64]*tableState{}}
+	s := &syncState{r: r, writers: map[source.TableName]*writer{}, tables: map[uint64]*tableState{}}
 	s.startWriter = func(w *writer) {
 		s.wg.Add(1)
 		go func() {

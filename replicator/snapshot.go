@@ -42,7 +42,7 @@ const snapshotBatchRows = 1024
 // FullSyncOptions are the choices of one `binlog2ch fullsync`.
 type FullSyncOptions struct {
 	// Tables to copy; nil copies every table the config selects.
-	Tables []TableName
+	Tables []source.TableName
 	// Recreate drops each target table and copies it from the start. An
 	// interrupted -recreate copy run again with Recreate resumes: tables
 	// it recreated are not dropped again.
@@ -62,7 +62,7 @@ type FullSyncOptions struct {
 
 // TableStatus is one table's copy, for progress displays and summaries.
 type TableStatus struct {
-	Name      TableName
+	Name      source.TableName
 	State     string // waiting, copying, done, failed, interrupted
 	Rows      uint64 // rows read by this run
 	Confirmed uint64 // rows in ClickHouse, this run and interrupted ones before it
@@ -104,7 +104,7 @@ type copier struct {
 
 // tableCopy is one table's copy.
 type tableCopy struct {
-	name     TableName
+	name     source.TableName
 	log      *slog.Logger
 	source   *schema.Table
 	target   *schema.Target
@@ -189,7 +189,7 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]Tabl
 	}
 	tables := opts.Tables
 	if tables == nil {
-		if tables, err = ListTables(ctx, r.my, r.cfg); err != nil {
+		if tables, err = source.ListTables(ctx, r.my, r.cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -221,7 +221,7 @@ func (r *Replicator) resetCheckpoint(p source.Position) error {
 
 // run copies tables and returns their statuses; the error joins every
 // table's.
-func (c *copier) run(ctx context.Context, tables []TableName) ([]TableStatus, error) {
+func (c *copier) run(ctx context.Context, tables []source.TableName) ([]TableStatus, error) {
 	var err error
 	if c.file, err = source.FileIndex(c.st.Position.File); err != nil {
 		return nil, err
@@ -864,7 +864,7 @@ func (c *copier) markComplete(t *tableCopy) error {
 // progress at most once per interval, and each table once when it ends.
 func LogProgress(log *slog.Logger, every time.Duration) func([]TableStatus) {
 	var last time.Time
-	ended := map[TableName]bool{}
+	ended := map[source.TableName]bool{}
 	return func(ts []TableStatus) {
 		now := time.Now()
 		periodic := now.Sub(last) >= every

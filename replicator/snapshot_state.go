@@ -32,7 +32,7 @@ type copyState struct {
 	Complete bool                      `json:"complete"`
 	// List is the tables an initial snapshot copies: those that existed
 	// when it began.
-	List []TableName `json:"list,omitempty"`
+	List []source.TableName `json:"list,omitempty"`
 	// Recreate marks a `fullsync -recreate` copy.
 	Recreate bool `json:"recreate,omitempty"`
 }

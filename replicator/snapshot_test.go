@@ -19,6 +19,7 @@ import (
 	binlog2ch "github.com/binlog2ch/binlog2ch"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/loadgen"
+	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
 
@@ -265,7 +266,7 @@ func TestFullSyncCopiesTables(t *testing.T) {
 
 	// A second fullsync starts a new copy (the first one completed) and
 	// leaves the same state after FINAL.
-	if _, err := h.fullSync(cfg, io.Discard, FullSyncOptions{Tables: []TableName{{a, "comp"}}}); err != nil {
+	if _, err := h.fullSync(cfg, io.Discard, FullSyncOptions{Tables: []source.TableName{{Database: a, Table: "comp"}}}); err != nil {
 		t.Fatal(err)
 	}
 	h.assertEqualInto(a, fs, "comp", []string{"tenant", "code", "day", "v"})
@@ -350,7 +351,7 @@ func TestRunSnapshotsWhileWritten(t *testing.T) {
 	}()
 	var chunks atomic.Int64
 	before := txns.Load()
-	run := h.startWith(testHooks{beforeChunk: func(ctx context.Context, _ TableName) {
+	run := h.startWith(testHooks{beforeChunk: func(ctx context.Context, _ source.TableName) {
 		// A transaction more than chunks read so far, or the workload's end.
 		want := before + chunks.Add(1)
 		for txns.Load() < want {

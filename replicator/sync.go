@@ -21,7 +21,7 @@ import (
 
 // tableState is what the reader knows of one table-map id.
 type tableState struct {
-	name   TableName
+	name   source.TableName
 	skip   bool // not selected by the config
 	source *schema.Table
 	event  *replication.TableMapEvent // the event source was built from
@@ -39,7 +39,7 @@ type commitPoint struct {
 // and saves checkpoints. It runs in one goroutine.
 type syncState struct {
 	r           *Replicator
-	writers     map[TableName]*writer
+	writers     map[source.TableName]*writer
 	all         []*writer // every writer started, for shutdown and checkpoints
 	tables      map[uint64]*tableState
 	startWriter func(*writer)
@@ -58,7 +58,7 @@ type syncState struct {
 	// while they may still be working on that name's ClickHouse table: a
 	// new writer for the name waits until they are past the DDL, so two
 	// writers never write one table at once.
-	retired map[TableName]retiredWriter
+	retired map[source.TableName]retiredWriter
 	// downSince is when the binlog stream failed, until an event arrives
 	// on a new one.
 	downSince time.Time
@@ -199,7 +199,7 @@ func (r *Replicator) syncerConfig() replication.BinlogSyncerConfig {
 		ReadTimeout:             30 * time.Second,
 		DisableRetrySync:        true,
 		EventCacheCount:         r.eventCache,
-		RowsEventDecodeFunc:     newRowsDecoder(r.rawRows).decode,
+		RowsEventDecodeFunc:     source.NewRowsDecoder(r.rawRows).Decode,
 		Logger:                  binlogLogger(r.log),
 	}
 }
@@ -365,10 +365,10 @@ func (s *syncState) tableMap(e *replication.TableMapEvent) error {
 	if st, ok := s.tables[e.TableID]; ok && st.event != nil && sameTableMap(st.event, e) {
 		return nil
 	}
-	name := TableName{Database: string(e.Schema), Table: string(e.Table)}
-	st := &tableState{name: name, skip: systemDatabases[name.Database] || !s.r.cfg.Replicates(name.Database, name.Table), event: e}
+	name := source.TableName{Database: string(e.Schema), Table: string(e.Table)}
+	st := &tableState{name: name, skip: source.SystemDatabase(name.Database) || !s.r.cfg.Replicates(name.Database, name.Table), event: e}
 	if !st.skip {
-		src, err := tableFromMap(e)
+		src, err := source.TableFromMap(e)
 		if err != nil {
 			return err
 		}
@@ -433,7 +433,7 @@ func (s *syncState) rows(ctx context.Context, h *replication.EventHeader, e *rep
 	}
 	m := message{source: st.source, op: op, file: s.fileIdx, pos: h.LogPos, at: at}
 	if len(e.Rows) == 1 && len(e.Rows[0]) == 1 {
-		if raw, ok := e.Rows[0][0].(rawRows); ok {
+		if raw, ok := e.Rows[0][0].(source.RawRows); ok {
 			m.raw = raw
 		}
 	}
@@ -445,7 +445,7 @@ func (s *syncState) rows(ctx context.Context, h *replication.EventHeader, e *rep
 
 // dispatch queues a message for the table's writer, starting it if needed;
 // it blocks while the writer's queue is full (backpressure).
-func (s *syncState) dispatch(ctx context.Context, name TableName, m message) error {
+func (s *syncState) dispatch(ctx context.Context, name source.TableName, m message) error {
 	w := s.writers[name]
 	if w == nil {
 		if err := s.awaitRetired(ctx, name); err != nil {
@@ -492,7 +492,7 @@ func (s *syncState) query(ctx context.Context, e *replication.QueryEvent) error 
 	if q == "COMMIT" {
 		return nil
 	}
-	if kind := noTableStatement(q); kind != "" {
+	if kind := source.NoTableStatement(q); kind != "" {
 		// Routines, triggers, views, events, accounts, grants: routine
 		// when a schema is loaded, and nothing for replication to do. Not
 		// their text: account statements carry passwords.
@@ -500,7 +500,7 @@ func (s *syncState) query(ctx context.Context, e *replication.QueryEvent) error 
 		s.r.log.Debug("statement changes no table; ignored", "kind", kind, "binlog", s.pos.String())
 		return nil
 	}
-	effects, ok := parseDDL(s.parser, string(e.Schema), q)
+	effects, ok := source.ParseDDL(s.parser, string(e.Schema), q)
 	if !ok {
 		s.r.m.ddl.WithLabelValues(ddlNotUnderstood).Inc()
 		s.r.log.Warn("DDL not understood; tables keep replicating with the columns the binlog shows", "statement", truncate(q, 500), "binlog", s.pos.String())
@@ -515,41 +515,41 @@ func (s *syncState) query(ctx context.Context, e *replication.QueryEvent) error 
 		s.r.m.ddl.WithLabelValues(result).Inc()
 	}()
 	for _, ef := range effects {
-		oldIn := s.r.cfg.Replicates(ef.table.Database, ef.table.Table) && !systemDatabases[ef.table.Database]
-		switch ef.kind {
-		case ddlDrop, ddlTruncate, ddlRenameColumns, ddlColumnDefaults:
+		oldIn := s.r.cfg.Replicates(ef.Table.Database, ef.Table.Table) && !source.SystemDatabase(ef.Table.Database)
+		switch ef.Kind {
+		case source.DDLDrop, source.DDLTruncate, source.DDLRenameColumns, source.DDLColumnDefaults:
 			if !oldIn {
 				continue
 			}
-			if err := s.dispatch(ctx, ef.table, message{ddl: ef.kind, renames: ef.renames, defaults: ef.defaults, at: s.pos}); err != nil {
+			if err := s.dispatch(ctx, ef.Table, message{ddl: ef.Kind, renames: ef.Renames, defaults: ef.Defaults, at: s.pos}); err != nil {
 				return err
 			}
 			applied = true
-			if ef.kind == ddlDrop {
-				s.stopWriter(ef.table)
+			if ef.Kind == source.DDLDrop {
+				s.stopWriter(ef.Table)
 			}
-		case ddlRenameTable:
-			newIn := s.r.cfg.Replicates(ef.newTable.Database, ef.newTable.Table) && !systemDatabases[ef.newTable.Database]
+		case source.DDLRenameTable:
+			newIn := s.r.cfg.Replicates(ef.NewTable.Database, ef.NewTable.Table) && !source.SystemDatabase(ef.NewTable.Database)
 			switch {
-			case oldIn && newIn && ef.table.Database == ef.newTable.Database:
+			case oldIn && newIn && ef.Table.Database == ef.NewTable.Database:
 				// A writer still dropping or renaming away the new name's
 				// table must be done before this rename runs.
-				if err := s.awaitRetired(ctx, ef.newTable); err != nil {
+				if err := s.awaitRetired(ctx, ef.NewTable); err != nil {
 					return err
 				}
-				if err := s.dispatch(ctx, ef.table, message{ddl: ddlRenameTable, newName: ef.newTable.Table, at: s.pos}); err != nil {
+				if err := s.dispatch(ctx, ef.Table, message{ddl: source.DDLRenameTable, newName: ef.NewTable.Table, at: s.pos}); err != nil {
 					return err
 				}
 				applied = true
-				w := s.writers[ef.table]
-				s.writers[ef.newTable] = w
-				delete(s.writers, ef.table)
-				s.retire(ef.table, w, s.seq)
+				w := s.writers[ef.Table]
+				s.writers[ef.NewTable] = w
+				delete(s.writers, ef.Table)
+				s.retire(ef.Table, w, s.seq)
 			case oldIn:
-				s.r.log.Warn("table renamed out of the replicated set (or to another database); its ClickHouse table is kept but no longer updated", "from", ef.table.String(), "to", ef.newTable.String())
-				s.stopWriter(ef.table)
+				s.r.log.Warn("table renamed out of the replicated set (or to another database); its ClickHouse table is kept but no longer updated", "from", ef.Table.String(), "to", ef.NewTable.String())
+				s.stopWriter(ef.Table)
 			case newIn:
-				s.r.log.Warn("table renamed into the replicated set: only changes from now on are replicated; copy its existing rows with binlog2ch fullsync", "from", ef.table.String(), "to", ef.newTable.String())
+				s.r.log.Warn("table renamed into the replicated set: only changes from now on are replicated; copy its existing rows with binlog2ch fullsync", "from", ef.Table.String(), "to", ef.NewTable.String())
 			}
 		}
 	}
@@ -557,7 +557,7 @@ func (s *syncState) query(ctx context.Context, e *replication.QueryEvent) error 
 }
 
 // stopWriter closes a writer's queue: it finishes what it holds and exits.
-func (s *syncState) stopWriter(name TableName) {
+func (s *syncState) stopWriter(name source.TableName) {
 	if w := s.writers[name]; w != nil {
 		close(w.in)
 		w.closed = true
@@ -566,16 +566,16 @@ func (s *syncState) stopWriter(name TableName) {
 	}
 }
 
-func (s *syncState) retire(name TableName, w *writer, seq uint64) {
+func (s *syncState) retire(name source.TableName, w *writer, seq uint64) {
 	if s.retired == nil {
-		s.retired = map[TableName]retiredWriter{}
+		s.retired = map[source.TableName]retiredWriter{}
 	}
 	s.retired[name] = retiredWriter{w: w, seq: seq}
 }
 
 // awaitRetired waits until the writer that last had the name is past the
 // DDL that freed it.
-func (s *syncState) awaitRetired(ctx context.Context, name TableName) error {
+func (s *syncState) awaitRetired(ctx context.Context, name source.TableName) error {
 	rw, ok := s.retired[name]
 	if !ok {
 		return nil

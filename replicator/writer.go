@@ -26,24 +26,13 @@ const (
 	opDelete
 )
 
-// ddlKind is a table-level change a writer applies in binlog order.
-type ddlKind int
-
-const (
-	ddlTruncate ddlKind = iota + 1
-	ddlDrop
-	ddlRenameTable
-	ddlRenameColumns
-	ddlColumnDefaults
-)
-
 // message is one unit of work for a writer, in binlog order: the rows of
 // one rows event, or a DDL action.
 type message struct {
 	seq    uint64
 	source *schema.Table // the rows' schema, from the binlog's table map
 	rows   [][]any
-	raw    rawRows // the row images undecoded, instead of rows
+	raw    source.RawRows // the row images undecoded, instead of rows
 	op     rowOp
 	file   uint32 // binlog file index and event end position: the version
 	pos    uint32
@@ -53,10 +42,10 @@ type message struct {
 	// ending at or before pos and below every later one.
 	snapshot bool
 
-	ddl      ddlKind
-	newName  string            // ddlRenameTable: new MySQL table name
-	renames  map[string]string // ddlRenameColumns: old -> new
-	defaults map[string]string // ddlColumnDefaults: column -> literal
+	ddl      source.DDLKind
+	newName  string            // source.DDLRenameTable: new MySQL table name
+	renames  map[string]string // source.DDLRenameColumns: old -> new
+	defaults map[string]string // source.DDLColumnDefaults: column -> literal
 }
 
 // where says where a message's rows come from, for errors.
@@ -71,7 +60,7 @@ func (m *message) where() string {
 // columnar batches and sends them, in binlog order.
 type writer struct {
 	r    *Replicator
-	name TableName // MySQL table
+	name source.TableName // MySQL table
 	in   chan message
 	log  *slog.Logger
 
@@ -114,7 +103,7 @@ type writer struct {
 	route *route
 }
 
-func newWriter(r *Replicator, name TableName) *writer {
+func newWriter(r *Replicator, name source.TableName) *writer {
 	return &writer{
 		r:    r,
 		name: name,
@@ -332,7 +321,7 @@ func (w *writer) handle(ctx context.Context, m message) error {
 		}
 		return w.applyDDL(ctx, m)
 	}
-	if w.source == nil || (m.source != w.source && !sameColumns(m.source, w.source)) {
+	if w.source == nil || (m.source != w.source && !source.SameColumns(m.source, w.source)) {
 		if err := w.drain(ctx); err != nil {
 			return err
 		}
@@ -555,7 +544,7 @@ func (w *writer) noteFixups(f [schema.NumFixups]uint64) {
 // changeSchema moves the writer to a new source schema: the first one, or
 // one changed by DDL. ClickHouse gets the columns the new schema needs; a
 // column the MySQL table lost is dropped.
-func (w *writer) changeSchema(ctx context.Context, source *schema.Table) error {
+func (w *writer) changeSchema(ctx context.Context, src *schema.Table) error {
 	// Best effort: the table may be gone or changed since. But a column
 	// type without a mapping stops: the binlog carries such values (INET6,
 	// UUID) as bytes, which would land in ClickHouse unreadable.
@@ -564,8 +553,8 @@ func (w *writer) changeSchema(ctx context.Context, source *schema.Table) error {
 	if errors.As(err, &unsupported) {
 		return err
 	}
-	source = enrich(source, live)
-	target, err := schema.Map(source, w.r.cfg.ClickHouseDatabase(w.name.Database), w.r.caps, w.r.cfg.SchemaOptions(),
+	src = source.Enrich(src, live)
+	target, err := schema.Map(src, w.r.cfg.ClickHouseDatabase(w.name.Database), w.r.caps, w.r.cfg.SchemaOptions(),
 		w.r.cfg.TableOptions(w.name.Database, w.name.Table))
 	if err != nil {
 		return err
@@ -577,7 +566,7 @@ func (w *writer) changeSchema(ctx context.Context, source *schema.Table) error {
 	var drop []string
 	if w.target != nil {
 		for _, c := range w.target.Columns {
-			if c.Meta == schema.MetaNone && source.ColumnIndex(c.Name) < 0 {
+			if c.Meta == schema.MetaNone && src.ColumnIndex(c.Name) < 0 {
 				drop = append(drop, c.Name)
 			}
 		}
@@ -613,15 +602,15 @@ func (w *writer) applyDDL(ctx context.Context, m message) (err error) {
 	// the local table, so a rename recreates it under the new name.
 	dist := w.r.cfg.SchemaOptions().DistributedName(name)
 	switch m.ddl {
-	case ddlTruncate:
+	case source.DDLTruncate:
 		stmts = append(stmts, "TRUNCATE TABLE IF EXISTS "+full+on)
-	case ddlDrop:
+	case source.DDLDrop:
 		if dist != "" {
 			stmts = append(stmts, "DROP TABLE IF EXISTS "+schema.QuoteIdent(db)+"."+schema.QuoteIdent(dist)+on)
 		}
 		stmts = append(stmts, "DROP TABLE IF EXISTS "+full+on)
 		defer w.r.m.forget(w.name)
-	case ddlRenameTable:
+	case source.DDLRenameTable:
 		newName := m.newName
 		if o := w.r.cfg.TableOptions(w.name.Database, m.newName); o.Name != "" {
 			newName = o.Name
@@ -659,10 +648,10 @@ func (w *writer) applyDDL(ctx context.Context, m message) (err error) {
 		w.log = w.r.log.With("table", w.name.String())
 		w.tm = w.r.m.forTable(w.name)
 		w.source, w.target, w.block = nil, nil, nil // re-read on the next rows
-	case ddlColumnDefaults:
+	case source.DDLColumnDefaults:
 		w.defaults = m.defaults
 		return nil
-	case ddlRenameColumns:
+	case source.DDLRenameColumns:
 		if w.target == nil {
 			return nil // no rows seen yet: the next table map has the new names
 		}

@@ -1,6 +1,10 @@
-// Package source is the MySQL side of replication: where in a server's
-// binlog a change is (positions), and reading that position from the
-// server. It knows nothing of ClickHouse or of how positions are stored.
+// Package source is the MySQL side of replication: binlog positions and
+// the server's current one, the tables a config selects, table schemas as
+// each table-map event gives them, rows-event decoding, and what a DDL
+// statement means for replication (or that it changes no table). It knows
+// nothing of ClickHouse, of batching, or of how positions are stored.
+// (The binlog stream itself still lives in replicator/sync.go; issue 15
+// moves it here.)
 package source
 
 import (

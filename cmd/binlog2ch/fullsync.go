@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/replicator"
+	"github.com/binlog2ch/binlog2ch/source"
 )
 
 // fullsyncCmd copies the configured tables once and exits: 0 when every
@@ -28,7 +29,7 @@ func fullsyncCmd(ctx context.Context, e *env, args []string) int {
 	if code, done := parseFlags(e, fs, args); done {
 		return code
 	}
-	var names []replicator.TableName
+	var names []source.TableName
 	if *tables != "" {
 		for _, s := range strings.Split(*tables, ",") {
 			db, table, ok := strings.Cut(strings.TrimSpace(s), ".")
@@ -36,7 +37,7 @@ func fullsyncCmd(ctx context.Context, e *env, args []string) int {
 				fmt.Fprintf(e.stderr, "binlog2ch fullsync: -tables: want db.table, got %q\n", s)
 				return exitUsage
 			}
-			names = append(names, replicator.TableName{Database: db, Table: table})
+			names = append(names, source.TableName{Database: db, Table: table})
 		}
 	}
 	var bars *barDisplay

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/replicator"
+	"github.com/binlog2ch/binlog2ch/source"
 )
 
 func TestBarLine(t *testing.T) {
@@ -27,8 +28,8 @@ func TestBarDisplay(t *testing.T) {
 	d := &barDisplay{w: &out}
 	now := time.Now()
 	d.update([]replicator.TableStatus{
-		{Name: replicator.TableName{Database: "d", Table: "a"}, State: "copying", Confirmed: 10, Rows: 20, Estimate: 100, Start: now.Add(-time.Second)},
-		{Name: replicator.TableName{Database: "d", Table: "bb"}, State: "failed", Err: errors.New("x")},
+		{Name: source.TableName{Database: "d", Table: "a"}, State: "copying", Confirmed: 10, Rows: 20, Estimate: 100, Start: now.Add(-time.Second)},
+		{Name: source.TableName{Database: "d", Table: "bb"}, State: "failed", Err: errors.New("x")},
 	})
 	if _, err := d.Write([]byte("a log line\n")); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/replicator"
 	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/source"
 )
 
 // schemaCmd prints the ClickHouse DDL for the configured tables.
@@ -99,8 +100,8 @@ func schemaCmd(ctx context.Context, e *env, args []string) int {
 
 // selectTables returns the tables named by -tables (each must exist and be
 // selected by the config), or every selected table.
-func selectTables(ctx context.Context, cfg *config.Config, db *sql.DB, list string) ([]replicator.TableName, error) {
-	all, err := replicator.ListTables(ctx, db, cfg)
+func selectTables(ctx context.Context, cfg *config.Config, db *sql.DB, list string) ([]source.TableName, error) {
+	all, err := source.ListTables(ctx, db, cfg)
 	if err != nil || list == "" {
 		return all, err
 	}
@@ -108,7 +109,7 @@ func selectTables(ctx context.Context, cfg *config.Config, db *sql.DB, list stri
 	for _, t := range all {
 		have[t.String()] = true
 	}
-	var out []replicator.TableName
+	var out []source.TableName
 	for _, name := range strings.Split(list, ",") {
 		name = strings.TrimSpace(name)
 		dbName, table, ok := strings.Cut(name, ".")
@@ -118,7 +119,7 @@ func selectTables(ctx context.Context, cfg *config.Config, db *sql.DB, list stri
 		if !have[name] {
 			return nil, fmt.Errorf("-tables: %s does not exist in MySQL or is not selected by tables.include/exclude", name)
 		}
-		out = append(out, replicator.TableName{Database: dbName, Table: table})
+		out = append(out, source.TableName{Database: dbName, Table: table})
 	}
 	return out, nil
 }

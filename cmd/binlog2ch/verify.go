@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/binlog2ch/binlog2ch/replicator"
+	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/verify"
 )
 
@@ -29,7 +30,7 @@ func verifyCmd(ctx context.Context, e *env, args []string) int {
 	if code != exitOK {
 		return code
 	}
-	var names []replicator.TableName
+	var names []source.TableName
 	if *tables != "" {
 		db, err := replicator.OpenMySQL(ctx, cfg, logger)
 		if err != nil {

@@ -1,4 +1,4 @@
-package replicator
+package source
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 // binaryCollation is the collation id of the binary character set.
 const binaryCollation = 63
 
-// tableFromMap builds a table definition from a table-map event written
+// TableFromMap builds a table definition from a table-map event written
 // with binlog_row_metadata=FULL: the schema as it was when the event was
 // written, which is what the row values must be read with (the live schema
 // may have changed since).
@@ -21,7 +21,7 @@ const binaryCollation = 63
 // It reads the event's fields, never go-mysql's helpers that cache into the
 // event (ColumnNameString, EnumStrValueString...): the parser goroutine
 // reads the same event concurrently (rowsDecoder).
-func tableFromMap(e *replication.TableMapEvent) (*schema.Table, error) {
+func TableFromMap(e *replication.TableMapEvent) (*schema.Table, error) {
 	if len(e.ColumnName) != int(e.ColumnCount) {
 		return nil, fmt.Errorf("table %s.%s: the binlog's table-map event has no column names: binlog_row_metadata was not FULL when this event was written; set binlog_row_metadata=FULL on the server and start from a position written after that (a new full sync)", e.Schema, e.Table)
 	}
@@ -134,9 +134,9 @@ func tableFromMap(e *replication.TableMapEvent) (*schema.Table, error) {
 	return t, nil
 }
 
-// sameColumns reports whether two definitions of a table have the same
+// SameColumns reports whether two definitions of a table have the same
 // columns in the same order, with the same types as the binlog shows them.
-func sameColumns(a, b *schema.Table) bool {
+func SameColumns(a, b *schema.Table) bool {
 	if len(a.Columns) != len(b.Columns) {
 		return false
 	}
@@ -164,11 +164,11 @@ func equalStrings(a, b []string) bool {
 	return true
 }
 
-// enrich takes what the binlog cannot tell (TINYINT(1)'s display width,
+// Enrich takes what the binlog cannot tell (TINYINT(1)'s display width,
 // unique keys, the exact type text) from the live definition when it has
 // the same columns as the binlog's; otherwise the binlog's stands.
-func enrich(binlog, live *schema.Table) *schema.Table {
-	if live == nil || !sameColumns(binlog, live) {
+func Enrich(binlog, live *schema.Table) *schema.Table {
+	if live == nil || !SameColumns(binlog, live) {
 		return binlog
 	}
 	t := *live

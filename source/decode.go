@@ -1,4 +1,4 @@
-package replicator
+package source
 
 import (
 	"sync"
@@ -8,15 +8,15 @@ import (
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
-// rowsDecoder replaces go-mysql's rows-event decoding. For tables whose
+// RowsDecoder replaces go-mysql's rows-event decoding. For tables whose
 // column types binlog2ch decodes itself (schema.RawDecodable), it leaves
-// the row images as bytes (rawRows), decoded later straight into the
+// the row images as bytes (RawRows), decoded later straight into the
 // column buffers: go-mysql's decoding, an interface value per column and
 // fmt for DATE and TIME, was half of the daemon's CPU. Other tables are
 // decoded by go-mysql minus its per-row UnsignedMap (a fresh map for every
 // row image); UNSIGNED values then arrive as signed Go integers of the
 // column's width, which the schema converters reinterpret.
-type rowsDecoder struct {
+type RowsDecoder struct {
 	mu sync.Mutex // the parser may decode transaction payloads concurrently
 	// byTable holds, per table id, the last table map seen, its copy
 	// without signedness, and whether its rows stay raw.
@@ -29,15 +29,15 @@ type tableDecoding struct {
 	raw            bool
 }
 
-// rawRows are the undecoded row images of one rows event: the only value
+// RawRows are the undecoded row images of one rows event: the only value
 // of its only row.
-type rawRows []byte
+type RawRows []byte
 
-func newRowsDecoder(raw bool) *rowsDecoder {
-	return &rowsDecoder{byTable: map[uint64]tableDecoding{}, raw: raw}
+func NewRowsDecoder(raw bool) *RowsDecoder {
+	return &RowsDecoder{byTable: map[uint64]tableDecoding{}, raw: raw}
 }
 
-func (d *rowsDecoder) decode(e *replication.RowsEvent, data []byte) error {
+func (d *RowsDecoder) Decode(e *replication.RowsEvent, data []byte) error {
 	pos, err := e.DecodeHeader(data)
 	if err != nil {
 		return err
@@ -48,7 +48,7 @@ func (d *rowsDecoder) decode(e *replication.RowsEvent, data []byte) error {
 	}
 	td := d.lookup(orig)
 	if td.raw && fullImage(e.ColumnBitmap1, orig.ColumnCount) && (e.ColumnBitmap2 == nil || fullImage(e.ColumnBitmap2, orig.ColumnCount)) {
-		e.Rows = [][]any{{rawRows(data[pos:])}}
+		e.Rows = [][]any{{RawRows(data[pos:])}}
 		return nil
 	}
 	// The reader reads the real table map (names, signedness) from the
@@ -69,7 +69,7 @@ func fullImage(bitmap []byte, columns uint64) bool {
 }
 
 // lookup returns how to decode t's rows, cached per table id.
-func (d *rowsDecoder) lookup(t *replication.TableMapEvent) tableDecoding {
+func (d *RowsDecoder) lookup(t *replication.TableMapEvent) tableDecoding {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if td, ok := d.byTable[t.TableID]; ok && td.orig == t {

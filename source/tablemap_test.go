@@ -1,4 +1,4 @@
-package replicator
+package source
 
 import (
 	"reflect"
@@ -29,7 +29,7 @@ func mapEvent() *replication.TableMapEvent {
 }
 
 func TestTableFromMap(t *testing.T) {
-	tb, err := tableFromMap(mapEvent())
+	tb, err := TableFromMap(mapEvent())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,13 +73,13 @@ func TestTableFromMap(t *testing.T) {
 func TestTableFromMapNeedsColumnNames(t *testing.T) {
 	e := mapEvent()
 	e.ColumnName = nil
-	if _, err := tableFromMap(e); err == nil || !strings.Contains(err.Error(), "binlog_row_metadata was not FULL") {
+	if _, err := TableFromMap(e); err == nil || !strings.Contains(err.Error(), "binlog_row_metadata was not FULL") {
 		t.Fatalf("got %v", err)
 	}
 }
 
 func TestEnrichKeepsBinlogTypes(t *testing.T) {
-	binlog, err := tableFromMap(mapEvent())
+	binlog, err := TableFromMap(mapEvent())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,12 +87,12 @@ func TestEnrichKeepsBinlogTypes(t *testing.T) {
 	for i := range live.Columns {
 		live.Columns[i].BinlogType, live.Columns[i].BinlogMeta = 0, 0
 	}
-	got := enrich(binlog, live)
+	got := Enrich(binlog, live)
 	if !reflect.DeepEqual(got.UniqueKey, []int{2}) || got.Columns[4].BinlogType != 246 || !reflect.DeepEqual(got.PrimaryKey, []int{1, 0}) {
-		t.Errorf("enrich lost something: %+v", got)
+		t.Errorf("Enrich lost something: %+v", got)
 	}
 	live.Columns[1].Name = "renamed"
-	if got := enrich(binlog, live); got != binlog {
+	if got := Enrich(binlog, live); got != binlog {
 		t.Error("a live schema with other columns must not be used")
 	}
 }

@@ -1,4 +1,4 @@
-package replicator
+package source
 
 import (
 	"strconv"
@@ -12,22 +12,33 @@ import (
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
-// ddlEffect is what a DDL statement means for replication. Column adds,
+// DDLKind is a table-level change a writer applies in binlog order.
+type DDLKind int
+
+const (
+	DDLTruncate DDLKind = iota + 1
+	DDLDrop
+	DDLRenameTable
+	DDLRenameColumns
+	DDLColumnDefaults
+)
+
+// DDLEffect is what a DDL statement means for replication. Column adds,
 // drops and type changes need no parsing: the next table-map event carries
 // the new schema, and the writer follows it. Only what the table map cannot
 // show is parsed: table drops, truncates and renames, and column renames
 // (which the table map would show as a drop and an add, losing data).
-type ddlEffect struct {
-	kind     ddlKind
-	table    TableName
-	newTable TableName         // ddlRenameTable
-	renames  map[string]string // ddlRenameColumns
-	defaults map[string]string // ddlColumnDefaults: column -> ClickHouse literal
+type DDLEffect struct {
+	Kind     DDLKind
+	Table    TableName
+	NewTable TableName         // DDLRenameTable
+	Renames  map[string]string // DDLRenameColumns
+	Defaults map[string]string // DDLColumnDefaults: column -> ClickHouse literal
 }
 
-// parseDDL returns the effects of one query-event statement; ok is false
+// ParseDDL returns the effects of one query-event statement; ok is false
 // when the parser cannot read it.
-func parseDDL(p *parser.Parser, defaultDB, query string) (effects []ddlEffect, ok bool) {
+func ParseDDL(p *parser.Parser, defaultDB, query string) (effects []DDLEffect, ok bool) {
 	stmts, _, err := p.Parse(query, "", "")
 	if err != nil {
 		return nil, false
@@ -46,13 +57,13 @@ func parseDDL(p *parser.Parser, defaultDB, query string) (effects []ddlEffect, o
 				continue
 			}
 			for _, t := range s.Tables {
-				effects = append(effects, ddlEffect{kind: ddlDrop, table: name(t)})
+				effects = append(effects, DDLEffect{Kind: DDLDrop, Table: name(t)})
 			}
 		case *ast.TruncateTableStmt:
-			effects = append(effects, ddlEffect{kind: ddlTruncate, table: name(s.Table)})
+			effects = append(effects, DDLEffect{Kind: DDLTruncate, Table: name(s.Table)})
 		case *ast.RenameTableStmt:
 			for _, tt := range s.TableToTables {
-				effects = append(effects, ddlEffect{kind: ddlRenameTable, table: name(tt.OldTable), newTable: name(tt.NewTable)})
+				effects = append(effects, DDLEffect{Kind: DDLRenameTable, Table: name(tt.OldTable), NewTable: name(tt.NewTable)})
 			}
 		case *ast.AlterTableStmt:
 			t := name(s.Table)
@@ -85,13 +96,13 @@ func parseDDL(p *parser.Parser, defaultDB, query string) (effects []ddlEffect, o
 				}
 			}
 			if len(defaults) > 0 {
-				effects = append(effects, ddlEffect{kind: ddlColumnDefaults, table: t, defaults: defaults})
+				effects = append(effects, DDLEffect{Kind: DDLColumnDefaults, Table: t, Defaults: defaults})
 			}
 			if len(renames) > 0 {
-				effects = append(effects, ddlEffect{kind: ddlRenameColumns, table: t, renames: renames})
+				effects = append(effects, DDLEffect{Kind: DDLRenameColumns, Table: t, Renames: renames})
 			}
 			if rename != nil {
-				effects = append(effects, ddlEffect{kind: ddlRenameTable, table: t, newTable: *rename})
+				effects = append(effects, DDLEffect{Kind: DDLRenameTable, Table: t, NewTable: *rename})
 			}
 		}
 	}

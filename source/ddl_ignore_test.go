@@ -1,4 +1,4 @@
-package replicator
+package source
 
 import "testing"
 
@@ -62,7 +62,7 @@ func TestNoTableStatement(t *testing.T) {
 		"CREATE DEFINER=`root`@`localhost` PROCEDURE `ALTER TABLE`() SELECT 1",
 	}
 	for _, q := range ignored {
-		if noTableStatement(q) == "" {
+		if NoTableStatement(q) == "" {
 			t.Errorf("not ignored: %q", q)
 		}
 	}
@@ -73,7 +73,7 @@ func TestNoTableStatement(t *testing.T) {
 		"CREATE USER 'u1'@'%' IDENTIFIED BY 'pw'": "CREATE USER", "set password for u = 'x'": "SET PASSWORD",
 		"analyze local table t": "ANALYZE TABLE", "CREATE OR REPLACE PACKAGE BODY pk AS END": "CREATE PACKAGE",
 	} {
-		if got := noTableStatement(q); got != kind {
+		if got := NoTableStatement(q); got != kind {
 			t.Errorf("%q: kind %q, want %q", q, got, kind)
 		}
 	}
@@ -105,7 +105,7 @@ func TestNoTableStatement(t *testing.T) {
 		"--GRANT", "", "   ", "/* only a comment */",
 	}
 	for _, q := range notIgnored {
-		if noTableStatement(q) != "" {
+		if NoTableStatement(q) != "" {
 			t.Errorf("ignored: %q", q)
 		}
 	}
@@ -119,7 +119,7 @@ func FuzzNoTableStatement(f *testing.F) {
 	}
 	starts := []string{"GRANT", "REVOKE", "FLUSH", "RENAME", "SET", "ANALYZE", "OPTIMIZE", "CHECK", "REPAIR", "CREATE", "ALTER", "DROP"}
 	f.Fuzz(func(t *testing.T, q string) {
-		if noTableStatement(q) == "" {
+		if NoTableStatement(q) == "" {
 			return
 		}
 		l := &stmtLexer{s: q}
@@ -133,7 +133,7 @@ func FuzzNoTableStatement(f *testing.F) {
 		}
 		// No table statement is ignored, whatever follows its head.
 		for _, head := range []string{"CREATE TABLE", "ALTER TABLE", "DROP TABLE", "CREATE OR REPLACE TABLE", "DROP DATABASE"} {
-			if noTableStatement(head+" "+q) != "" {
+			if NoTableStatement(head+" "+q) != "" {
 				t.Errorf("ignored %q", head+" "+q)
 			}
 		}
