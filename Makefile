@@ -49,8 +49,10 @@ demo: deps build
 # Runs each fuzz target for FUZZTIME (their seeds also run in `make test`).
 FUZZTIME ?= 30s
 fuzz:
-	for f in $$($(GO) test -list '^Fuzz' ./schema | grep '^Fuzz'); do \
-		$(GO) test -short -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./schema || exit 1; \
+	for p in ./schema ./source; do \
+		for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
+			$(GO) test -short -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
+		done; \
 	done
 
 # The benchmark scenarios (catch-up and live) against throwaway servers;

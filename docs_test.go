@@ -195,6 +195,12 @@ func checkDocLink(file, target string, anchorsOf func(string) (map[string]bool, 
 // breaks so that offsets still give line numbers: links and headings
 // inside code are text, not Markdown.
 func proseOnly(text string) string {
+	return blankCodeSpans(strings.Join(outsideFences(text), "\n"))
+}
+
+// outsideFences returns the text's lines with fenced code blocks (fences
+// included) blanked.
+func outsideFences(text string) []string {
 	lines := strings.Split(text, "\n")
 	var inFence string
 	for i, l := range lines {
@@ -210,7 +216,7 @@ func proseOnly(text string) string {
 			lines[i] = ""
 		}
 	}
-	return blankCodeSpans(strings.Join(lines, "\n"))
+	return lines
 }
 
 // blankCodeSpans blanks each inline code span: a run of n backticks up to
@@ -266,20 +272,7 @@ func headingSlugs(text string) []string {
 	var slugs []string
 	// As github-slugger: a slug taken gets its base's next count.
 	occurrences := map[string]int{}
-	var inFence string
-	for _, l := range strings.Split(text, "\n") {
-		if m := fence.FindStringSubmatch(l); m != nil {
-			switch inFence {
-			case "":
-				inFence = m[1]
-			case m[1]:
-				inFence = ""
-			}
-			continue
-		}
-		if inFence != "" {
-			continue
-		}
+	for _, l := range outsideFences(text) {
 		m := atxHeading.FindStringSubmatch(l)
 		if m == nil {
 			continue

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
@@ -72,14 +71,7 @@ func TestLoadgenRunVerifyWithExampleConfig(t *testing.T) {
 		return err == nil && cp != nil && !cp.Position.Before(target)
 	})
 	cancel()
-	select {
-	case code := <-done:
-		if code != exitOK {
-			t.Fatalf("run: exit %d\n%s", code, errOut.String())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("run did not stop within 60s")
-	}
+	waitStopped(t, done, &errOut)
 	if strings.Contains(errOut.String(), "invalid_dates") {
 		t.Errorf("the daemon changed or refused dates:\n%s", errOut.String())
 	}

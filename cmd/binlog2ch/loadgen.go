@@ -46,14 +46,14 @@ func loadgenOptions(e *env, args []string) (o loadgen.Options, code int, done bo
 	fs.IntVar(&intervalMS, "time_interval", 0, "pause between statements per connection, in milliseconds")
 	fs.BoolVar(&o.Create, "create", false, "create the table (testdata/binlog_field_test.sql) and any missing extra columns")
 	fs.BoolVar(&o.Drop, "drop", false, "drop and recreate the table first")
-	fs.IntVar(&o.Tables, "tables", 1, "fill N tables in parallel, -count rows each: the -table name's prefix with _1 .. _N")
+	fs.IntVar(&o.Tables, "tables", 1, "fill N tables, -count rows each, every connection writing to each in turn: the -table name's prefix with _1 .. _N")
 	fs.Float64Var(&o.UpdateRatio, "update-ratio", 0, "share of statements that update one existing random row (0 to 1)")
 	fs.Float64Var(&o.DeleteRatio, "delete-ratio", 0, "share of statements that delete one existing random row (0 to 1)")
 	fs.DurationVar(&o.Duration, "duration", 0, "stop after this long (e.g. 60s), even before -count")
 	fs.Float64Var(&o.Rate, "rate", 0, "target inserted rows per second over all connections (0: as fast as possible)")
 	fs.IntVar(&o.ExtraColumns, "extra-columns", 0, "add N nullable VARCHAR(64) columns extra_1 .. extra_N (a wider table)")
 	fs.IntVar(&o.MaxLen, "max-len", 0, "cap every string and blob at N characters (8: Bifrost-sized rows; 0: realistic long tail)")
-	fs.BoolVar(&o.FullRange, "full-range", false, "DATE and DATETIME values over MySQL's whole range (years 1000-9999), most outside ClickHouse's types, to exercise schema.invalid_dates (default: years 1970-2105, which every ClickHouse target holds)")
+	fs.BoolVar(&o.FullRange, "full-range", false, "DATE and DATETIME values over MySQL's whole range (years 1000-9999), most outside ClickHouse's types, to exercise schema.invalid_dates (default: years 1971-2105, which every ClickHouse target holds)")
 	var seed uint64
 	fs.Uint64Var(&seed, "seed", 0, "random seed (0: from the clock); the same seed writes the same rows")
 	if code, done := parseFlags(e, fs, args); done {

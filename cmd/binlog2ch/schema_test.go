@@ -192,16 +192,22 @@ func TestRunCommand(t *testing.T) {
 		return ch.QueryRow(ctx, "SELECT count() FROM "+db+".t FINAL WHERE _is_deleted = 0").Scan(&n) == nil && n == 2
 	})
 	cancel()
+	waitStopped(t, done, &errOut)
+	if !strings.Contains(errOut.String(), "msg=stopped") {
+		t.Errorf("no clean stop in the log:\n%s", errOut.String())
+	}
+}
+
+// waitStopped waits for a stopped run to exit, which must be with 0.
+func waitStopped(t *testing.T, done chan int, errOut *bytes.Buffer) {
+	t.Helper()
 	select {
 	case code := <-done:
 		if code != exitOK {
-			t.Fatalf("exit %d after SIGTERM; stderr:\n%s", code, errOut.String())
+			t.Fatalf("run: exit %d after it was stopped; stderr:\n%s", code, errOut.String())
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("run did not stop within 60s")
-	}
-	if !strings.Contains(errOut.String(), "msg=stopped") {
-		t.Errorf("no clean stop in the log:\n%s", errOut.String())
 	}
 }
 

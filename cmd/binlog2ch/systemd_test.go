@@ -152,12 +152,5 @@ func TestRunNotifiesSystemd(t *testing.T) {
 	expectMessage(t, msgs, "WATCHDOG=1", "STOPPING=1")
 	cancel()
 	expectMessage(t, msgs, "STOPPING=1")
-	select {
-	case code := <-done:
-		if code != exitOK {
-			t.Fatalf("exit %d after SIGTERM; stderr:\n%s", code, errOut.String())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("run did not stop within 60s")
-	}
+	waitStopped(t, done, &errOut)
 }
