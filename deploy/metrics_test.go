@@ -354,13 +354,13 @@ func TestPromtool(t *testing.T) {
 	run("check", "rules", file)
 }
 
-// TestMetricsListMatchesReplicator keeps the list above equal to the
-// metrics replicator/metrics.go registers (the Name: of each metric's
+// TestMetricsListMatchesRegistry keeps the list above equal to the
+// metrics metrics/metrics.go registers (the Name: of each metric's
 // options), so renaming a metric there fails here rather than leaving an
 // alert that can never fire.
-func TestMetricsListMatchesReplicator(t *testing.T) {
+func TestMetricsListMatchesRegistry(t *testing.T) {
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, filepath.Join("..", "replicator", "metrics.go"), nil, 0)
+	f, err := parser.ParseFile(fset, filepath.Join("..", "metrics", "metrics.go"), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ func TestMetricsListMatchesReplicator(t *testing.T) {
 	}
 	for name := range metrics {
 		if !registered[name] {
-			t.Errorf("%s is not registered in replicator/metrics.go", name)
+			t.Errorf("%s is not registered in metrics/metrics.go", name)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/state"
 )
 
@@ -259,7 +260,7 @@ func testClusterReplicaDown(t *testing.T, insert string) {
 // (0 when absent).
 func counterValue(t *testing.T, r *Replicator, name, label, value string) float64 {
 	t.Helper()
-	families, err := r.m.reg.Gather()
+	families, err := r.m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +524,7 @@ func TestClusterShardDownHoldsCheckpoint(t *testing.T) {
 	// failure would checkpoint past the batch at its next pass: wait for
 	// three passes after that failure.
 	waitFor(t, time.Minute, "the down shard's insert failed", func() bool {
-		return counterValue(t, run.r, "binlog2ch_errors_total", "stage", stageInsert) > 0
+		return counterValue(t, run.r, "binlog2ch_errors_total", "stage", metrics.StageInsert) > 0
 	})
 	after := passes.Load()
 	waitFor(t, time.Minute, "three checkpoint passes", func() bool { return passes.Load() >= after+3 })

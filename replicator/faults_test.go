@@ -23,6 +23,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
@@ -354,7 +355,7 @@ func TestFaultCorruptCheckpoint(t *testing.T) {
 		if after, _ := os.ReadFile(path); string(after) != string(content) {
 			t.Errorf("%s checkpoint: the daemon rewrote it (now %q)", name, after)
 		}
-		if _, err := os.Stat(filepath.Join(h.cfg.StateDir, snapshotStateFile)); err == nil || strings.Contains(logs, "initial snapshot") {
+		if _, err := os.Stat(filepath.Join(h.cfg.StateDir, snapshot.InitialFile)); err == nil || strings.Contains(logs, "initial snapshot") {
 			t.Errorf("%s checkpoint: the daemon started over with an initial snapshot", name)
 		}
 	}
@@ -382,7 +383,7 @@ func TestFaultBinlogPurged(t *testing.T) {
 	h.purgeCheckpointBinlog()
 	before := h.chDump(a, "t", false)
 	_, err := h.runExpectingError(60 * time.Second)
-	for _, want := range []string{"cannot send the binlog from", "purged", "re-snapshot", "drop its tables in ClickHouse", state.CheckpointFile, snapshotStateFile} {
+	for _, want := range []string{"cannot send the binlog from", "purged", "re-snapshot", "drop its tables in ClickHouse", state.CheckpointFile, snapshot.InitialFile} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("purged binlog: got %v; want an error saying %q", err, want)
 		}
@@ -395,7 +396,7 @@ func TestFaultBinlogPurged(t *testing.T) {
 	if err := h.ch.Exec(context.Background(), "DROP TABLE "+a+".t"); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{state.CheckpointFile, snapshotStateFile} {
+	for _, f := range []string{state.CheckpointFile, snapshot.InitialFile} {
 		if err := os.Remove(filepath.Join(h.cfg.StateDir, f)); err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
@@ -578,8 +579,8 @@ func TestFaultNoReplicationPrivilege(t *testing.T) {
 	t.Logf("without REPLICATION CLIENT: %v", err)
 
 	h.exec("GRANT REPLICATION CLIENT ON *.* TO '" + user + "'@'%'")
-	for _, snapshot := range []bool{false, true} {
-		if snapshot { // first start: the snapshot would come first
+	for _, snapFirst := range []bool{false, true} {
+		if snapFirst { // first start: the snapshot would come first
 			_ = os.Remove(filepath.Join(cfg.StateDir, state.CheckpointFile))
 		}
 		r, err := New(context.Background(), &cfg, slog.New(slog.DiscardHandler))
@@ -592,12 +593,12 @@ func TestFaultNoReplicationPrivilege(t *testing.T) {
 		cancel()
 		r.Close()
 		if timedOut || err == nil || !strings.Contains(err.Error(), "REPLICATION SLAVE") || !strings.Contains(err.Error(), "may not read the binlog") {
-			t.Fatalf("a user without REPLICATION SLAVE (snapshot first: %v): got %v (timed out: %v); want an error naming the privilege", snapshot, err, timedOut)
+			t.Fatalf("a user without REPLICATION SLAVE (snapshot first: %v): got %v (timed out: %v); want an error naming the privilege", snapFirst, err, timedOut)
 		}
-		if st, _ := loadCopyState(cfg.StateDir, snapshotStateFile); st != nil && len(st.Tables) > 0 {
+		if st, _ := snapshot.Load(cfg.StateDir, snapshot.InitialFile); st != nil && len(st.Tables) > 0 {
 			t.Errorf("a table was copied before the missing privilege was found: %+v", st.Tables)
 		}
-		t.Logf("without REPLICATION SLAVE (snapshot first: %v): %v", snapshot, err)
+		t.Logf("without REPLICATION SLAVE (snapshot first: %v): %v", snapFirst, err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -35,7 +36,7 @@ func (r *Replicator) checkIn() { r.checkin.Store(time.Now().UnixNano()) }
 // ready reports readiness: both servers reachable as last seen, and the
 // lag below metrics.ready_max_lag.
 func (r *Replicator) ready() bool {
-	return r.mysqlUp.Load() && r.clickhouseUp.Load() && since(r.m.durable.Load()) < r.cfg.Metrics.ReadyMaxLag.Seconds()
+	return r.mysqlUp.Load() && r.sink.Up() && metrics.Since(r.m.Durable.Load()) < r.cfg.Metrics.ReadyMaxLag.Seconds()
 }
 
 // status is the body of /healthz and /readyz.
@@ -53,8 +54,8 @@ type status struct {
 }
 
 func (r *Replicator) status() status {
-	st := status{Alive: r.Alive(), MySQL: r.mysqlUp.Load(), ClickHouse: r.clickhouseUp.Load(),
-		LagSeconds: since(r.m.durable.Load()), SourceLag: since(r.m.read.Load()), MaxLagForReady: r.cfg.Metrics.ReadyMaxLag.Seconds()}
+	st := status{Alive: r.Alive(), MySQL: r.mysqlUp.Load(), ClickHouse: r.sink.Up(),
+		LagSeconds: metrics.Since(r.m.Durable.Load()), SourceLag: metrics.Since(r.m.Read.Load()), MaxLagForReady: r.cfg.Metrics.ReadyMaxLag.Seconds()}
 	if p := r.readPos.Load(); p != nil {
 		st.ReadPosition = p.String()
 	}
@@ -74,7 +75,7 @@ func (r *Replicator) serveHTTP(ctx context.Context) (stop func(), err error) {
 	}
 	r.httpAddr.Store(ln.Addr().String())
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(r.m.reg, promhttp.HandlerOpts{ErrorLog: nil}))
+	mux.Handle("/metrics", promhttp.HandlerFor(r.m.Registry, promhttp.HandlerOpts{ErrorLog: nil}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		st := r.status()
 		code := http.StatusOK
@@ -86,9 +87,8 @@ func (r *Replicator) serveHTTP(ctx context.Context) (stop func(), err error) {
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, req *http.Request) {
 		// ClickHouse may have gone away while nothing was being sent: ask.
 		pctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
-		err := r.ch.Ping(pctx)
+		err := r.sink.Ping(pctx)
 		cancel()
-		r.clickhouseUp.Store(err == nil)
 		st := r.status()
 		if err != nil {
 			st.ClickHouseError = err.Error()

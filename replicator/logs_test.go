@@ -2,6 +2,7 @@ package replicator
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/source"
 )
 
 // TestLibraryLogsOnStart runs the daemon as in production (JSON, INFO) with
@@ -175,4 +177,61 @@ func TestRoutinesAndGrantsIgnored(t *testing.T) {
 		t.Errorf("%d WARN lines, want 1:\n%s", warns, tail(run.logs.String(), 4000))
 	}
 	h.assertEqual(a, "t", []string{"id", "v", "w"})
+}
+
+// logLines decodes JSON log lines.
+func logLines(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if l == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("not a JSON log line: %q: %v", l, err)
+		}
+		lines = append(lines, m)
+	}
+	return lines
+}
+
+// TestMySQLDriverLogs: go-sql-driver's lines reach the daemon's handler
+// (not stderr) with component=mysql: an idle connection the server killed
+// at DEBUG, as the pool replaces it and the query succeeds.
+func TestMySQLDriverLogs(t *testing.T) {
+	h := newHarness(t, 1, "")
+	var out syncBuffer
+	db, err := source.OpenMySQL(context.Background(), h.cfg, slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	var id int64
+	if err := db.QueryRow("SELECT CONNECTION_ID()").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	h.exec(fmt.Sprintf("KILL CONNECTION %d", id))
+	// The killed connection is closed by the server; the pool's next use
+	// finds it dead, logs it, and takes a new one.
+	waitFor(t, 30*time.Second, "the killed idle connection noticed", func() bool {
+		var n int64
+		if err := db.QueryRow("SELECT CONNECTION_ID()").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n != id
+	})
+	var found bool
+	for _, l := range logLines(t, out.String()) {
+		if l["component"] == "mysql" && strings.HasPrefix(fmt.Sprint(l["msg"]), "closing bad idle connection") {
+			found = true
+			if l["level"] != "DEBUG" {
+				t.Errorf("at %v: %v", l["level"], l)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no driver line in the log:\n%s", out.String())
+	}
 }

@@ -156,7 +156,7 @@ func TestMetricsTellTheTruth(t *testing.T) {
 // tableSeries lists the metric families that have a series for the table.
 func tableSeries(t *testing.T, r *Replicator, db, table string) []string {
 	t.Helper()
-	families, err := r.m.reg.Gather()
+	families, err := r.m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,9 @@
-// Package replicator follows a MySQL binlog and keeps ClickHouse tables
-// equal to the MySQL ones: river.go-style, a reader (sync.go) decodes the
-// binlog and routes each table's rows, in binlog order, to that table's
-// writer (writer.go), which batches them into ClickHouse; the reader saves
-// the position (master.go) once everything before it is written.
+// Package replicator is the `binlog2ch run` daemon's wiring: it starts
+// the binlog stream (source), routes each table's events in binlog order to
+// that table's writer (sink), advances the checkpoint (state) as writers
+// report their rows durable, runs the initial snapshot (snapshot) first,
+// and serves metrics and health. It decodes no rows and writes no
+// ClickHouse SQL itself: those belong to the packages below it.
 package replicator
 
 import (
@@ -11,49 +12,36 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-	"github.com/go-mysql-org/go-mysql/mysql"
-
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/sink"
+	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
 
 // Replicator is the `binlog2ch run` daemon.
 type Replicator struct {
-	cfg  *config.Config
-	log  *slog.Logger
-	my   *sql.DB
-	ch   driver.Conn
-	caps schema.Capabilities
-	ins  *inserters // native-protocol INSERTs (insert.go)
-	// layout is the cluster's shards, for rows routed to them (shards.go).
-	layout clusterLayout
-	m      *metrics
+	cfg    *config.Config
+	log    *slog.Logger
+	my     *sql.DB
+	sink   *sink.ClickHouse
+	stream *source.Stream
+	server source.Server
+	m      *metrics.Metrics
 
-	onReady      func()
-	checkin      atomic.Int64 // when the reader last checked in (Unix ns), for Alive
-	mysqlUp      atomic.Bool  // the binlog stream is connected
-	clickhouseUp atomic.Bool  // the last insert, DDL or ping succeeded
-	readPos      atomic.Pointer[source.Position]
-	savedPos     atomic.Pointer[source.Position]
-	httpAddr     atomic.Value // string
+	onReady  func()
+	checkin  atomic.Int64 // when the reader last checked in (Unix ns), for Alive
+	mysqlUp  atomic.Bool  // the binlog stream is connected
+	readPos  atomic.Pointer[source.Position]
+	savedPos atomic.Pointer[source.Position]
+	httpAddr atomic.Value // string
 
-	flavor string // mysql.MySQLFlavor or mysql.MariaDBFlavor
-	server string // identity of the source server, stored with the checkpoint
-	host   string
-	port   uint16
-
-	rawRows         bool          // decode row images from binlog bytes (not with MariaDB's log_bin_compress)
 	queueLen        int           // messages a writer may have queued
-	eventCache      int           // events go-mysql may decode ahead
 	maxBackoff      time.Duration // cap of the retry backoff
 	shutdownTimeout time.Duration // how long a shutdown may spend flushing
 
@@ -81,103 +69,35 @@ type testHooks struct {
 // New connects to both servers and checks the source writes a binlog
 // binlog2ch can follow.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Replicator, error) {
-	host, portText, err := net.SplitHostPort(cfg.MySQL.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("mysql.addr: %w", err)
-	}
-	port, err := strconv.ParseUint(portText, 10, 16)
-	if err != nil {
-		return nil, fmt.Errorf("mysql.addr: bad port %q", portText)
-	}
-	r := &Replicator{cfg: cfg, log: log, host: host, port: uint16(port), ins: newInserters(cfg), m: newMetrics(),
-		queueLen: 256, eventCache: 1024, maxBackoff: 30 * time.Second, shutdownTimeout: 30 * time.Second}
-	if r.my, err = OpenMySQL(ctx, cfg, log); err != nil {
+	r := &Replicator{cfg: cfg, log: log, m: metrics.New(), queueLen: 256, maxBackoff: 30 * time.Second, shutdownTimeout: 30 * time.Second}
+	var err error
+	if r.my, err = source.OpenMySQL(ctx, cfg, log); err != nil {
 		return nil, err
 	}
-	if err := r.checkSource(ctx); err != nil {
+	if r.server, err = source.Inspect(ctx, r.my, cfg); err != nil {
 		r.my.Close()
 		return nil, err
 	}
-	if r.ch, err = OpenClickHouse(ctx, cfg, log); err != nil {
+	if r.stream, err = source.NewStream(cfg, log, r.server); err != nil {
 		r.my.Close()
 		return nil, err
 	}
-	if r.caps, err = schema.DetectCapabilities(ctx, r.ch); err != nil {
-		r.Close()
+	live := func(ctx context.Context, t source.TableName) (*schema.Table, error) {
+		return schema.LoadTable(ctx, r.my, t.Database, t.Table)
+	}
+	if r.sink, err = sink.New(ctx, cfg, log, r.m, live); err != nil {
+		r.my.Close()
 		return nil, err
 	}
-	r.m.ready = r.ready
-	r.clickhouseUp.Store(true)
-	log.Info("connected", "mysql", cfg.MySQL.Addr, "flavor", r.flavor, "clickhouse", cfg.ClickHouse.Addr, "clickhouse_version", r.caps.Version)
+	r.m.Ready = r.ready
+	log.Info("connected", "mysql", cfg.MySQL.Addr, "flavor", r.server.Flavor, "clickhouse", cfg.ClickHouse.Addr, "clickhouse_version", r.sink.Caps().Version)
 	return r, nil
 }
 
 // Close closes the server connections.
 func (r *Replicator) Close() {
-	r.ins.close()
-	if r.ch != nil {
-		r.ch.Close()
-	}
-	if r.my != nil {
-		r.my.Close()
-	}
-}
-
-// checkSource verifies the binlog settings that correctness depends on.
-func (r *Replicator) checkSource(ctx context.Context) error {
-	var version string
-	if err := r.my.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
-		return fmt.Errorf("MySQL %s: %w", r.cfg.MySQL.Addr, err)
-	}
-	r.flavor = mysql.MySQLFlavor
-	if strings.Contains(strings.ToLower(version), "mariadb") {
-		r.flavor = mysql.MariaDBFlavor
-	}
-	want := []struct{ variable, value, why string }{
-		{"log_bin", "1", "the binary log must be on (log_bin)"},
-		{"binlog_format", "ROW", "binlog_format must be ROW: SET GLOBAL binlog_format = 'ROW'"},
-		{"binlog_row_image", "FULL", "binlog_row_image must be FULL (updates and deletes need every column): SET GLOBAL binlog_row_image = 'FULL'"},
-		{"binlog_row_metadata", "FULL", "binlog_row_metadata must be FULL (the binlog then names each row's columns, so rows are read with the schema they were written with): SET GLOBAL binlog_row_metadata = 'FULL' (MySQL 8.0.1+, MariaDB 10.5+)"},
-	}
-	for _, w := range want {
-		var v string
-		if err := r.my.QueryRowContext(ctx, "SELECT @@GLOBAL."+w.variable).Scan(&v); err != nil {
-			return fmt.Errorf("MySQL %s: read %s: %w (%s)", r.cfg.MySQL.Addr, w.variable, err, w.why)
-		}
-		if !strings.EqualFold(v, w.value) && !(w.variable == "log_bin" && strings.EqualFold(v, "ON")) {
-			return fmt.Errorf("MySQL %s: %s is %s; %s", r.cfg.MySQL.Addr, w.variable, v, w.why)
-		}
-	}
-	// MySQL's compressed transactions (TRANSACTION_PAYLOAD events) are not
-	// handled yet: refuse them rather than skip their rows.
-	var txCompression string
-	if err := r.my.QueryRowContext(ctx, "SELECT @@GLOBAL.binlog_transaction_compression").Scan(&txCompression); err == nil &&
-		(txCompression == "1" || strings.EqualFold(txCompression, "ON")) {
-		return fmt.Errorf("MySQL %s: binlog_transaction_compression is ON; binlog2ch does not read compressed transactions yet: SET GLOBAL binlog_transaction_compression = OFF", r.cfg.MySQL.Addr)
-	}
-	// MariaDB's compressed binlog events need go-mysql to decompress them.
-	var compress string
-	r.rawRows = true
-	if err := r.my.QueryRowContext(ctx, "SELECT @@GLOBAL.log_bin_compress").Scan(&compress); err == nil && (compress == "1" || strings.EqualFold(compress, "ON")) {
-		r.rawRows = false
-	}
-	// Reading the binlog position needs REPLICATION CLIENT: say so at
-	// start, not at the first snapshot or position check.
-	if _, err := source.CurrentPosition(ctx, r.my); err != nil {
-		return fmt.Errorf("MySQL %s as %s: %w. binlog2ch needs REPLICATION CLIENT (called BINLOG MONITOR on MariaDB 10.5+) and REPLICATION SLAVE: GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO the user, and SELECT on the replicated databases",
-			r.cfg.MySQL.Addr, r.cfg.MySQL.User, err)
-	}
-	var uuid string
-	if err := r.my.QueryRowContext(ctx, "SELECT @@GLOBAL.server_uuid").Scan(&uuid); err == nil && uuid != "" {
-		r.server = "uuid:" + uuid
-	} else {
-		var id uint32
-		if err := r.my.QueryRowContext(ctx, "SELECT @@GLOBAL.server_id").Scan(&id); err != nil {
-			return fmt.Errorf("MySQL %s: read server_id: %w", r.cfg.MySQL.Addr, err)
-		}
-		r.server = "server_id:" + strconv.FormatUint(uint64(id), 10)
-	}
-	return nil
+	r.sink.Close()
+	r.my.Close()
 }
 
 // currentPosition is the server's current binlog position.
@@ -190,25 +110,25 @@ func (r *Replicator) currentPosition(ctx context.Context) (source.Position, erro
 // copies every selected table (see snapshot.go). snap is that snapshot
 // when it is still to be done (also after a restart during it); Run does
 // it before following the binlog.
-func (r *Replicator) startPosition(ctx context.Context) (start source.Position, snap *copyState, err error) {
+func (r *Replicator) startPosition(ctx context.Context) (start source.Position, snap *snapshot.State, err error) {
 	cp, err := r.checkpoints().Load(ctx)
 	if err != nil {
 		return source.Position{}, nil, err
 	}
-	if cp != nil && cp.Server != r.server {
-		return source.Position{}, nil, fmt.Errorf("checkpoint in %s belongs to MySQL server %s, but %s is %s: a binlog position means nothing on another server. Point mysql.addr at the right server, or move the checkpoint away to start over", r.checkpoints(), cp.Server, r.cfg.MySQL.Addr, r.server)
+	if cp != nil && cp.Server != r.server.ID {
+		return source.Position{}, nil, fmt.Errorf("checkpoint in %s belongs to MySQL server %s, but %s is %s: a binlog position means nothing on another server. Point mysql.addr at the right server, or move the checkpoint away to start over", r.checkpoints(), cp.Server, r.cfg.MySQL.Addr, r.server.ID)
 	}
-	if snap, err = loadCopyState(r.cfg.StateDir, snapshotStateFile); err != nil {
+	if snap, err = snapshot.Load(r.cfg.StateDir, snapshot.InitialFile); err != nil {
 		return source.Position{}, nil, err
 	}
-	if snap != nil && snap.Server != r.server {
-		return source.Position{}, nil, fmt.Errorf("the initial snapshot in %s belongs to MySQL server %s, but %s is %s. Point mysql.addr at the right server, or move state_dir away to start over", r.cfg.StateDir, snap.Server, r.cfg.MySQL.Addr, r.server)
+	if snap != nil && snap.Server != r.server.ID {
+		return source.Position{}, nil, fmt.Errorf("the initial snapshot in %s belongs to MySQL server %s, but %s is %s. Point mysql.addr at the right server, or move state_dir away to start over", r.cfg.StateDir, snap.Server, r.cfg.MySQL.Addr, r.server.ID)
 	}
 	if cp != nil && (snap == nil || snap.Complete) {
 		r.log.Info("resuming from checkpoint", "position", cp.Position.String(), "saved_at", cp.SavedAt)
 		// Everything before the checkpoint was in ClickHouse when it was
 		// saved: the lag is at least the time since.
-		r.m.durable.Store(cp.SavedAt.UnixNano())
+		r.m.Durable.Store(cp.SavedAt.UnixNano())
 		return cp.Position, nil, nil
 	}
 	if snap == nil {
@@ -220,21 +140,21 @@ func (r *Replicator) startPosition(ctx context.Context) (start source.Position, 
 		if err != nil {
 			return source.Position{}, nil, err
 		}
-		snap = &copyState{Server: r.server, Position: p, Started: time.Now().UTC(), Tables: map[string]*tableProgress{}, List: tables}
+		snap = &snapshot.State{Server: r.server.ID, Position: p, Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, List: tables}
 		r.log.Info("no checkpoint: first start. Copying the existing rows of every selected table (initial snapshot), then following the binlog from the position recorded before the copy",
 			"position", p.String(), "tables", len(tables))
 		// The snapshot state first: a crash before the checkpoint is saved
 		// then still resumes this snapshot at this position.
-		if err := saveCopyState(r.cfg.StateDir, snapshotStateFile, snap); err != nil {
+		if err := snapshot.Save(r.cfg.StateDir, snapshot.InitialFile, snap); err != nil {
 			return source.Position{}, nil, err
 		}
 	} else {
 		r.log.Info("resuming the interrupted initial snapshot", "position", snap.Position.String(), "started", snap.Started)
 	}
 	// The lag counts from the recorded position: the copy is catching up.
-	r.m.durable.Store(snap.Started.UnixNano())
+	r.m.Durable.Store(snap.Started.UnixNano())
 	if cp == nil {
-		cp = &state.Checkpoint{Position: snap.Position, Server: r.server, SavedAt: time.Now().UTC()}
+		cp = &state.Checkpoint{Position: snap.Position, Server: r.server.ID, SavedAt: time.Now().UTC()}
 		// A shared checkpoint is written once the snapshot is complete:
 		// another host, which cannot see this host's snapshot state, must
 		// not take it for a finished copy.
@@ -250,11 +170,13 @@ func (r *Replicator) startPosition(ctx context.Context) (start source.Position, 
 // initialSnapshot copies the tables listed when the snapshot began (tables
 // created later start empty and come whole from the binlog). Interrupted
 // by ctx, it returns nil with the progress saved.
-func (r *Replicator) initialSnapshot(ctx context.Context, st *copyState) error {
-	c := &copier{r: r, log: r.log.With("component", "snapshot"), st: st, stateFile: snapshotStateFile, runMode: true,
-		progress: LogProgress(r.log.With("component", "snapshot"), 10*time.Second)}
+func (r *Replicator) initialSnapshot(ctx context.Context, st *snapshot.State) error {
+	log := r.log.With("component", "snapshot")
+	opts := r.copyOptions(log, st, snapshot.InitialFile)
+	opts.RunMode = true
+	opts.Progress = snapshot.LogProgress(log, 10*time.Second)
 	start := time.Now()
-	statuses, err := c.run(ctx, st.List)
+	statuses, err := snapshot.Copy(ctx, opts, st.List)
 	if ctx.Err() != nil {
 		r.log.Warn("stopped during the initial snapshot; the next start resumes it")
 		return nil
@@ -266,19 +188,22 @@ func (r *Replicator) initialSnapshot(ctx context.Context, st *copyState) error {
 	for _, s := range statuses {
 		rows += s.Rows
 	}
-	c.stateMu.Lock()
 	st.Complete = true
-	err = saveCopyState(r.cfg.StateDir, snapshotStateFile, st)
-	c.stateMu.Unlock()
-	if err != nil {
+	if err := snapshot.Save(r.cfg.StateDir, snapshot.InitialFile, st); err != nil {
 		return err
 	}
-	if err := r.checkpoints().Save(ctx, state.Checkpoint{Position: st.Position, Server: r.server, SavedAt: time.Now().UTC()}); err != nil {
+	if err := r.checkpoints().Save(ctx, state.Checkpoint{Position: st.Position, Server: r.server.ID, SavedAt: time.Now().UTC()}); err != nil {
 		return err
 	}
 	r.log.Info("initial snapshot done; following the binlog from the recorded position", "tables", len(statuses), "rows", rows,
 		"seconds", time.Since(start).Seconds(), "position", st.Position.String())
 	return nil
+}
+
+// copyOptions are a table copy's options with this daemon's connections.
+func (r *Replicator) copyOptions(log *slog.Logger, st *snapshot.State, file string) snapshot.Options {
+	return snapshot.Options{Config: r.cfg, Log: log, MySQL: r.my, Sink: r.sink, Metrics: r.m, State: st, StateFile: file,
+		CheckIn: r.checkIn, ShutdownTimeout: r.shutdownTimeout, MaxBackoff: r.maxBackoff, BeforeChunk: r.hooks.beforeChunk}
 }
 
 // Run replicates until ctx ends (a clean shutdown: pending rows flushed,
@@ -328,7 +253,7 @@ func (r *Replicator) checkpoints() state.Store {
 			}
 			valid = r.lease.Valid
 		}
-		r.store = state.NewStore(r.cfg, r.ch, fence, valid)
+		r.store = state.NewStore(r.cfg, r.sink.Conn(), fence, valid)
 	}
 	return r.store
 }
@@ -350,7 +275,7 @@ func (r *Replicator) run(ctx context.Context) error {
 		r.onReady()
 	}
 	if snap != nil {
-		if err := r.checkBinlogAccess(ctx, start); err != nil {
+		if err := r.streamError(r.stream.Check(ctx, start)); err != nil {
 			return err
 		}
 		// Served and ready meanwhile: a copy can take hours, and the lag
@@ -369,28 +294,22 @@ func (r *Replicator) run(ctx context.Context) error {
 	readCtx, cancelRead := context.WithCancelCause(ctx)
 	defer cancelRead(nil)
 
-	s := &syncState{r: r, writers: map[source.TableName]*writer{}, tables: map[uint64]*tableState{}}
-	s.startWriter = func(w *writer) {
+	var s *router
+	s = newRouter(r, r.stream, start, func(w *sink.Writer) {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			if err := w.run(workCtx); err != nil {
-				err = fmt.Errorf("writer %s: %w", w.name, err)
+			if err := w.Run(workCtx); err != nil {
+				err = fmt.Errorf("writer %s: %w", w.Name(), err)
 				cancelRead(err)
 				cancelWork(err)
 			}
-			w.done.Store(true)
 		}()
-	}
-	readErr := s.read(readCtx, start)
+	})
+	readErr := r.streamError(r.stream.Run(readCtx, start, s))
 
 	// Stop: close every queue; writers flush what they hold and exit.
-	for _, w := range s.all {
-		if !w.closed {
-			close(w.in)
-			w.closed = true
-		}
-	}
+	s.closeAll()
 	if cause := context.Cause(readCtx); cause != nil && !errors.Is(cause, context.Canceled) {
 		readErr = cause // a writer failed
 	}
@@ -412,4 +331,16 @@ func (r *Replicator) run(ctx context.Context) error {
 	}
 	r.log.Info("stopped", "checkpoint", s.saved.String())
 	return nil
+}
+
+// streamError adds what to do to a binlog the source cannot send.
+func (r *Replicator) streamError(err error) error {
+	var unreadable *source.UnreadableError
+	if !errors.As(err, &unreadable) {
+		return err
+	}
+	// A re-snapshot must start from empty tables: rows deleted in the
+	// lost binlog would otherwise stay in ClickHouse.
+	return fmt.Errorf("%w. If that binlog file was purged (SHOW BINARY LOGS lists those left), the changes in it are lost to replication; re-snapshot: stop binlog2ch, run `binlog2ch fullsync -recreate -checkpoint` (it copies every table into emptied tables and moves the checkpoint to the copy's position), and start it again. Or: drop its tables in ClickHouse, move %s and %s out of %s, and start it again: it copies every table from the current position, then follows the binlog",
+		err, state.CheckpointFile, snapshot.InitialFile, r.cfg.StateDir)
 }

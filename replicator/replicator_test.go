@@ -97,7 +97,7 @@ metrics: {listen: "127.0.0.1:0"}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := state.SaveFile(h.cfg.StateDir, state.Checkpoint{Position: pos, Server: r.server}); err != nil {
+	if err := state.SaveFile(h.cfg.StateDir, state.Checkpoint{Position: pos, Server: r.server.ID}); err != nil {
 		t.Fatal(err)
 	}
 	for _, db := range h.dbs {
@@ -334,7 +334,7 @@ func (h *harness) chTableExists(db, table string) bool {
 func TestStartRefusesWrongOrPurgedPositions(t *testing.T) {
 	h := newHarness(t, 1, "")
 	r := h.newReplicator(io.Discard)
-	server := r.server
+	server := r.server.ID
 	r.Close()
 
 	if err := state.SaveFile(h.cfg.StateDir, state.Checkpoint{Position: source.Position{File: "binlog.000001", Pos: 4}, Server: "uuid:another"}); err != nil {

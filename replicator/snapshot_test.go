@@ -19,6 +19,7 @@ import (
 	binlog2ch "github.com/binlog2ch/binlog2ch"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/loadgen"
+	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
@@ -180,7 +181,7 @@ func (h *harness) fullSyncConfig(extra, suffix string) *config.Config {
 	return cfg
 }
 
-func (h *harness) fullSync(cfg *config.Config, logs io.Writer, opts FullSyncOptions) ([]TableStatus, error) {
+func (h *harness) fullSync(cfg *config.Config, logs io.Writer, opts FullSyncOptions) ([]snapshot.TableStatus, error) {
 	h.t.Helper()
 	r, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	if err != nil {
@@ -242,11 +243,11 @@ func TestFullSyncCopiesTables(t *testing.T) {
 	if err != nil {
 		t.Fatalf("fullsync: %v\n%s", err, tail(logs.String(), 4000))
 	}
-	byName := map[string]TableStatus{}
+	byName := map[string]snapshot.TableStatus{}
 	for _, s := range statuses {
 		byName[s.Name.Table] = s
 	}
-	if s := byName["binlog_field_test_1"]; s.Rows != 200_000 || s.Chunks < 200 || s.State != stateDone {
+	if s := byName["binlog_field_test_1"]; s.Rows != 200_000 || s.Chunks < 200 || s.State != snapshot.StateDone {
 		t.Errorf("binlog_field_test_1: %+v", s)
 	}
 	if s := byName["comp"]; s.Rows != 6000 || s.Chunks < 6 {
@@ -367,7 +368,7 @@ func TestRunSnapshotsWhileWritten(t *testing.T) {
 	// Until the snapshot is done, count the transactions written during it.
 	deadline := time.Now().Add(120 * time.Second)
 	for {
-		st, err := loadCopyState(h.cfg.StateDir, snapshotStateFile)
+		st, err := snapshot.Load(h.cfg.StateDir, snapshot.InitialFile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -456,7 +457,7 @@ func testFullSyncKilledAndResumed(t *testing.T, recreate bool) {
 	go func() { _ = cmd.Wait(); close(exited) }()
 	deadline := time.Now().Add(120 * time.Second)
 	for {
-		st, err := loadCopyState(cfg.StateDir, fullSyncStateFile)
+		st, err := snapshot.Load(cfg.StateDir, snapshot.FullSyncFile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -477,7 +478,7 @@ func testFullSyncKilledAndResumed(t *testing.T, recreate bool) {
 	_ = cmd.Process.Kill()
 	<-exited
 	logFile.Close()
-	st, err := loadCopyState(cfg.StateDir, fullSyncStateFile)
+	st, err := snapshot.Load(cfg.StateDir, snapshot.FullSyncFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,7 +511,7 @@ func testFullSyncKilledAndResumed(t *testing.T, recreate bool) {
 	}
 }
 
-func progressOf(st *copyState, table string) *tableProgress {
+func progressOf(st *snapshot.State, table string) *snapshot.TableProgress {
 	if st == nil {
 		return nil
 	}
@@ -540,7 +541,7 @@ func TestFaultRunSnapshotKilledAndResumed(t *testing.T) {
 	d := h.startDaemon(logPath, fmt.Sprintf("%s=%d", envPauseAfterChunks, pauseAfter))
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		st, err := loadCopyState(h.cfg.StateDir, snapshotStateFile)
+		st, err := snapshot.Load(h.cfg.StateDir, snapshot.InitialFile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -572,7 +573,7 @@ func TestFaultRunSnapshotKilledAndResumed(t *testing.T) {
 	h.waitCaughtUpProcess(d, logPath, 60*time.Second)
 	deadline = time.Now().Add(60 * time.Second)
 	for {
-		st, err := loadCopyState(h.cfg.StateDir, snapshotStateFile)
+		st, err := snapshot.Load(h.cfg.StateDir, snapshot.InitialFile)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/sink"
 	"github.com/binlog2ch/binlog2ch/source"
 )
 
@@ -84,9 +85,7 @@ func TestTLSEndToEnd(t *testing.T) {
 	h.assertEqual(db, "t", cols)
 	// A clean native insert leaves its connection in the pool: chnative
 	// took the rows, and it can only reach the secure port.
-	run.r.ins.mu.Lock()
-	idle := len(run.r.ins.idle)
-	run.r.ins.mu.Unlock()
+	idle := run.r.sink.IdleConns()
 	if idle == 0 || strings.Contains(run.logs.String(), "inserting through clickhouse-go") {
 		t.Fatalf("the rows did not go through chnative; logs:\n%s", run.logs.String())
 	}
@@ -129,14 +128,14 @@ func TestTLSEndToEnd(t *testing.T) {
 		}
 	}
 	openMy := func(ctx context.Context, cfg *config.Config) error {
-		db, err := OpenMySQL(ctx, cfg, nil)
+		db, err := source.OpenMySQL(ctx, cfg, nil)
 		if err == nil {
 			db.Close()
 		}
 		return err
 	}
 	openCH := func(ctx context.Context, cfg *config.Config) error {
-		ch, err := OpenClickHouse(ctx, cfg, nil)
+		ch, err := sink.OpenClickHouse(ctx, cfg, nil)
 		if err == nil {
 			ch.Close()
 		}

@@ -87,3 +87,13 @@ func (d *RowsDecoder) lookup(t *replication.TableMapEvent) tableDecoding {
 	d.byTable[t.TableID] = td
 	return td
 }
+
+// Op is the kind of a rows event.
+type Op int8
+
+// The rows events.
+const (
+	OpInsert Op = iota + 1
+	OpUpdate    // rows alternate before and after images
+	OpDelete
+)

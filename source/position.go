@@ -1,10 +1,10 @@
-// Package source is the MySQL side of replication: binlog positions and
-// the server's current one, the tables a config selects, table schemas as
-// each table-map event gives them, rows-event decoding, and what a DDL
-// statement means for replication (or that it changes no table). It knows
-// nothing of ClickHouse, of batching, or of how positions are stored.
-// (The binlog stream itself still lives in replicator/sync.go; issue 15
-// moves it here.)
+// Package source is the MySQL side of replication: connecting and checking
+// the server (flavour, binlog settings, identity), the binlog stream
+// (Stream: reconnects, heartbeats, table maps and the schema as of each
+// event, rows decoding, DDL meaning), binlog positions and the server's
+// current one, and the tables a config selects. It hands events to a
+// Handler in binlog order and knows nothing of ClickHouse, of batching,
+// or of how positions are stored.
 package source
 
 import (

@@ -54,43 +54,48 @@ func LoadFile(dir string) (*Checkpoint, error) {
 	return &cp, nil
 }
 
-// SaveFile writes the checkpoint atomically and durably: a temporary
-// file, fsynced, renamed over the old one, and the directory fsynced.
+// SaveFile writes the checkpoint atomically and durably (WriteFile).
 func SaveFile(dir string, cp Checkpoint) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("state_dir %s: %w", dir, err)
-	}
 	data, err := json.MarshalIndent(cp, "", "  ")
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, CheckpointFile)
-	tmp, err := os.CreateTemp(dir, CheckpointFile+".tmp*")
+	return WriteFile(dir, CheckpointFile, append(data, '\n'))
+}
+
+// WriteFile replaces dir/name atomically and durably: a temporary file,
+// fsynced, renamed over the old one, and the directory fsynced. A reader
+// after a crash sees the old or the new content, never a torn one.
+func WriteFile(dir, name string, data []byte) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("state_dir %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, name+".tmp*")
 	if err != nil {
-		return fmt.Errorf("save checkpoint: %w", err)
+		return fmt.Errorf("save %s: %w", name, err)
 	}
 	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
+	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
-		return fmt.Errorf("save checkpoint: %w", err)
+		return fmt.Errorf("save %s: %w", name, err)
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return fmt.Errorf("save checkpoint: %w", err)
+		return fmt.Errorf("save %s: %w", name, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("save checkpoint: %w", err)
+		return fmt.Errorf("save %s: %w", name, err)
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("save checkpoint: %w", err)
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		return fmt.Errorf("save %s: %w", name, err)
 	}
 	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("save checkpoint: %w", err)
+		return fmt.Errorf("save %s: %w", name, err)
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return fmt.Errorf("save checkpoint: fsync %s: %w", dir, err)
+		return fmt.Errorf("save %s: fsync %s: %w", name, dir, err)
 	}
 	return nil
 }

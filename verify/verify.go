@@ -13,8 +13,8 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/binlog2ch/binlog2ch/config"
-	"github.com/binlog2ch/binlog2ch/replicator"
 	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/sink"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
@@ -122,12 +122,12 @@ type ColumnDiff struct {
 // report.
 func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error) {
 	opts.defaults()
-	my, err := replicator.OpenMySQL(ctx, cfg, opts.Log)
+	my, err := source.OpenMySQL(ctx, cfg, opts.Log)
 	if err != nil {
 		return nil, err
 	}
 	defer my.Close()
-	ch, err := replicator.OpenClickHouse(ctx, cfg, opts.Log)
+	ch, err := sink.OpenClickHouse(ctx, cfg, opts.Log)
 	if err != nil {
 		return nil, err
 	}

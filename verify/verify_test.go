@@ -22,6 +22,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 	"github.com/binlog2ch/binlog2ch/replicator"
 	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/sink"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
@@ -271,12 +272,12 @@ func columnTexts(t *testing.T, my *sql.DB, ch driver.Conn, p *plan, mysqlSide bo
 func assertSameTexts(t *testing.T, e *testEnv, table string) {
 	t.Helper()
 	ctx := context.Background()
-	my, err := replicator.OpenMySQL(ctx, e.cfg, nil)
+	my, err := source.OpenMySQL(ctx, e.cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer my.Close()
-	ch, err := replicator.OpenClickHouse(ctx, e.cfg, nil)
+	ch, err := sink.OpenClickHouse(ctx, e.cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

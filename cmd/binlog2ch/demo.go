@@ -16,6 +16,7 @@ import (
 	binlog2ch "github.com/binlog2ch/binlog2ch"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
+	"github.com/binlog2ch/binlog2ch/liblog"
 	"github.com/binlog2ch/binlog2ch/loadgen"
 	"github.com/binlog2ch/binlog2ch/replicator"
 )
@@ -138,7 +139,7 @@ checkpoint: {interval: 200ms}
 	ch, err := clickhouse.Open(&clickhouse.Options{
 		Addr:   []string{srv.ClickHouse.Addr()},
 		Auth:   clickhouse.Auth{Username: srv.ClickHouse.User, Password: srv.ClickHouse.Password},
-		Logger: replicator.ClickHouseLogger(logger),
+		Logger: liblog.ClickHouse(logger),
 	})
 	if err != nil {
 		return err

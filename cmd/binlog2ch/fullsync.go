@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/replicator"
+	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
 )
 
@@ -87,7 +88,7 @@ func fullsyncCmd(ctx context.Context, e *env, args []string) int {
 	if bars != nil {
 		opts.Progress = bars.update
 	} else {
-		opts.Progress = replicator.LogProgress(logger, 5*time.Second)
+		opts.Progress = snapshot.LogProgress(logger, 5*time.Second)
 	}
 	start := time.Now()
 	statuses, err := r.FullSync(ctx, opts)
@@ -123,7 +124,7 @@ func copyGC() {
 }
 
 // writeSummary prints one line per table: rows, seconds, rows per minute.
-func writeSummary(w io.Writer, statuses []replicator.TableStatus, elapsed time.Duration) {
+func writeSummary(w io.Writer, statuses []snapshot.TableStatus, elapsed time.Duration) {
 	if len(statuses) == 0 {
 		fmt.Fprintln(w, "no tables to copy")
 		return
@@ -165,7 +166,7 @@ type barDisplay struct {
 	mu    sync.Mutex
 	w     io.Writer
 	drawn int // lines of bars on screen
-	last  []replicator.TableStatus
+	last  []snapshot.TableStatus
 	done  bool
 }
 
@@ -178,7 +179,7 @@ func (d *barDisplay) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (d *barDisplay) update(ts []replicator.TableStatus) {
+func (d *barDisplay) update(ts []snapshot.TableStatus) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.last = ts
@@ -246,7 +247,7 @@ func barLine(done, estimate, read uint64, secs float64, state string) string {
 	if total > 0 {
 		frac = float64(done) / float64(total)
 	}
-	if state == "done" {
+	if state == snapshot.StateDone {
 		frac = 1
 	}
 	n := int(frac * width)
@@ -256,7 +257,7 @@ func barLine(done, estimate, read uint64, secs float64, state string) string {
 		rate = float64(read) / secs
 	}
 	eta := "-"
-	if rate > 0 && total > done && state != "done" {
+	if rate > 0 && total > done && state != snapshot.StateDone {
 		eta = (time.Duration(float64(total-done)/rate) * time.Second).Round(time.Second).String()
 	}
 	line := fmt.Sprintf("%s %3.0f%%  %d/~%d rows  %.0f rows/s  ETA %s", bar, frac*100, done, total, rate, eta)

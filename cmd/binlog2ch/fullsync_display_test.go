@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/binlog2ch/binlog2ch/replicator"
+	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
 )
 
@@ -27,7 +27,7 @@ func TestBarDisplay(t *testing.T) {
 	var out bytes.Buffer
 	d := &barDisplay{w: &out}
 	now := time.Now()
-	d.update([]replicator.TableStatus{
+	d.update([]snapshot.TableStatus{
 		{Name: source.TableName{Database: "d", Table: "a"}, State: "copying", Confirmed: 10, Rows: 20, Estimate: 100, Start: now.Add(-time.Second)},
 		{Name: source.TableName{Database: "d", Table: "bb"}, State: "failed", Err: errors.New("x")},
 	})

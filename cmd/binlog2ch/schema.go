@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/binlog2ch/binlog2ch/config"
-	"github.com/binlog2ch/binlog2ch/replicator"
 	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/sink"
 	"github.com/binlog2ch/binlog2ch/source"
 )
 
@@ -29,7 +29,7 @@ func schemaCmd(ctx context.Context, e *env, args []string) int {
 	var caps schema.Capabilities
 	switch *profile {
 	case "auto":
-		ch, err := replicator.OpenClickHouse(ctx, cfg, logger)
+		ch, err := sink.OpenClickHouse(ctx, cfg, logger)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "binlog2ch schema: %v\n", err)
 			return exitError
@@ -48,7 +48,7 @@ func schemaCmd(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "binlog2ch schema: -profile: want auto, clickhouse18 or modern, got %q\n", *profile)
 		return exitUsage
 	}
-	db, err := replicator.OpenMySQL(ctx, cfg, logger)
+	db, err := source.OpenMySQL(ctx, cfg, logger)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "binlog2ch schema: %v\n", err)
 		return exitError

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/binlog2ch/binlog2ch/replicator"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/verify"
 )
@@ -32,7 +31,7 @@ func verifyCmd(ctx context.Context, e *env, args []string) int {
 	}
 	var names []source.TableName
 	if *tables != "" {
-		db, err := replicator.OpenMySQL(ctx, cfg, logger)
+		db, err := source.OpenMySQL(ctx, cfg, logger)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "binlog2ch verify: %v\n", err)
 			return exitUsage

@@ -179,7 +179,7 @@ func TestColumnRename(t *testing.T) {
 		"INSERT INTO "+a+".r VALUES (2, 'new')",
 	)
 	r := h.newReplicator(io.Discard)
-	canRename := r.caps.RenameColumn
+	canRename := r.sink.Caps().RenameColumn
 	r.Close()
 	if canRename {
 		h.waitCaughtUp(run, 30*time.Second)

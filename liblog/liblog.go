@@ -1,4 +1,9 @@
-package replicator
+// Package liblog routes the log lines of the libraries binlog2ch uses
+// (go-mysql's BinlogSyncer, clickhouse-go, go-sql-driver/mysql) through
+// the daemon's slog handler, at the level each message means to an
+// operator. It knows those libraries' messages, not binlog2ch's work: it
+// never decides what is an error.
+package liblog
 
 import (
 	"context"
@@ -95,14 +100,14 @@ func libLogger(log *slog.Logger, component string, rules libRules) *slog.Logger 
 	return slog.New(&libHandler{inner: log.Handler(), rules: rules}).With("component", component)
 }
 
-// ClickHouseLogger is the logger for a clickhouse-go connection
+// ClickHouse is the logger for a clickhouse-go connection
 // (clickhouse.Options.Logger): the driver's messages at binlog2ch's levels.
-func ClickHouseLogger(log *slog.Logger) *slog.Logger {
+func ClickHouse(log *slog.Logger) *slog.Logger {
 	return libLogger(log, "clickhouse", clickHouseRules)
 }
 
-// binlogLogger is the logger for go-mysql's BinlogSyncer.
-func binlogLogger(log *slog.Logger) *slog.Logger {
+// GoMySQL is the logger for go-mysql's BinlogSyncer.
+func GoMySQL(log *slog.Logger) *slog.Logger {
 	return libLogger(log, "binlog", goMySQLRules)
 }
 
@@ -142,14 +147,15 @@ func (h *libHandler) WithGroup(name string) slog.Handler {
 	return &libHandler{inner: h.inner.WithGroup(name), rules: h.rules}
 }
 
-// mysqlDriverLogger takes go-sql-driver/mysql's lines (mysql.Config.Logger,
+// MySQLDriver takes go-sql-driver/mysql's lines (mysql.Config.Logger,
 // whose default writes "[mysql] ..." to stderr, past the daemon's handler
 // and its JSON). Each comes with an error the call also returns, which
 // binlog2ch logs or retries itself: WARN, but DEBUG for an idle connection
 // the pool drops and replaces (every pool after a server restart).
-type mysqlDriverLogger struct{ log *slog.Logger }
+type MySQLDriver struct{ Log *slog.Logger }
 
-func (m mysqlDriverLogger) Print(v ...any) {
+// Print logs one driver line.
+func (m MySQLDriver) Print(v ...any) {
 	// Connections' lines start with the driver's file:line, e.g.
 	// "connection.go:803"; the rest is what it says.
 	msg := strings.Join(strings.Fields(fmt.Sprintln(v...)), " ")
@@ -160,5 +166,5 @@ func (m mysqlDriverLogger) Print(v ...any) {
 	if strings.HasPrefix(msg, "closing bad idle connection") {
 		level = slog.LevelDebug
 	}
-	m.log.Log(context.Background(), level, msg, "component", "mysql")
+	m.Log.Log(context.Background(), level, msg, "component", "mysql")
 }

@@ -1,9 +1,8 @@
-package replicator
+package sink
 
 import (
 	"context"
 	"crypto/tls"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,63 +12,8 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/binlog2ch/binlog2ch/config"
-	"github.com/go-sql-driver/mysql"
+	"github.com/binlog2ch/binlog2ch/liblog"
 )
-
-// OpenMySQL opens a SQL connection pool to the source server and checks it
-// answers. The driver logs into log (see mysqlDriverLogger); a nil log
-// keeps it silent.
-func OpenMySQL(ctx context.Context, cfg *config.Config, log *slog.Logger) (*sql.DB, error) {
-	c := mysqlDriverConfig(cfg, log)
-	c.InterpolateParams = true
-	db, err := openMySQLPool(cfg, c)
-	if err != nil {
-		return nil, err
-	}
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, mysqlError(cfg, err)
-	}
-	return db, nil
-}
-
-// mysqlDriverConfig is the driver configuration every pool starts from:
-// the server, the user, TIMESTAMPs in UTC, and the driver's log lines in
-// log.
-func mysqlDriverConfig(cfg *config.Config, log *slog.Logger) *mysql.Config {
-	c := mysql.NewConfig()
-	c.Logger = &mysql.NopLogger{}
-	if log != nil {
-		c.Logger = mysqlDriverLogger{log}
-	}
-	c.Net = "tcp"
-	c.Addr = cfg.MySQL.Addr
-	c.User = cfg.MySQL.User
-	c.Passwd = cfg.MySQL.Password.Reveal()
-	c.Timeout = 10 * time.Second
-	c.Params = map[string]string{"time_zone": "'+00:00'"}
-	return c
-}
-
-// openMySQLPool opens a pool with c and the config's TLS settings. The
-// *tls.Config goes in directly (a connector, not a DSN), so no name has to
-// be registered in the driver's global table.
-func openMySQLPool(cfg *config.Config, c *mysql.Config) (*sql.DB, error) {
-	c.TLS = cfg.MySQLTLS()
-	conn, err := mysql.NewConnector(c)
-	if err != nil {
-		return nil, fmt.Errorf("MySQL %s: %w", cfg.MySQL.Addr, err)
-	}
-	return sql.OpenDB(conn), nil
-}
-
-// mysqlError names the server and user in a failed connection's error.
-func mysqlError(cfg *config.Config, err error) error {
-	if errors.Is(err, mysql.ErrNoTLS) {
-		return fmt.Errorf("MySQL %s as %s: %w (mysql.tls.enabled is true: the server must be started with ssl_cert and ssl_key)", cfg.MySQL.Addr, cfg.MySQL.User, err)
-	}
-	return fmt.Errorf("MySQL %s as %s: %w", cfg.MySQL.Addr, cfg.MySQL.User, err)
-}
 
 // OpenClickHouse connects to the target servers over the native protocol
 // with LZ4 and checks they answer. The driver logs into log, at the levels
@@ -85,7 +29,7 @@ func OpenClickHouse(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 	}
 	var driverLog *slog.Logger
 	if log != nil {
-		driverLog = ClickHouseLogger(log)
+		driverLog = liblog.ClickHouse(log)
 	}
 	conn, err := clickhouse.Open(&clickhouse.Options{
 		Logger:      driverLog,

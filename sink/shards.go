@@ -1,4 +1,4 @@
-package replicator
+package sink
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
@@ -110,13 +111,13 @@ type clusterLayout struct {
 // the one they have (a server that does not answer must not stall them),
 // and a failed read keeps the last layout: the server answering
 // system.clusters may be the one that is down.
-func (r *Replicator) topology(ctx context.Context) (*topology, error) {
-	l := &r.layout
+func (c *ClickHouse) topology(ctx context.Context) (*topology, error) {
+	l := &c.layout
 	l.mu.Lock()
 	old := l.topo
 	if old == nil {
 		defer l.mu.Unlock()
-		t, err := r.readTopology(ctx)
+		t, err := c.readTopology(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -129,38 +130,38 @@ func (r *Replicator) topology(ctx context.Context) (*topology, error) {
 	}
 	l.mu.Unlock()
 	if stale {
-		go r.refreshTopology(context.WithoutCancel(ctx), old)
+		go c.refreshTopology(context.WithoutCancel(ctx), old)
 	}
 	return old, nil
 }
 
-func (r *Replicator) refreshTopology(ctx context.Context, old *topology) {
+func (c *ClickHouse) refreshTopology(ctx context.Context, old *topology) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	t, err := r.readTopology(ctx)
-	l := &r.layout
+	t, err := c.readTopology(ctx)
+	l := &c.layout
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.refreshing = false
 	switch {
 	case err != nil:
-		r.log.Warn("cannot read the cluster's layout; routing by the last one read", "cluster", r.cfg.ClickHouse.Cluster, "error", err)
+		c.log.Warn("cannot read the cluster's layout; routing by the last one read", "cluster", c.cfg.ClickHouse.Cluster, "error", err)
 		old.read = time.Now()
 	case old.sameLayout(t):
 		old.read = t.read
 	case slices.Equal(old.slots, t.slots) && len(old.shards) == len(t.shards):
-		r.log.Info("the cluster's replicas changed", "cluster", r.cfg.ClickHouse.Cluster)
+		c.log.Info("the cluster's replicas changed", "cluster", c.cfg.ClickHouse.Cluster)
 		l.topo = t
 	default:
-		r.log.Warn("the cluster's shards changed; rows now go where the Distributed table sends them. Rows of a key written before may be on another shard, where FINAL cannot collapse them with the new ones",
-			"cluster", r.cfg.ClickHouse.Cluster, "shards", len(t.shards))
+		c.log.Warn("the cluster's shards changed; rows now go where the Distributed table sends them. Rows of a key written before may be on another shard, where FINAL cannot collapse them with the new ones",
+			"cluster", c.cfg.ClickHouse.Cluster, "shards", len(t.shards))
 		l.topo = t
 	}
 }
 
-func (r *Replicator) readTopology(ctx context.Context) (*topology, error) {
-	name := r.cfg.ClickHouse.Cluster
-	rows, err := r.ch.Query(ctx, "SELECT shard_num, shard_weight, host_name, port FROM system.clusters WHERE cluster = ? ORDER BY shard_num, replica_num", name)
+func (c *ClickHouse) readTopology(ctx context.Context) (*topology, error) {
+	name := c.cfg.ClickHouse.Cluster
+	rows, err := c.conn.Query(ctx, "SELECT shard_num, shard_weight, host_name, port FROM system.clusters WHERE cluster = ? ORDER BY shard_num, replica_num", name)
 	if err != nil {
 		return nil, fmt.Errorf("read cluster %s from system.clusters: %w", name, err)
 	}
@@ -178,7 +179,7 @@ func (r *Replicator) readTopology(ctx context.Context) (*topology, error) {
 		}
 		s := t.shards[len(t.shards)-1]
 		addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
-		if to, ok := r.cfg.ClickHouse.ClusterHosts[addr]; ok {
+		if to, ok := c.cfg.ClickHouse.ClusterHosts[addr]; ok {
 			addr = to
 		}
 		s.replicas = append(s.replicas, addr)
@@ -187,7 +188,7 @@ func (r *Replicator) readTopology(ctx context.Context) (*topology, error) {
 		return nil, err
 	}
 	if len(t.shards) == 0 {
-		return nil, permanent(fmt.Errorf("cluster %s is not in system.clusters of ClickHouse %v: define it in the servers' remote_servers", name, r.cfg.ClickHouse.Addr))
+		return nil, permanent(fmt.Errorf("cluster %s is not in system.clusters of ClickHouse %v: define it in the servers' remote_servers", name, c.cfg.ClickHouse.Addr))
 	}
 	t.slots = slotsOf(t.shards)
 	if len(t.slots) == 0 {
@@ -220,9 +221,9 @@ type route struct {
 // cluster: a route straight to the shards, or nil for through the
 // Distributed table (no cluster, cluster_insert: distributed, or a table
 // the routing cannot serve, which is logged with the reason).
-func (r *Replicator) routeFor(ctx context.Context, log *slog.Logger, b *schema.Block) (*route, error) {
+func (c *ClickHouse) routeFor(ctx context.Context, log *slog.Logger, b *schema.Block) (*route, error) {
 	t := b.Target()
-	if t.Options.Cluster == nil || r.cfg.ClickHouse.ClusterInsert != config.ClusterInsertShards {
+	if t.Options.Cluster == nil || c.cfg.ClickHouse.ClusterInsert != config.ClusterInsertShards {
 		return nil, nil
 	}
 	through := func(reason string) (*route, error) {
@@ -233,8 +234,8 @@ func (r *Replicator) routeFor(ctx context.Context, log *slog.Logger, b *schema.B
 		return through("it has columns binlog2ch writes through clickhouse-go (such as LowCardinality)")
 	}
 	var engine string
-	err := r.retry(ctx, log, stageSchema, "read ClickHouse schema", func(ctx context.Context) (err error) {
-		engine, err = r.engine(ctx, t.Database, t.ReadName())
+	err := c.Retry(ctx, log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) (err error) {
+		engine, err = c.engine(ctx, t.Database, t.ReadName())
 		return err
 	})
 	switch {
@@ -248,14 +249,14 @@ func (r *Replicator) routeFor(ctx context.Context, log *slog.Logger, b *schema.B
 		return through(err.Error())
 	}
 	var topo *topology
-	err = r.retry(ctx, log, stageSchema, "read the cluster's layout", func(ctx context.Context) (err error) {
-		topo, err = r.topology(ctx)
+	err = c.Retry(ctx, log, metrics.StageSchema, "read the cluster's layout", func(ctx context.Context) (err error) {
+		topo, err = c.topology(ctx)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := topo.reachable(ctx, r.ins); err != nil {
+	if err := topo.reachable(ctx, c.ins); err != nil {
 		return through(err.Error())
 	}
 	rt := &route{}
@@ -271,8 +272,8 @@ func (r *Replicator) routeFor(ctx context.Context, log *slog.Logger, b *schema.B
 		return through(err.Error())
 	}
 	var got []uint64
-	err = r.retry(ctx, log, stageSchema, "check ClickHouse's key hash", func(ctx context.Context) error {
-		return r.ch.QueryRow(ctx, query).Scan(&got)
+	err = c.Retry(ctx, log, metrics.StageSchema, "check ClickHouse's key hash", func(ctx context.Context) error {
+		return c.conn.QueryRow(ctx, query).Scan(&got)
 	})
 	switch {
 	case err != nil && transient(err):
@@ -280,7 +281,7 @@ func (r *Replicator) routeFor(ctx context.Context, log *slog.Logger, b *schema.B
 	case err != nil:
 		return through(fmt.Sprintf("ClickHouse cannot hash the key columns (%s): %v", keyText(cols), err))
 	case !slices.Equal(got, want):
-		return through(fmt.Sprintf("ClickHouse %s hashes (%s) differently from binlog2ch (%v, binlog2ch %v)", r.caps.Version, keyText(cols), got, want))
+		return through(fmt.Sprintf("ClickHouse %s hashes (%s) differently from binlog2ch (%v, binlog2ch %v)", c.caps.Version, keyText(cols), got, want))
 	}
 	log.Info("rows go straight to the shards' local tables", "sharding_key", "cityHash64("+keyText(cols)+")")
 	return rt, nil
@@ -429,10 +430,10 @@ type shardScratch struct {
 // sendShards sends block b to the shards' local tables, split by route
 // rt, the shards in parallel, and returns once every shard stored its
 // rows. Each shard's rows are encoded from the block itself (no copy).
-func (w *writer) sendShards(ctx context.Context, b *schema.Block, rt *route, sc *shardScratch) error {
+func (w *Writer) sendShards(ctx context.Context, b *schema.Block, rt *route, sc *shardScratch) error {
 	var topo *topology
-	err := w.r.retry(ctx, w.log, stageInsert, "read the cluster's layout", func(ctx context.Context) (err error) {
-		topo, err = w.r.topology(ctx)
+	err := w.c.Retry(ctx, w.log, metrics.StageInsert, "read the cluster's layout", func(ctx context.Context) (err error) {
+		topo, err = w.c.topology(ctx)
 		return err
 	})
 	if err != nil {
@@ -497,16 +498,16 @@ func (w *writer) sendShards(ctx context.Context, b *schema.Block, rt *route, sc 
 // one stores them. Rows whose columns the shard's table does not match go
 // through the Distributed table instead, whose clickhouse-go insert
 // converts.
-func (w *writer) sendPart(ctx context.Context, sh *shardHosts, b *schema.Block, sel []uint32) error {
+func (w *Writer) sendPart(ctx context.Context, sh *shardHosts, b *schema.Block, sel []uint32) error {
 	t := b.Target()
 	rows := b.Rows()
 	if sel != nil {
 		rows = len(sel)
 	}
-	return w.r.retry(ctx, w.log, stageInsert, "insert into ClickHouse shard "+strconv.Itoa(sh.num), func(ctx context.Context) error {
+	return w.c.Retry(ctx, w.log, metrics.StageInsert, "insert into ClickHouse shard "+strconv.Itoa(sh.num), func(ctx context.Context) error {
 		if w.nativeRefused.Load() != t {
 			addr := sh.addr()
-			err := w.r.ins.insertNative(ctx, addr, t.InsertLocalSQL(), b, sel)
+			err := w.c.ins.insertNative(ctx, addr, t.InsertLocalSQL(), b, sel)
 			if !w.refuseNative(t, err) {
 				if err != nil {
 					// Another replica may take the rows; not after a
@@ -516,7 +517,7 @@ func (w *writer) sendPart(ctx context.Context, sh *shardHosts, b *schema.Block, 
 					}
 					return fmt.Errorf("%s: %w", addr, err)
 				}
-				w.r.m.shardRows.WithLabelValues(strconv.Itoa(sh.num)).Add(float64(rows))
+				w.c.m.ShardRows.WithLabelValues(strconv.Itoa(sh.num)).Add(float64(rows))
 				return nil
 			}
 		}

@@ -1,4 +1,4 @@
-package replicator
+package snapshot
 
 import (
 	"bytes"
@@ -10,25 +10,26 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/source"
+	"github.com/binlog2ch/binlog2ch/state"
 )
 
 // State files of the two snapshot users: `binlog2ch fullsync` and the
 // initial snapshot of `binlog2ch run`. They never share a file, so a
 // fullsync run next to the daemon cannot disturb its snapshot.
 const (
-	fullSyncStateFile = "fullsync.json"
-	snapshotStateFile = "snapshot.json"
+	FullSyncFile = "fullsync.json"
+	InitialFile  = "snapshot.json" // the initial snapshot's
 )
 
-// copyState is the durable progress of a full copy: where the binlog was
+// State is the durable progress of a full copy: where the binlog was
 // before any table was read (every snapshot row's version comes from it)
 // and, per table, which key ranges are confirmed in ClickHouse.
-type copyState struct {
+type State struct {
 	Server   string          `json:"server"`
 	Position source.Position `json:"position"`
 	Started  time.Time       `json:"started"`
 	// Tables is keyed by MySQL db.table.
-	Tables   map[string]*tableProgress `json:"tables"`
+	Tables   map[string]*TableProgress `json:"tables"`
 	Complete bool                      `json:"complete"`
 	// List is the tables an initial snapshot copies: those that existed
 	// when it began.
@@ -37,8 +38,8 @@ type copyState struct {
 	Recreate bool `json:"recreate,omitempty"`
 }
 
-// tableProgress is one table's confirmed progress.
-type tableProgress struct {
+// TableProgress is one table's confirmed progress.
+type TableProgress struct {
 	// Key names the columns the ranges are in; a resume with another key
 	// (the primary key changed) starts the table over.
 	Key []string `json:"key,omitempty"`
@@ -112,8 +113,8 @@ func covered(done []keyRange) bool {
 	return len(done) == 1 && done[0].Lo == nil && done[0].Hi == nil
 }
 
-// loadCopyState reads a state file; nil without error when there is none.
-func loadCopyState(dir, name string) (*copyState, error) {
+// Load reads a state file; nil without error when there is none.
+func Load(dir, name string) (*State, error) {
 	path := filepath.Join(dir, name)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -122,7 +123,7 @@ func loadCopyState(dir, name string) (*copyState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	var st copyState
+	var st State
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&st); err != nil {
@@ -132,54 +133,18 @@ func loadCopyState(dir, name string) (*copyState, error) {
 		return nil, fmt.Errorf("%s is corrupt (position %s); delete it to start the copy over", path, st.Position)
 	}
 	if st.Tables == nil {
-		st.Tables = map[string]*tableProgress{}
+		st.Tables = map[string]*TableProgress{}
 	}
 	return &st, nil
 }
 
-// saveCopyState writes a state file atomically and durably, like the
+// Save writes a state file atomically and durably, like the
 // checkpoint: a reader after a crash sees the old or the new state, never
 // a torn one, and never a state newer than what ClickHouse confirmed.
-func saveCopyState(dir, name string, st *copyState) error {
+func Save(dir, name string, st *State) error {
 	data, err := json.MarshalIndent(st, "", " ")
 	if err != nil {
 		return err
 	}
-	return writeFileDurably(dir, name, append(data, '\n'))
-}
-
-// writeFileDurably replaces dir/name: a temporary file, fsynced, renamed,
-// and the directory fsynced.
-func writeFileDurably(dir, name string, data []byte) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("state_dir %s: %w", dir, err)
-	}
-	tmp, err := os.CreateTemp(dir, name+".tmp*")
-	if err != nil {
-		return fmt.Errorf("save %s: %w", name, err)
-	}
-	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("save %s: %w", name, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("save %s: %w", name, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("save %s: %w", name, err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("save %s: %w", name, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("save %s: %w", name, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("save %s: fsync %s: %w", name, dir, err)
-	}
-	return nil
+	return state.WriteFile(dir, name, append(data, '\n'))
 }

@@ -1,4 +1,4 @@
-package replicator
+package sink
 
 import (
 	"context"
@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 
+	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
@@ -16,8 +18,8 @@ type chColumn struct{ name, typ string }
 
 // columns returns the table's columns in order (system.columns lists them
 // so; 18.16 has no position column), or nil when it does not exist.
-func (r *Replicator) columns(ctx context.Context, db, table string) ([]chColumn, error) {
-	rows, err := r.ch.Query(ctx, "SELECT name, type FROM system.columns WHERE database = ? AND table = ?", db, table)
+func (c *ClickHouse) columns(ctx context.Context, db, table string) ([]chColumn, error) {
+	rows, err := c.conn.Query(ctx, "SELECT name, type FROM system.columns WHERE database = ? AND table = ?", db, table)
 	if err != nil {
 		return nil, err
 	}
@@ -33,28 +35,28 @@ func (r *Replicator) columns(ctx context.Context, db, table string) ([]chColumn,
 	return cols, rows.Err()
 }
 
-func (r *Replicator) tableExists(ctx context.Context, db, table string) (bool, error) {
+func (c *ClickHouse) tableExists(ctx context.Context, db, table string) (bool, error) {
 	var cols []chColumn
-	err := r.retry(ctx, r.log, stageSchema, "read ClickHouse schema", func(ctx context.Context) error {
+	err := c.Retry(ctx, c.log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) error {
 		var err error
-		cols, err = r.columns(ctx, db, table)
+		cols, err = c.columns(ctx, db, table)
 		return err
 	})
 	return len(cols) > 0, err
 }
 
-// ensureTable makes the ClickHouse table fit the target: created if
+// EnsureTable makes the ClickHouse table fit the target: created if
 // missing, missing columns added where the target has them, column types
 // changed to the target's, and the columns in drop dropped. A column added
 // gets its MySQL DEFAULT from defaults, so existing rows read as in MySQL. Every step
 // checks the current state first, so it is idempotent on a replay after a
 // crash. Columns ClickHouse has beyond the target are kept (a replay of
 // events older than an ADD COLUMN must not drop the newer column's data).
-func (r *Replicator) ensureTable(ctx context.Context, log *slog.Logger, t *schema.Target, drop []string, defaults map[string]string) error {
+func (c *ClickHouse) EnsureTable(ctx context.Context, log *slog.Logger, t *schema.Target, drop []string, defaults map[string]string) error {
 	full := schema.QuoteIdent(t.Database) + "." + schema.QuoteIdent(t.Name)
 	var stmts []string
-	err := r.retry(ctx, log, stageSchema, "read ClickHouse schema", func(ctx context.Context) error {
-		cols, err := r.columns(ctx, t.Database, t.Name)
+	err := c.Retry(ctx, log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) error {
+		cols, err := c.columns(ctx, t.Database, t.Name)
 		if err != nil {
 			return err
 		}
@@ -97,13 +99,12 @@ func (r *Replicator) ensureTable(ctx context.Context, log *slog.Logger, t *schem
 		return err
 	}
 	for _, s := range stmts {
-		log.Info("applying DDL", "statement", s)
-		if err := r.retry(ctx, log, stageDDL, "DDL", func(ctx context.Context) error { return r.ch.Exec(ctx, s) }); err != nil {
-			return fmt.Errorf("%s: %w", s, err)
+		if err := c.Exec(ctx, log, s); err != nil {
+			return err
 		}
 	}
 	if t.Options.Cluster != nil {
-		return r.ensureDistributed(ctx, log, t, "")
+		return c.ensureDistributed(ctx, log, t, "")
 	}
 	return nil
 }
@@ -116,18 +117,18 @@ func (r *Replicator) ensureTable(ctx context.Context, log *slog.Logger, t *schem
 // recreated keeps its sharding key, or keep (the key of the table it
 // replaces after a rename) when it is missing; only a new table gets
 // ShardingKey.
-func (r *Replicator) ensureDistributed(ctx context.Context, log *slog.Logger, t *schema.Target, keep string) error {
+func (c *ClickHouse) ensureDistributed(ctx context.Context, log *slog.Logger, t *schema.Target, keep string) error {
 	var local, dist []chColumn
 	var engine string
-	err := r.retry(ctx, log, stageSchema, "read ClickHouse schema", func(ctx context.Context) error {
+	err := c.Retry(ctx, log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) error {
 		var err error
-		if local, err = r.columns(ctx, t.Database, t.Name); err != nil {
+		if local, err = c.columns(ctx, t.Database, t.Name); err != nil {
 			return err
 		}
-		if dist, err = r.columns(ctx, t.Database, t.ReadName()); err != nil || len(dist) == 0 {
+		if dist, err = c.columns(ctx, t.Database, t.ReadName()); err != nil || len(dist) == 0 {
 			return err
 		}
-		engine, err = r.engine(ctx, t.Database, t.ReadName())
+		engine, err = c.engine(ctx, t.Database, t.ReadName())
 		return err
 	})
 	if err != nil {
@@ -147,18 +148,17 @@ func (r *Replicator) ensureDistributed(ctx context.Context, log *slog.Logger, t 
 	}
 	stmts = append(stmts, t.CreateDistributedSQL(defs, keep))
 	for _, s := range stmts {
-		log.Info("applying DDL", "statement", s)
-		if err := r.retry(ctx, log, stageDDL, "DDL", func(ctx context.Context) error { return r.ch.Exec(ctx, s) }); err != nil {
-			return fmt.Errorf("%s: %w", s, err)
+		if err := c.Exec(ctx, log, s); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
 // engine is a table's engine_full ("" when it does not exist).
-func (r *Replicator) engine(ctx context.Context, db, table string) (string, error) {
+func (c *ClickHouse) engine(ctx context.Context, db, table string) (string, error) {
 	var engine string
-	err := r.ch.QueryRow(ctx, "SELECT engine_full FROM system.tables WHERE database = ? AND name = ?", db, table).Scan(&engine)
+	err := c.conn.QueryRow(ctx, "SELECT engine_full FROM system.tables WHERE database = ? AND name = ?", db, table).Scan(&engine)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
@@ -167,8 +167,8 @@ func (r *Replicator) engine(ctx context.Context, db, table string) (string, erro
 
 // onCluster is " ON CLUSTER `name`" in cluster mode, for DDL without a
 // target at hand.
-func (r *Replicator) onCluster() string {
-	if c := r.cfg.SchemaOptions().Cluster; c != nil {
+func (c *ClickHouse) onCluster() string {
+	if c := c.cfg.SchemaOptions().Cluster; c != nil {
 		return " ON CLUSTER " + schema.QuoteIdent(c.Name)
 	}
 	return ""
@@ -177,8 +177,8 @@ func (r *Replicator) onCluster() string {
 // renameColumns renames ClickHouse columns after MySQL renamed them. It
 // needs RENAME COLUMN (ClickHouse 20.4+): without it a rename could only be
 // a drop and an add, losing the column's data, so it stops instead.
-func (r *Replicator) renameColumns(ctx context.Context, log *slog.Logger, t *schema.Target, renames map[string]string) error {
-	cols, err := r.columns(ctx, t.Database, t.Name)
+func (c *ClickHouse) renameColumns(ctx context.Context, log *slog.Logger, t *schema.Target, renames map[string]string) error {
+	cols, err := c.columns(ctx, t.Database, t.Name)
 	if err != nil {
 		return err
 	}
@@ -191,15 +191,46 @@ func (r *Replicator) renameColumns(ctx context.Context, log *slog.Logger, t *sch
 		if from == to || !have[from] || have[to] {
 			continue // done already (a replay), or nothing to rename
 		}
-		if !r.caps.RenameColumn {
+		if !c.caps.RenameColumn {
 			return fmt.Errorf("MySQL renamed column %s to %s, and ClickHouse %s cannot rename a column (RENAME COLUMN needs 20.4); renaming by drop and add would lose its data. Rename it by hand (add %s, copy %s into it, drop %s) and restart binlog2ch",
-				from, to, r.caps.Version, to, from, from)
+				from, to, c.caps.Version, to, from, from)
 		}
 		s := "ALTER TABLE " + full + t.OnCluster() + " RENAME COLUMN " + schema.QuoteIdent(from) + " TO " + schema.QuoteIdent(to)
-		log.Info("applying DDL", "statement", s)
-		if err := r.retry(ctx, log, stageDDL, "DDL", func(ctx context.Context) error { return r.ch.Exec(ctx, s) }); err != nil {
+		if err := c.Exec(ctx, log, s); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// CheckTable refuses an existing ClickHouse table whose columns are not
+// what the mapping gives (-recreate replaces it).
+func (c *ClickHouse) CheckTable(ctx context.Context, log *slog.Logger, target *schema.Target) error {
+	var cols []chColumn
+	err := c.Retry(ctx, log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) error {
+		var err error
+		cols, err = c.columns(ctx, target.Database, target.Name)
+		return err
+	})
+	if err != nil || len(cols) == 0 {
+		return err
+	}
+	have := map[string]string{}
+	for _, col := range cols {
+		have[col.name] = col.typ
+	}
+	var problems []string
+	for _, tc := range target.Columns {
+		typ, ok := have[tc.Name]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("column %s is missing", tc.Name))
+		case typ != tc.Type.String():
+			problems = append(problems, fmt.Sprintf("column %s is %s, the mapping gives %s", tc.Name, typ, tc.Type.String()))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("target table %s does not match the MySQL table: %s; drop it, or copy with -recreate", target.FullName(), strings.Join(problems, "; "))
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package replicator
+package snapshot
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/source"
 )
 
 // openSnapshotDB opens the pool table copies read through. Statements are
@@ -23,22 +24,18 @@ import (
 // arrive as their exact bits (the text protocol prints FLOAT with six
 // digits), integers as integers. TIMESTAMPs print in UTC.
 func openSnapshotDB(ctx context.Context, cfg *config.Config, log *slog.Logger, conns int) (*sql.DB, error) {
-	c := mysqlDriverConfig(cfg, log)
+	c := source.DriverConfig(cfg, log)
 	c.InterpolateParams = false
 	c.MaxAllowedPacket = 0 // the server's: a row may hold a LONGBLOB
 	// A reader waits while its table's writer is blocked on ClickHouse; the
 	// server must not drop the half-sent result meanwhile.
 	c.Params["net_write_timeout"] = "3600"
-	db, err := openMySQLPool(cfg, c)
+	db, err := source.OpenPool(ctx, cfg, c)
 	if err != nil {
 		return nil, err
 	}
 	db.SetMaxOpenConns(conns)
 	db.SetMaxIdleConns(conns)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, mysqlError(cfg, err)
-	}
 	return db, nil
 }
 

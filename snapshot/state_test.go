@@ -1,4 +1,4 @@
-package replicator
+package snapshot
 
 import (
 	"os"
@@ -45,26 +45,26 @@ func TestGapsAndMerge(t *testing.T) {
 
 func TestCopyStateRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	if st, err := loadCopyState(dir, fullSyncStateFile); st != nil || err != nil {
+	if st, err := Load(dir, FullSyncFile); st != nil || err != nil {
 		t.Fatalf("no file: %v, %v", st, err)
 	}
-	st := &copyState{Server: "server_id:7", Position: source.Position{File: "binlog.000003", Pos: 1234}, Tables: map[string]*tableProgress{
+	st := &State{Server: "server_id:7", Position: source.Position{File: "binlog.000003", Pos: 1234}, Tables: map[string]*TableProgress{
 		"shop.t": {Key: []string{"a", "b"}, Done: []keyRange{{Hi: k("1", "\x00\xff")}}, Rows: 10, Chunks: 1},
 	}}
-	if err := saveCopyState(dir, fullSyncStateFile, st); err != nil {
+	if err := Save(dir, FullSyncFile, st); err != nil {
 		t.Fatal(err)
 	}
-	got, err := loadCopyState(dir, fullSyncStateFile)
+	got, err := Load(dir, FullSyncFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, st) {
 		t.Errorf("round trip: %+v, want %+v", got, st)
 	}
-	if err := os.WriteFile(filepath.Join(dir, fullSyncStateFile), []byte("{bad"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, FullSyncFile), []byte("{bad"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadCopyState(dir, fullSyncStateFile); err == nil || !strings.Contains(err.Error(), "corrupt") {
+	if _, err := Load(dir, FullSyncFile); err == nil || !strings.Contains(err.Error(), "corrupt") {
 		t.Errorf("corrupt state: %v", err)
 	}
 }
@@ -97,23 +97,5 @@ func TestRangeConditions(t *testing.T) {
 	}
 	if w, a, _ := tr.where(keyRange{}); w != "" || a != nil {
 		t.Errorf("whole range: %q %v", w, a)
-	}
-}
-
-// TestSnapshotVersion: a copied row's version is at or above every event
-// ending at or before the recorded position and below every later one,
-// in the same binlog file or a later one.
-func TestSnapshotVersion(t *testing.T) {
-	const file, pos = 3, 1000
-	v := version(file, pos, maxVersionRow)
-	for _, before := range []uint64{version(file, pos, 0), version(file, pos, 7), version(file, pos-1, maxVersionRow), version(file-1, 1<<32-1, maxVersionRow)} {
-		if before > v {
-			t.Errorf("event at or before the position has version %x above the copy's %x", before, v)
-		}
-	}
-	for _, after := range []uint64{version(file, pos+1, 0), version(file+1, 4, 0)} {
-		if after <= v {
-			t.Errorf("event after the position has version %x, not above the copy's %x", after, v)
-		}
 	}
 }

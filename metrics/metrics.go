@@ -1,0 +1,189 @@
+// Package metrics defines binlog2ch's Prometheus metrics: their names
+// (with units), help texts and labels, in a registry of their own, and the
+// lag clocks the gauges read at scrape time. It holds no server code and
+// decides nothing: the packages that do the work update the metrics, and
+// replicator serves them.
+package metrics
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/source"
+)
+
+// Error stages, the values of binlog2ch_errors_total's stage label.
+const (
+	StageRead       = "read"       // the binlog stream failed
+	StageInsert     = "insert"     // an insert into ClickHouse failed
+	StageDDL        = "ddl"        // a DDL statement in ClickHouse failed
+	StageCheckpoint = "checkpoint" // saving the checkpoint failed
+	StageSchema     = "schema"     // reading a table's schema failed
+)
+
+// DDL results, the values of binlog2ch_ddl_total's result label.
+const (
+	DDLApplied       = "applied"        // acted on in ClickHouse
+	DDLSkipped       = "skipped"        // parsed: about other tables, or taking effect with the table's next rows
+	DDLIgnored       = "ignored"        // changes no table (source.NoTableStatement)
+	DDLNotUnderstood = "not_understood" // may change a table, not parsed: logged at WARN
+)
+
+// Metrics are the daemon's Prometheus metrics, in its own registry (no
+// global state). Names and meanings are documented in
+// docs/operations.md ("Metrics and health").
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	Rows                          *prometheus.CounterVec
+	EventsRead                    prometheus.Counter
+	FlushDuration                 *prometheus.HistogramVec
+	BatchRows                     *prometheus.HistogramVec
+	QueueRows                     *prometheus.GaugeVec
+	CheckpointTS                  prometheus.Gauge
+	CheckpointFile, CheckpointPos prometheus.Gauge
+	ReadFile                      prometheus.Gauge
+	ReadPos                       prometheus.Gauge
+	Errors                        *prometheus.CounterVec
+	DDL                           *prometheus.CounterVec
+	Fixups                        *prometheus.CounterVec
+	SnapshotCopied                *prometheus.GaugeVec
+	SnapshotEstimated             *prometheus.GaugeVec
+	ShardRows                     *prometheus.CounterVec
+
+	// Durable is the commit time (Unix ns) of the newest event durably in
+	// ClickHouse, or the time of a heartbeat that found nothing pending:
+	// the lag is measured from it at scrape time, so it keeps growing
+	// while nothing gets through.
+	Durable atomic.Int64
+	// Read is the timestamp (Unix ns) of the newest event read, or of a
+	// heartbeat's arrival (the reader is at the server's end then).
+	Read atomic.Int64
+	// Ready reports readiness for binlog2ch_ready, set by the daemon.
+	Ready func() bool
+}
+
+// New registers every metric, the Go runtime's and the process's in a new
+// registry.
+func New() *Metrics {
+	m := &Metrics{Registry: prometheus.NewRegistry()}
+	perTable := []string{"database", "table"}
+	m.Rows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_rows_total",
+		Help: "Rows written to ClickHouse durably, by MySQL table and operation (insert, update, delete)."}, []string{"database", "table", "op"})
+	m.EventsRead = prometheus.NewCounter(prometheus.CounterOpts{Name: "binlog2ch_events_read_total",
+		Help: "Binlog events read from the source, heartbeats excluded."})
+	m.FlushDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "binlog2ch_flush_duration_seconds",
+		Help:    "Time to insert one batch into ClickHouse, retries included.",
+		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}, perTable)
+	m.BatchRows = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "binlog2ch_batch_rows",
+		Help:    "Rows per batch inserted into ClickHouse.",
+		Buckets: prometheus.ExponentialBuckets(1, 4, 10)}, perTable)
+	m.QueueRows = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlog2ch_queue_rows",
+		Help: "Rows converted for a table and not yet durably in ClickHouse (filling and in-flight batches)."}, perTable)
+	m.CheckpointTS = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_checkpoint_timestamp_seconds",
+		Help: "Unix time the checkpoint was last saved."})
+	m.CheckpointFile = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_checkpoint_binlog_file_index",
+		Help: "Binlog file index (the file name's numeric suffix) of the saved checkpoint."})
+	m.CheckpointPos = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_checkpoint_binlog_position",
+		Help: "Binlog position of the saved checkpoint."})
+	m.ReadFile = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_read_binlog_file_index",
+		Help: "Binlog file index the reader is at."})
+	m.ReadPos = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_read_binlog_position",
+		Help: "Binlog position the reader is at."})
+	m.Errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_errors_total",
+		Help: "Failures by stage (read, insert, ddl, checkpoint, schema); retried ones included."}, []string{"stage"})
+	m.DDL = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_ddl_total",
+		Help: "DDL statements seen in the binlog, by result: applied (acted on in ClickHouse), skipped (other tables, or nothing to do), ignored (changes no table: routines, triggers, views, events, accounts, grants, table maintenance), not_understood (may change a table but was not parsed; logged with the statement)."}, []string{"result"})
+	m.Fixups = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_value_fixups_total",
+		Help: "Values changed by schema.invalid_dates (clamped or set NULL), by table and kind."}, []string{"database", "table", "kind"})
+	m.SnapshotCopied = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlog2ch_snapshot_rows_copied",
+		Help: "Rows a table's snapshot has copied so far."}, perTable)
+	m.SnapshotEstimated = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlog2ch_snapshot_rows_estimated",
+		Help: "Rows a table's snapshot expects to copy (MySQL's estimate)."}, perTable)
+	m.ShardRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_shard_rows_total",
+		Help: "Rows inserted straight into a cluster shard's local tables (clickhouse.cluster_insert: shards), by shard_num."}, []string{"shard"})
+	lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "binlog2ch_lag_seconds",
+		Help: "Now minus the commit time of the newest event durably in ClickHouse; keeps growing while nothing gets through, about 0 when idle and caught up."},
+		func() float64 { return Since(m.Durable.Load()) })
+	sourceLag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "binlog2ch_source_lag_seconds",
+		Help: "Now minus the timestamp of the newest event read: how far the reader is behind the source's binlog."},
+		func() float64 { return Since(m.Read.Load()) })
+	ready := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "binlog2ch_ready",
+		Help: "1 when /readyz says ready: connected to both servers and the lag below metrics.ready_max_lag."},
+		func() float64 {
+			if m.Ready != nil && m.Ready() {
+				return 1
+			}
+			return 0
+		})
+	m.Registry.MustRegister(m.Rows, m.EventsRead, m.FlushDuration, m.BatchRows, m.QueueRows, m.CheckpointTS, m.CheckpointFile, m.CheckpointPos,
+		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, lag, sourceLag, ready,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Every stage and DDL result exists from the start, at 0, so rate()
+	// and increase() see the first failure.
+	for _, s := range []string{StageRead, StageInsert, StageDDL, StageCheckpoint, StageSchema} {
+		m.Errors.WithLabelValues(s)
+	}
+	for _, r := range []string{DDLApplied, DDLSkipped, DDLIgnored, DDLNotUnderstood} {
+		m.DDL.WithLabelValues(r)
+	}
+	return m
+}
+
+// Since is the seconds from a Unix-ns time to now; 0 when unset.
+func Since(ns int64) float64 {
+	if ns == 0 {
+		return 0
+	}
+	return math.Max(0, time.Since(time.Unix(0, ns)).Seconds())
+}
+
+// AdvanceTo moves a timestamp forward, never back.
+func AdvanceTo(a *atomic.Int64, ns int64) {
+	for {
+		cur := a.Load()
+		if ns <= cur || a.CompareAndSwap(cur, ns) {
+			return
+		}
+	}
+}
+
+// Table is one writer's label-bound metrics, looked up once.
+type Table struct {
+	Rows          [4]prometheus.Counter // by schema.Op
+	FlushDuration prometheus.Observer
+	BatchRows     prometheus.Observer
+	QueueRows     prometheus.Gauge
+	Fixups        [schema.NumFixups]prometheus.Counter
+}
+
+// ForTable looks up a table's series once, for its writer.
+func (m *Metrics) ForTable(t source.TableName) *Table {
+	tm := &Table{
+		FlushDuration: m.FlushDuration.WithLabelValues(t.Database, t.Table),
+		BatchRows:     m.BatchRows.WithLabelValues(t.Database, t.Table),
+		QueueRows:     m.QueueRows.WithLabelValues(t.Database, t.Table),
+	}
+	for op, name := range map[schema.Op]string{schema.OpInsert: "insert", schema.OpUpdate: "update", schema.OpDelete: "delete"} {
+		tm.Rows[op] = m.Rows.WithLabelValues(t.Database, t.Table, name)
+	}
+	for k := range tm.Fixups {
+		tm.Fixups[k] = m.Fixups.WithLabelValues(t.Database, t.Table, schema.Fixup(k).String())
+	}
+	return tm
+}
+
+// Forget drops a table's series (after DROP or RENAME), so label
+// cardinality follows the tables that exist.
+func (m *Metrics) Forget(t source.TableName) {
+	for _, v := range []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{m.Rows, m.FlushDuration, m.BatchRows, m.QueueRows, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated} {
+		v.DeletePartialMatch(prometheus.Labels{"database": t.Database, "table": t.Table})
+	}
+}

@@ -1,0 +1,118 @@
+package metrics
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/source"
+)
+
+// gauge is the value of an unlabelled metric as a scrape sees it.
+func gauge(t *testing.T, m *Metrics, name string) float64 {
+	t.Helper()
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("%s is not registered", name)
+	return 0
+}
+
+// series counts a metric's series in a scrape.
+func series(t *testing.T, m *Metrics, name string) int {
+	t.Helper()
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return len(f.GetMetric())
+		}
+	}
+	return 0
+}
+
+// TestLagGrowsWhileNothingGetsThrough: the lag is read from the clock at
+// scrape time, so it grows during a stall instead of freezing.
+func TestLagGrowsWhileNothingGetsThrough(t *testing.T) {
+	m := New()
+	if got := gauge(t, m, "binlog2ch_lag_seconds"); got != 0 {
+		t.Fatalf("lag before anything was read: %v, want 0", got)
+	}
+	m.Durable.Store(time.Now().Add(-90 * time.Second).UnixNano())
+	m.Read.Store(time.Now().Add(-30 * time.Second).UnixNano())
+	if got := gauge(t, m, "binlog2ch_lag_seconds"); got < 90 || got > 3600 {
+		t.Errorf("lag %v s, want at least the 90 s since the newest durable event", got)
+	}
+	if got := gauge(t, m, "binlog2ch_source_lag_seconds"); got < 30 || got > 90 {
+		t.Errorf("source lag %v s, want at least the 30 s since the newest event read", got)
+	}
+	if got := gauge(t, m, "binlog2ch_ready"); got != 0 {
+		t.Errorf("ready %v without a readiness function", got)
+	}
+	m.Ready = func() bool { return true }
+	if got := gauge(t, m, "binlog2ch_ready"); got != 1 {
+		t.Errorf("ready %v, want 1", got)
+	}
+}
+
+func TestAdvanceToNeverGoesBack(t *testing.T) {
+	var a atomic.Int64
+	AdvanceTo(&a, 10)
+	AdvanceTo(&a, 5)
+	if a.Load() != 10 {
+		t.Errorf("moved back to %d", a.Load())
+	}
+	AdvanceTo(&a, 11)
+	if a.Load() != 11 {
+		t.Errorf("did not move forward: %d", a.Load())
+	}
+}
+
+// TestEveryStageFromZero: each error stage and DDL result exists at 0
+// before the first failure, so rate() and increase() see it.
+func TestEveryStageFromZero(t *testing.T) {
+	m := New()
+	if n := series(t, m, "binlog2ch_errors_total"); n != 5 {
+		t.Errorf("%d error stages, want 5", n)
+	}
+	if n := series(t, m, "binlog2ch_ddl_total"); n != 4 {
+		t.Errorf("%d DDL results, want 4", n)
+	}
+}
+
+// TestForgetDropsTableSeries: a dropped or renamed table's series go, the
+// others' stay.
+func TestForgetDropsTableSeries(t *testing.T) {
+	m := New()
+	a, b := source.TableName{Database: "d", Table: "a"}, source.TableName{Database: "d", Table: "b"}
+	for _, name := range []source.TableName{a, b} {
+		tm := m.ForTable(name)
+		tm.Rows[schema.OpInsert].Add(3)
+		tm.QueueRows.Set(1)
+		tm.BatchRows.Observe(3)
+		m.SnapshotCopied.WithLabelValues(name.Database, name.Table).Set(3)
+	}
+	m.Forget(a)
+	// b's insert, update and delete series are left.
+	if n := series(t, m, "binlog2ch_rows_total"); n != 3 {
+		t.Errorf("%d rows series left, want b's 3", n)
+	}
+	for _, name := range []string{"binlog2ch_queue_rows", "binlog2ch_batch_rows", "binlog2ch_snapshot_rows_copied"} {
+		if n := series(t, m, name); n != 1 {
+			t.Errorf("%s: %d series left, want b's", name, n)
+		}
+	}
+	m.Forget(b)
+	if n := series(t, m, "binlog2ch_rows_total"); n != 0 {
+		t.Errorf("%d rows series left after both tables went", n)
+	}
+}

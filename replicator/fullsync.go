@@ -1,0 +1,108 @@
+package replicator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/snapshot"
+	"github.com/binlog2ch/binlog2ch/source"
+	"github.com/binlog2ch/binlog2ch/state"
+)
+
+// FullSyncOptions are the choices of one `binlog2ch fullsync`.
+type FullSyncOptions struct {
+	// Tables to copy; nil copies every table the config selects.
+	Tables []source.TableName
+	// Recreate drops each target table and copies it from the start. An
+	// interrupted -recreate copy run again with Recreate resumes: tables
+	// it recreated are not dropped again.
+	Recreate bool
+	// Progress, when set, is called about four times a second with every
+	// table's status, and once more at the end.
+	Progress func([]snapshot.TableStatus)
+	// SetCheckpoint, after a complete copy, saves run's checkpoint at the
+	// copy's binlog position (and drops an unfinished initial snapshot's
+	// state), so run follows the binlog from there: the way back after the
+	// binlog at run's checkpoint was purged. It needs Recreate and every
+	// table, since events before the position are skipped: only a full
+	// copy into emptied tables holds their effects (rows deleted meanwhile
+	// included). run must be stopped meanwhile.
+	SetCheckpoint bool
+}
+
+// FullSync copies tables once (`binlog2ch fullsync`), resuming an
+// interrupted run recorded in state_dir. A table that fails does not stop
+// the others; the error names every failed table.
+func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snapshot.TableStatus, error) {
+	if opts.SetCheckpoint && (!opts.Recreate || opts.Tables != nil) {
+		return nil, errors.New("setting run's checkpoint needs a -recreate copy of every configured table (no -tables): events before the copy's position are skipped")
+	}
+	if opts.SetCheckpoint && r.cfg.State.Lease == config.LeaseZooKeeper {
+		// Moving a shared checkpoint under a running daemon would be lost
+		// or undone: hold the lease for the whole copy.
+		l, err := state.Acquire(ctx, r.cfg, r.log)
+		if err != nil {
+			return nil, err
+		}
+		r.lease = l
+		defer l.Release()
+	}
+	st, err := snapshot.Load(r.cfg.StateDir, snapshot.FullSyncFile)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case st != nil && st.Server != r.server.ID:
+		r.log.Warn("the interrupted fullsync in state_dir was of another MySQL server; starting over", "its_server", st.Server, "server", r.server.ID)
+		st = nil
+	case st != nil && st.Complete:
+		st = nil // the last copy finished: this is a new one
+	case st != nil && opts.Recreate && !st.Recreate:
+		r.log.Info("-recreate: discarding the interrupted fullsync's progress (it was not a -recreate copy)", "started", st.Started)
+		st = nil
+	case st != nil:
+		r.log.Info("resuming the interrupted fullsync", "started", st.Started, "position", st.Position.String())
+	}
+	if st == nil {
+		pos, err := r.currentPosition(ctx)
+		if err != nil {
+			return nil, err
+		}
+		st = &snapshot.State{Server: r.server.ID, Position: pos, Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, Recreate: opts.Recreate}
+		r.log.Info("fullsync: binlog position recorded before reading any table", "position", pos.String())
+	}
+	tables := opts.Tables
+	if tables == nil {
+		if tables, err = source.ListTables(ctx, r.my, r.cfg); err != nil {
+			return nil, err
+		}
+	}
+	copyOpts := r.copyOptions(r.log, st, snapshot.FullSyncFile)
+	copyOpts.Recreate, copyOpts.Progress = opts.Recreate, opts.Progress
+	statuses, err := snapshot.Copy(ctx, copyOpts, tables)
+	if err == nil {
+		st.Complete = true
+		err = snapshot.Save(r.cfg.StateDir, snapshot.FullSyncFile, st)
+	}
+	if err == nil && opts.SetCheckpoint {
+		err = r.resetCheckpoint(st.Position)
+	}
+	return statuses, err
+}
+
+// resetCheckpoint moves run's checkpoint to a complete copy's position.
+func (r *Replicator) resetCheckpoint(p source.Position) error {
+	if err := os.Remove(filepath.Join(r.cfg.StateDir, snapshot.InitialFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the initial snapshot's state: %w", err)
+	}
+	if err := r.checkpoints().Save(context.Background(), state.Checkpoint{Position: p, Server: r.server.ID, SavedAt: time.Now().UTC()}); err != nil {
+		return err
+	}
+	r.log.Warn("run's checkpoint set to the copy's position: run follows the binlog from there", "position", p.String())
+	return nil
+}

@@ -1,0 +1,362 @@
+package replicator
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/metrics"
+	"github.com/binlog2ch/binlog2ch/sink"
+	"github.com/binlog2ch/binlog2ch/source"
+	"github.com/binlog2ch/binlog2ch/state"
+)
+
+// router is the source's Handler: it routes each table's events, in
+// binlog order, to that table's writer, starting writers as tables appear,
+// and saves the checkpoint as the writers report their rows durable. It
+// runs in the stream's goroutine.
+type router struct {
+	r       *Replicator
+	stream  *source.Stream
+	writers map[source.TableName]*route
+	all     []*route // every writer started, for shutdown and checkpoints
+	// start runs a writer in its own goroutine.
+	start func(*sink.Writer)
+	wg    sync.WaitGroup
+
+	seq       uint64        // messages dispatched
+	commits   []commitPoint // not yet checkpointed, oldest first
+	lastSaved time.Time
+	saved     source.Position
+	lastTS    int64 // timestamp (Unix ns) of the newest event read
+	// retired are writers whose MySQL table name a DROP or RENAME freed
+	// while they may still be working on that name's ClickHouse table: a
+	// new writer for the name waits until they are past the DDL, so two
+	// writers never write one table at once.
+	retired map[source.TableName]retiredWriter
+}
+
+// route is a writer and what the router sent it.
+type route struct {
+	w          *sink.Writer
+	dispatched uint64 // seq of the last message sent to it
+	closed     bool   // its queue is closed
+}
+
+// commitPoint is a transaction boundary: resuming at pos replays no partial
+// transaction. seq is the number of messages dispatched before it.
+type commitPoint struct {
+	seq uint64
+	pos source.Position
+	at  int64 // timestamp (Unix ns) of the transaction's last event; 0: unknown
+}
+
+// retiredWriter is a writer and the DDL message after which it no longer
+// touches its old name's table.
+type retiredWriter struct {
+	w   *sink.Writer
+	seq uint64
+}
+
+// past reports whether the writer is done with the DDL (or stopped).
+func (rw retiredWriter) past() bool { return rw.w.Done() || rw.w.Flushed() >= rw.seq }
+
+func newRouter(r *Replicator, stream *source.Stream, start source.Position, run func(*sink.Writer)) *router {
+	return &router{r: r, stream: stream, writers: map[source.TableName]*route{}, start: run,
+		commits: []commitPoint{{seq: 0, pos: start}}, lastSaved: time.Now(), saved: start}
+}
+
+// Event updates liveness and the lag metrics for an event read.
+func (s *router) Event(e source.Event) {
+	r := s.r
+	now := time.Now().UnixNano()
+	r.checkin.Store(now) // as checkIn, with the clock read once per event
+	r.mysqlUp.Store(true)
+	if e.Heartbeat {
+		// The server has nothing newer: the reader is at its end, and
+		// with nothing pending in the writers, so is ClickHouse.
+		metrics.AdvanceTo(&r.m.Read, now)
+		if !s.pending() {
+			metrics.AdvanceTo(&r.m.Durable, now)
+		}
+		return
+	}
+	r.m.EventsRead.Inc()
+	if e.Timestamp != 0 {
+		s.lastTS = e.Timestamp
+		metrics.AdvanceTo(&r.m.Read, e.Timestamp)
+	}
+}
+
+// Down counts a failed binlog connection.
+func (s *router) Down(error, source.Position, time.Duration) {
+	s.r.mysqlUp.Store(false)
+	s.r.m.Errors.WithLabelValues(metrics.StageRead).Inc()
+	s.r.checkIn()
+}
+
+// Commit records a transaction boundary.
+func (s *router) Commit(c source.Commit) {
+	s.commits = append(s.commits, commitPoint{seq: s.seq, pos: c.Position, at: c.At})
+	pos := c.Position
+	s.r.readPos.Store(&pos)
+	s.r.m.ReadFile.Set(float64(c.File))
+	s.r.m.ReadPos.Set(float64(c.Position.Pos))
+}
+
+// Tick checkpoints once checkpoint.interval has passed since the last
+// save; woken early by a writer's flush, it asks to be called again then.
+func (s *router) Tick(woken bool) (time.Duration, error) {
+	interval := s.r.cfg.Checkpoint.Interval
+	since := time.Since(s.lastSaved)
+	if since >= interval {
+		return 0, s.checkpoint(false)
+	}
+	if woken {
+		return interval - since, nil
+	}
+	return 0, nil
+}
+
+// pending reports whether any writer holds rows not yet in ClickHouse.
+func (s *router) pending() bool {
+	for _, rt := range s.all {
+		if rt.w.Flushed() < rt.dispatched {
+			return true
+		}
+	}
+	return false
+}
+
+// Rows sends one rows event to its table's writer.
+func (s *router) Rows(ctx context.Context, e source.Rows) error {
+	if hook := s.r.hooks.rowsEvent; hook != nil {
+		hook(e.Table)
+	}
+	return s.dispatch(ctx, e.Table, sink.Message{Schema: e.Schema, Rows: e.Rows, Raw: e.Raw, Op: e.Op, File: e.File, Pos: e.Pos, At: e.At})
+}
+
+// dispatch queues a message for the table's writer, starting it if needed;
+// it blocks while the writer's queue is full (backpressure).
+func (s *router) dispatch(ctx context.Context, name source.TableName, m sink.Message) error {
+	rt := s.writers[name]
+	if rt == nil {
+		if err := s.awaitRetired(ctx, name); err != nil {
+			return err
+		}
+		w := s.r.sink.NewWriter(name, s.r.queueLen)
+		w.OnFlushed(s.stream.Wake)
+		rt = &route{w: w}
+		s.writers[name] = rt
+		s.all = append(s.all, rt)
+		s.start(w)
+	}
+	s.seq++
+	m.Seq = s.seq
+	select {
+	case rt.w.In() <- m:
+		rt.dispatched = m.Seq
+		return nil
+	default:
+	}
+	// The queue is full (ClickHouse is slow or away): wait, checking in
+	// so the daemon still counts as alive.
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case rt.w.In() <- m:
+			rt.dispatched = m.Seq
+			return nil
+		case <-tick.C:
+			s.r.checkIn()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Statement acts on DDL: each effect on a replicated table goes to its
+// writer, in order with the table's rows.
+func (s *router) Statement(ctx context.Context, st source.Statement) error {
+	r := s.r
+	if st.NoTable != "" {
+		// Routines, triggers, views, events, accounts, grants: routine
+		// when a schema is loaded, and nothing for replication to do. Not
+		// their text: account statements carry passwords.
+		r.m.DDL.WithLabelValues(metrics.DDLIgnored).Inc()
+		r.log.Debug("statement changes no table; ignored", "kind", st.NoTable, "binlog", st.At.String())
+		return nil
+	}
+	if !st.Parsed {
+		r.m.DDL.WithLabelValues(metrics.DDLNotUnderstood).Inc()
+		r.log.Warn("DDL not understood; tables keep replicating with the columns the binlog shows", "statement", truncate(st.Text, 500), "binlog", st.At.String())
+		return nil
+	}
+	applied := false
+	defer func() {
+		result := metrics.DDLSkipped // not about a replicated table, or nothing to do
+		if applied {
+			result = metrics.DDLApplied
+		}
+		r.m.DDL.WithLabelValues(result).Inc()
+	}()
+	for _, ef := range st.Effects {
+		oldIn := r.cfg.Replicates(ef.Table.Database, ef.Table.Table) && !source.SystemDatabase(ef.Table.Database)
+		switch ef.Kind {
+		case source.DDLDrop, source.DDLTruncate, source.DDLRenameColumns, source.DDLColumnDefaults:
+			if !oldIn {
+				continue
+			}
+			if err := s.dispatch(ctx, ef.Table, sink.Message{DDL: ef.Kind, Renames: ef.Renames, Defaults: ef.Defaults, At: st.At}); err != nil {
+				return err
+			}
+			applied = true
+			if ef.Kind == source.DDLDrop {
+				s.stopWriter(ef.Table)
+			}
+		case source.DDLRenameTable:
+			newIn := r.cfg.Replicates(ef.NewTable.Database, ef.NewTable.Table) && !source.SystemDatabase(ef.NewTable.Database)
+			switch {
+			case oldIn && newIn && ef.Table.Database == ef.NewTable.Database:
+				// A writer still dropping or renaming away the new name's
+				// table must be done before this rename runs.
+				if err := s.awaitRetired(ctx, ef.NewTable); err != nil {
+					return err
+				}
+				if err := s.dispatch(ctx, ef.Table, sink.Message{DDL: source.DDLRenameTable, NewName: ef.NewTable.Table, At: st.At}); err != nil {
+					return err
+				}
+				applied = true
+				rt := s.writers[ef.Table]
+				s.writers[ef.NewTable] = rt
+				delete(s.writers, ef.Table)
+				s.retire(ef.Table, rt.w, s.seq)
+			case oldIn:
+				r.log.Warn("table renamed out of the replicated set (or to another database); its ClickHouse table is kept but no longer updated", "from", ef.Table.String(), "to", ef.NewTable.String())
+				s.stopWriter(ef.Table)
+			case newIn:
+				r.log.Warn("table renamed into the replicated set: only changes from now on are replicated; copy its existing rows with binlog2ch fullsync", "from", ef.Table.String(), "to", ef.NewTable.String())
+			}
+		}
+	}
+	return nil
+}
+
+// stopWriter closes a writer's queue: it finishes what it holds and exits.
+func (s *router) stopWriter(name source.TableName) {
+	if rt := s.writers[name]; rt != nil {
+		close(rt.w.In())
+		rt.closed = true
+		delete(s.writers, name)
+		s.retire(name, rt.w, rt.dispatched)
+	}
+}
+
+// closeAll closes every writer's queue, at shutdown.
+func (s *router) closeAll() {
+	for _, rt := range s.all {
+		if !rt.closed {
+			close(rt.w.In())
+			rt.closed = true
+		}
+	}
+}
+
+func (s *router) retire(name source.TableName, w *sink.Writer, seq uint64) {
+	if s.retired == nil {
+		s.retired = map[source.TableName]retiredWriter{}
+	}
+	s.retired[name] = retiredWriter{w: w, seq: seq}
+}
+
+// awaitRetired waits until the writer that last had the name is past the
+// DDL that freed it.
+func (s *router) awaitRetired(ctx context.Context, name source.TableName) error {
+	rw, ok := s.retired[name]
+	if !ok {
+		return nil
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for n := 0; !rw.past(); n++ {
+		select {
+		case <-tick.C:
+			if n%250 == 0 {
+				s.r.checkIn() // still alive, waiting on a writer
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	delete(s.retired, name)
+	return nil
+}
+
+// checkpoint saves the newest transaction boundary before which every
+// dispatched row is in ClickHouse. final is set at shutdown, when every
+// writer has flushed.
+func (s *router) checkpoint(final bool) error {
+	r := s.r
+	if hook := r.hooks.checkpointed; hook != nil {
+		defer hook()
+	}
+	s.lastSaved = time.Now()
+	safe := s.seq
+	if !final {
+		for _, rt := range s.all {
+			if f := rt.w.Flushed(); f < rt.dispatched && f < safe {
+				safe = f
+			}
+		}
+	}
+	i := len(s.commits) - 1
+	for i > 0 && s.commits[i].seq > safe {
+		i--
+	}
+	cp := s.commits[i].pos
+	if at := s.commits[i].at; at != 0 {
+		metrics.AdvanceTo(&r.m.Durable, at)
+	}
+	if i == len(s.commits)-1 && !s.pending() {
+		// Everything read is in: as current as the newest event read.
+		metrics.AdvanceTo(&r.m.Durable, s.lastTS)
+	}
+	s.commits = s.commits[i:]
+	// Forget writers that have finished.
+	s.all = slices.DeleteFunc(s.all, func(rt *route) bool { return rt.w.Done() && rt.closed })
+	if cp == s.saved {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	err := r.checkpoints().Save(ctx, state.Checkpoint{Position: cp, Server: r.server.ID, SavedAt: time.Now().UTC()})
+	cancel()
+	if err != nil {
+		r.m.Errors.WithLabelValues(metrics.StageCheckpoint).Inc()
+		if r.cfg.State.Store == config.StoreClickHouse && !errors.Is(err, state.ErrLeaseLost) && !final {
+			// A ClickHouse hiccup only delays the shared checkpoint (a
+			// successor would replay more); the next interval retries.
+			r.log.Warn("checkpoint not saved; retrying at the next interval", "error", err)
+			return nil
+		}
+		return err
+	}
+	s.saved = cp
+	r.savedPos.Store(&cp)
+	r.m.CheckpointTS.Set(float64(time.Now().UnixNano()) / 1e9)
+	if idx, err := source.FileIndex(cp.File); err == nil {
+		r.m.CheckpointFile.Set(float64(idx))
+	}
+	r.m.CheckpointPos.Set(float64(cp.Pos))
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,149 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/binlog2ch/binlog2ch/metrics"
+	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/source"
+)
+
+// changeSchema moves the writer to a new source schema: the first one, or
+// one changed by DDL. ClickHouse gets the columns the new schema needs; a
+// column the MySQL table lost is dropped.
+func (w *Writer) changeSchema(ctx context.Context, src *schema.Table) error {
+	// Best effort: the table may be gone or changed since. But a column
+	// type without a mapping stops: the binlog carries such values (INET6,
+	// UUID) as bytes, which would land in ClickHouse unreadable.
+	live, err := w.c.live(ctx, w.name)
+	var unsupported *schema.UnsupportedTypeError
+	if errors.As(err, &unsupported) {
+		return err
+	}
+	src = source.Enrich(src, live)
+	target, err := schema.Map(src, w.c.cfg.ClickHouseDatabase(w.name.Database), w.c.caps, w.c.cfg.SchemaOptions(),
+		w.c.cfg.TableOptions(w.name.Database, w.name.Table))
+	if err != nil {
+		return err
+	}
+	if w.target != nil && strings.Join(w.target.OrderBy, ",") != strings.Join(target.OrderBy, ",") {
+		return fmt.Errorf("the sorting key changed from (%s) to (%s); ClickHouse cannot change a table's sorting key in place: recreate %s (binlog2ch fullsync -recreate)",
+			strings.Join(w.target.OrderBy, ", "), strings.Join(target.OrderBy, ", "), target.FullName())
+	}
+	var drop []string
+	if w.target != nil {
+		for _, c := range w.target.Columns {
+			if c.Meta == schema.MetaNone && src.ColumnIndex(c.Name) < 0 {
+				drop = append(drop, c.Name)
+			}
+		}
+	}
+	if err := w.c.EnsureTable(ctx, w.log, target, drop, w.defaults); err != nil {
+		return err
+	}
+	block := schema.NewBlock(target)
+	route, err := w.c.routeFor(ctx, w.log, block)
+	if err != nil {
+		return err
+	}
+	w.defaults = nil
+	w.target = target
+	w.route = route
+	w.block = block
+	w.free, w.blocks = nil, 1
+	return nil
+}
+
+func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
+	db := w.c.cfg.ClickHouseDatabase(w.name.Database)
+	name := w.name.Table
+	if w.target != nil {
+		name = w.target.Name
+	} else if o := w.c.cfg.TableOptions(w.name.Database, w.name.Table); o.Name != "" {
+		name = o.Name
+	}
+	full := schema.QuoteIdent(db) + "." + schema.QuoteIdent(name)
+	var stmts []string
+	on := w.c.onCluster()
+	// In a cluster the Distributed table goes with the local one; it names
+	// the local table, so a rename recreates it under the new name.
+	dist := w.c.cfg.SchemaOptions().DistributedName(name)
+	switch m.DDL {
+	case source.DDLTruncate:
+		stmts = append(stmts, "TRUNCATE TABLE IF EXISTS "+full+on)
+	case source.DDLDrop:
+		if dist != "" {
+			stmts = append(stmts, "DROP TABLE IF EXISTS "+schema.QuoteIdent(db)+"."+schema.QuoteIdent(dist)+on)
+		}
+		stmts = append(stmts, "DROP TABLE IF EXISTS "+full+on)
+		defer w.c.m.Forget(w.name)
+	case source.DDLRenameTable:
+		newName := m.NewName
+		if o := w.c.cfg.TableOptions(w.name.Database, m.NewName); o.Name != "" {
+			newName = o.Name
+		}
+		exists, err := w.c.tableExists(ctx, db, name)
+		if err != nil {
+			return err
+		}
+		var key string // the Distributed table's sharding key, kept
+		if dist != "" {
+			err := w.c.Retry(ctx, w.log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) error {
+				engine, err := w.c.engine(ctx, db, dist)
+				key = shardingExpr(engine)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			stmts = append(stmts, "DROP TABLE IF EXISTS "+schema.QuoteIdent(db)+"."+schema.QuoteIdent(dist)+on)
+		}
+		if exists { // on a replay the rename may already be done
+			stmts = append(stmts, "RENAME TABLE "+full+" TO "+schema.QuoteIdent(db)+"."+schema.QuoteIdent(newName)+on)
+		}
+		if dist != "" && w.target != nil {
+			renamed := *w.target
+			renamed.Name = newName
+			defer func() {
+				if err == nil {
+					err = w.c.ensureDistributed(ctx, w.log, &renamed, key)
+				}
+			}()
+		}
+		w.c.m.Forget(w.name)
+		w.name.Table = m.NewName
+		w.log = w.c.log.With("table", w.name.String())
+		w.tm = w.c.m.ForTable(w.name)
+		w.source, w.target, w.block = nil, nil, nil // re-read on the next rows
+	case source.DDLColumnDefaults:
+		w.defaults = m.Defaults
+		return nil
+	case source.DDLRenameColumns:
+		if w.target == nil {
+			return nil // no rows seen yet: the next table map has the new names
+		}
+		if err := w.c.renameColumns(ctx, w.log, w.target, m.Renames); err != nil {
+			return fmt.Errorf("%s at binlog %s: %w", w.name, m.At, err)
+		}
+		// Follow the rename in the known schema, so the next table map
+		// differs only by what else changed.
+		src := *w.source
+		src.Columns = append([]schema.Column(nil), w.source.Columns...)
+		for i := range src.Columns {
+			if to, ok := m.Renames[src.Columns[i].Name]; ok {
+				src.Columns[i].Name = to
+			}
+		}
+		w.source, w.target, w.route = nil, nil, nil
+		return w.changeSchema(ctx, &src)
+	}
+	for _, stmt := range stmts {
+		if err := w.c.Exec(ctx, w.log, stmt, "binlog", m.At.String()); err != nil {
+			return err
+		}
+	}
+	return nil
+}

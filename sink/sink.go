@@ -1,0 +1,170 @@
+// Package sink writes into ClickHouse: one Writer per ClickHouse table
+// turns that table's rows, in binlog order, into columnar batches and
+// sends them through the native inserter pool (clickhouse-go when a block
+// needs converting), straight to a cluster's shards when so configured,
+// and applies the table's DDL. A writer reports how far its rows are
+// durable (Flushed); it never reads the binlog, never saves a checkpoint,
+// and knows no other table.
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/binlog2ch/binlog2ch/chnative"
+	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/metrics"
+	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/source"
+)
+
+// LiveTable reads a MySQL table's current definition, for what the binlog's
+// table map lacks (see source.Enrich).
+type LiveTable func(ctx context.Context, name source.TableName) (*schema.Table, error)
+
+// ClickHouse is the target every writer shares: the connections, the
+// server's capabilities, the cluster's layout, the metrics.
+type ClickHouse struct {
+	cfg    *config.Config
+	log    *slog.Logger
+	conn   driver.Conn
+	caps   schema.Capabilities
+	ins    *inserters    // native-protocol INSERTs (insert.go)
+	layout clusterLayout // the cluster's shards, for rows routed to them (shards.go)
+	m      *metrics.Metrics
+	live   LiveTable
+	up     atomic.Bool // the last insert, DDL or ping succeeded
+
+	// MaxBackoff caps the retry backoff.
+	MaxBackoff time.Duration
+}
+
+// New connects to the ClickHouse servers and reads what they support.
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.Metrics, live LiveTable) (*ClickHouse, error) {
+	c := &ClickHouse{cfg: cfg, log: log, ins: newInserters(cfg), m: m, live: live, MaxBackoff: 30 * time.Second}
+	var err error
+	if c.conn, err = OpenClickHouse(ctx, cfg, log); err != nil {
+		return nil, err
+	}
+	if c.caps, err = schema.DetectCapabilities(ctx, c.conn); err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.up.Store(true)
+	return c, nil
+}
+
+// Close closes the connections.
+func (c *ClickHouse) Close() {
+	c.ins.close()
+	c.conn.Close()
+}
+
+// Conn is the clickhouse-go connection, for queries outside the writers
+// (the checkpoint store, the snapshot's checks).
+func (c *ClickHouse) Conn() driver.Conn { return c.conn }
+
+// Caps is what the server supports.
+func (c *ClickHouse) Caps() schema.Capabilities { return c.caps }
+
+// Up reports whether the last insert, DDL or ping succeeded.
+func (c *ClickHouse) Up() bool { return c.up.Load() }
+
+// Ping asks the server whether it answers, and notes it for Up.
+func (c *ClickHouse) Ping(ctx context.Context) error {
+	err := c.conn.Ping(ctx)
+	c.up.Store(err == nil)
+	return err
+}
+
+// IdleConns is how many native connections wait in the pool: one after a
+// clean insert.
+func (c *ClickHouse) IdleConns() int {
+	c.ins.mu.Lock()
+	defer c.ins.mu.Unlock()
+	n := 0
+	for _, idle := range c.ins.idle {
+		n += len(idle)
+	}
+	return n
+}
+
+// Exec runs a DDL statement, logged with attrs, retrying what retrying
+// can fix.
+func (c *ClickHouse) Exec(ctx context.Context, log *slog.Logger, stmt string, attrs ...any) error {
+	log.Info("applying DDL", append([]any{"statement", stmt}, attrs...)...)
+	if err := c.Retry(ctx, log, metrics.StageDDL, "DDL", func(ctx context.Context) error { return c.conn.Exec(ctx, stmt) }); err != nil {
+		return fmt.Errorf("%s: %w", stmt, err)
+	}
+	return nil
+}
+
+// permanentError marks an error retrying cannot fix.
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
+
+func permanent(err error) error { return permanentError{err} }
+
+// transientCodes are ClickHouse error codes that retrying can fix.
+var transientCodes = map[int32]bool{
+	3: true, 159: true, 164: true, 202: true, 209: true, 210: true, 241: true, 242: true,
+	252: true, 285: true, 319: true, 425: true, 999: true,
+}
+
+// transient reports whether retrying may fix err: connection problems and
+// overload do; a ClickHouse exception about the statement itself does not.
+func transient(err error) bool {
+	var p permanentError
+	if errors.As(err, &p) {
+		return false
+	}
+	var ex *clickhouse.Exception
+	if errors.As(err, &ex) {
+		return transientCodes[ex.Code]
+	}
+	var nex *chnative.Exception
+	if errors.As(err, &nex) {
+		return transientCodes[nex.Code]
+	}
+	return true
+}
+
+// Retry runs op until it succeeds, with capped exponential backoff, logging
+// each failure once. It gives up when ctx ends or on an error retrying
+// cannot fix (a ClickHouse exception about the statement itself).
+func (c *ClickHouse) Retry(ctx context.Context, log *slog.Logger, stage, what string, op func(context.Context) error) error {
+	delay := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := op(ctx)
+		if err == nil {
+			c.up.Store(true)
+			if attempt > 1 {
+				log.Info(what+" succeeded after retrying", "attempts", attempt)
+			}
+			return nil
+		}
+		c.m.Errors.WithLabelValues(stage).Inc()
+		if transient(err) {
+			c.up.Store(false)
+		}
+		if !transient(err) || ctx.Err() != nil {
+			return err
+		}
+		log.Warn(what+" failed; retrying", "error", err, "attempt", attempt, "retry_in", delay)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w (gave up: %v)", what, err, ctx.Err())
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, c.MaxBackoff)
+	}
+}

@@ -1,0 +1,444 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/binlog2ch/binlog2ch/metrics"
+	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/source"
+)
+
+// Message is one unit of work for a writer, in binlog order: the rows of
+// one rows event, or a DDL action.
+type Message struct {
+	// Seq numbers the messages a writer is sent, from 1 up; Flushed
+	// reports the last one whose rows are durable.
+	Seq    uint64
+	Schema *schema.Table // the rows' schema, from the binlog's table map
+	Rows   [][]any
+	Raw    source.RawRows // the row images undecoded, instead of Rows
+	Op     source.Op
+	File   uint32 // binlog file index and event end position: the version
+	Pos    uint32
+	At     source.Position // for error messages
+	// Snapshot marks rows read from the table rather than the binlog: they
+	// all get Version(file, pos, MaxVersionRow), at or above every event
+	// ending at or before pos and below every later one.
+	Snapshot bool
+
+	DDL      source.DDLKind
+	NewName  string            // source.DDLRenameTable: new MySQL table name
+	Renames  map[string]string // source.DDLRenameColumns: old -> new
+	Defaults map[string]string // source.DDLColumnDefaults: column -> literal
+}
+
+// where says where a message's rows come from, for errors.
+func (m *Message) where() string {
+	if m.Snapshot {
+		return "the snapshot taken at binlog " + m.At.String()
+	}
+	return "binlog " + m.At.String()
+}
+
+// Writer owns one ClickHouse table: it converts that table's rows into
+// columnar batches and sends them, in binlog order.
+type Writer struct {
+	c    *ClickHouse
+	name source.TableName // MySQL table
+	in   chan Message
+	log  *slog.Logger
+
+	source *schema.Table
+	target *schema.Target
+	block  *schema.Block
+
+	lastSeq  uint64        // seq of the last message taken from in
+	flushed  atomic.Uint64 // every message with seq <= flushed is in ClickHouse
+	done     atomic.Bool   // Run has returned nil
+	firstRow time.Time     // when the block got its first row
+
+	sendq    chan *sendJob // blocks to send, to the sender goroutine
+	returned chan *sendJob // blocks sent, back from it
+	sendErr  chan error    // the sender's fatal error
+	inflight int           // blocks handed off and not yet returned
+	order    []*sendJob    // blocks handed off, oldest first, until sent in order
+	waited   time.Duration // time spent waiting for ClickHouse to take a block
+	// fixups count values changed by schema.invalid_dates, by kind, in
+	// batches sent; the senders update them.
+	fixups       [schema.NumFixups]atomic.Uint64
+	fixupsLogged atomic.Int64  // when the totals were last logged (Unix ns)
+	busy         time.Duration // time spent converting rows
+	free         []*schema.Block
+	blocks       int // blocks built for the current target
+	// defaults are the DEFAULTs of columns an ALTER added, used when
+	// ClickHouse gets the column (at the next table map).
+	defaults map[string]string
+	// nativeRefused is a target whose ClickHouse table differs from the
+	// mapping, so its blocks go through clickhouse-go.
+	nativeRefused atomic.Pointer[schema.Target]
+	// flushedHook, if set, is called when blocks sent advance flushed.
+	flushedHook  func()
+	tm           *metrics.Table
+	inflightRows int // rows in blocks handed off and not yet returned
+	// route sends the target's blocks straight to a cluster's shards; nil:
+	// to the configured servers (in a cluster, the Distributed table).
+	route *route
+}
+
+// NewWriter returns the writer of MySQL table name, which may have queue
+// messages waiting. Run runs it.
+func (c *ClickHouse) NewWriter(name source.TableName, queue int) *Writer {
+	return &Writer{
+		c:    c,
+		name: name,
+		in:   make(chan Message, queue),
+		log:  c.log.With("table", name.String()),
+		tm:   c.m.ForTable(name),
+	}
+}
+
+// In is the writer's queue. Closing it stops the writer once it has
+// written everything before.
+func (w *Writer) In() chan<- Message { return w.in }
+
+// Flushed is the Seq of the newest message up to which every row is
+// durably in ClickHouse (and every DDL applied).
+func (w *Writer) Flushed() uint64 { return w.flushed.Load() }
+
+// Done reports whether Run has returned without an error.
+func (w *Writer) Done() bool { return w.done.Load() }
+
+// OnFlushed sets a function called (from the writer's goroutine) whenever
+// Flushed advances after a batch came back. Set it before Run.
+func (w *Writer) OnFlushed(f func()) { w.flushedHook = f }
+
+// Name is the writer's MySQL table: after a RENAME TABLE, the new name.
+// Call it from Run's goroutine or after Run returned.
+func (w *Writer) Name() source.TableName { return w.name }
+
+// Run processes messages until In is closed (a clean shutdown: the pending
+// rows are flushed) or an error stops it. Batches are sent by other
+// goroutines while the next one fills.
+func (w *Writer) Run(parent context.Context) error {
+	err := w.run(parent)
+	if err == nil {
+		w.done.Store(true)
+	}
+	return err
+}
+
+func (w *Writer) run(parent context.Context) error {
+	// Canceled when run returns, before it waits for the senders: a sender
+	// retrying a failed insert must not keep a writer that is stopping for
+	// another error.
+	ctx, cancel := context.WithCancel(parent)
+	// Up to batch.max_inflight batches of a table are sent at once
+	// (ClickHouse works on each insert mostly on one thread; order does not
+	// matter, every row carries its version) while one more fills. Those
+	// are all the blocks a writer has: when every one is in flight or
+	// full, the writer waits.
+	senders := w.c.cfg.Batch.MaxInFlight
+	w.sendq = make(chan *sendJob, senders)
+	w.returned = make(chan *sendJob, senders)
+	w.sendErr = make(chan error, senders)
+	var sendersDone sync.WaitGroup
+	for i := 0; i < senders; i++ {
+		sendersDone.Add(1)
+		go func() {
+			defer sendersDone.Done()
+			w.sender(ctx)
+		}()
+	}
+	defer func() {
+		cancel()
+		close(w.sendq)
+		sendersDone.Wait()
+	}()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case m, ok := <-w.in:
+			if !ok {
+				err := w.drain(ctx)
+				w.log.Debug("writer stopped", "waited_for_clickhouse", w.waited, "converting", w.busy)
+				return err
+			}
+			start := time.Now()
+			if err := w.handle(ctx, m); err != nil {
+				return err
+			}
+			w.busy += time.Since(start)
+			w.lastSeq = m.Seq
+			w.noteQueue()
+			if w.block != nil && w.block.Rows() > 0 {
+				if w.block.Rows() >= w.c.cfg.Batch.MaxRows || w.block.Size() >= w.c.cfg.Batch.MaxBytes {
+					if err := w.handOff(ctx); err != nil {
+						return err
+					}
+				} else if w.firstRow.IsZero() {
+					w.firstRow = time.Now()
+					timer.Reset(w.c.cfg.Batch.FlushInterval)
+				}
+			} else if w.inflight == 0 {
+				// Nothing pending: everything taken so far is durable.
+				w.flushed.Store(w.lastSeq)
+			}
+		case <-timer.C:
+			if err := w.handOff(ctx); err != nil {
+				return err
+			}
+		case job := <-w.returned:
+			w.recycle(job)
+		case err := <-w.sendErr:
+			return err
+		}
+		if w.firstRow.IsZero() {
+			timer.Stop()
+		}
+	}
+}
+
+// noteQueue updates binlog2ch_queue_rows: rows converted and not yet in
+// ClickHouse.
+func (w *Writer) noteQueue() {
+	n := w.inflightRows
+	if w.block != nil {
+		n += w.block.Rows()
+	}
+	w.tm.QueueRows.Set(float64(n))
+}
+
+// sendJob is a block on its way to ClickHouse; seq is the last message
+// whose rows it holds.
+type sendJob struct {
+	block *schema.Block
+	route *route
+	seq   uint64
+	rows  int
+	sent  bool
+}
+
+// sender sends the blocks handed off and returns them.
+func (w *Writer) sender(ctx context.Context) {
+	var sc shardScratch // kept across this sender's blocks
+	for job := range w.sendq {
+		if err := w.send(ctx, job.block, job.route, &sc); err != nil {
+			w.sendErr <- err
+			return
+		}
+		w.returned <- job
+	}
+}
+
+// recycle takes back a sent block. Blocks may come back out of order: the
+// flushed mark advances over the longest prefix of handed-off blocks that
+// are all sent.
+func (w *Writer) recycle(job *sendJob) {
+	w.inflight--
+	w.inflightRows -= job.rows
+	defer w.noteQueue()
+	job.sent = true
+	for len(w.order) > 0 && w.order[0].sent {
+		w.flushed.Store(w.order[0].seq)
+		w.order = w.order[1:]
+	}
+	if w.flushedHook != nil {
+		defer w.flushedHook()
+	}
+	if job.block.Target() == w.target {
+		w.free = append(w.free, job.block)
+	} else {
+		w.blocks-- // built for an older schema
+	}
+	if w.inflight == 0 && (w.block == nil || w.block.Rows() == 0) {
+		w.flushed.Store(w.lastSeq)
+	}
+}
+
+// handOff queues the current block for sending and continues with another,
+// waiting for one to come back when both are in flight.
+func (w *Writer) handOff(ctx context.Context) error {
+	w.firstRow = time.Time{}
+	if w.block == nil || w.block.Rows() == 0 {
+		if w.inflight == 0 {
+			w.flushed.Store(w.lastSeq)
+		}
+		return nil
+	}
+	if max := w.c.cfg.Batch.MaxInFlight + 1; len(w.free) == 0 && w.blocks >= max {
+		start := time.Now()
+		for len(w.free) == 0 && w.blocks >= max {
+			if err := w.await(ctx); err != nil {
+				return err
+			}
+		}
+		w.waited += time.Since(start)
+	}
+	var next *schema.Block
+	if n := len(w.free); n > 0 {
+		next, w.free = w.free[n-1], w.free[:n-1]
+	} else {
+		next = schema.NewBlock(w.target)
+		w.blocks++
+	}
+	job := &sendJob{block: w.block, route: w.route, seq: w.lastSeq, rows: w.block.Rows()}
+	select {
+	case w.sendq <- job:
+	case err := <-w.sendErr:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	w.order = append(w.order, job)
+	w.inflight++
+	w.inflightRows += job.rows
+	w.block = next
+	return nil
+}
+
+// await waits for one block to come back from the sender.
+func (w *Writer) await(ctx context.Context) error {
+	select {
+	case job := <-w.returned:
+		w.recycle(job)
+		return nil
+	case err := <-w.sendErr:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// drain sends everything pending and waits until ClickHouse has it: before
+// DDL, a schema change, and at shutdown.
+func (w *Writer) drain(ctx context.Context) error {
+	if err := w.handOff(ctx); err != nil {
+		return err
+	}
+	for w.inflight > 0 {
+		if err := w.await(ctx); err != nil {
+			return err
+		}
+	}
+	w.flushed.Store(w.lastSeq)
+	return nil
+}
+
+func (w *Writer) handle(ctx context.Context, m Message) error {
+	if m.DDL != 0 {
+		if err := w.drain(ctx); err != nil {
+			return err
+		}
+		return w.applyDDL(ctx, m)
+	}
+	if w.source == nil || (m.Schema != w.source && !source.SameColumns(m.Schema, w.source)) {
+		if err := w.drain(ctx); err != nil {
+			return err
+		}
+		if err := w.changeSchema(ctx, m.Schema); err != nil {
+			return fmt.Errorf("%s at %s: %w", w.name, m.where(), err)
+		}
+	}
+	w.source = m.Schema
+	if err := w.appendRows(m); err != nil {
+		return fmt.Errorf("%s: %w", m.where(), err)
+	}
+	return nil
+}
+
+// send writes one block to ClickHouse, retrying until it takes it, and
+// empties the block. With a route, the block goes to the shards.
+func (w *Writer) send(ctx context.Context, b *schema.Block, rt *route, sc *shardScratch) error {
+	start := time.Now()
+	rows := b.Rows()
+	t := b.Target()
+	var err error
+	if rt != nil && w.nativeRefused.Load() != t {
+		err = w.sendShards(ctx, b, rt, sc)
+	} else {
+		err = w.c.Retry(ctx, w.log, metrics.StageInsert, "insert into ClickHouse", func(ctx context.Context) error {
+			if b.NativeOK() && w.nativeRefused.Load() != t {
+				err := w.c.ins.insertNative(ctx, "", t.InsertSQL(), b, nil)
+				if !w.refuseNative(t, err) {
+					return err
+				}
+			}
+			return w.insertDriver(ctx, b)
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", t.FullName(), err)
+	}
+	w.noteFixups(b.Fixups)
+	b.Fixups = [len(b.Fixups)]uint64{}
+	for op := schema.OpInsert; op <= schema.OpDelete; op++ {
+		w.tm.Rows[op].Add(float64(b.OpRows[op]))
+	}
+	took := time.Since(start)
+	w.tm.FlushDuration.Observe(took.Seconds())
+	w.tm.BatchRows.Observe(float64(rows))
+	b.Reset()
+	w.log.Debug("flushed", "rows", rows, "duration", took)
+	return nil
+}
+
+// refuseNative reports whether err says the ClickHouse table differs from
+// the mapping; from then on the target's blocks go through clickhouse-go.
+func (w *Writer) refuseNative(t *schema.Target, err error) bool {
+	var mismatch *headerMismatch
+	if !errors.As(err, &mismatch) {
+		return false
+	}
+	if w.nativeRefused.Swap(t) != t {
+		w.log.Info("the ClickHouse table's columns differ from binlog2ch's mapping; inserting through clickhouse-go, which converts",
+			"detail", mismatch.detail)
+	}
+	return true
+}
+
+// insertDriver sends a block through clickhouse-go, into the table (in a
+// cluster, its Distributed table, which routes each row to its shard).
+func (w *Writer) insertDriver(ctx context.Context, b *schema.Block) error {
+	batch, err := w.c.conn.PrepareBatch(ctx, b.Target().InsertSQL())
+	if err != nil {
+		return err
+	}
+	if err := b.AppendTo(batch); err != nil {
+		_ = batch.Abort()
+		return permanent(err)
+	}
+	return batch.Send()
+}
+
+// noteFixups adds a sent batch's fix-ups to the writer's totals and logs
+// the totals at most once a minute (the first at once), not once a batch.
+func (w *Writer) noteFixups(f [schema.NumFixups]uint64) {
+	changed := false
+	for k, n := range f {
+		if n > 0 {
+			w.fixups[k].Add(n)
+			w.tm.Fixups[k].Add(float64(n))
+			changed = true
+		}
+	}
+	if !changed {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := w.fixupsLogged.Load()
+	if now-last < int64(time.Minute) || !w.fixupsLogged.CompareAndSwap(last, now) {
+		return
+	}
+	attrs := []any{}
+	for k := range w.fixups {
+		attrs = append(attrs, schema.Fixup(k).String(), w.fixups[k].Load())
+	}
+	w.log.Warn("values changed by schema.invalid_dates so far", attrs...)
+}

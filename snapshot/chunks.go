@@ -1,0 +1,269 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/sink"
+	"github.com/binlog2ch/binlog2ch/source"
+)
+
+// plan hands the table's remaining ranges to the readers, walking the key
+// a chunk ahead; a table without a usable key is one scan.
+func (c *copier) plan(t *tableCopy, jobs chan<- chunkJob) {
+	c.stateMu.Lock()
+	complete := t.prog.Complete
+	done := slices.Clone(t.prog.Done)
+	c.stateMu.Unlock()
+	if complete {
+		return
+	}
+	send := func(j chunkJob) bool {
+		t.jobs.Add(1)
+		select {
+		case jobs <- j:
+			return true
+		case <-t.ctx.Done():
+			t.jobs.Done()
+			return false
+		}
+	}
+	if t.reader.key == nil {
+		c.stateMu.Lock()
+		t.prog.ScanStarted = true
+		c.stateMu.Unlock()
+		if err := c.save(); err != nil {
+			t.cancel(err)
+			return
+		}
+		send(chunkJob{t: t, scan: true})
+		return
+	}
+	n := c.Config.FullSync.ChunkRows
+	// Segments in key order: the ranges done before (kept as they are)
+	// between the gaps still to read.
+	var segs []keyRange
+	var isGap []bool
+	if len(done) == 0 {
+		segs, isGap = []keyRange{{}}, []bool{true}
+	} else {
+		g := gaps(done)
+		gi := 0
+		if done[0].Lo != nil {
+			segs, isGap = append(segs, g[0]), append(isGap, true)
+			gi++
+		}
+		for i, d := range done {
+			segs, isGap = append(segs, d), append(isGap, false)
+			if i < len(done)-1 || d.Hi != nil {
+				segs, isGap = append(segs, g[gi]), append(isGap, true)
+				gi++
+			}
+		}
+	}
+	t.mu.Lock()
+	for i, s := range segs {
+		if !isGap[i] {
+			t.done = append(t.done, orderedRange{seg: i, r: s})
+		}
+	}
+	t.mu.Unlock()
+	for si, s := range segs {
+		if !isGap[si] {
+			continue
+		}
+		cur := s.Lo
+		for ci := 0; ; ci++ {
+			var last [][]byte
+			var count int
+			err := c.retryRead(t, "walk the key", func() error {
+				var err error
+				last, count, err = t.reader.nextBoundary(t.ctx, c.db, keyRange{Lo: cur, Hi: s.Hi}, n)
+				return err
+			})
+			if err != nil {
+				t.cancel(fmt.Errorf("walk the key after %s: %w", showKey(cur), err))
+				return
+			}
+			if count < n || equalKey(last, s.Hi) {
+				send(chunkJob{t: t, orderedRange: orderedRange{seg: si, chunk: ci, r: keyRange{Lo: cur, Hi: s.Hi}}})
+				break
+			}
+			if !send(chunkJob{t: t, orderedRange: orderedRange{seg: si, chunk: ci, r: keyRange{Lo: cur, Hi: last}}}) {
+				return
+			}
+			cur = last
+		}
+	}
+}
+
+func showKey(k [][]byte) string {
+	if k == nil {
+		return "the start"
+	}
+	parts := make([]string, len(k))
+	for i, v := range k {
+		parts[i] = fmt.Sprintf("%q", v)
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// retryRead runs a MySQL read, retrying what retrying can fix.
+func (c *copier) retryRead(t *tableCopy, what string, op func() error) error {
+	delay := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := op()
+		if err == nil || t.ctx.Err() != nil || !mysqlTransient(err) {
+			return err
+		}
+		t.log.Warn(what+" failed; retrying", "error", err, "attempt", attempt, "retry_in", delay)
+		select {
+		case <-t.ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, c.MaxBackoff)
+	}
+}
+
+// readJob reads one range (or a whole table) into the table's writer.
+func (c *copier) readJob(j chunkJob) {
+	t := j.t
+	defer t.jobs.Done()
+	if h := c.BeforeChunk; h != nil {
+		h(t.ctx, t.name)
+	}
+	if t.ctx.Err() != nil {
+		return
+	}
+	var rows, lastSeq uint64
+	emit := func(batch [][]any) error {
+		t.sendMu.Lock()
+		defer t.sendMu.Unlock()
+		t.seq++
+		m := sink.Message{Seq: t.seq, Schema: t.source, Rows: batch, Op: source.OpInsert, File: c.file, Pos: c.pos, At: c.st.Position, Snapshot: true}
+		select {
+		case t.w.In() <- m:
+			lastSeq = m.Seq
+			rows += uint64(len(batch))
+			t.rowsRead.Add(uint64(len(batch)))
+			return nil
+		case <-t.ctx.Done():
+			t.seq--
+			return context.Cause(t.ctx)
+		}
+	}
+	what := "read rows after " + showKey(j.r.Lo)
+	op := func() error {
+		rows = 0 // a retry sends the range again
+		_, err := t.reader.read(t.ctx, c.db, j.r, snapshotBatchRows, emit)
+		return err
+	}
+	var err error
+	if j.scan && t.target.Mode == schema.ModeChangelog {
+		// A changelog keeps duplicates: a failed scan is not retried here
+		// (a new run deletes its rows and scans again).
+		err = op()
+	} else {
+		// Rows sent before a failure are sent again: same versions, so
+		// the table's FINAL state is unchanged.
+		err = c.retryRead(t, what, op)
+	}
+	if err != nil {
+		if t.ctx.Err() == nil {
+			t.cancel(fmt.Errorf("%s: %w", what, err))
+		}
+		return
+	}
+	t.chunks.Add(1)
+	t.mu.Lock()
+	t.pending = append(t.pending, chunkDone{orderedRange: j.orderedRange, lastSeq: lastSeq, rows: rows})
+	t.mu.Unlock()
+}
+
+// confirmAll records every table's confirmed ranges.
+func (c *copier) confirmAll() error {
+	var errs []error
+	for _, t := range c.tables {
+		if err := c.confirm(t); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// confirm moves the table's ranges whose rows the writer has confirmed
+// into the state and saves it.
+func (c *copier) confirm(t *tableCopy) error {
+	t.mu.Lock()
+	if t.w == nil {
+		t.mu.Unlock()
+		return nil
+	}
+	flushed := t.w.Flushed()
+	keyed := t.reader.key != nil
+	var rows, chunks uint64
+	scanDone := false
+	kept := t.pending[:0]
+	for _, p := range t.pending {
+		if p.lastSeq > flushed {
+			kept = append(kept, p)
+			continue
+		}
+		rows += p.rows
+		chunks++
+		if !keyed {
+			scanDone = true
+			continue
+		}
+		t.done = append(t.done, p.orderedRange)
+	}
+	t.pending = kept
+	if chunks == 0 {
+		t.mu.Unlock()
+		return nil
+	}
+	slices.SortFunc(t.done, func(a, b orderedRange) int {
+		if a.seg != b.seg {
+			return a.seg - b.seg
+		}
+		return a.chunk - b.chunk
+	})
+	ranges := make([]keyRange, len(t.done))
+	for i, d := range t.done {
+		ranges[i] = d.r
+	}
+	t.mu.Unlock()
+	c.stateMu.Lock()
+	t.prog.Rows += rows
+	t.prog.Chunks += chunks
+	if keyed {
+		t.prog.Done = mergeAdjacent(ranges)
+	}
+	if scanDone {
+		t.prog.Complete = true
+	}
+	err := Save(c.Config.StateDir, c.StateFile, c.st)
+	c.stateMu.Unlock()
+	return err
+}
+
+// markComplete records a table as copied.
+func (c *copier) markComplete(t *tableCopy) error {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	if t.prog == nil {
+		t.prog = &TableProgress{}
+		c.st.Tables[t.name.String()] = t.prog
+	}
+	if t.reader != nil && t.reader.key != nil && !t.prog.Complete && !covered(t.prog.Done) {
+		return fmt.Errorf("internal error: copy ended with key ranges missing: %d ranges done", len(t.prog.Done))
+	}
+	t.prog.Complete = true
+	return Save(c.Config.StateDir, c.StateFile, c.st)
+}

@@ -1,0 +1,495 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/pingcap/tidb/pkg/parser"
+
+	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/liblog"
+	"github.com/binlog2ch/binlog2ch/schema"
+)
+
+// Handler is what a Stream hands the binlog's events to, in binlog order,
+// from the Stream's goroutine. An error it returns stops the stream.
+type Handler interface {
+	// Event comes first for every event read, heartbeats included.
+	Event(e Event)
+	// Rows is one rows event of a selected table.
+	Rows(ctx context.Context, r Rows) error
+	// Statement is a statement outside a transaction (DDL); a Commit
+	// follows it.
+	Statement(ctx context.Context, st Statement) error
+	// Commit is a transaction boundary: resuming at its position replays
+	// no partial transaction.
+	Commit(c Commit)
+	// Tick comes after every event, and whenever Wake interrupted the wait
+	// for one. When again > 0, the handler wants another Tick that soon
+	// even if no event comes.
+	Tick(woken bool) (again time.Duration, err error)
+	// Down says the connection failed with err; the stream reconnects at
+	// resume after retryIn.
+	Down(err error, resume Position, retryIn time.Duration)
+}
+
+// Event is what every event tells: the stream is alive, and how current.
+type Event struct {
+	// Heartbeat: the server has nothing newer to send.
+	Heartbeat bool
+	// Timestamp is the event's commit time (Unix ns); 0 when it has none
+	// (the events a server sends at connect).
+	Timestamp int64
+}
+
+// Rows is one rows event of a selected table.
+type Rows struct {
+	Table  TableName
+	Schema *schema.Table // as the event's table map describes it
+	Op     Op
+	Rows   [][]any // decoded by go-mysql, when Raw is nil
+	Raw    RawRows // the row images undecoded (see RowsDecoder)
+	File   uint32  // the binlog file's index
+	Pos    uint32  // the event's end position in it
+	At     Position
+}
+
+// Statement is a query event that is not a transaction marker.
+type Statement struct {
+	At   Position
+	Text string
+	// NoTable is the kind of a statement that changes no table (routine,
+	// trigger, grant...; see NoTableStatement), "" otherwise.
+	NoTable string
+	// Effects are what the statement does to tables, when Parsed.
+	Effects []DDLEffect
+	// Parsed is false for a statement that may change a table but was
+	// not understood.
+	Parsed bool
+}
+
+// Commit is a transaction boundary.
+type Commit struct {
+	Position Position
+	File     uint32 // Position.File's index
+	// At is the timestamp (Unix ns) of the transaction's last event; 0
+	// when unknown.
+	At int64
+}
+
+// UnreadableError: the source cannot send the binlog from a position,
+// usually because that file was purged. Reconnecting cannot fix it.
+type UnreadableError struct {
+	From Position
+	Err  error
+}
+
+func (e *UnreadableError) Error() string {
+	return fmt.Sprintf("the source cannot send the binlog from %s: %v", e.From, e.Err)
+}
+
+func (e *UnreadableError) Unwrap() error { return e.Err }
+
+// Stream follows one server's binlog with go-mysql's BinlogSyncer:
+// positions, table maps and the schema as of each event, rows decoding,
+// DDL meaning, heartbeats. It reconnects, with backoff, at the last
+// transaction boundary after a failure that reconnecting can fix.
+type Stream struct {
+	cfg  *config.Config
+	log  *slog.Logger
+	srv  Server
+	host string
+	port uint16
+	wk   waker
+
+	// EventCache is how many events go-mysql may decode ahead.
+	EventCache int
+	// MaxBackoff caps the reconnect backoff.
+	MaxBackoff time.Duration
+
+	// The reader's state, owned by Run's goroutine.
+	parser    *parser.Parser
+	pos       Position // after the last event read
+	fileIdx   uint32
+	resume    Position // the last transaction boundary
+	lastTS    int64    // timestamp (Unix ns) of the newest event read
+	tables    map[uint64]*tableState
+	downSince time.Time // when the stream failed, until an event arrives on a new one
+}
+
+// tableState is what the reader knows of one table-map id.
+type tableState struct {
+	name   TableName
+	skip   bool // not selected by the config
+	schema *schema.Table
+	event  *replication.TableMapEvent // the event schema was built from
+}
+
+// NewStream returns a stream of the server at cfg.MySQL.Addr, which
+// Inspect described as srv.
+func NewStream(cfg *config.Config, log *slog.Logger, srv Server) (*Stream, error) {
+	host, portText, err := net.SplitHostPort(cfg.MySQL.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("mysql.addr: %w", err)
+	}
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("mysql.addr: bad port %q", portText)
+	}
+	return &Stream{cfg: cfg, log: log, srv: srv, host: host, port: uint16(port), EventCache: 1024, MaxBackoff: 30 * time.Second}, nil
+}
+
+// Wake interrupts the wait for the next event with a Tick, from any
+// goroutine: a writer flushed, so the checkpoint can follow at once
+// instead of at the next event (up to a heartbeat later when the source
+// is idle).
+func (s *Stream) Wake() { s.wk.wake() }
+
+// Run follows the binlog from start until ctx ends (nil) or an error that
+// reconnecting cannot fix.
+func (s *Stream) Run(ctx context.Context, start Position, h Handler) error {
+	s.parser = parser.New()
+	s.tables = map[uint64]*tableState{}
+	s.pos, s.resume = start, start
+	var err error
+	if s.fileIdx, err = FileIndex(start.File); err != nil {
+		return err
+	}
+	delay := 100 * time.Millisecond
+	for {
+		resume := s.resume
+		err := s.stream(ctx, resume, h)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := s.fatal(err, resume); err != nil {
+			return err
+		}
+		var fatal fatalError
+		if errors.As(err, &fatal) {
+			return fatal.err
+		}
+		if s.resume != resume {
+			delay = 100 * time.Millisecond // it made progress: a new outage starts the backoff over
+		}
+		if s.downSince.IsZero() {
+			s.downSince = time.Now()
+		}
+		h.Down(err, s.resume, delay)
+		s.log.Warn("binlog stream failed; reconnecting", "error", err, "position", s.resume.String(), "retry_in", delay)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, s.MaxBackoff)
+	}
+}
+
+// fatal is the error that stops the stream for a failure that
+// reconnecting cannot fix, or nil.
+func (s *Stream) fatal(err error, from Position) error {
+	var me *mysql.MyError
+	if !errors.As(err, &me) {
+		return nil
+	}
+	switch me.Code {
+	case mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG:
+		return &UnreadableError{From: from, Err: err}
+	case mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, mysql.ER_ACCESS_DENIED_ERROR, mysql.ER_DBACCESS_DENIED_ERROR:
+		return fmt.Errorf("MySQL user %s may not read the binlog: %w. Grant what binlog2ch needs: GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO the user, and SELECT on the replicated databases", s.cfg.MySQL.User, err)
+	}
+	return nil
+}
+
+// fatalError stops the reader; other errors reconnect.
+type fatalError struct{ err error }
+
+func (e fatalError) Error() string { return e.err.Error() }
+
+// syncerConfig configures a binlog connection.
+func (s *Stream) syncerConfig() replication.BinlogSyncerConfig {
+	return replication.BinlogSyncerConfig{
+		ServerID:                s.cfg.MySQL.ServerID,
+		Flavor:                  s.srv.Flavor,
+		Host:                    s.host,
+		Port:                    s.port,
+		User:                    s.cfg.MySQL.User,
+		Password:                s.cfg.MySQL.Password.Reveal(),
+		TLSConfig:               s.cfg.MySQLTLS(),
+		ParseTime:               true,
+		TimestampStringLocation: time.UTC,
+		HeartbeatPeriod:         time.Second,
+		ReadTimeout:             30 * time.Second,
+		DisableRetrySync:        true,
+		EventCacheCount:         s.EventCache,
+		RowsEventDecodeFunc:     NewRowsDecoder(s.srv.RawRows).Decode,
+		Logger:                  liblog.GoMySQL(s.log),
+	}
+}
+
+// Check opens a binlog stream at from and reads its first event, so a
+// user without REPLICATION SLAVE, or a purged position, stops the daemon
+// at start rather than after an initial snapshot that may take hours.
+// Other failures are left to Run's retries.
+func (s *Stream) Check(ctx context.Context, from Position) error {
+	syncer := replication.NewBinlogSyncer(s.syncerConfig())
+	defer syncer.Close()
+	stream, err := syncer.StartSync(mysql.Position{Name: from.File, Pos: from.Pos})
+	if err == nil {
+		readCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err = stream.GetEvent(readCtx)
+		cancel()
+	}
+	if err == nil || ctx.Err() != nil {
+		return nil
+	}
+	return s.fatal(err, from)
+}
+
+// stream reads from one binlog connection.
+func (s *Stream) stream(ctx context.Context, from Position, h Handler) error {
+	syncer := replication.NewBinlogSyncer(s.syncerConfig())
+	defer syncer.Close()
+	stream, err := syncer.StartSync(mysql.Position{Name: from.File, Pos: from.Pos})
+	if err != nil {
+		return err
+	}
+	s.pos = from
+	if s.fileIdx, err = FileIndex(from.File); err != nil {
+		return fatalError{err}
+	}
+	clear(s.tables) // table ids are re-sent after every reconnect
+	waitCtx := s.wk.waitContext(ctx)
+	defer s.wk.wake() // releases the last wait context
+	for {
+		ev, err := stream.GetEvent(waitCtx)
+		woken := false
+		if err != nil {
+			if waitCtx.Err() == nil || ctx.Err() != nil {
+				return err
+			}
+			waitCtx = s.wk.waitContext(ctx)
+			woken = true
+		} else {
+			if !s.downSince.IsZero() {
+				s.log.Info("binlog stream reconnected", "position", from.String(), "down_for", time.Since(s.downSince).Round(time.Millisecond).String())
+				s.downSince = time.Time{}
+			}
+			if err := s.handle(ctx, ev, h); err != nil {
+				return err
+			}
+		}
+		again, err := h.Tick(woken)
+		if err != nil {
+			return fatalError{err}
+		}
+		if again > 0 {
+			s.wk.wakeAfter(again)
+		}
+	}
+}
+
+func (s *Stream) handle(ctx context.Context, ev *replication.BinlogEvent, h Handler) error {
+	hd := ev.Header
+	heartbeat := hd.EventType == replication.HEARTBEAT_EVENT || hd.EventType == replication.HEARTBEAT_LOG_EVENT_V2
+	e := Event{Heartbeat: heartbeat}
+	if !heartbeat && hd.Timestamp != 0 {
+		e.Timestamp = int64(hd.Timestamp) * int64(time.Second)
+		s.lastTS = e.Timestamp
+	}
+	h.Event(e)
+	switch e := ev.Event.(type) {
+	case *replication.RotateEvent:
+		s.pos = Position{File: string(e.NextLogName), Pos: uint32(e.Position)}
+		idx, err := FileIndex(s.pos.File)
+		if err != nil {
+			return fatalError{err}
+		}
+		s.fileIdx = idx
+		s.commit(h)
+		return nil
+	case *replication.TableMapEvent:
+		if err := s.tableMap(e); err != nil {
+			return fatalError{fmt.Errorf("binlog %s: %w", s.pos, err)}
+		}
+	case *replication.RowsEvent:
+		return s.rows(ctx, hd, e, h)
+	case *replication.XIDEvent:
+		s.advance(hd)
+		s.commit(h)
+		return nil
+	case *replication.TransactionPayloadEvent:
+		// Checked at start too; the setting may have changed since.
+		return fatalError{fmt.Errorf("binlog %s: a compressed transaction (binlog_transaction_compression=ON); binlog2ch does not read those yet and will not skip its rows: SET GLOBAL binlog_transaction_compression = OFF, then take a new full sync from a later position", s.pos)}
+	case *replication.QueryEvent:
+		s.advance(hd)
+		return s.query(ctx, e, h)
+	}
+	if !heartbeat {
+		s.advance(hd)
+	}
+	return nil
+}
+
+// advance moves the position to the end of the event. Positions only grow
+// within a file: the header events a server re-sends after a reconnect
+// (format description, MariaDB's GTID list) carry older positions.
+func (s *Stream) advance(h *replication.EventHeader) {
+	if h.LogPos > s.pos.Pos {
+		s.pos.Pos = h.LogPos
+	}
+}
+
+// commit records a transaction boundary at the current position.
+func (s *Stream) commit(h Handler) {
+	s.resume = s.pos
+	h.Commit(Commit{Position: s.pos, File: s.fileIdx, At: s.lastTS})
+}
+
+func (s *Stream) tableMap(e *replication.TableMapEvent) error {
+	if st, ok := s.tables[e.TableID]; ok && st.event != nil && sameTableMap(st.event, e) {
+		return nil
+	}
+	name := TableName{Database: string(e.Schema), Table: string(e.Table)}
+	st := &tableState{name: name, skip: SystemDatabase(name.Database) || !s.cfg.Replicates(name.Database, name.Table), event: e}
+	if !st.skip {
+		src, err := TableFromMap(e)
+		if err != nil {
+			return err
+		}
+		st.schema = src
+	}
+	s.tables[e.TableID] = st
+	return nil
+}
+
+// sameTableMap reports whether two table-map events describe the same
+// schema, so the decoded definition can be reused.
+func sameTableMap(a, b *replication.TableMapEvent) bool {
+	if !bytes.Equal(a.Schema, b.Schema) || !bytes.Equal(a.Table, b.Table) || !bytes.Equal(a.ColumnType, b.ColumnType) ||
+		!slices.Equal(a.ColumnMeta, b.ColumnMeta) || !bytes.Equal(a.NullBitmap, b.NullBitmap) ||
+		!bytes.Equal(a.SignednessBitmap, b.SignednessBitmap) || len(a.ColumnName) != len(b.ColumnName) ||
+		!slices.Equal(a.PrimaryKey, b.PrimaryKey) || len(a.EnumStrValue) != len(b.EnumStrValue) || len(a.SetStrValue) != len(b.SetStrValue) {
+		return false
+	}
+	for i := range a.ColumnName {
+		if !bytes.Equal(a.ColumnName[i], b.ColumnName[i]) {
+			return false
+		}
+	}
+	for _, pair := range [][2][][][]byte{{a.EnumStrValue, b.EnumStrValue}, {a.SetStrValue, b.SetStrValue}} {
+		for i := range pair[0] {
+			if len(pair[0][i]) != len(pair[1][i]) {
+				return false
+			}
+			for j := range pair[0][i] {
+				if !bytes.Equal(pair[0][i][j], pair[1][i][j]) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+func (s *Stream) rows(ctx context.Context, hd *replication.EventHeader, e *replication.RowsEvent, h Handler) error {
+	at := s.pos
+	s.advance(hd)
+	st, ok := s.tables[e.TableID]
+	if !ok {
+		return fatalError{fmt.Errorf("binlog %s: rows event for table id %d without its table-map event", at, e.TableID)}
+	}
+	if st.skip {
+		return nil
+	}
+	var op Op
+	switch hd.EventType {
+	case replication.WRITE_ROWS_EVENTv0, replication.WRITE_ROWS_EVENTv1, replication.WRITE_ROWS_EVENTv2, replication.MARIADB_WRITE_ROWS_COMPRESSED_EVENT_V1:
+		op = OpInsert
+	case replication.UPDATE_ROWS_EVENTv0, replication.UPDATE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv2, replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1, replication.PARTIAL_UPDATE_ROWS_EVENT:
+		op = OpUpdate
+	case replication.DELETE_ROWS_EVENTv0, replication.DELETE_ROWS_EVENTv1, replication.DELETE_ROWS_EVENTv2, replication.MARIADB_DELETE_ROWS_COMPRESSED_EVENT_V1:
+		op = OpDelete
+	default:
+		return fatalError{fmt.Errorf("binlog %s: unknown rows event type %s", at, hd.EventType)}
+	}
+	r := Rows{Table: st.name, Schema: st.schema, Op: op, File: s.fileIdx, Pos: hd.LogPos, At: at}
+	if len(e.Rows) == 1 && len(e.Rows[0]) == 1 {
+		if raw, ok := e.Rows[0][0].(RawRows); ok {
+			r.Raw = raw
+		}
+	}
+	if r.Raw == nil {
+		r.Rows = e.Rows
+	}
+	if err := h.Rows(ctx, r); err != nil {
+		return fatalError{err}
+	}
+	return nil
+}
+
+// query hands on a query event: transaction markers and DDL.
+func (s *Stream) query(ctx context.Context, e *replication.QueryEvent, h Handler) error {
+	q := string(e.Query)
+	if q == "BEGIN" {
+		return nil
+	}
+	defer s.commit(h) // DDL and COMMIT end a transaction
+	if q == "COMMIT" {
+		return nil
+	}
+	st := Statement{At: s.pos, Text: q}
+	if st.NoTable = NoTableStatement(q); st.NoTable == "" {
+		st.Effects, st.Parsed = ParseDDL(s.parser, string(e.Schema), q)
+	}
+	if err := h.Statement(ctx, st); err != nil {
+		return fatalError{err}
+	}
+	return nil
+}
+
+// waker interrupts the reader's wait for the next binlog event.
+type waker struct {
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	timer  *time.Timer
+}
+
+// waitContext returns the context for the next wait; wake cancels it.
+func (k *waker) waitContext(parent context.Context) context.Context {
+	ctx, cancel := context.WithCancel(parent)
+	k.mu.Lock()
+	k.cancel = cancel
+	k.mu.Unlock()
+	return ctx
+}
+
+func (k *waker) wake() {
+	k.mu.Lock()
+	if k.cancel != nil {
+		k.cancel()
+	}
+	k.mu.Unlock()
+}
+
+// wakeAfter wakes the reader after d.
+func (k *waker) wakeAfter(d time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.timer == nil {
+		k.timer = time.AfterFunc(d, k.wake)
+	} else {
+		k.timer.Reset(d)
+	}
+}
