@@ -5,12 +5,14 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/source"
 )
 
-// gauge is the value of an unlabelled metric as a scrape sees it.
-func gauge(t *testing.T, m *Metrics, name string) float64 {
+// family is a metric's family in a scrape; nil when it has no series.
+func family(t *testing.T, m *Metrics, name string) *dto.MetricFamily {
 	t.Helper()
 	families, err := m.Registry.Gather()
 	if err != nil {
@@ -18,26 +20,26 @@ func gauge(t *testing.T, m *Metrics, name string) float64 {
 	}
 	for _, f := range families {
 		if f.GetName() == name {
-			return f.GetMetric()[0].GetGauge().GetValue()
+			return f
 		}
 	}
-	t.Fatalf("%s is not registered", name)
-	return 0
+	return nil
+}
+
+// gauge is the value of an unlabelled gauge as a scrape sees it.
+func gauge(t *testing.T, m *Metrics, name string) float64 {
+	t.Helper()
+	f := family(t, m, name)
+	if f == nil {
+		t.Fatalf("%s is not registered", name)
+	}
+	return f.GetMetric()[0].GetGauge().GetValue()
 }
 
 // series counts a metric's series in a scrape.
 func series(t *testing.T, m *Metrics, name string) int {
 	t.Helper()
-	families, err := m.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() == name {
-			return len(f.GetMetric())
-		}
-	}
-	return 0
+	return len(family(t, m, name).GetMetric())
 }
 
 // TestLagGrowsWhileNothingGetsThrough: the lag is read from the clock at

@@ -3,10 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/source"
@@ -115,18 +112,12 @@ func covered(done []keyRange) bool {
 
 // Load reads a state file; nil without error when there is none.
 func Load(dir, name string) (*State, error) {
-	path := filepath.Join(dir, name)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+	var st State
+	path, found, err := state.ReadFile(dir, name, &st)
+	if !found || err != nil && path == "" {
+		return nil, err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	var st State
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&st); err != nil {
 		return nil, fmt.Errorf("%s is corrupt (%v); delete it to start the copy over", path, err)
 	}
 	if _, err := source.FileIndex(st.Position.File); err != nil {

@@ -5,12 +5,12 @@
 package state
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/source"
@@ -34,24 +34,36 @@ type Checkpoint struct {
 // when there is none; a file that exists but cannot be read or parsed is an
 // error, never a silent restart from scratch.
 func LoadFile(dir string) (*Checkpoint, error) {
-	path := filepath.Join(dir, CheckpointFile)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+	var cp Checkpoint
+	path, found, err := ReadFile(dir, CheckpointFile, &cp)
+	if !found || err != nil && path == "" {
+		return nil, err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
-	}
-	var cp Checkpoint
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cp); err != nil {
 		return nil, fmt.Errorf("checkpoint %s is corrupt (%v); restore it from a backup, or delete it to start over from the current binlog position (rows written since the lost position are then missing until a full sync)", path, err)
 	}
 	if _, err := source.FileIndex(cp.File); err != nil || cp.Pos < 4 {
 		return nil, fmt.Errorf("checkpoint %s is corrupt (position %s); restore it from a backup, or delete it to start over", path, cp.Position)
 	}
 	return &cp, nil
+}
+
+// ReadFile decodes the JSON file dir/name into v, strictly: an unknown
+// field is an error, not a silently ignored one. found is false, without an
+// error, when there is no file; path is "" with an error that is about
+// reading the file rather than its content.
+func ReadFile(dir, name string, v any) (path string, found bool, err error) {
+	p := filepath.Join(dir, name)
+	data, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return p, false, nil
+	}
+	if err != nil {
+		return "", true, fmt.Errorf("%s: %w", p, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return p, true, dec.Decode(v)
 }
 
 // SaveFile writes the checkpoint atomically and durably (WriteFile).
