@@ -49,7 +49,7 @@ demo: deps build
 # Runs each fuzz target for FUZZTIME (their seeds also run in `make test`).
 FUZZTIME ?= 30s
 fuzz:
-	for p in ./schema ./source; do \
+	for p in ./schema ./block ./mysqltime ./source; do \
 		for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
 			$(GO) test -short -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
 		done; \
@@ -66,7 +66,7 @@ bench-short: deps build
 # The Go benchmarks (decoding, encoding, catch-up through the daemon).
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./replicator
-	$(GO) test -run '^$$' -bench . -benchmem ./schema
+	$(GO) test -run '^$$' -bench . -benchmem ./block
 
 clean:
 	rm -rf bin

@@ -11,6 +11,7 @@ import (
 	_ "time/tzdata" // the zones below on hosts without a zone database
 
 	binlog2ch "github.com/binlog2ch/binlog2ch"
+	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 	"github.com/binlog2ch/binlog2ch/schema"
 	_ "github.com/go-sql-driver/mysql"
@@ -176,7 +177,7 @@ func sqlLiteral(t *testing.T, s string) (v, rest string) {
 // datetime_zone at both ends of the zones (UTC-12 and UTC+14: the Etc
 // names count the other way) and UTC, with
 // the default invalid_dates: error.
-func temporalTargets(t *testing.T) (cols []string, blocks map[string]*schema.Block) {
+func temporalTargets(t *testing.T) (cols []string, blocks map[string]*block.Block) {
 	t.Helper()
 	cols = []string{"testtime", "testdate", "testyear", "testtimestamp", "testdatetime"}
 	types := []string{"time", "date", "year(4)", "timestamp", "datetime"}
@@ -190,7 +191,7 @@ func temporalTargets(t *testing.T) (cols []string, blocks map[string]*schema.Blo
 		c.Name = name
 		tb.Columns = append(tb.Columns, c)
 	}
-	blocks = map[string]*schema.Block{}
+	blocks = map[string]*block.Block{}
 	servers := map[string]schema.Capabilities{"18.16": schema.ClickHouse18, "20.3": {Version: "20.3.1"}, "modern": schema.ClickHouseModern}
 	for sname, caps := range servers {
 		for _, zone := range []string{"UTC", "Etc/GMT+12", "Etc/GMT-14"} {
@@ -208,7 +209,7 @@ func temporalTargets(t *testing.T) (cols []string, blocks map[string]*schema.Blo
 				if err != nil {
 					t.Fatal(err)
 				}
-				blocks[sname+" "+zone+" time_as "+timeAs] = schema.NewBlock(target)
+				blocks[sname+" "+zone+" time_as "+timeAs] = block.NewBlock(target)
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/source"
 )
@@ -159,7 +160,7 @@ type Table struct {
 	FlushDuration prometheus.Observer
 	BatchRows     prometheus.Observer
 	QueueRows     prometheus.Gauge
-	Fixups        [schema.NumFixups]prometheus.Counter
+	Fixups        [block.NumFixups]prometheus.Counter
 }
 
 // ForTable looks up a table's series once, for its writer.
@@ -173,7 +174,7 @@ func (m *Metrics) ForTable(t source.TableName) *Table {
 		tm.Rows[op] = m.Rows.WithLabelValues(t.Database, t.Table, name)
 	}
 	for k := range tm.Fixups {
-		tm.Fixups[k] = m.Fixups.WithLabelValues(t.Database, t.Table, schema.Fixup(k).String())
+		tm.Fixups[k] = m.Fixups.WithLabelValues(t.Database, t.Table, block.Fixup(k).String())
 	}
 	return tm
 }

@@ -1,20 +1,23 @@
-package schema
+package schema_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/schema/schematest"
 )
 
-func clusterOptions() Options {
-	o := DefaultOptions()
-	o.Cluster = &Cluster{Name: "c1", ZooKeeperPath: DefaultZooKeeperPath, Replica: DefaultReplica, Distributed: DefaultDistributedTable}
+func clusterOptions() schema.Options {
+	o := schema.DefaultOptions()
+	o.Cluster = &schema.Cluster{Name: "c1", ZooKeeperPath: schema.DefaultZooKeeperPath, Replica: schema.DefaultReplica, Distributed: schema.DefaultDistributedTable}
 	return o
 }
 
 func TestClusterMapping(t *testing.T) {
-	tb := &Table{Database: "shop", Name: "orders", Columns: []Column{col(t, "tenant", "int(11)", false), col(t, "id", "bigint(20)", false), col(t, "note", "varchar(10)", true)},
+	tb := &schema.Table{Database: "shop", Name: "orders", Columns: []schema.Column{schematest.Col(t, "tenant", "int(11)", false), schematest.Col(t, "id", "bigint(20)", false), schematest.Col(t, "note", "varchar(10)", true)},
 		PrimaryKey: []int{0, 1}}
-	target, err := Map(tb, "shop", ClickHouse18, clusterOptions(), TableOptions{})
+	target, err := schema.Map(tb, "shop", schema.ClickHouse18, clusterOptions(), schema.TableOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,16 +42,16 @@ func TestClusterMapping(t *testing.T) {
 
 	// 18.16's cityHash64 refuses Decimal: such key columns shard by the
 	// stored integer's bytes there.
-	dec := &Table{Database: "shop", Name: "prices", Columns: []Column{col(t, "sku", "int(11)", false), col(t, "price", "decimal(10,2)", false)},
+	dec := &schema.Table{Database: "shop", Name: "prices", Columns: []schema.Column{schematest.Col(t, "sku", "int(11)", false), schematest.Col(t, "price", "decimal(10,2)", false)},
 		PrimaryKey: []int{0, 1}}
 	for _, c := range []struct {
-		caps Capabilities
+		caps schema.Capabilities
 		want string
 	}{
-		{ClickHouse18, "cityHash64(`sku`, reinterpretAsString(`price`))"},
-		{ClickHouseModern, "cityHash64(`sku`, `price`)"},
+		{schema.ClickHouse18, "cityHash64(`sku`, reinterpretAsString(`price`))"},
+		{schema.ClickHouseModern, "cityHash64(`sku`, `price`)"},
 	} {
-		dt, err := Map(dec, "shop", c.caps, clusterOptions(), TableOptions{})
+		dt, err := schema.Map(dec, "shop", c.caps, clusterOptions(), schema.TableOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +62,7 @@ func TestClusterMapping(t *testing.T) {
 
 	// Without a key (changelog mode) rows have no versions to co-locate.
 	tb.PrimaryKey = nil
-	target, err = Map(tb, "shop", ClickHouse18, clusterOptions(), TableOptions{Mode: ModeChangelog})
+	target, err = schema.Map(tb, "shop", schema.ClickHouse18, clusterOptions(), schema.TableOptions{Mode: schema.ModeChangelog})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,25 +72,11 @@ func TestClusterMapping(t *testing.T) {
 
 	// Outside a cluster nothing changes.
 	tb.PrimaryKey = []int{1}
-	target, err = Map(tb, "shop", ClickHouse18, DefaultOptions(), TableOptions{})
+	target, err = schema.Map(tb, "shop", schema.ClickHouse18, schema.DefaultOptions(), schema.TableOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if target.OnCluster() != "" || target.ReadName() != "orders" || strings.Contains(target.CreateTableSQL(), "Replicated") {
 		t.Errorf("single server: %s", target.CreateTableSQL())
-	}
-}
-
-func TestReplicatedEngine(t *testing.T) {
-	c := &Cluster{ZooKeeperPath: "/p/{table}", Replica: "{replica}"}
-	for in, want := range map[string]string{
-		"MergeTree": "ReplicatedMergeTree('/p/{table}', '{replica}')",
-		"ReplacingMergeTree(`_version`, `_is_deleted`)": "ReplicatedReplacingMergeTree('/p/{table}', '{replica}', `_version`, `_is_deleted`)",
-		"ReplicatedReplacingMergeTree('/x', 'y', v)":    "ReplicatedReplacingMergeTree('/x', 'y', v)",
-		"Log": "Log",
-	} {
-		if got := c.replicated(in); got != want {
-			t.Errorf("replicated(%s) = %s, want %s", in, got, want)
-		}
 	}
 }

@@ -493,3 +493,13 @@ func (t *Target) insertInto(table string) string {
 	b.WriteByte(')')
 	return b.String()
 }
+
+// ColumnIndex is the index of the target column named name, or -1.
+func (t *Target) ColumnIndex(name string) int {
+	for i, c := range t.Columns {
+		if c.Name == name {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,5 +1,9 @@
-// Package schema decides what a MySQL table becomes in ClickHouse and turns
-// binlog row values into ClickHouse column values, without loss.
+// Package schema describes tables on both sides and decides what a MySQL
+// table becomes in ClickHouse: MySQL definitions (from information_schema
+// or a table map), ClickHouse capabilities and types, the mapping with its
+// options and overrides, and the DDL. It converts no values (package block
+// does) and talks to a server only to read a table's definition or a
+// server's capabilities.
 package schema
 
 import (

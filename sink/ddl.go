@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/source"
@@ -44,15 +45,15 @@ func (w *Writer) changeSchema(ctx context.Context, src *schema.Table) error {
 	if err := w.c.EnsureTable(ctx, w.log, target, drop, w.defaults); err != nil {
 		return err
 	}
-	block := schema.NewBlock(target)
-	route, err := w.c.routeFor(ctx, w.log, block)
+	blk := block.NewBlock(target)
+	route, err := w.c.routeFor(ctx, w.log, blk)
 	if err != nil {
 		return err
 	}
 	w.defaults = nil
 	w.target = target
 	w.route = route
-	w.block = block
+	w.block = blk
 	w.free, w.blocks = nil, 1
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -117,7 +118,7 @@ func (e *headerMismatch) Error() string { return e.detail }
 // insertNative sends the rows sel of a block (every row when nil) over a
 // pooled native connection to addr ("": the configured servers) with the
 // statement query.
-func (p *inserters) insertNative(ctx context.Context, addr, query string, b *schema.Block, sel []uint32) error {
+func (p *inserters) insertNative(ctx context.Context, addr, query string, b *block.Block, sel []uint32) error {
 	c, err := p.get(ctx, addr)
 	if err != nil {
 		return err

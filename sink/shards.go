@@ -13,9 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/metrics"
-	"github.com/binlog2ch/binlog2ch/schema"
 )
 
 // Client-side routing (clickhouse.cluster_insert: shards): each block is
@@ -213,7 +213,7 @@ type route struct {
 	// hasher computes the sharding key; nil for a table without a key
 	// (sharded by rand()), whose blocks go whole to one shard after
 	// another.
-	hasher *schema.KeyHasher
+	hasher *block.KeyHasher
 	next   atomic.Uint32
 }
 
@@ -221,7 +221,7 @@ type route struct {
 // cluster: a route straight to the shards, or nil for through the
 // Distributed table (no cluster, cluster_insert: distributed, or a table
 // the routing cannot serve, which is logged with the reason).
-func (c *ClickHouse) routeFor(ctx context.Context, log *slog.Logger, b *schema.Block) (*route, error) {
+func (c *ClickHouse) routeFor(ctx context.Context, log *slog.Logger, b *block.Block) (*route, error) {
 	t := b.Target()
 	if t.Options.Cluster == nil || c.cfg.ClickHouse.ClusterInsert != config.ClusterInsertShards {
 		return nil, nil
@@ -264,7 +264,7 @@ func (c *ClickHouse) routeFor(ctx context.Context, log *slog.Logger, b *schema.B
 		log.Info("rows go straight to the shards' local tables, each batch to one shard in turn (the sharding key is rand())")
 		return rt, nil
 	}
-	if rt.hasher, err = schema.NewKeyHasher(t, cols); err != nil {
+	if rt.hasher, err = block.NewKeyHasher(t, cols); err != nil {
 		return through(err.Error())
 	}
 	query, want, err := rt.hasher.KeyHashProbe()
@@ -304,7 +304,7 @@ func shardingExpr(engine string) string {
 // sharding key: the arguments of cityHash64(a, reinterpretAsString(b), ...),
 // or keyless for rand(). Any other expression is refused: binlog2ch cannot
 // compute it.
-func shardingColumns(engine string) (cols []schema.KeyArg, keyless bool, err error) {
+func shardingColumns(engine string) (cols []block.KeyArg, keyless bool, err error) {
 	name, rest, ok := strings.Cut(strings.TrimSpace(engine), "(")
 	if !ok || strings.TrimSpace(name) != "Distributed" {
 		return nil, false, fmt.Errorf("the table's engine is not Distributed: %q", engine)
@@ -326,7 +326,7 @@ func shardingColumns(engine string) (cols []schema.KeyArg, keyless bool, err err
 	}
 	for _, a := range args {
 		a = strings.TrimSpace(a)
-		var arg schema.KeyArg
+		var arg block.KeyArg
 		if in, ok := strings.CutPrefix(a, "reinterpretAsString("); ok && strings.HasSuffix(in, ")") {
 			a, arg.Reinterpret = strings.TrimSpace(in[:len(in)-1]), true
 		}
@@ -339,7 +339,7 @@ func shardingColumns(engine string) (cols []schema.KeyArg, keyless bool, err err
 }
 
 // keyText is the sharding key's arguments, for messages.
-func keyText(args []schema.KeyArg) string {
+func keyText(args []block.KeyArg) string {
 	parts := make([]string, len(args))
 	for i, a := range args {
 		parts[i] = a.Column
@@ -430,7 +430,7 @@ type shardScratch struct {
 // sendShards sends block b to the shards' local tables, split by route
 // rt, the shards in parallel, and returns once every shard stored its
 // rows. Each shard's rows are encoded from the block itself (no copy).
-func (w *Writer) sendShards(ctx context.Context, b *schema.Block, rt *route, sc *shardScratch) error {
+func (w *Writer) sendShards(ctx context.Context, b *block.Block, rt *route, sc *shardScratch) error {
 	var topo *topology
 	err := w.c.Retry(ctx, w.log, metrics.StageInsert, "read the cluster's layout", func(ctx context.Context) (err error) {
 		topo, err = w.c.topology(ctx)
@@ -498,7 +498,7 @@ func (w *Writer) sendShards(ctx context.Context, b *schema.Block, rt *route, sc 
 // one stores them. Rows whose columns the shard's table does not match go
 // through the Distributed table instead, whose clickhouse-go insert
 // converts.
-func (w *Writer) sendPart(ctx context.Context, sh *shardHosts, b *schema.Block, sel []uint32) error {
+func (w *Writer) sendPart(ctx context.Context, sh *shardHosts, b *block.Block, sel []uint32) error {
 	t := b.Target()
 	rows := b.Rows()
 	if sel != nil {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/source"
@@ -56,7 +57,7 @@ type Writer struct {
 
 	source *schema.Table
 	target *schema.Target
-	block  *schema.Block
+	block  *block.Block
 
 	lastSeq  uint64        // seq of the last message taken from in
 	flushed  atomic.Uint64 // every message with seq <= flushed is in ClickHouse
@@ -71,10 +72,10 @@ type Writer struct {
 	waited   time.Duration // time spent waiting for ClickHouse to take a block
 	// fixups count values changed by schema.invalid_dates, by kind, in
 	// batches sent; the senders update them.
-	fixups       [schema.NumFixups]atomic.Uint64
+	fixups       [block.NumFixups]atomic.Uint64
 	fixupsLogged atomic.Int64  // when the totals were last logged (Unix ns)
 	busy         time.Duration // time spent converting rows
-	free         []*schema.Block
+	free         []*block.Block
 	blocks       int // blocks built for the current target
 	// defaults are the DEFAULTs of columns an ALTER added, used when
 	// ClickHouse gets the column (at the next table map).
@@ -218,7 +219,7 @@ func (w *Writer) noteQueue() {
 // sendJob is a block on its way to ClickHouse; seq is the last message
 // whose rows it holds.
 type sendJob struct {
-	block *schema.Block
+	block *block.Block
 	route *route
 	seq   uint64
 	rows  int
@@ -281,11 +282,11 @@ func (w *Writer) handOff(ctx context.Context) error {
 		}
 		w.waited += time.Since(start)
 	}
-	var next *schema.Block
+	var next *block.Block
 	if n := len(w.free); n > 0 {
 		next, w.free = w.free[n-1], w.free[:n-1]
 	} else {
-		next = schema.NewBlock(w.target)
+		next = block.NewBlock(w.target)
 		w.blocks++
 	}
 	job := &sendJob{block: w.block, route: w.route, seq: w.lastSeq, rows: w.block.Rows()}
@@ -355,7 +356,7 @@ func (w *Writer) handle(ctx context.Context, m Message) error {
 
 // send writes one block to ClickHouse, retrying until it takes it, and
 // empties the block. With a route, the block goes to the shards.
-func (w *Writer) send(ctx context.Context, b *schema.Block, rt *route, sc *shardScratch) error {
+func (w *Writer) send(ctx context.Context, b *block.Block, rt *route, sc *shardScratch) error {
 	start := time.Now()
 	rows := b.Rows()
 	t := b.Target()
@@ -405,7 +406,7 @@ func (w *Writer) refuseNative(t *schema.Target, err error) bool {
 
 // insertDriver sends a block through clickhouse-go, into the table (in a
 // cluster, its Distributed table, which routes each row to its shard).
-func (w *Writer) insertDriver(ctx context.Context, b *schema.Block) error {
+func (w *Writer) insertDriver(ctx context.Context, b *block.Block) error {
 	batch, err := w.c.conn.PrepareBatch(ctx, b.Target().InsertSQL())
 	if err != nil {
 		return err
@@ -419,7 +420,7 @@ func (w *Writer) insertDriver(ctx context.Context, b *schema.Block) error {
 
 // noteFixups adds a sent batch's fix-ups to the writer's totals and logs
 // the totals at most once a minute (the first at once), not once a batch.
-func (w *Writer) noteFixups(f [schema.NumFixups]uint64) {
+func (w *Writer) noteFixups(f [block.NumFixups]uint64) {
 	changed := false
 	for k, n := range f {
 		if n > 0 {
@@ -438,7 +439,7 @@ func (w *Writer) noteFixups(f [schema.NumFixups]uint64) {
 	}
 	attrs := []any{}
 	for k := range w.fixups {
-		attrs = append(attrs, schema.Fixup(k).String(), w.fixups[k].Load())
+		attrs = append(attrs, block.Fixup(k).String(), w.fixups[k].Load())
 	}
 	w.log.Warn("values changed by schema.invalid_dates so far", attrs...)
 }

@@ -40,7 +40,7 @@ func openSnapshotDB(ctx context.Context, cfg *config.Config, log *slog.Logger, c
 }
 
 // valueFn turns one binary-protocol value into what go-mysql hands the
-// writers for that column type (see schema.Block.Append), copying bytes
+// writers for that column type (see block.Block.Append), copying bytes
 // into a, since the driver reuses its buffer for the next row.
 type valueFn func(v driver.Value, a *arena) (any, error)
 

@@ -3,13 +3,12 @@ package source
 import (
 	"sync"
 
+	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/go-mysql-org/go-mysql/replication"
-
-	"github.com/binlog2ch/binlog2ch/schema"
 )
 
 // RowsDecoder replaces go-mysql's rows-event decoding. For tables whose
-// column types binlog2ch decodes itself (schema.RawDecodable), it leaves
+// column types binlog2ch decodes itself (block.RawDecodable), it leaves
 // the row images as bytes (RawRows), decoded later straight into the
 // column buffers: go-mysql's decoding, an interface value per column and
 // fmt for DATE and TIME, was half of the daemon's CPU. Other tables are
@@ -79,7 +78,7 @@ func (d *RowsDecoder) lookup(t *replication.TableMapEvent) tableDecoding {
 	c.SignednessBitmap = nil
 	td := tableDecoding{orig: t, unsigned: &c, raw: d.raw}
 	for i := range t.ColumnType {
-		td.raw = td.raw && schema.RawDecodable(t.ColumnType[i], t.ColumnMeta[i])
+		td.raw = td.raw && block.RawDecodable(t.ColumnType[i], t.ColumnMeta[i])
 	}
 	if len(d.byTable) > 10000 {
 		clear(d.byTable) // many tables or ids churned by DDL: start over

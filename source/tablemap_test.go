@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/replication"
 
+	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
@@ -64,7 +65,7 @@ func TestTableFromMap(t *testing.T) {
 		t.Errorf("primary key %v", tb.PrimaryKey)
 	}
 	for i := range tb.Columns {
-		if !schema.RawDecodable(tb.Columns[i].BinlogType, tb.Columns[i].BinlogMeta) {
+		if !block.RawDecodable(tb.Columns[i].BinlogType, tb.Columns[i].BinlogMeta) {
 			t.Errorf("column %s not decodable from binlog bytes", tb.Columns[i].Name)
 		}
 	}

@@ -1,4 +1,4 @@
-package schema
+package block
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	binlog2ch "github.com/binlog2ch/binlog2ch"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 	"github.com/binlog2ch/binlog2ch/loadgen"
+	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/schema/schematest"
 )
 
 var updateBinlog = flag.Bool("update-binlog", false, "capture testdata/binlog/binlog_field_test.json from a real server")
@@ -31,7 +33,7 @@ type binlogFixture struct {
 	Events [][]byte `json:"events"`
 }
 
-// TestCaptureFieldTestBinlog writes the fixture (go test ./schema -run
+// TestCaptureFieldTestBinlog writes the fixture (go test ./block -run
 // CaptureFieldTestBinlog -update-binlog): 1000 generated rows inserted into
 // MariaDB, their rows events kept undecoded.
 func TestCaptureFieldTestBinlog(t *testing.T) {
@@ -118,13 +120,13 @@ func fieldTestBinlog(tb testing.TB) (*binlogFixture, *Block) {
 	if err := json.Unmarshal(data, &fx); err != nil {
 		tb.Fatal(err)
 	}
-	table := binlogFieldTest(tb)
+	table := schematest.BinlogFieldTest(tb)
 	for i := range table.Columns {
 		table.Columns[i].BinlogType, table.Columns[i].BinlogMeta = fx.Types[i], fx.Metas[i]
 	}
-	opts := DefaultOptions()
-	opts.InvalidDates = InvalidClamp // the generator spans MySQL's whole DATE range
-	target, err := Map(table, "bench", ClickHouse18, opts, TableOptions{})
+	opts := schema.DefaultOptions()
+	opts.InvalidDates = schema.InvalidClamp // the generator spans MySQL's whole DATE range
+	target, err := schema.Map(table, "bench", schema.ClickHouse18, opts, schema.TableOptions{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -134,7 +136,7 @@ func fieldTestBinlog(tb testing.TB) (*binlogFixture, *Block) {
 func decodeFixture(fx *binlogFixture, b *Block) error {
 	for _, ev := range fx.Events {
 		for data := ev; len(data) > 0; {
-			n, err := b.AppendImage(data, 1, OpInsert)
+			n, err := b.AppendImage(data, 1, schema.OpInsert)
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package schema
+package block
 
 import (
 	"bytes"
@@ -10,13 +10,15 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/binlog2ch/binlog2ch/chnative"
+	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/schema/schematest"
 )
 
 // everyNativeTarget maps a table (id INT, c0 ... cN) of nativeTypes' types,
 // leaving out what has no native encoder on that server profile.
-func everyNativeTarget(t *testing.T, caps Capabilities, opts Options, nullable bool) (*Target, []int) {
+func everyNativeTarget(t *testing.T, caps schema.Capabilities, opts schema.Options, nullable bool) (*schema.Target, []int) {
 	t.Helper()
-	tb := &Table{Database: "d", Name: "t", PrimaryKey: []int{0}, Columns: []Column{col(t, "id", "int(11)", false)}}
+	tb := &schema.Table{Database: "d", Name: "t", PrimaryKey: []int{0}, Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false)}}
 	var types []int
 	for i, ty := range nativeTypes {
 		if caps.LowCardinality && strings.Contains(ty.mysql, "''") {
@@ -25,9 +27,9 @@ func everyNativeTarget(t *testing.T, caps Capabilities, opts Options, nullable b
 			continue
 		}
 		types = append(types, i)
-		tb.Columns = append(tb.Columns, col(t, fmt.Sprintf("c%d", i), ty.mysql, nullable))
+		tb.Columns = append(tb.Columns, schematest.Col(t, fmt.Sprintf("c%d", i), ty.mysql, nullable))
 	}
-	target, err := Map(tb, "d", caps, opts, TableOptions{})
+	target, err := schema.Map(tb, "d", caps, opts, schema.TableOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,13 +56,13 @@ func everyNativeRow(r int, types []int, nullable bool) []any {
 func TestScatterMatchesAppend(t *testing.T) {
 	for _, profile := range []struct {
 		name string
-		caps Capabilities
+		caps schema.Capabilities
 		set  string
-	}{{"clickhouse18", ClickHouse18, SetAsString}, {"modern", ClickHouseModern, SetAsArray}} {
+	}{{"clickhouse18", schema.ClickHouse18, schema.SetAsString}, {"modern", schema.ClickHouseModern, schema.SetAsArray}} {
 		for _, nullable := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/nullable=%v", profile.name, nullable), func(t *testing.T) {
-				opts := DefaultOptions()
-				opts.InvalidDates = InvalidClamp
+				opts := schema.DefaultOptions()
+				opts.InvalidDates = schema.InvalidClamp
 				if !nullable { // set_as array refuses nullable SETs
 					opts.SetAs = profile.set
 				}
@@ -89,7 +91,7 @@ func TestScatterMatchesAppend(t *testing.T) {
 					to = append(to, uint32(p))
 					sel[p] = append(sel[p], uint32(r))
 					for _, b := range []*Block{all, direct[p]} {
-						if err := b.Append(row, uint64(r+1), OpInsert); err != nil {
+						if err := b.Append(row, uint64(r+1), schema.OpInsert); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -148,8 +150,8 @@ func TestKeyHashGolden(t *testing.T) {
 		{"double", 1.5, 7287324520655339053},
 		{"float", float32(1.5), 17641193269776743632},
 	} {
-		b := oneColumn(t, c.typ, false, ClickHouse18, DefaultOptions())
-		if err := b.Append([]any{int32(1), c.value}, 1, OpInsert); err != nil {
+		b := oneColumn(t, c.typ, false, schema.ClickHouse18, schema.DefaultOptions())
+		if err := b.Append([]any{int32(1), c.value}, 1, schema.OpInsert); err != nil {
 			t.Fatal(err)
 		}
 		k, err := NewKeyHasher(b.Target(), []KeyArg{{Column: "c"}})
@@ -166,14 +168,14 @@ func TestKeyHashGolden(t *testing.T) {
 	}
 
 	// cityHash64(toUInt8(1), 'abc'): the second argument folded in.
-	tb := &Table{Database: "d", Name: "t", PrimaryKey: []int{0, 1},
-		Columns: []Column{col(t, "a", "tinyint unsigned", false), col(t, "s", "varchar(10)", false)}}
-	target, err := Map(tb, "d", ClickHouse18, DefaultOptions(), TableOptions{})
+	tb := &schema.Table{Database: "d", Name: "t", PrimaryKey: []int{0, 1},
+		Columns: []schema.Column{schematest.Col(t, "a", "tinyint unsigned", false), schematest.Col(t, "s", "varchar(10)", false)}}
+	target, err := schema.Map(tb, "d", schema.ClickHouse18, schema.DefaultOptions(), schema.TableOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := NewBlock(target)
-	if err := b.Append([]any{uint8(1), "abc"}, 1, OpInsert); err != nil {
+	if err := b.Append([]any{uint8(1), "abc"}, 1, schema.OpInsert); err != nil {
 		t.Fatal(err)
 	}
 	k, err := NewKeyHasher(target, []KeyArg{{Column: "a"}, {Column: "s"}})
@@ -183,14 +185,14 @@ func TestKeyHashGolden(t *testing.T) {
 	if h, err := k.Hashes(b, nil); err != nil || h[0] != 10016680650033117268 {
 		t.Errorf("cityHash64(1, 'abc') = %v (%v), ClickHouse 10016680650033117268", h, err)
 	}
-	if _, err := k.Hashes(oneColumn(t, "int", false, ClickHouse18, DefaultOptions()), nil); err == nil {
+	if _, err := k.Hashes(oneColumn(t, "int", false, schema.ClickHouse18, schema.DefaultOptions()), nil); err == nil {
 		t.Error("a block of another schema was hashed")
 	}
 
 	// cityHash64(reinterpretAsString(toDecimal64('1.5', 2))): 18.16's
 	// cityHash64 refuses Decimal, so tables shard by the stored bytes.
-	b = oneColumn(t, "decimal(10,2)", false, ClickHouse18, DefaultOptions())
-	if err := b.Append([]any{int32(1), "1.5"}, 1, OpInsert); err != nil {
+	b = oneColumn(t, "decimal(10,2)", false, schema.ClickHouse18, schema.DefaultOptions())
+	if err := b.Append([]any{int32(1), "1.5"}, 1, schema.OpInsert); err != nil {
 		t.Fatal(err)
 	}
 	if k, err = NewKeyHasher(b.Target(), []KeyArg{{Column: "c", Reinterpret: true}}); err != nil {
@@ -207,15 +209,15 @@ func TestKeyHasherRefuses(t *testing.T) {
 	for _, c := range []struct {
 		typ      string
 		nullable bool
-		caps     Capabilities
-		opts     func(*Options)
+		caps     schema.Capabilities
+		opts     func(*schema.Options)
 		want     string
 	}{
-		{"int", true, ClickHouse18, nil, "Nullable(Int32), which binlog2ch does not hash"},
-		{"enum('x''q','y')", false, ClickHouseModern, nil, "LowCardinality(String), which binlog2ch does not hash"},
-		{"set('a','b')", false, ClickHouseModern, func(o *Options) { o.SetAs = SetAsArray }, "Array(String), which binlog2ch does not hash"},
+		{"int", true, schema.ClickHouse18, nil, "Nullable(Int32), which binlog2ch does not hash"},
+		{"enum('x''q','y')", false, schema.ClickHouseModern, nil, "LowCardinality(String), which binlog2ch does not hash"},
+		{"set('a','b')", false, schema.ClickHouseModern, func(o *schema.Options) { o.SetAs = schema.SetAsArray }, "Array(String), which binlog2ch does not hash"},
 	} {
-		opts := DefaultOptions()
+		opts := schema.DefaultOptions()
 		if c.opts != nil {
 			c.opts(&opts)
 		}
@@ -224,7 +226,7 @@ func TestKeyHasherRefuses(t *testing.T) {
 			t.Errorf("%s: got %v, want %q", c.typ, err, c.want)
 		}
 	}
-	b := oneColumn(t, "int", false, ClickHouse18, DefaultOptions())
+	b := oneColumn(t, "int", false, schema.ClickHouse18, schema.DefaultOptions())
 	if _, err := NewKeyHasher(b.Target(), []KeyArg{{Column: "nope"}}); err == nil || !strings.Contains(err.Error(), `sharding key column "nope" is not one of the table's columns`) {
 		t.Errorf("unknown column: %v", err)
 	}
@@ -236,15 +238,15 @@ func TestKeyHasherRefuses(t *testing.T) {
 // compared where they are not NULL (ClickHouse hashes a Nullable value as
 // the value). A Decimal column the server cannot hash is compared as what
 // tables shard by there: reinterpretAsString of it.
-func checkKeyHashes(t *testing.T, ch driver.Conn, target *Target, b *Block) {
+func checkKeyHashes(t *testing.T, ch driver.Conn, target *schema.Target, b *Block) {
 	t.Helper()
 	for i, c := range target.Columns {
-		if c.Meta != MetaNone || c.Type.Kind == CHLowCardinalityString || c.Type.Kind == CHArrayString {
+		if c.Meta != schema.MetaNone || c.Type.Kind == schema.CHLowCardinalityString || c.Type.Kind == schema.CHArrayString {
 			continue
 		}
 		raw := false
 		err := compareColumnHashes(t, ch, target, b, i, raw)
-		if err != nil && c.Type.Kind == CHDecimal && strings.Contains(err.Error(), "Unexpected type") {
+		if err != nil && c.Type.Kind == schema.CHDecimal && strings.Contains(err.Error(), "Unexpected type") {
 			raw = true
 			err = compareColumnHashes(t, ch, target, b, i, raw)
 		}
@@ -255,7 +257,7 @@ func checkKeyHashes(t *testing.T, ch driver.Conn, target *Target, b *Block) {
 
 		// The probe for this type, as NOT NULL.
 		probe := *target
-		probe.Columns = append([]TargetColumn(nil), target.Columns...)
+		probe.Columns = append([]schema.TargetColumn(nil), target.Columns...)
 		probe.Columns[i].Type.Nullable = false
 		k, err := NewKeyHasher(&probe, []KeyArg{{Column: "id"}, {Column: c.Name, Reinterpret: raw}})
 		if err != nil {
@@ -279,7 +281,7 @@ func checkKeyHashes(t *testing.T, ch driver.Conn, target *Target, b *Block) {
 // compareColumnHashes compares the hash of column i (or of its
 // reinterpretAsString, when raw) row by row with the server's; an error is
 // the server refusing the query.
-func compareColumnHashes(t *testing.T, ch driver.Conn, target *Target, b *Block, i int, raw bool) error {
+func compareColumnHashes(t *testing.T, ch driver.Conn, target *schema.Target, b *Block, i int, raw bool) error {
 	t.Helper()
 	c := target.Columns[i]
 	want := make([]uint64, b.Rows())
@@ -287,14 +289,14 @@ func compareColumnHashes(t *testing.T, ch driver.Conn, target *Target, b *Block,
 		t.Errorf("%s: %v", c.Name, err)
 		return nil
 	}
-	arg := QuoteIdent(c.Name)
+	arg := schema.QuoteIdent(c.Name)
 	if raw {
 		arg = "reinterpretAsString(" + arg + ")"
 	}
 	var got []uint64
 	var null []uint8
 	q := fmt.Sprintf("SELECT groupArray(ifNull(h, 0)), groupArray(isNull(h)) FROM (SELECT cityHash64(%s) AS h FROM %s.%s ORDER BY id)",
-		arg, QuoteIdent(target.Database), QuoteIdent(target.Name))
+		arg, schema.QuoteIdent(target.Database), schema.QuoteIdent(target.Name))
 	if err := ch.QueryRow(context.Background(), q).Scan(&got, &null); err != nil {
 		return err
 	}

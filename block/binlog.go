@@ -1,4 +1,4 @@
-package schema
+package block
 
 import (
 	"encoding/binary"
@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/binlog2ch/binlog2ch/mysqltime"
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
@@ -24,7 +26,7 @@ type rawConverter func(p []byte) (int, error)
 // itself. The others (MySQL's binary JSON, pre-5.6 temporal types) go
 // through go-mysql.
 func RawDecodable(typ byte, meta uint16) bool {
-	_, ok := layoutOf(&Column{BinlogType: typ, BinlogMeta: meta})
+	_, ok := layoutOf(&schema.Column{BinlogType: typ, BinlogMeta: meta})
 	return ok
 }
 
@@ -72,7 +74,7 @@ type rawLayout struct {
 
 // layoutOf is the layout of column c's values; ok is false for a type
 // binlog2ch does not decode.
-func layoutOf(c *Column) (l rawLayout, ok bool) {
+func layoutOf(c *schema.Column) (l rawLayout, ok bool) {
 	meta := c.BinlogMeta
 	switch realType(c.BinlogType, meta) {
 	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_YEAR:
@@ -168,7 +170,7 @@ func beUint(p []byte, n int) uint64 {
 // rawConverter builds the binlog-bytes decoder of a column; nil when the
 // column has no binlog type (a definition from information_schema only) or
 // binlog2ch has no decoder for it.
-func (b *Block) rawConverter(c *Column, t CHType, buf colBuf, put intPut) rawConverter {
+func (b *Block) rawConverter(c *schema.Column, t schema.CHType, buf colBuf, put intPut) rawConverter {
 	if c.BinlogType == 0 && c.BinlogMeta == 0 || !RawDecodable(c.BinlogType, c.BinlogMeta) {
 		return nil
 	}
@@ -183,21 +185,21 @@ func (b *Block) rawConverter(c *Column, t CHType, buf colBuf, put intPut) rawCon
 		// wide as it, so such integers need no range check: append directly.
 		// Anything else (TINYINT(1) as a boolean) goes through put.
 		switch {
-		case t.Kind == CHInt8 && !unsigned && width <= 1:
+		case t.Kind == schema.CHInt8 && !unsigned && width <= 1:
 			return rawInt[int8](buf, width, unsigned)
-		case t.Kind == CHInt16 && !unsigned && width <= 2:
+		case t.Kind == schema.CHInt16 && !unsigned && width <= 2:
 			return rawInt[int16](buf, width, unsigned)
-		case t.Kind == CHInt32 && !unsigned && width <= 4:
+		case t.Kind == schema.CHInt32 && !unsigned && width <= 4:
 			return rawInt[int32](buf, width, unsigned)
-		case t.Kind == CHInt64 && !unsigned:
+		case t.Kind == schema.CHInt64 && !unsigned:
 			return rawInt[int64](buf, width, unsigned)
-		case t.Kind == CHUInt8 && unsigned && width <= 1:
+		case t.Kind == schema.CHUInt8 && unsigned && width <= 1:
 			return rawInt[uint8](buf, width, unsigned)
-		case t.Kind == CHUInt16 && unsigned && width <= 2:
+		case t.Kind == schema.CHUInt16 && unsigned && width <= 2:
 			return rawInt[uint16](buf, width, unsigned)
-		case t.Kind == CHUInt32 && unsigned && width <= 4:
+		case t.Kind == schema.CHUInt32 && unsigned && width <= 4:
 			return rawInt[uint32](buf, width, unsigned)
-		case t.Kind == CHUInt64 && unsigned:
+		case t.Kind == schema.CHUInt64 && unsigned:
 			return rawInt[uint64](buf, width, unsigned)
 		}
 		return func(p []byte) (int, error) {
@@ -284,11 +286,11 @@ func (b *Block) rawConverter(c *Column, t CHType, buf colBuf, put intPut) rawCon
 				return 0, err
 			}
 			us := time2Micros(p, fsp)
-			if t.Kind == CHInt64 {
+			if t.Kind == schema.CHInt64 {
 				buf.(*numBuf[int64]).add(us)
 			} else {
 				sb := buf.(*strBuf)
-				sb.arena = appendTime(sb.arena, us, fsp)
+				sb.arena = mysqltime.AppendTime(sb.arena, us, fsp)
 				sb.end()
 			}
 			return n, nil
@@ -297,7 +299,7 @@ func (b *Block) rawConverter(c *Column, t CHType, buf colBuf, put intPut) rawCon
 	// Length-prefixed bytes: strings, blobs, geometry.
 	sb := buf.(*strBuf)
 	switch {
-	case c.Kind == KindGeometry:
+	case c.Kind == schema.KindGeometry:
 		return func(p []byte) (int, error) {
 			n, err := size(p)
 			if err != nil {
@@ -307,7 +309,7 @@ func (b *Block) rawConverter(c *Column, t CHType, buf colBuf, put intPut) rawCon
 			sb.end()
 			return n, nil
 		}
-	case c.Kind == KindBinary && t.Kind == CHFixedString:
+	case c.Kind == schema.KindBinary && t.Kind == schema.CHFixedString:
 		width := c.Length
 		return func(p []byte) (int, error) {
 			n, err := size(p)
@@ -356,11 +358,11 @@ func rawInt[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](b
 }
 
 // rawDateTime decodes DATETIME2 and TIMESTAMP2 values.
-func (b *Block) rawDateTime(c *Column, t CHType, buf colBuf, size func([]byte) (int, error)) rawConverter {
+func (b *Block) rawDateTime(c *schema.Column, t schema.CHType, buf colBuf, size func([]byte) (int, error)) rawConverter {
 	fsp := int(c.BinlogMeta)
 	isTimestamp := realType(c.BinlogType, c.BinlogMeta) == mysql.MYSQL_TYPE_TIMESTAMP2
 	var dt *dateTimeBuf
-	if t.Kind != CHString {
+	if t.Kind != schema.CHString {
 		dt = b.dateTimeBufs[c]
 	}
 	return func(p []byte) (int, error) {
@@ -368,38 +370,38 @@ func (b *Block) rawDateTime(c *Column, t CHType, buf colBuf, size func([]byte) (
 		if err != nil {
 			return 0, err
 		}
-		var parts dateTimeParts
+		var parts mysqltime.Parts
 		var unix int64 // TIMESTAMP: seconds since the epoch
 		if isTimestamp {
 			unix = int64(beUint(p, 4))
-			parts.us = fraction(p[4:], fsp)
+			parts.US = fraction(p[4:], fsp)
 		} else {
 			v := int64(beUint(p, 5)) - 0x8000000000
 			ymd, hms := v>>17, v&(1<<17-1)
 			ym := ymd >> 5
-			parts = dateTimeParts{y: int(ym / 13), mo: int(ym % 13), d: int(ymd & 31),
-				h: int(hms >> 12), mi: int(hms >> 6 & 63), s: int(hms & 63), us: fraction(p[5:], fsp)}
+			parts = mysqltime.Parts{Y: int(ym / 13), Mo: int(ym % 13), D: int(ymd & 31),
+				H: int(hms >> 12), Mi: int(hms >> 6 & 63), S: int(hms & 63), US: fraction(p[5:], fsp)}
 		}
 		if dt == nil { // text: ClickHouse without DateTime64
 			sb := buf.(*strBuf)
 			if isTimestamp {
-				if unix == 0 && parts.us == 0 {
+				if unix == 0 && parts.US == 0 {
 					sb.arena = append(sb.arena, "0000-00-00 00:00:00"...)
-					sb.arena = appendFracDigits(sb.arena, 0, fsp)
+					sb.arena = mysqltime.AppendFracDigits(sb.arena, 0, fsp)
 					sb.end()
 					return n, nil
 				}
-				parts = partsFromUnix(unix, parts.us)
+				parts = mysqltime.PartsFromUnix(unix, parts.US)
 			}
-			sb.arena = appendParts(sb.arena, parts, fsp)
+			sb.arena = mysqltime.AppendParts(sb.arena, parts, fsp)
 			sb.end()
 			return n, nil
 		}
 		if isTimestamp {
-			if unix == 0 && parts.us == 0 {
+			if unix == 0 && parts.US == 0 {
 				return n, dt.put(0, FixupZeroDate) // MySQL's zero TIMESTAMP
 			}
-			return n, dt.put(unix*1e6+int64(parts.us), -1)
+			return n, dt.put(unix*1e6+int64(parts.US), -1)
 		}
 		return n, dt.putParts(parts)
 	}
@@ -451,84 +453,6 @@ func time2Micros(p []byte, fsp int) int64 {
 		v = -v
 	}
 	return v
-}
-
-// appendTime renders signed microseconds as MySQL prints TIME(fsp).
-func appendTime(dst []byte, us int64, fsp int) []byte {
-	if us < 0 {
-		dst = append(dst, '-')
-		us = -us
-	}
-	secs := us / 1e6
-	dst = appendInt(dst, int(secs/3600), 2)
-	dst = append(dst, ':')
-	dst = appendInt(dst, int(secs/60%60), 2)
-	dst = append(dst, ':')
-	dst = appendInt(dst, int(secs%60), 2)
-	return appendFracDigits(dst, int(us%1e6), fsp)
-}
-
-// appendFracDigits appends ".ffffff" cut to fsp digits (nothing for fsp 0).
-func appendFracDigits(dst []byte, us, fsp int) []byte {
-	if fsp == 0 {
-		return dst
-	}
-	var digits [6]byte
-	for i := 5; i >= 0; i-- {
-		digits[i] = byte('0' + us%10)
-		us /= 10
-	}
-	dst = append(dst, '.')
-	return append(dst, digits[:fsp]...)
-}
-
-// appendParts renders "YYYY-MM-DD hh:mm:ss[.f]" from parts, zero dates
-// included.
-func appendParts(dst []byte, p dateTimeParts, fsp int) []byte {
-	dst = appendInt(dst, p.y, 4)
-	dst = append(dst, '-')
-	dst = appendInt(dst, p.mo, 2)
-	dst = append(dst, '-')
-	dst = appendInt(dst, p.d, 2)
-	dst = append(dst, ' ')
-	dst = appendInt(dst, p.h, 2)
-	dst = append(dst, ':')
-	dst = appendInt(dst, p.mi, 2)
-	dst = append(dst, ':')
-	dst = appendInt(dst, p.s, 2)
-	return appendFracDigits(dst, p.us, fsp)
-}
-
-// partsFromUnix splits seconds since the epoch into UTC parts.
-func partsFromUnix(unix int64, us int) dateTimeParts {
-	days, secs := unix/86400, unix%86400
-	y, m, d := civilFromDays(days)
-	return dateTimeParts{y: y, mo: m, d: d, h: int(secs / 3600), mi: int(secs / 60 % 60), s: int(secs % 60), us: us}
-}
-
-// civilFromDays is the inverse of daysFromCivil (Howard Hinnant's
-// algorithm).
-func civilFromDays(z int64) (y, m, d int) {
-	z += 719468
-	era := z
-	if era < 0 {
-		era -= 146096
-	}
-	era /= 146097
-	doe := z - era*146097
-	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
-	yy := yoe + era*400
-	doy := doe - (365*yoe + yoe/4 - yoe/100)
-	mp := (5*doy + 2) / 153
-	d = int(doy - (153*mp+2)/5 + 1)
-	m = int(mp + 3)
-	if m > 12 {
-		m -= 12
-	}
-	if m <= 2 {
-		yy++
-	}
-	return int(yy), m, d
 }
 
 // appendDecimal renders a binary DECIMAL(precision, scale) as MySQL prints
@@ -693,7 +617,7 @@ func (b *Block) SameKey(before, after []byte, key []int) (bool, error) {
 // binary row format: a NULL bitmap, then each non-NULL value) and appends
 // it with its version and operation. It returns the image's length. On
 // error the block is unchanged.
-func (b *Block) AppendImage(data []byte, version uint64, op Op) (int, error) {
+func (b *Block) AppendImage(data []byte, version uint64, op schema.Op) (int, error) {
 	src := b.target.Source
 	if !b.RawOK() {
 		return 0, fmt.Errorf("%s: not decodable from binlog bytes", src.FullName())

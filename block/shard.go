@@ -1,4 +1,4 @@
-package schema
+package block
 
 import (
 	"encoding/binary"
@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/go-faster/city"
 )
 
@@ -21,7 +22,7 @@ import (
 type KeyHasher struct {
 	cols []int  // target column indexes, in the hash's argument order
 	raw  []bool // per argument: reinterpretAsString(column)
-	t    *Target
+	t    *schema.Target
 }
 
 // KeyArg is one argument of the sharding key's cityHash64: a column, or
@@ -35,7 +36,7 @@ type KeyArg struct {
 
 // NewKeyHasher returns the hasher of cityHash64 over the given arguments,
 // or an error naming a column it cannot hash as ClickHouse does.
-func NewKeyHasher(t *Target, args []KeyArg) (*KeyHasher, error) {
+func NewKeyHasher(t *schema.Target, args []KeyArg) (*KeyHasher, error) {
 	if len(args) == 0 {
 		return nil, fmt.Errorf("%s: no sharding key columns", t.FullName())
 	}
@@ -46,7 +47,7 @@ func NewKeyHasher(t *Target, args []KeyArg) (*KeyHasher, error) {
 			return nil, fmt.Errorf("%s: sharding key column %q is not one of the table's columns", t.FullName(), a.Column)
 		}
 		typ := t.Columns[i].Type
-		if !hashable(typ) || a.Reinterpret && typ.Kind != CHDecimal {
+		if !hashable(typ) || a.Reinterpret && typ.Kind != schema.CHDecimal {
 			what := typ.String()
 			if a.Reinterpret {
 				what = "reinterpretAsString of " + what
@@ -59,27 +60,17 @@ func NewKeyHasher(t *Target, args []KeyArg) (*KeyHasher, error) {
 	return k, nil
 }
 
-// ColumnIndex is the index of the target column named name, or -1.
-func (t *Target) ColumnIndex(name string) int {
-	for i, c := range t.Columns {
-		if c.Name == name {
-			return i
-		}
-	}
-	return -1
-}
-
 // hashable reports whether the hasher knows ClickHouse's hash of type t. A
 // NULL hashes to NULL, which the Distributed table places by rules of its
 // own: Nullable columns are left to it.
-func hashable(t CHType) bool {
+func hashable(t schema.CHType) bool {
 	if t.Nullable {
 		return false
 	}
 	switch t.Kind {
-	case CHLowCardinalityString, CHArrayString:
+	case schema.CHLowCardinalityString, schema.CHArrayString:
 		return false
-	case CHDecimal:
+	case schema.CHDecimal:
 		return decimalWidth(t.Precision) > 0
 	}
 	return true
@@ -104,12 +95,12 @@ func (k *KeyHasher) Hashes(b *Block, dst []uint64) ([]uint64, error) {
 }
 
 // hashArg folds one argument into h: the column, or its reinterpretAsString.
-func hashArg(buf colBuf, t CHType, raw, first bool, h []uint64) error {
+func hashArg(buf colBuf, t schema.CHType, raw, first bool, h []uint64) error {
 	if !raw {
 		return hashColumn(buf, t, first, h)
 	}
 	sb, ok := buf.(*strBuf)
-	if !ok || t.Kind != CHDecimal {
+	if !ok || t.Kind != schema.CHDecimal {
 		return fmt.Errorf("no reinterpretAsString hash for %s", t)
 	}
 	width := decimalWidth(t.Precision)
@@ -124,7 +115,7 @@ func hashArg(buf colBuf, t CHType, raw, first bool, h []uint64) error {
 }
 
 // eachDecimal calls fn with each row's scaled decimal.
-func eachDecimal(buf *strBuf, t CHType, fn func(row int, v [4]uint64)) error {
+func eachDecimal(buf *strBuf, t schema.CHType, fn func(row int, v [4]uint64)) error {
 	start := 0
 	for i, end := range buf.ends {
 		v, err := scaledDecimal(buf.arena[start:end], t.Scale)
@@ -175,7 +166,7 @@ func hashInts[T any](vals []T, bits func(T) uint64, first bool, h []uint64) {
 }
 
 // hashColumn folds one column's values into h.
-func hashColumn(buf colBuf, t CHType, first bool, h []uint64) error {
+func hashColumn(buf colBuf, t schema.CHType, first bool, h []uint64) error {
 	switch buf := buf.(type) {
 	case *numBuf[int8]:
 		hashInts(buf.vals, func(v int8) uint64 { return uint64(uint8(v)) }, first, h)
@@ -184,7 +175,7 @@ func hashColumn(buf colBuf, t CHType, first bool, h []uint64) error {
 	case *numBuf[int32]:
 		hashInts(buf.vals, func(v int32) uint64 { return uint64(uint32(v)) }, first, h)
 	case *numBuf[int64]:
-		if t.Kind == CHDateTime { // held as Unix seconds
+		if t.Kind == schema.CHDateTime { // held as Unix seconds
 			hashInts(buf.vals, func(v int64) uint64 { return uint64(storedDateTime(v)) }, first, h)
 		} else {
 			hashInts(buf.vals, func(v int64) uint64 { return uint64(v) }, first, h)
@@ -210,11 +201,11 @@ func hashColumn(buf colBuf, t CHType, first bool, h []uint64) error {
 		}, first, h)
 	case *timeBuf:
 		switch t.Kind {
-		case CHDate:
+		case schema.CHDate:
 			hashInts(buf.vals, func(us int64) uint64 { return uint64(storedDate(us)) }, first, h)
-		case CHDate32:
+		case schema.CHDate32:
 			hashInts(buf.vals, func(us int64) uint64 { return uint64(storedDate32(us)) }, first, h)
-		case CHDateTime64:
+		case schema.CHDateTime64:
 			hashInts(buf.vals, dateTime64Ticks(t.Scale), first, h)
 		default:
 			return fmt.Errorf("no hash for %s", t)
@@ -227,9 +218,9 @@ func hashColumn(buf colBuf, t CHType, first bool, h []uint64) error {
 	return nil
 }
 
-func hashStrings(buf *strBuf, t CHType, first bool, h []uint64) error {
+func hashStrings(buf *strBuf, t schema.CHType, first bool, h []uint64) error {
 	switch t.Kind {
-	case CHDecimal:
+	case schema.CHDecimal:
 		// The stored integer: up to 8 bytes hash as an integer, wider
 		// ones as their bytes.
 		width := decimalWidth(t.Precision)
@@ -241,7 +232,7 @@ func hashStrings(buf *strBuf, t CHType, first bool, h []uint64) error {
 				put(h, i, first, city.CH64(b[:width]))
 			}
 		})
-	case CHString, CHFixedString:
+	case schema.CHString, schema.CHFixedString:
 	default:
 		return fmt.Errorf("no hash for %s", t)
 	}
@@ -250,7 +241,7 @@ func hashStrings(buf *strBuf, t CHType, first bool, h []uint64) error {
 	for i, end := range buf.ends {
 		v := buf.arena[start:end]
 		start = end
-		if t.Kind == CHFixedString {
+		if t.Kind == schema.CHFixedString {
 			// Stored padded with zero bytes to the full length.
 			if len(v) > t.Length {
 				return fmt.Errorf("a value of %d bytes in a FixedString(%d)", len(v), t.Length)
@@ -305,7 +296,7 @@ func (k *KeyHasher) KeyHashProbe() (query string, want []uint64, err error) {
 
 // probeValues fills buf with rows values of type t and returns them as
 // ClickHouse literals of that type.
-func probeValues(buf colBuf, t CHType, rows int) ([]string, error) {
+func probeValues(buf colBuf, t schema.CHType, rows int) ([]string, error) {
 	lit := func(s string) string { return "CAST(" + s + " AS " + t.String() + ")" }
 	out := make([]string, 0, rows)
 	ints := []int64{0, 1, -1, 0x5a5a5a5a5a5a5a5a}
@@ -318,7 +309,7 @@ func probeValues(buf colBuf, t CHType, rows int) ([]string, error) {
 	case *numBuf[int32]:
 		probeInts(buf, ints, rows, &out, lit, t)
 	case *numBuf[int64]:
-		if t.Kind == CHDateTime {
+		if t.Kind == schema.CHDateTime {
 			for r := range rows {
 				s := int64(1577923200 + r*86461)
 				buf.add(s)
@@ -357,9 +348,9 @@ func probeValues(buf colBuf, t CHType, rows int) ([]string, error) {
 			days := int64(18263 + r*397)
 			buf.add(days * dayMicros)
 			switch t.Kind {
-			case CHDate:
+			case schema.CHDate:
 				out = append(out, lit("toUInt16("+strconv.FormatInt(days, 10)+")"))
-			case CHDate32:
+			case schema.CHDate32:
 				out = append(out, lit("toInt32("+strconv.FormatInt(days, 10)+")"))
 			default: // DateTime64, from seconds
 				out = append(out, lit("toUInt32("+strconv.FormatInt(days*86400, 10)+")"))
@@ -369,7 +360,7 @@ func probeValues(buf colBuf, t CHType, rows int) ([]string, error) {
 		for r := range rows {
 			var s string
 			switch t.Kind {
-			case CHDecimal:
+			case schema.CHDecimal:
 				// Up to r+1 integer digits and two fraction digits, as
 				// the type allows; every other one negative.
 				s = "0"
@@ -383,15 +374,15 @@ func probeValues(buf colBuf, t CHType, rows int) ([]string, error) {
 					s = "-" + s
 				}
 				buf.addString(s)
-				out = append(out, lit(QuoteString(s)))
+				out = append(out, lit(schema.QuoteString(s)))
 				continue
-			case CHFixedString:
+			case schema.CHFixedString:
 				s = "ab\x00c"[:min(t.Length, r)]
 			default:
 				s = strings.Repeat("binlog2ch-", r*4) + "\x00é"
 			}
 			buf.addString(s)
-			out = append(out, lit(QuoteString(s)))
+			out = append(out, lit(schema.QuoteString(s)))
 		}
 	default:
 		return nil, fmt.Errorf("no probe for %s", t)
@@ -401,12 +392,12 @@ func probeValues(buf colBuf, t CHType, rows int) ([]string, error) {
 
 // probeInts fills buf with signed values: the Enum's labels for an Enum,
 // vals truncated to the width (as stored) otherwise.
-func probeInts[T int8 | int16 | int32 | int64](buf *numBuf[T], vals []int64, rows int, out *[]string, lit func(string) string, t CHType) {
+func probeInts[T int8 | int16 | int32 | int64](buf *numBuf[T], vals []int64, rows int, out *[]string, lit func(string) string, t schema.CHType) {
 	for r := range rows {
-		if t.Kind == CHEnum8 || t.Kind == CHEnum16 {
+		if t.Kind == schema.CHEnum8 || t.Kind == schema.CHEnum16 {
 			e := t.Enum[r%len(t.Enum)]
 			buf.add(T(e.Value))
-			*out = append(*out, lit(QuoteString(e.Label)))
+			*out = append(*out, lit(schema.QuoteString(e.Label)))
 			continue
 		}
 		v := T(vals[r%len(vals)])

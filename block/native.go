@@ -1,4 +1,4 @@
-package schema
+package block
 
 import (
 	"encoding/binary"
@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/binlog2ch/binlog2ch/chnative"
+	"github.com/binlog2ch/binlog2ch/schema"
 )
 
 // nativeFn writes one column's data in ClickHouse's Native format: the rows
@@ -64,22 +65,22 @@ func hostLittleEndian() bool {
 }
 
 // chWidth is the byte width of a fixed-width ClickHouse type (0: not one).
-func chWidth(k CHKind) uintptr {
+func chWidth(k schema.CHKind) uintptr {
 	switch k {
-	case CHInt8, CHUInt8, CHEnum8, CHBool:
+	case schema.CHInt8, schema.CHUInt8, schema.CHEnum8, schema.CHBool:
 		return 1
-	case CHInt16, CHUInt16, CHEnum16, CHDate:
+	case schema.CHInt16, schema.CHUInt16, schema.CHEnum16, schema.CHDate:
 		return 2
-	case CHInt32, CHUInt32, CHFloat32, CHDateTime, CHDate32:
+	case schema.CHInt32, schema.CHUInt32, schema.CHFloat32, schema.CHDateTime, schema.CHDate32:
 		return 4
-	case CHInt64, CHUInt64, CHFloat64, CHDateTime64:
+	case schema.CHInt64, schema.CHUInt64, schema.CHFloat64, schema.CHDateTime64:
 		return 8
 	}
 	return 0
 }
 
 // nativeColumn picks the encoder for a buffer written as type t, or nil.
-func nativeColumn(buf colBuf, t CHType) nativeFn {
+func nativeColumn(buf colBuf, t schema.CHType) nativeFn {
 	switch buf := buf.(type) {
 	case *numBuf[int8]:
 		return rawColumn(buf, t)
@@ -102,7 +103,7 @@ func nativeColumn(buf colBuf, t CHType) nativeFn {
 	case *numBuf[bool]:
 		return rawColumn(buf, t)
 	case *numBuf[int64]:
-		if t.Kind == CHDateTime { // held as Unix seconds
+		if t.Kind == schema.CHDateTime { // held as Unix seconds
 			return convertedColumn(&buf.nulls, &buf.vals, func(e *chnative.Encoder, s int64) { e.Uint32(storedDateTime(s)) })
 		}
 		return rawColumn(buf, t)
@@ -111,7 +112,7 @@ func nativeColumn(buf colBuf, t CHType) nativeFn {
 	case *strBuf:
 		return stringColumn(buf, t)
 	case *arrBuf:
-		if t.Kind != CHArrayString || t.Nullable {
+		if t.Kind != schema.CHArrayString || t.Nullable {
 			return nil
 		}
 		return func(e *chnative.Encoder, sel []uint32) error {
@@ -140,9 +141,9 @@ func nativeColumn(buf colBuf, t CHType) nativeFn {
 }
 
 // rawColumn writes values whose memory layout is the ClickHouse type's.
-func rawColumn[T any](buf *numBuf[T], t CHType) nativeFn {
+func rawColumn[T any](buf *numBuf[T], t schema.CHType) nativeFn {
 	var z T
-	if w := chWidth(t.Kind); w == 0 || w != unsafe.Sizeof(z) || t.Kind == CHDateTime || t.Kind == CHDate || t.Kind == CHDate32 || t.Kind == CHDateTime64 {
+	if w := chWidth(t.Kind); w == 0 || w != unsafe.Sizeof(z) || t.Kind == schema.CHDateTime || t.Kind == schema.CHDate || t.Kind == schema.CHDate32 || t.Kind == schema.CHDateTime64 {
 		return nil
 	}
 	size := int(unsafe.Sizeof(z))
@@ -204,13 +205,13 @@ func nullMap(e *chnative.Encoder, n *nulls, sel []uint32) {
 
 // timeColumn writes Date, Date32 and DateTime64 values held as Unix
 // microseconds.
-func timeColumn(buf *timeBuf, t CHType) nativeFn {
+func timeColumn(buf *timeBuf, t schema.CHType) nativeFn {
 	switch t.Kind {
-	case CHDate:
+	case schema.CHDate:
 		return convertedColumn(&buf.nulls, &buf.vals, func(e *chnative.Encoder, us int64) { e.Uint16(storedDate(us)) })
-	case CHDate32:
+	case schema.CHDate32:
 		return convertedColumn(&buf.nulls, &buf.vals, func(e *chnative.Encoder, us int64) { e.Uint32(storedDate32(us)) })
-	case CHDateTime64:
+	case schema.CHDateTime64:
 		if t.Scale < 0 || t.Scale > 9 {
 			return nil
 		}
@@ -271,14 +272,14 @@ func decimalBytes(v [4]uint64, width int) (b [32]byte) {
 	return b
 }
 
-func stringColumn(buf *strBuf, t CHType) nativeFn {
+func stringColumn(buf *strBuf, t schema.CHType) nativeFn {
 	switch t.Kind {
-	case CHString:
+	case schema.CHString:
 		return func(e *chnative.Encoder, sel []uint32) error {
 			nullMap(e, &buf.nulls, sel)
 			return writeStrings(e, buf, sel)
 		}
-	case CHFixedString:
+	case schema.CHFixedString:
 		n := t.Length
 		return eachString(buf, func(e *chnative.Encoder, v []byte) error {
 			if len(v) > n {
@@ -288,7 +289,7 @@ func stringColumn(buf *strBuf, t CHType) nativeFn {
 			e.Zeros(n - len(v))
 			return nil
 		})
-	case CHDecimal:
+	case schema.CHDecimal:
 		return decimalColumn(buf, t)
 	}
 	return nil
@@ -334,7 +335,7 @@ func writeStrings(e *chnative.Encoder, buf *strBuf, sel []uint32) error {
 
 // decimalColumn writes decimals held as text ("-123.45") as the scaled
 // integers ClickHouse stores: 4, 8, 16 or 32 bytes by precision.
-func decimalColumn(buf *strBuf, t CHType) nativeFn {
+func decimalColumn(buf *strBuf, t schema.CHType) nativeFn {
 	width := decimalWidth(t.Precision)
 	if width == 0 {
 		return nil

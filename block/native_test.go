@@ -1,4 +1,4 @@
-package schema
+package block
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/proto"
 
 	"github.com/binlog2ch/binlog2ch/chnative"
+	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/schema/schematest"
 )
 
 // driverColumn lets AppendTo fill a clickhouse-go column directly.
@@ -127,10 +129,10 @@ var nativeTypes = []struct {
 func TestNativeMatchesDriver(t *testing.T) {
 	for _, profile := range []struct {
 		name string
-		caps Capabilities
-	}{{"clickhouse18", ClickHouse18}, {"modern", ClickHouseModern}} {
+		caps schema.Capabilities
+	}{{"clickhouse18", schema.ClickHouse18}, {"modern", schema.ClickHouseModern}} {
 		for _, nullable := range []bool{false, true} {
-			tb := &Table{Database: "d", Name: "t", PrimaryKey: []int{0}, Columns: []Column{col(t, "id", "int(11)", false)}}
+			tb := &schema.Table{Database: "d", Name: "t", PrimaryKey: []int{0}, Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false)}}
 			types := nativeTypes
 			if profile.caps.LowCardinality {
 				// Labels that need escaping become LowCardinality(String)
@@ -138,11 +140,11 @@ func TestNativeMatchesDriver(t *testing.T) {
 				types = append(types[:len(types)-3:len(types)-3], types[len(types)-2:]...)
 			}
 			for i, ty := range types {
-				tb.Columns = append(tb.Columns, col(t, fmt.Sprintf("c%d", i), ty.mysql, nullable))
+				tb.Columns = append(tb.Columns, schematest.Col(t, fmt.Sprintf("c%d", i), ty.mysql, nullable))
 			}
-			opts := DefaultOptions()
-			opts.InvalidDates = InvalidClamp
-			target, err := Map(tb, "d", profile.caps, opts, TableOptions{})
+			opts := schema.DefaultOptions()
+			opts.InvalidDates = schema.InvalidClamp
+			target, err := schema.Map(tb, "d", profile.caps, opts, schema.TableOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,7 +161,7 @@ func TestNativeMatchesDriver(t *testing.T) {
 						row = append(row, ty.values[r])
 					}
 				}
-				if err := b.Append(row, uint64(r+1), OpInsert+Op(r%2)); err != nil {
+				if err := b.Append(row, uint64(r+1), schema.OpInsert+schema.Op(r%2)); err != nil {
 					t.Fatalf("%s: %v", profile.name, err)
 				}
 			}
@@ -170,8 +172,8 @@ func TestNativeMatchesDriver(t *testing.T) {
 
 // TestNativeRefusesLowCardinality: such blocks go through clickhouse-go.
 func TestNativeRefusesLowCardinality(t *testing.T) {
-	b := oneColumn(t, "enum('x''q','y')", false, ClickHouseModern, DefaultOptions())
-	if b.target.Columns[1].Type.Kind != CHLowCardinalityString {
+	b := oneColumn(t, "enum('x''q','y')", false, schema.ClickHouseModern, schema.DefaultOptions())
+	if b.target.Columns[1].Type.Kind != schema.CHLowCardinalityString {
 		t.Fatalf("mapped to %s", b.target.Columns[1].Type)
 	}
 	if b.NativeOK() {

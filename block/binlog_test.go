@@ -1,8 +1,11 @@
-package schema
+package block
 
 import (
 	"testing"
 
+	"github.com/binlog2ch/binlog2ch/mysqltime"
+	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/schema/schematest"
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
@@ -31,15 +34,15 @@ func TestAppendDecimal(t *testing.T) {
 
 func TestCivilFromDays(t *testing.T) {
 	for days := int64(-800000); days < 3000000; days += 97 {
-		y, m, d := civilFromDays(days)
-		if back := daysFromCivil(y, m, d); back != days {
-			t.Fatalf("civilFromDays(%d) = %d-%d-%d, which is day %d", days, y, m, d, back)
+		y, m, d := mysqltime.CivilFromDays(days)
+		if back := mysqltime.DaysFromCivil(y, m, d); back != days {
+			t.Fatalf("mysqltime.CivilFromDays(%d) = %d-%d-%d, which is day %d", days, y, m, d, back)
 		}
 	}
 }
 
 // rawTable has a column of every type the binlog decoder handles.
-func rawTable(t testing.TB) *Table {
+func rawTable(t testing.TB) *schema.Table {
 	cols := []struct {
 		typ      string
 		binType  byte
@@ -67,9 +70,9 @@ func rawTable(t testing.TB) *Table {
 		{"blob", mysql.MYSQL_TYPE_BLOB, 2, true},
 		{"geometry", mysql.MYSQL_TYPE_GEOMETRY, 4, true},
 	}
-	tb := &Table{Database: "d", Name: "raw", PrimaryKey: []int{0}}
+	tb := &schema.Table{Database: "d", Name: "raw", PrimaryKey: []int{0}}
 	for i, c := range cols {
-		col := col(t, "c"+string(rune('a'+i)), c.typ, c.nullable)
+		col := schematest.Col(t, "c"+string(rune('a'+i)), c.typ, c.nullable)
 		col.BinlogType, col.BinlogMeta = c.binType, c.meta
 		tb.Columns = append(tb.Columns, col)
 	}
@@ -82,12 +85,12 @@ func FuzzAppendImage(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 1, 0, 0, 0})
 	f.Add([]byte{0xfe, 0xff, 0x0f, 7, 0, 0, 0})
 	f.Add(make([]byte, 200))
-	targets := []*Target{}
-	for _, caps := range []Capabilities{ClickHouse18, ClickHouseModern} {
-		for _, policy := range []string{InvalidError, InvalidClamp, InvalidNull} {
-			opts := DefaultOptions()
+	targets := []*schema.Target{}
+	for _, caps := range []schema.Capabilities{schema.ClickHouse18, schema.ClickHouseModern} {
+		for _, policy := range []string{schema.InvalidError, schema.InvalidClamp, schema.InvalidNull} {
+			opts := schema.DefaultOptions()
 			opts.InvalidDates = policy
-			target, err := Map(rawTable(f), "d", caps, opts, TableOptions{})
+			target, err := schema.Map(rawTable(f), "d", caps, opts, schema.TableOptions{})
 			if err != nil {
 				f.Fatal(err)
 			}
@@ -102,7 +105,7 @@ func FuzzAppendImage(f *testing.F) {
 			}
 			for len(data) > 0 {
 				before := b.Rows()
-				n, err := b.AppendImage(data, 1, OpInsert)
+				n, err := b.AppendImage(data, 1, schema.OpInsert)
 				if err != nil {
 					if b.Rows() != before {
 						t.Fatalf("rejected image changed the block from %d to %d rows", before, b.Rows())

@@ -1,4 +1,9 @@
-package schema
+// Package mysqltime reads and writes MySQL's date and time values: the texts
+// go-mysql and the SQL protocol produce, calendar arithmetic, and the texts
+// MySQL prints. Pure functions on the hot path: no allocation, no
+// time.Parse or time.Format, and MySQL's zero and invalid dates kept as
+// they are for the caller to judge.
+package mysqltime
 
 import "time"
 
@@ -22,8 +27,8 @@ func digits(s string, n int) (int, bool) {
 	return v, true
 }
 
-// parseDate parses "YYYY-MM-DD" without validating the calendar.
-func parseDate(s string) (y, m, d int, ok bool) {
+// ParseDate parses "YYYY-MM-DD" without validating the calendar.
+func ParseDate(s string) (y, m, d int, ok bool) {
 	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
 		return 0, 0, 0, false
 	}
@@ -33,23 +38,25 @@ func parseDate(s string) (y, m, d int, ok bool) {
 	return y, m, d, ok1 && ok2 && ok3
 }
 
-type dateTimeParts struct {
-	y, mo, d, h, mi, s, us int
+// Parts are a date and time's fields as written, unvalidated: a zero or
+// invalid date stays what it is.
+type Parts struct {
+	Y, Mo, D, H, Mi, S, US int
 }
 
-// parseDateTime parses "YYYY-MM-DD hh:mm:ss[.f...]" (1 to 6 fraction
+// ParseDateTime parses "YYYY-MM-DD hh:mm:ss[.f...]" (1 to 6 fraction
 // digits) without validating the calendar.
-func parseDateTime(s string) (p dateTimeParts, ok bool) {
+func ParseDateTime(s string) (p Parts, ok bool) {
 	if len(s) < 19 || s[10] != ' ' || s[13] != ':' || s[16] != ':' {
 		return p, false
 	}
-	if p.y, p.mo, p.d, ok = parseDate(s[:10]); !ok {
+	if p.Y, p.Mo, p.D, ok = ParseDate(s[:10]); !ok {
 		return p, false
 	}
 	var ok1, ok2, ok3 bool
-	p.h, ok1 = digits(s[11:], 2)
-	p.mi, ok2 = digits(s[14:], 2)
-	p.s, ok3 = digits(s[17:], 2)
+	p.H, ok1 = digits(s[11:], 2)
+	p.Mi, ok2 = digits(s[14:], 2)
+	p.S, ok3 = digits(s[17:], 2)
 	if !ok1 || !ok2 || !ok3 {
 		return p, false
 	}
@@ -67,21 +74,21 @@ func parseDateTime(s string) (p dateTimeParts, ok bool) {
 	for i := len(frac); i < 6; i++ {
 		f *= 10
 	}
-	p.us = f
+	p.US = f
 	return p, true
 }
 
-// micros is the instant in microseconds since the epoch, the parts being
+// Micros is the instant in microseconds since the epoch, the parts being
 // wall clock in loc (nil: UTC).
-func (p dateTimeParts) micros(loc *time.Location) int64 {
+func (p Parts) Micros(loc *time.Location) int64 {
 	if loc == nil {
-		secs := daysFromCivil(p.y, p.mo, p.d)*86400 + int64(p.h*3600+p.mi*60+p.s)
-		return secs*1e6 + int64(p.us)
+		secs := DaysFromCivil(p.Y, p.Mo, p.D)*86400 + int64(p.H*3600+p.Mi*60+p.S)
+		return secs*1e6 + int64(p.US)
 	}
-	return time.Date(p.y, time.Month(p.mo), p.d, p.h, p.mi, p.s, p.us*1000, loc).UnixMicro()
+	return time.Date(p.Y, time.Month(p.Mo), p.D, p.H, p.Mi, p.S, p.US*1000, loc).UnixMicro()
 }
 
-func validDate(y, m, d int) bool {
+func ValidDate(y, m, d int) bool {
 	if m < 1 || m > 12 || d < 1 {
 		return false
 	}
@@ -92,9 +99,9 @@ func validDate(y, m, d int) bool {
 	return d <= days
 }
 
-// daysFromCivil is the number of days from 1970-01-01 to y-m-d in the
+// DaysFromCivil is the number of days from 1970-01-01 to y-m-d in the
 // proleptic Gregorian calendar (Howard Hinnant's algorithm).
-func daysFromCivil(y, m, d int) int64 {
+func DaysFromCivil(y, m, d int) int64 {
 	if m <= 2 {
 		y--
 	}
@@ -110,9 +117,9 @@ func daysFromCivil(y, m, d int) int64 {
 	return int64(era)*146097 + int64(doe) - 719468
 }
 
-// parseTimeMicros parses MySQL's TIME text, "[-]h...h:mm:ss[.f...]" (hours
+// ParseTimeMicros parses MySQL's TIME text, "[-]h...h:mm:ss[.f...]" (hours
 // may exceed 24), into signed microseconds.
-func parseTimeMicros(s string) (int64, bool) {
+func ParseTimeMicros(s string) (int64, bool) {
 	neg := false
 	if len(s) > 0 && s[0] == '-' {
 		neg, s = true, s[1:]

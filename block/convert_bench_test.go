@@ -1,8 +1,11 @@
-package schema
+package block
 
 import (
 	"testing"
 	"time"
+
+	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/schema/schematest"
 )
 
 // fieldTestRow is a binlog_field_test row as go-mysql v1.16 decodes it with
@@ -22,7 +25,7 @@ func fieldTestRow() []any {
 // BenchmarkAppendFieldTestRow converts the 30-column benchmark row into
 // ClickHouse columns: the per-row cost of the schema layer.
 func BenchmarkAppendFieldTestRow(b *testing.B) {
-	target, err := Map(binlogFieldTest(b), "bench", ClickHouse18, DefaultOptions(), TableOptions{})
+	target, err := schema.Map(schematest.BinlogFieldTest(b), "bench", schema.ClickHouse18, schema.DefaultOptions(), schema.TableOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -34,7 +37,7 @@ func BenchmarkAppendFieldTestRow(b *testing.B) {
 		if i%50000 == 0 {
 			block.Reset()
 		}
-		if err := block.Append(row, uint64(i), OpInsert); err != nil {
+		if err := block.Append(row, uint64(i), schema.OpInsert); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -44,20 +47,20 @@ func BenchmarkAppendFieldTestRow(b *testing.B) {
 // convert, and the schema layer must not allocate per row once its buffers
 // have grown.
 func TestFieldTestRowConverts(t *testing.T) {
-	target, err := Map(binlogFieldTest(t), "bench", ClickHouse18, DefaultOptions(), TableOptions{})
+	target, err := schema.Map(schematest.BinlogFieldTest(t), "bench", schema.ClickHouse18, schema.DefaultOptions(), schema.TableOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	block := NewBlock(target)
 	row := fieldTestRow()
 	for i := 0; i < 1000; i++ {
-		if err := block.Append(row, uint64(i), OpInsert); err != nil {
+		if err := block.Append(row, uint64(i), schema.OpInsert); err != nil {
 			t.Fatal(err)
 		}
 	}
 	block.Reset()
 	allocs := testing.AllocsPerRun(1000, func() {
-		if err := block.Append(row, 1, OpInsert); err != nil {
+		if err := block.Append(row, 1, schema.OpInsert); err != nil {
 			t.Fatal(err)
 		}
 		if block.Rows() >= 1000 {

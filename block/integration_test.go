@@ -1,4 +1,4 @@
-package schema
+package block
 
 import (
 	"context"
@@ -24,6 +24,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/schema"
 )
 
 func TestMain(m *testing.M) { servertest.Main(m) }
@@ -189,7 +190,7 @@ func TestEveryTypeThroughTheBinlog(t *testing.T) {
 	}
 	t.Cleanup(func() { _, _ = my.Exec("DROP DATABASE " + db) })
 
-	table, err := LoadTable(ctx, my, db, "every_type")
+	table, err := schema.LoadTable(ctx, my, db, "every_type")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestEveryTypeThroughTheBinlog(t *testing.T) {
 	}
 
 	ch := openClickHouse(t, srv)
-	caps, err := DetectCapabilities(ctx, ch)
+	caps, err := schema.DetectCapabilities(ctx, ch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestEveryTypeThroughTheBinlog(t *testing.T) {
 	// The same events decoded by binlog2ch itself from the binlog bytes.
 	images, tableMap := rawImages(t, srv, flavor, pos, db)
 	rawTable := *table
-	rawTable.Columns = append([]Column(nil), table.Columns...)
+	rawTable.Columns = append([]schema.Column(nil), table.Columns...)
 	for i := range rawTable.Columns {
 		rawTable.Columns[i].BinlogType, rawTable.Columns[i].BinlogMeta = tableMap.ColumnType[i], tableMap.ColumnMeta[i]
 	}
@@ -244,18 +245,18 @@ func TestEveryTypeThroughTheBinlog(t *testing.T) {
 		overrides map[string]string
 		fixups    [numFixups]uint64
 	}{
-		{InvalidClamp, clamp, [numFixups]uint64{4, 1, 3}},
-		{InvalidNull, null, [numFixups]uint64{4, 1, 3}},
+		{schema.InvalidClamp, clamp, [numFixups]uint64{4, 1, 3}},
+		{schema.InvalidNull, null, [numFixups]uint64{4, 1, 3}},
 	} {
 		for how, rows := range decoded {
 			t.Run(policy.name+"/"+how, func(t *testing.T) {
-				opts := DefaultOptions()
+				opts := schema.DefaultOptions()
 				opts.InvalidDates = policy.name
 				src := table
 				if how == "Raw" {
 					src = &rawTable
 				}
-				target, err := Map(src, db, caps, opts, TableOptions{Name: "every_type_" + policy.name + "_" + how})
+				target, err := schema.Map(src, db, caps, opts, schema.TableOptions{Name: "every_type_" + policy.name + "_" + how})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -264,7 +265,7 @@ func TestEveryTypeThroughTheBinlog(t *testing.T) {
 				}
 				block := NewBlock(target)
 				for i, r := range rows {
-					if err := block.Append(r, uint64(i+1), OpInsert); err != nil {
+					if err := block.Append(r, uint64(i+1), schema.OpInsert); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -275,7 +276,7 @@ func TestEveryTypeThroughTheBinlog(t *testing.T) {
 					v := uint64(1)
 					for _, data := range images {
 						for len(data) > 0 {
-							n, err := block.AppendImage(data, v, OpInsert)
+							n, err := block.AppendImage(data, v, schema.OpInsert)
 							if err != nil {
 								t.Fatal(err)
 							}
@@ -311,12 +312,12 @@ func TestEveryTypeThroughTheBinlog(t *testing.T) {
 	}
 
 	t.Run("error policy names the column", func(t *testing.T) {
-		target, err := Map(table, db, caps, DefaultOptions(), TableOptions{})
+		target, err := schema.Map(table, db, caps, schema.DefaultOptions(), schema.TableOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		block := NewBlock(target)
-		err = block.Append(decoded["ParseTime"][0], 1, OpInsert)
+		err = block.Append(decoded["ParseTime"][0], 1, schema.OpInsert)
 		var ce *ConvertError
 		if !errors.As(err, &ce) || ce.Column != "dtn" || !strings.Contains(err.Error(), db+".every_type.dtn (date): date outside the ClickHouse type's range; set schema.invalid_dates") {
 			t.Fatalf("got %v", err)
@@ -327,7 +328,7 @@ func TestEveryTypeThroughTheBinlog(t *testing.T) {
 	})
 }
 
-func compare(t *testing.T, table *Table, want, got map[int][]string, overrides map[string]string) {
+func compare(t *testing.T, table *schema.Table, want, got map[int][]string, overrides map[string]string) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("ClickHouse has %d rows, MySQL %d", len(got), len(want))
@@ -406,7 +407,7 @@ func masterPos(t *testing.T, my *sql.DB) gomysql.Position {
 
 // mysqlCanonical reads the table over the binary protocol (exact floats) and
 // renders each value as the ClickHouse side will be rendered.
-func mysqlCanonical(t *testing.T, srv *localserver.Servers, db string, table *Table) map[int][]string {
+func mysqlCanonical(t *testing.T, srv *localserver.Servers, db string, table *schema.Table) map[int][]string {
 	t.Helper()
 	cfg, err := mysql.ParseDSN(srv.MySQL.DSN(db))
 	if err != nil {
@@ -447,17 +448,17 @@ func mysqlCanonical(t *testing.T, srv *localserver.Servers, db string, table *Ta
 	return out
 }
 
-func mysqlText(c Column, v any) string {
+func mysqlText(c schema.Column, v any) string {
 	if v == nil {
 		return "NULL"
 	}
 	switch c.Kind {
-	case KindBit:
+	case schema.KindBit:
 		b := v.([]byte)
 		var buf [8]byte
 		copy(buf[8-len(b):], b)
 		return strconv.FormatUint(binary.BigEndian.Uint64(buf[:]), 10)
-	case KindGeometry:
+	case schema.KindGeometry:
 		return string(appendHex(nil, v.([]byte)))
 	}
 	switch x := v.(type) {
@@ -476,15 +477,15 @@ func mysqlText(c Column, v any) string {
 }
 
 // clickHouseCanonical reads the target table and renders each value.
-func clickHouseCanonical(t *testing.T, ch driver.Conn, target *Target) map[int][]string {
+func clickHouseCanonical(t *testing.T, ch driver.Conn, target *schema.Target) map[int][]string {
 	t.Helper()
 	var cols []string
 	for _, c := range target.Columns {
-		if c.Meta == MetaNone {
-			cols = append(cols, QuoteIdent(c.Name))
+		if c.Meta == schema.MetaNone {
+			cols = append(cols, schema.QuoteIdent(c.Name))
 		}
 	}
-	rows, err := ch.Query(context.Background(), "SELECT "+strings.Join(cols, ", ")+" FROM "+QuoteIdent(target.Database)+"."+QuoteIdent(target.Name))
+	rows, err := ch.Query(context.Background(), "SELECT "+strings.Join(cols, ", ")+" FROM "+schema.QuoteIdent(target.Database)+"."+schema.QuoteIdent(target.Name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -512,7 +513,7 @@ func clickHouseCanonical(t *testing.T, ch driver.Conn, target *Target) map[int][
 	return out
 }
 
-func chText(typ CHType, v any) string {
+func chText(typ schema.CHType, v any) string {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() == reflect.Pointer {
 		if rv.IsNil() {
@@ -538,9 +539,9 @@ func chText(typ CHType, v any) string {
 		return x.StringFixed(int32(typ.Scale))
 	case time.Time:
 		switch typ.Kind {
-		case CHDate, CHDate32:
+		case schema.CHDate, schema.CHDate32:
 			return x.UTC().Format(time.DateOnly)
-		case CHDateTime64:
+		case schema.CHDateTime64:
 			if typ.Scale > 0 {
 				return x.UTC().Format("2006-01-02 15:04:05." + strings.Repeat("0", typ.Scale))
 			}
@@ -562,7 +563,7 @@ func TestGoldenDDLRunsOnTheServer(t *testing.T) {
 	srv := servertest.Need(t)
 	ctx := context.Background()
 	ch := openClickHouse(t, srv)
-	caps, err := DetectCapabilities(ctx, ch)
+	caps, err := schema.DetectCapabilities(ctx, ch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -613,7 +614,7 @@ func TestLoadTableKeys(t *testing.T) {
 		"uk":   {nil, {2, 1}}, // the nullable unique key n is skipped
 		"none": {nil, nil},
 	} {
-		tb, err := LoadTable(ctx, my, db, name)
+		tb, err := schema.LoadTable(ctx, my, db, name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -621,7 +622,7 @@ func TestLoadTableKeys(t *testing.T) {
 			t.Errorf("%s: primary %v unique %v, want %v %v", name, tb.PrimaryKey, tb.UniqueKey, want[0], want[1])
 		}
 	}
-	if _, err := LoadTable(ctx, my, db, "missing"); err == nil || !strings.Contains(err.Error(), "table "+db+".missing does not exist") {
+	if _, err := schema.LoadTable(ctx, my, db, "missing"); err == nil || !strings.Contains(err.Error(), "table "+db+".missing does not exist") {
 		t.Errorf("missing table: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package schema
+package block
 
 import (
 	"errors"
@@ -6,15 +6,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/schema/schematest"
 	"github.com/go-mysql-org/go-mysql/replication"
 )
 
 // oneColumn maps a table (id INT, c <columnType>) and returns a block.
-func oneColumn(t *testing.T, columnType string, nullable bool, caps Capabilities, opts Options) *Block {
+func oneColumn(t *testing.T, columnType string, nullable bool, caps schema.Capabilities, opts schema.Options) *Block {
 	t.Helper()
-	tb := &Table{Database: "d", Name: "t", PrimaryKey: []int{0},
-		Columns: []Column{col(t, "id", "int(11)", false), col(t, "c", columnType, nullable)}}
-	target, err := Map(tb, "d", caps, opts, TableOptions{})
+	tb := &schema.Table{Database: "d", Name: "t", PrimaryKey: []int{0},
+		Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false), schematest.Col(t, "c", columnType, nullable)}}
+	target, err := schema.Map(tb, "d", caps, opts, schema.TableOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,25 +67,25 @@ func TestInvalidDatePolicies(t *testing.T) {
 		want     any // nil: NULL; error: the message wanted
 		fixup    Fixup
 	}{
-		{"date", false, InvalidClamp, "0000-00-00", d("1970-01-01 00:00:00"), FixupZeroDate},
-		{"date", true, InvalidNull, "0000-00-00", nil, FixupZeroDate},
-		{"date", false, InvalidNull, "0000-00-00", d("1970-01-01 00:00:00"), FixupZeroDate},
-		{"date", true, InvalidClamp, "2024-00-10", d("1970-01-01 00:00:00"), FixupInvalidDate},
-		{"date", true, InvalidClamp, "2023-02-29", d("1970-01-01 00:00:00"), FixupInvalidDate},
-		{"date", true, InvalidClamp, "1969-12-31", d("1970-01-01 00:00:00"), FixupDateOutOfRange},
-		{"date", true, InvalidClamp, "2200-01-01", d("2105-12-31 00:00:00"), FixupDateOutOfRange},
-		{"date", true, InvalidError, "0000-00-00", errors.New("d.t.c (date): zero date; set schema.invalid_dates to clamp or null"), 0},
-		{"datetime", true, InvalidError, "2024-02-30 00:00:00", errors.New("invalid date"), 0},
-		{"datetime", true, InvalidClamp, "0000-00-00 00:00:00", int64(0), FixupZeroDate},
-		{"datetime", true, InvalidNull, time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC), nil, FixupDateOutOfRange},
-		{"datetime", true, InvalidClamp, "3000-01-01 00:00:00", int64(49673*86400 - 1), FixupDateOutOfRange},
-		{"timestamp", true, InvalidClamp, "0000-00-00 00:00:00", int64(0), FixupZeroDate},
+		{"date", false, schema.InvalidClamp, "0000-00-00", d("1970-01-01 00:00:00"), FixupZeroDate},
+		{"date", true, schema.InvalidNull, "0000-00-00", nil, FixupZeroDate},
+		{"date", false, schema.InvalidNull, "0000-00-00", d("1970-01-01 00:00:00"), FixupZeroDate},
+		{"date", true, schema.InvalidClamp, "2024-00-10", d("1970-01-01 00:00:00"), FixupInvalidDate},
+		{"date", true, schema.InvalidClamp, "2023-02-29", d("1970-01-01 00:00:00"), FixupInvalidDate},
+		{"date", true, schema.InvalidClamp, "1969-12-31", d("1970-01-01 00:00:00"), FixupDateOutOfRange},
+		{"date", true, schema.InvalidClamp, "2200-01-01", d("2105-12-31 00:00:00"), FixupDateOutOfRange},
+		{"date", true, schema.InvalidError, "0000-00-00", errors.New("d.t.c (date): zero date; set schema.invalid_dates to clamp or null"), 0},
+		{"datetime", true, schema.InvalidError, "2024-02-30 00:00:00", errors.New("invalid date"), 0},
+		{"datetime", true, schema.InvalidClamp, "0000-00-00 00:00:00", int64(0), FixupZeroDate},
+		{"datetime", true, schema.InvalidNull, time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC), nil, FixupDateOutOfRange},
+		{"datetime", true, schema.InvalidClamp, "3000-01-01 00:00:00", int64(49673*86400 - 1), FixupDateOutOfRange},
+		{"timestamp", true, schema.InvalidClamp, "0000-00-00 00:00:00", int64(0), FixupZeroDate},
 	}
 	for _, c := range cases {
-		opts := DefaultOptions()
+		opts := schema.DefaultOptions()
 		opts.InvalidDates = c.policy
-		b := oneColumn(t, c.colType, c.nullable, ClickHouse18, opts)
-		err := b.Append([]any{int32(1), c.in}, 1, OpInsert)
+		b := oneColumn(t, c.colType, c.nullable, schema.ClickHouse18, opts)
+		err := b.Append([]any{int32(1), c.in}, 1, schema.OpInsert)
 		if want, ok := c.want.(error); ok {
 			if err == nil || !strings.Contains(err.Error(), want.Error()) {
 				t.Errorf("%s %v %s: got %v, want error %q", c.colType, c.in, c.policy, err, want)
@@ -108,12 +110,12 @@ func TestDateTimeZones(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := DefaultOptions()
+	opts := schema.DefaultOptions()
 	opts.DateTimeZone = berlin
 	// DATETIME is wall clock in the configured zone, whatever the input form.
 	for _, in := range []any{"2024-07-01 12:00:00", time.Date(2024, 7, 1, 12, 0, 0, 0, time.UTC)} {
-		b := oneColumn(t, "datetime", false, ClickHouse18, opts)
-		if err := b.Append([]any{int32(1), in}, 1, OpInsert); err != nil {
+		b := oneColumn(t, "datetime", false, schema.ClickHouse18, opts)
+		if err := b.Append([]any{int32(1), in}, 1, schema.OpInsert); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := value(t, b), time.Date(2024, 7, 1, 10, 0, 0, 0, time.UTC).Unix(); got != want {
@@ -121,24 +123,24 @@ func TestDateTimeZones(t *testing.T) {
 		}
 	}
 	// TIMESTAMP is an instant: the zone option does not apply.
-	b := oneColumn(t, "timestamp", false, ClickHouse18, opts)
-	if err := b.Append([]any{int32(1), "2024-07-01 12:00:00"}, 1, OpInsert); err != nil {
+	b := oneColumn(t, "timestamp", false, schema.ClickHouse18, opts)
+	if err := b.Append([]any{int32(1), "2024-07-01 12:00:00"}, 1, schema.OpInsert); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := value(t, b), time.Date(2024, 7, 1, 12, 0, 0, 0, time.UTC).Unix(); got != want {
 		t.Errorf("TIMESTAMP: got %v, want %v", got, want)
 	}
 	// DateTime64 keeps microseconds.
-	b = oneColumn(t, "datetime(6)", false, ClickHouseModern, DefaultOptions())
-	if err := b.Append([]any{int32(1), "2024-07-01 12:00:00.000001"}, 1, OpInsert); err != nil {
+	b = oneColumn(t, "datetime(6)", false, schema.ClickHouseModern, schema.DefaultOptions())
+	if err := b.Append([]any{int32(1), "2024-07-01 12:00:00.000001"}, 1, schema.OpInsert); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := value(t, b), time.Date(2024, 7, 1, 12, 0, 0, 1000, time.UTC); got != want {
 		t.Errorf("DateTime64(6): got %v, want %v", got, want)
 	}
 	// Without DateTime64 the fraction is kept as text, TIMESTAMP in UTC.
-	b = oneColumn(t, "timestamp(3)", false, ClickHouse18, DefaultOptions())
-	if err := b.Append([]any{int32(1), time.Date(2024, 7, 1, 14, 0, 0, 120_000_000, berlin)}, 1, OpInsert); err != nil {
+	b = oneColumn(t, "timestamp(3)", false, schema.ClickHouse18, schema.DefaultOptions())
+	if err := b.Append([]any{int32(1), time.Date(2024, 7, 1, 14, 0, 0, 120_000_000, berlin)}, 1, schema.OpInsert); err != nil {
 		t.Fatal(err)
 	}
 	if got := value(t, b); got != "2024-07-01 12:00:00.120" {
@@ -161,8 +163,8 @@ func TestIntegers(t *testing.T) {
 		{"bit(64)", int64(-1), uint64(18446744073709551615)},
 		{"tinyint(4)", int8(-128), int8(-128)},
 	} {
-		b := oneColumn(t, c.colType, false, ClickHouse18, DefaultOptions())
-		if err := b.Append([]any{int32(1), c.in}, 1, OpInsert); err != nil {
+		b := oneColumn(t, c.colType, false, schema.ClickHouse18, schema.DefaultOptions())
+		if err := b.Append([]any{int32(1), c.in}, 1, schema.OpInsert); err != nil {
 			t.Errorf("%s %v: %v", c.colType, c.in, err)
 			continue
 		}
@@ -179,15 +181,15 @@ func TestIntegers(t *testing.T) {
 		{"int(11)", "12", "want an integer"},
 		{"int(11)", uint64(1 << 63), "want an integer"},
 	} {
-		b := oneColumn(t, c.colType, false, ClickHouse18, DefaultOptions())
-		if err := b.Append([]any{int32(1), c.in}, 1, OpInsert); err == nil || !strings.Contains(err.Error(), c.want) {
+		b := oneColumn(t, c.colType, false, schema.ClickHouse18, schema.DefaultOptions())
+		if err := b.Append([]any{int32(1), c.in}, 1, schema.OpInsert); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %v: got %v, want %q", c.colType, c.in, err, c.want)
 		}
 	}
-	opts := DefaultOptions()
-	opts.TinyInt1As = TinyInt1AsBool
-	b := oneColumn(t, "tinyint(1)", false, ClickHouse18, opts)
-	if err := b.Append([]any{int32(1), int8(2)}, 1, OpInsert); err == nil || !strings.Contains(err.Error(), "not 0 or 1") {
+	opts := schema.DefaultOptions()
+	opts.TinyInt1As = schema.TinyInt1AsBool
+	b := oneColumn(t, "tinyint(1)", false, schema.ClickHouse18, opts)
+	if err := b.Append([]any{int32(1), int8(2)}, 1, schema.OpInsert); err == nil || !strings.Contains(err.Error(), "not 0 or 1") {
 		t.Errorf("tinyint1_as bool with 2: %v", err)
 	}
 }
@@ -195,7 +197,7 @@ func TestIntegers(t *testing.T) {
 func TestStringsAndLabels(t *testing.T) {
 	for _, c := range []struct {
 		colType string
-		opts    func(*Options)
+		opts    func(*schema.Options)
 		in      any
 		want    any
 	}{
@@ -206,20 +208,20 @@ func TestStringsAndLabels(t *testing.T) {
 		{"geometry", nil, []byte{0, 0, 0, 0, 1, 1}, "000000000101"},
 		{"set('a','b','c')", nil, int64(5), "a,c"},
 		{"set('a','b','c')", nil, int64(0), ""},
-		{"enum('x','y')", func(o *Options) { o.EnumAs = EnumAsString }, int64(2), "y"},
-		{"enum('x','y')", func(o *Options) { o.EnumAs = EnumAsString }, int64(0), ""},
+		{"enum('x','y')", func(o *schema.Options) { o.EnumAs = schema.EnumAsString }, int64(2), "y"},
+		{"enum('x','y')", func(o *schema.Options) { o.EnumAs = schema.EnumAsString }, int64(0), ""},
 		{"enum('x','y')", nil, int64(2), int8(2)},
 		{"time(3)", nil, "-838:59:59", "-838:59:59.000"},
-		{"time", func(o *Options) { o.TimeAs = TimeAsInt64Micros }, "-01:00:00.5", int64(-3600500000)},
+		{"time", func(o *schema.Options) { o.TimeAs = schema.TimeAsInt64Micros }, "-01:00:00.5", int64(-3600500000)},
 		{"decimal(5,2)", nil, "-123.45", "-123.45"},
 		{"decimal(65,30)", nil, "0.000000000000000000000000000001", "0.000000000000000000000000000001"},
 	} {
-		opts := DefaultOptions()
+		opts := schema.DefaultOptions()
 		if c.opts != nil {
 			c.opts(&opts)
 		}
-		b := oneColumn(t, c.colType, false, ClickHouse18, opts)
-		if err := b.Append([]any{int32(1), c.in}, 1, OpInsert); err != nil {
+		b := oneColumn(t, c.colType, false, schema.ClickHouse18, opts)
+		if err := b.Append([]any{int32(1), c.in}, 1, schema.OpInsert); err != nil {
 			t.Errorf("%s %v: %v", c.colType, c.in, err)
 			continue
 		}
@@ -241,8 +243,8 @@ func TestStringsAndLabels(t *testing.T) {
 		{"json", &replication.JsonDiff{}, "partial JSON update"},
 		{"time", "25", "not a TIME value"},
 	} {
-		b := oneColumn(t, c.colType, false, ClickHouse18, DefaultOptions())
-		if err := b.Append([]any{int32(1), c.in}, 1, OpInsert); err == nil || !strings.Contains(err.Error(), c.want) {
+		b := oneColumn(t, c.colType, false, schema.ClickHouse18, schema.DefaultOptions())
+		if err := b.Append([]any{int32(1), c.in}, 1, schema.OpInsert); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %v: got %v, want %q", c.colType, c.in, err, c.want)
 		}
 	}
@@ -251,19 +253,19 @@ func TestStringsAndLabels(t *testing.T) {
 // TestAppendIsAtomic: a row that fails on its last column leaves no part
 // of itself behind, and the error names table, column, type and value.
 func TestAppendIsAtomic(t *testing.T) {
-	tb := everyType(t)
-	target, err := Map(tb, "x", ClickHouse18, DefaultOptions(), TableOptions{})
+	tb := schematest.EveryType(t)
+	target, err := schema.Map(tb, "x", schema.ClickHouse18, schema.DefaultOptions(), schema.TableOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := NewBlock(target)
 	row := make([]any, len(tb.Columns))
 	row[0] = int32(1)
-	if err := b.Append(row, 1, OpInsert); err != nil {
+	if err := b.Append(row, 1, schema.OpInsert); err != nil {
 		t.Fatal(err)
 	}
 	row[len(row)-1] = 42 // geometry wants bytes
-	err = b.Append(row, 2, OpInsert)
+	err = b.Append(row, 2, schema.OpInsert)
 	var ce *ConvertError
 	if !errors.As(err, &ce) || err.Error() != "shop.every_type.g (geometry): want geometry bytes: value 42 (int)" {
 		t.Fatalf("got %v", err)
@@ -276,19 +278,19 @@ func TestAppendIsAtomic(t *testing.T) {
 			t.Errorf("column %s holds %d values, want 1", target.Columns[i].Name, c.len())
 		}
 	}
-	if err := b.Append(row[:3], 3, OpInsert); err == nil || !strings.Contains(err.Error(), "row has 3 values but the table has 31 columns") {
+	if err := b.Append(row[:3], 3, schema.OpInsert); err == nil || !strings.Contains(err.Error(), "row has 3 values but the table has 31 columns") {
 		t.Errorf("short row: %v", err)
 	}
 	row[len(row)-1] = nil
 	row[0] = nil
-	if err := b.Append(row, 3, OpInsert); err == nil || !strings.Contains(err.Error(), "NULL in a column that is NOT NULL") {
+	if err := b.Append(row, 3, schema.OpInsert); err == nil || !strings.Contains(err.Error(), "NULL in a column that is NOT NULL") {
 		t.Errorf("NULL key: %v", err)
 	}
 }
 
 func TestMetaColumns(t *testing.T) {
-	b := oneColumn(t, "int(11)", false, ClickHouse18, DefaultOptions())
-	for i, op := range []Op{OpInsert, OpUpdate, OpDelete} {
+	b := oneColumn(t, "int(11)", false, schema.ClickHouse18, schema.DefaultOptions())
+	for i, op := range []schema.Op{schema.OpInsert, schema.OpUpdate, schema.OpDelete} {
 		if err := b.Append([]any{int32(i), int32(i)}, uint64(100+i), op); err != nil {
 			t.Fatal(err)
 		}

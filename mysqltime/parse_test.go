@@ -1,4 +1,4 @@
-package schema
+package mysqltime
 
 import (
 	"fmt"
@@ -23,9 +23,9 @@ func TestParseDate(t *testing.T) {
 		{"2024-99-99", 2024, 99, 99},
 	}
 	for _, c := range good {
-		y, m, d, ok := parseDate(c.in)
+		y, m, d, ok := ParseDate(c.in)
 		if !ok || y != c.y || m != c.m || d != c.d {
-			t.Errorf("parseDate(%q) = %d, %d, %d, %v; want %d, %d, %d, true", c.in, y, m, d, ok, c.y, c.m, c.d)
+			t.Errorf("ParseDate(%q) = %d, %d, %d, %v; want %d, %d, %d, true", c.in, y, m, d, ok, c.y, c.m, c.d)
 		}
 	}
 	bad := []string{
@@ -35,8 +35,8 @@ func TestParseDate(t *testing.T) {
 		"2024-02-29 00:00:00",
 	}
 	for _, s := range bad {
-		if y, m, d, ok := parseDate(s); ok {
-			t.Errorf("parseDate(%q) = %d, %d, %d, true; want a reject", s, y, m, d)
+		if y, m, d, ok := ParseDate(s); ok {
+			t.Errorf("ParseDate(%q) = %d, %d, %d, true; want a reject", s, y, m, d)
 		}
 	}
 }
@@ -44,27 +44,27 @@ func TestParseDate(t *testing.T) {
 func TestParseDateTime(t *testing.T) {
 	good := []struct {
 		in   string
-		want dateTimeParts
+		want Parts
 	}{
-		{"2024-02-29 23:59:58", dateTimeParts{2024, 2, 29, 23, 59, 58, 0}},
-		{"0000-00-00 00:00:00", dateTimeParts{}},
-		{"9999-12-31 23:59:59.999999", dateTimeParts{9999, 12, 31, 23, 59, 59, 999999}},
-		{"2024-02-29 12:34:56.5", dateTimeParts{2024, 2, 29, 12, 34, 56, 500000}},
-		{"2024-02-29 12:34:56.12", dateTimeParts{2024, 2, 29, 12, 34, 56, 120000}},
-		{"2024-02-29 12:34:56.123", dateTimeParts{2024, 2, 29, 12, 34, 56, 123000}},
-		{"2024-02-29 12:34:56.1234", dateTimeParts{2024, 2, 29, 12, 34, 56, 123400}},
-		{"2024-02-29 12:34:56.12345", dateTimeParts{2024, 2, 29, 12, 34, 56, 123450}},
-		{"2024-02-29 12:34:56.123456", dateTimeParts{2024, 2, 29, 12, 34, 56, 123456}},
-		{"2024-02-29 12:34:56.000001", dateTimeParts{2024, 2, 29, 12, 34, 56, 1}},
-		{"2024-02-29 12:34:56.000000", dateTimeParts{2024, 2, 29, 12, 34, 56, 0}},
-		{"1970-01-01 00:00:00.0", dateTimeParts{1970, 1, 1, 0, 0, 0, 0}},
+		{"2024-02-29 23:59:58", Parts{2024, 2, 29, 23, 59, 58, 0}},
+		{"0000-00-00 00:00:00", Parts{}},
+		{"9999-12-31 23:59:59.999999", Parts{9999, 12, 31, 23, 59, 59, 999999}},
+		{"2024-02-29 12:34:56.5", Parts{2024, 2, 29, 12, 34, 56, 500000}},
+		{"2024-02-29 12:34:56.12", Parts{2024, 2, 29, 12, 34, 56, 120000}},
+		{"2024-02-29 12:34:56.123", Parts{2024, 2, 29, 12, 34, 56, 123000}},
+		{"2024-02-29 12:34:56.1234", Parts{2024, 2, 29, 12, 34, 56, 123400}},
+		{"2024-02-29 12:34:56.12345", Parts{2024, 2, 29, 12, 34, 56, 123450}},
+		{"2024-02-29 12:34:56.123456", Parts{2024, 2, 29, 12, 34, 56, 123456}},
+		{"2024-02-29 12:34:56.000001", Parts{2024, 2, 29, 12, 34, 56, 1}},
+		{"2024-02-29 12:34:56.000000", Parts{2024, 2, 29, 12, 34, 56, 0}},
+		{"1970-01-01 00:00:00.0", Parts{1970, 1, 1, 0, 0, 0, 0}},
 		// Neither the calendar nor the clock is validated here.
-		{"2024-13-45 25:61:99", dateTimeParts{2024, 13, 45, 25, 61, 99, 0}},
+		{"2024-13-45 25:61:99", Parts{2024, 13, 45, 25, 61, 99, 0}},
 	}
 	for _, c := range good {
-		p, ok := parseDateTime(c.in)
+		p, ok := ParseDateTime(c.in)
 		if !ok || p != c.want {
-			t.Errorf("parseDateTime(%q) = %+v, %v; want %+v, true", c.in, p, ok, c.want)
+			t.Errorf("ParseDateTime(%q) = %+v, %v; want %+v, true", c.in, p, ok, c.want)
 		}
 	}
 	bad := []string{
@@ -99,8 +99,8 @@ func TestParseDateTime(t *testing.T) {
 		"2024-02-29  23:59:58",
 	}
 	for _, s := range bad {
-		if p, ok := parseDateTime(s); ok {
-			t.Errorf("parseDateTime(%q) = %+v, true; want a reject", s, p)
+		if p, ok := ParseDateTime(s); ok {
+			t.Errorf("ParseDateTime(%q) = %+v, true; want a reject", s, p)
 		}
 	}
 }
@@ -119,8 +119,8 @@ func TestValidDate(t *testing.T) {
 		{0, 0, 0, false}, {9999, 12, 31, true}, {2024, 2, 30, false},
 	}
 	for _, c := range cases {
-		if got := validDate(c.y, c.m, c.d); got != c.want {
-			t.Errorf("validDate(%d, %d, %d) = %v, want %v", c.y, c.m, c.d, got, c.want)
+		if got := ValidDate(c.y, c.m, c.d); got != c.want {
+			t.Errorf("ValidDate(%d, %d, %d) = %v, want %v", c.y, c.m, c.d, got, c.want)
 		}
 	}
 	// Against the time package, which normalizes an invalid date into
@@ -130,8 +130,8 @@ func TestValidDate(t *testing.T) {
 			for d := 0; d <= 32; d++ {
 				tt := time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC)
 				want := tt.Year() == y && int(tt.Month()) == m && tt.Day() == d
-				if got := validDate(y, m, d); got != want {
-					t.Fatalf("validDate(%d, %d, %d) = %v, want %v", y, m, d, got, want)
+				if got := ValidDate(y, m, d); got != want {
+					t.Fatalf("ValidDate(%d, %d, %d) = %v, want %v", y, m, d, got, want)
 				}
 			}
 		}
@@ -147,32 +147,32 @@ func TestDaysFromCivil(t *testing.T) {
 		{1970, 1, 2, 1},
 		{1969, 12, 31, -1},
 		{2000, 3, 1, 11017},
-		{2105, 12, 31, legacyMaxDays},
-		{2149, 6, 6, dateMaxDays},
-		{1900, 1, 1, date32MinDays},
-		{2299, 12, 31, date32MaxDays},
+		{2105, 12, 31, 49672},  // the last Date of ClickHouse before 20.x
+		{2149, 6, 6, 65535},    // the last Date
+		{1900, 1, 1, -25567},   // the first Date32
+		{2299, 12, 31, 120529}, // the last Date32
 		{1, 1, 1, -719162},
 		{0, 3, 1, -719468},
 		{9999, 12, 31, 2932896},
 	}
 	for _, c := range fixed {
-		if got := daysFromCivil(c.y, c.m, c.d); got != c.want {
-			t.Errorf("daysFromCivil(%d, %d, %d) = %d, want %d", c.y, c.m, c.d, got, c.want)
+		if got := DaysFromCivil(c.y, c.m, c.d); got != c.want {
+			t.Errorf("DaysFromCivil(%d, %d, %d) = %d, want %d", c.y, c.m, c.d, got, c.want)
 		}
 	}
 	// Every valid date of years -400..9999 against the time package, and
 	// against the previous day (consecutive dates are consecutive numbers).
-	prev := daysFromCivil(-401, 12, 31)
+	prev := DaysFromCivil(-401, 12, 31)
 	for y := -400; y <= 9999; y++ {
 		for m := 1; m <= 12; m++ {
-			for d := 1; validDate(y, m, d); d++ {
-				got := daysFromCivil(y, m, d)
+			for d := 1; ValidDate(y, m, d); d++ {
+				got := DaysFromCivil(y, m, d)
 				if got != prev+1 {
-					t.Fatalf("daysFromCivil(%d, %d, %d) = %d, want %d (the day before + 1)", y, m, d, got, prev+1)
+					t.Fatalf("DaysFromCivil(%d, %d, %d) = %d, want %d (the day before + 1)", y, m, d, got, prev+1)
 				}
 				prev = got
 				if want := time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC).Unix() / 86400; got != want {
-					t.Fatalf("daysFromCivil(%d, %d, %d) = %d, time package says %d", y, m, d, got, want)
+					t.Fatalf("DaysFromCivil(%d, %d, %d) = %d, time package says %d", y, m, d, got, want)
 				}
 			}
 		}
@@ -181,36 +181,36 @@ func TestDaysFromCivil(t *testing.T) {
 	// the division is exact before 1970 too.
 	for _, c := range [][3]int{{1900, 2, 28}, {1900, 3, 1}, {2000, 2, 29}, {2000, 3, 1}, {1600, 2, 29}, {1, 1, 1}, {0, 1, 1}, {-1, 12, 31}, {-400, 1, 1}} {
 		want := time.Date(c[0], time.Month(c[1]), c[2], 0, 0, 0, 0, time.UTC).Unix() / 86400
-		if got := daysFromCivil(c[0], c[1], c[2]); got != want {
-			t.Errorf("daysFromCivil(%d, %d, %d) = %d, want %d", c[0], c[1], c[2], got, want)
+		if got := DaysFromCivil(c[0], c[1], c[2]); got != want {
+			t.Errorf("DaysFromCivil(%d, %d, %d) = %d, want %d", c[0], c[1], c[2], got, want)
 		}
 	}
 }
 
 // timeRefMicros is p as UTC wall clock, by the time package.
-func timeRefMicros(p dateTimeParts, loc *time.Location) int64 {
-	return time.Date(p.y, time.Month(p.mo), p.d, p.h, p.mi, p.s, p.us*1000, loc).UnixMicro()
+func timeRefMicros(p Parts, loc *time.Location) int64 {
+	return time.Date(p.Y, time.Month(p.Mo), p.D, p.H, p.Mi, p.S, p.US*1000, loc).UnixMicro()
 }
 
 func TestMicrosUTC(t *testing.T) {
 	fixed := []struct {
-		p    dateTimeParts
+		p    Parts
 		want int64
 	}{
-		{dateTimeParts{1970, 1, 1, 0, 0, 0, 0}, 0},
-		{dateTimeParts{1970, 1, 1, 0, 0, 0, 1}, 1},
-		{dateTimeParts{1969, 12, 31, 23, 59, 59, 999999}, -1},
-		{dateTimeParts{2038, 1, 19, 3, 14, 7, 999000}, 2147483647999000},
-		{dateTimeParts{2299, 12, 31, 23, 59, 59, 999999}, dt64MaxMicros},
-		{dateTimeParts{1900, 1, 1, 0, 0, 0, 0}, dt64MinMicros},
-		{dateTimeParts{2106, 2, 7, 6, 28, 15, 999999}, int64(4294967295)*1e6 + 999999},
+		{Parts{1970, 1, 1, 0, 0, 0, 0}, 0},
+		{Parts{1970, 1, 1, 0, 0, 0, 1}, 1},
+		{Parts{1969, 12, 31, 23, 59, 59, 999999}, -1},
+		{Parts{2038, 1, 19, 3, 14, 7, 999000}, 2147483647999000},
+		{Parts{2299, 12, 31, 23, 59, 59, 999999}, (10413792000-1)*1e6 + 999999}, // the last DateTime64
+		{Parts{1900, 1, 1, 0, 0, 0, 0}, -2208988800 * 1e6},                      // the first DateTime64
+		{Parts{2106, 2, 7, 6, 28, 15, 999999}, int64(4294967295)*1e6 + 999999},
 	}
 	for _, c := range fixed {
-		if got := c.p.micros(nil); got != c.want {
-			t.Errorf("%+v.micros(nil) = %d, want %d", c.p, got, c.want)
+		if got := c.p.Micros(nil); got != c.want {
+			t.Errorf("%+v.Micros(nil) = %d, want %d", c.p, got, c.want)
 		}
-		if got := c.p.micros(time.UTC); got != c.want {
-			t.Errorf("%+v.micros(UTC) = %d, want %d", c.p, got, c.want)
+		if got := c.p.Micros(time.UTC); got != c.want {
+			t.Errorf("%+v.Micros(UTC) = %d, want %d", c.p, got, c.want)
 		}
 	}
 	// Month and day edges of every year 1..9999, at random times of day.
@@ -218,23 +218,23 @@ func TestMicrosUTC(t *testing.T) {
 	for y := 1; y <= 9999; y++ {
 		for m := 1; m <= 12; m++ {
 			for _, d := range []int{1, 28, 29, 30, 31} {
-				if !validDate(y, m, d) {
+				if !ValidDate(y, m, d) {
 					continue
 				}
-				p := dateTimeParts{y, m, d, r.IntN(24), r.IntN(60), r.IntN(60), r.IntN(1000000)}
-				if got, want := p.micros(nil), timeRefMicros(p, time.UTC); got != want {
-					t.Fatalf("%+v.micros(nil) = %d, time package says %d", p, got, want)
+				p := Parts{y, m, d, r.IntN(24), r.IntN(60), r.IntN(60), r.IntN(1000000)}
+				if got, want := p.Micros(nil), timeRefMicros(p, time.UTC); got != want {
+					t.Fatalf("%+v.Micros(nil) = %d, time package says %d", p, got, want)
 				}
 			}
 		}
 	}
 	// The day's last and first microseconds around leap days.
 	for _, y := range []int{1900, 2000, 2024, 2100, 2400, 9996} {
-		for _, p := range []dateTimeParts{
+		for _, p := range []Parts{
 			{y, 2, 28, 23, 59, 59, 999999}, {y, 3, 1, 0, 0, 0, 0}, {y, 12, 31, 23, 59, 59, 999999}, {y, 1, 1, 0, 0, 0, 0},
 		} {
-			if got, want := p.micros(nil), timeRefMicros(p, time.UTC); got != want {
-				t.Errorf("%+v.micros(nil) = %d, time package says %d", p, got, want)
+			if got, want := p.Micros(nil), timeRefMicros(p, time.UTC); got != want {
+				t.Errorf("%+v.Micros(nil) = %d, time package says %d", p, got, want)
 			}
 		}
 	}
@@ -249,49 +249,49 @@ func TestMicrosInZone(t *testing.T) {
 		return time.Date(y, time.Month(mo), d, h, mi, s, 0, time.UTC).UnixMicro()
 	}
 	fixed := []struct {
-		p    dateTimeParts
+		p    Parts
 		want int64
 	}{
-		{dateTimeParts{2024, 1, 15, 12, 0, 0, 0}, utc(2024, 1, 15, 17, 0, 0)},                 // EST, UTC-5
-		{dateTimeParts{2024, 7, 1, 12, 0, 0, 250000}, utc(2024, 7, 1, 16, 0, 0) + 250000},     // EDT, UTC-4
-		{dateTimeParts{2024, 3, 10, 1, 59, 59, 999999}, utc(2024, 3, 10, 6, 59, 59) + 999999}, // just before the gap
-		{dateTimeParts{2024, 3, 10, 3, 0, 0, 0}, utc(2024, 3, 10, 7, 0, 0)},                   // just after the gap
-		{dateTimeParts{2024, 11, 3, 2, 0, 0, 0}, utc(2024, 11, 3, 7, 0, 0)},                   // just after the overlap
-		{dateTimeParts{1970, 1, 1, 0, 0, 0, 0}, 5 * 3600 * 1e6},
+		{Parts{2024, 1, 15, 12, 0, 0, 0}, utc(2024, 1, 15, 17, 0, 0)},                 // EST, UTC-5
+		{Parts{2024, 7, 1, 12, 0, 0, 250000}, utc(2024, 7, 1, 16, 0, 0) + 250000},     // EDT, UTC-4
+		{Parts{2024, 3, 10, 1, 59, 59, 999999}, utc(2024, 3, 10, 6, 59, 59) + 999999}, // just before the gap
+		{Parts{2024, 3, 10, 3, 0, 0, 0}, utc(2024, 3, 10, 7, 0, 0)},                   // just after the gap
+		{Parts{2024, 11, 3, 2, 0, 0, 0}, utc(2024, 11, 3, 7, 0, 0)},                   // just after the overlap
+		{Parts{1970, 1, 1, 0, 0, 0, 0}, 5 * 3600 * 1e6},
 	}
 	for _, c := range fixed {
-		if got := c.p.micros(ny); got != c.want {
-			t.Errorf("%+v.micros(New York) = %d, want %d", c.p, got, c.want)
+		if got := c.p.Micros(ny); got != c.want {
+			t.Errorf("%+v.Micros(New York) = %d, want %d", c.p, got, c.want)
 		}
-		if c.p.micros(nil) == c.want {
-			t.Errorf("%+v.micros(nil) = %d, the New York instant: the zone was ignored", c.p, c.want)
+		if c.p.Micros(nil) == c.want {
+			t.Errorf("%+v.Micros(nil) = %d, the New York instant: the zone was ignored", c.p, c.want)
 		}
 	}
 	// In the spring-forward gap (02:30 does not exist) and the fall-back
 	// overlap (01:30 happens twice) the result is whatever time.Date picks,
 	// which must be one of the two readings of the wall clock.
 	for _, c := range []struct {
-		p      dateTimeParts
+		p      Parts
 		a, b   int64
 		reason string
 	}{
-		{dateTimeParts{2024, 3, 10, 2, 30, 0, 0}, utc(2024, 3, 10, 7, 30, 0), utc(2024, 3, 10, 6, 30, 0), "gap"},
-		{dateTimeParts{2024, 11, 3, 1, 30, 0, 123}, utc(2024, 11, 3, 5, 30, 0) + 123, utc(2024, 11, 3, 6, 30, 0) + 123, "overlap"},
+		{Parts{2024, 3, 10, 2, 30, 0, 0}, utc(2024, 3, 10, 7, 30, 0), utc(2024, 3, 10, 6, 30, 0), "gap"},
+		{Parts{2024, 11, 3, 1, 30, 0, 123}, utc(2024, 11, 3, 5, 30, 0) + 123, utc(2024, 11, 3, 6, 30, 0) + 123, "overlap"},
 	} {
-		got := c.p.micros(ny)
+		got := c.p.Micros(ny)
 		if want := timeRefMicros(c.p, ny); got != want {
-			t.Errorf("%s: %+v.micros(New York) = %d, time.Date says %d", c.reason, c.p, got, want)
+			t.Errorf("%s: %+v.Micros(New York) = %d, time.Date says %d", c.reason, c.p, got, want)
 		}
 		if got != c.a && got != c.b {
-			t.Errorf("%s: %+v.micros(New York) = %d, want %d or %d", c.reason, c.p, got, c.a, c.b)
+			t.Errorf("%s: %+v.Micros(New York) = %d, want %d or %d", c.reason, c.p, got, c.a, c.b)
 		}
 	}
 	// A spread of instants across years and seasons.
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := 0; i < 20000; i++ {
-		p := dateTimeParts{1 + r.IntN(9999), 1 + r.IntN(12), 1 + r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60), r.IntN(1000000)}
-		if got, want := p.micros(ny), timeRefMicros(p, ny); got != want {
-			t.Fatalf("%+v.micros(New York) = %d, time.Date says %d", p, got, want)
+		p := Parts{1 + r.IntN(9999), 1 + r.IntN(12), 1 + r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60), r.IntN(1000000)}
+		if got, want := p.Micros(ny), timeRefMicros(p, ny); got != want {
+			t.Fatalf("%+v.Micros(New York) = %d, time.Date says %d", p, got, want)
 		}
 	}
 }
@@ -320,8 +320,8 @@ func TestParseTimeMicros(t *testing.T) {
 		{"-1:00:00", -h},
 	}
 	for _, c := range good {
-		if got, ok := parseTimeMicros(c.in); !ok || got != c.want {
-			t.Errorf("parseTimeMicros(%q) = %d, %v; want %d, true", c.in, got, ok, c.want)
+		if got, ok := ParseTimeMicros(c.in); !ok || got != c.want {
+			t.Errorf("ParseTimeMicros(%q) = %d, %v; want %d, true", c.in, got, ok, c.want)
 		}
 	}
 	bad := []string{
@@ -336,8 +336,8 @@ func TestParseTimeMicros(t *testing.T) {
 		"2024-02-29 12:00:00",
 	}
 	for _, in := range bad {
-		if got, ok := parseTimeMicros(in); ok {
-			t.Errorf("parseTimeMicros(%q) = %d, true; want a reject", in, got)
+		if got, ok := ParseTimeMicros(in); ok {
+			t.Errorf("ParseTimeMicros(%q) = %d, true; want a reject", in, got)
 		}
 	}
 }
@@ -360,8 +360,8 @@ func TestParseTimeMicrosRoundTrip(t *testing.T) {
 		if us != 0 || i%2 == 0 {
 			text += fmt.Sprintf(".%06d", us)
 		}
-		if got, ok := parseTimeMicros(text); !ok || got != v {
-			t.Fatalf("parseTimeMicros(%q) = %d, %v; want %d, true", text, got, ok, v)
+		if got, ok := ParseTimeMicros(text); !ok || got != v {
+			t.Fatalf("ParseTimeMicros(%q) = %d, %v; want %d, true", text, got, ok, v)
 		}
 	}
 }

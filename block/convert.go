@@ -1,0 +1,460 @@
+// Package block holds a table's rows in columnar buffers on their way to
+// ClickHouse: converters built once per target turn go-mysql's values, SQL
+// text or raw binlog row images into them, without loss or with a counted
+// fix-up, and the buffers are encoded straight into Native blocks, handed
+// to clickhouse-go, split by sharding key or hashed as ClickHouse hashes
+// them. It decides no mapping (package schema does) and does no I/O.
+package block
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/binlog2ch/binlog2ch/mysqltime"
+	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/shopspring/decimal"
+)
+
+// Fixup is a kind of value changed by the invalid_dates policy.
+type Fixup int
+
+// Fixup kinds.
+const (
+	FixupZeroDate       Fixup = iota // '0000-00-00'
+	FixupInvalidDate                 // '2024-00-10', '2024-02-30'
+	FixupDateOutOfRange              // valid in MySQL, outside the ClickHouse type
+	numFixups
+)
+
+// NumFixups is the number of fix-up kinds (the size of Block.Fixups).
+const NumFixups = int(numFixups)
+
+var fixupNames = [numFixups]string{"zero_date", "invalid_date", "date_out_of_range"}
+
+// String is the fix-up's metric label.
+func (f Fixup) String() string { return fixupNames[f] }
+
+// ConvertError is a value that cannot be written without loss; it names the
+// table, the column and the value.
+type ConvertError struct {
+	Table  string // db.table in MySQL
+	Column string
+	Type   string // MySQL column type
+	Value  any
+	Msg    string
+}
+
+func (e *ConvertError) Error() string {
+	v := fmt.Sprintf("%v", e.Value)
+	if b, ok := e.Value.([]byte); ok {
+		v = fmt.Sprintf("%q", b)
+	} else if s, ok := e.Value.(string); ok {
+		v = strconv.Quote(s)
+	}
+	if len(v) > 100 {
+		v = v[:100] + "..."
+	}
+	return fmt.Sprintf("%s.%s (%s): %s: value %s (%T)", e.Table, e.Column, e.Type, e.Msg, v, e.Value)
+}
+
+// errMsg is a conversion failure before the column is known.
+type errMsg string
+
+// Block accumulates the converted rows of one table in columnar buffers,
+// ready to be handed to a clickhouse-go batch. Converters are chosen once per
+// table schema, so the per-value work is one type switch and an append.
+// A Block is used by one goroutine.
+type Block struct {
+	target *schema.Target
+	cols   []colBuf
+	conv   []converter    // per MySQL column; nil for excluded ones
+	raw    []rawConverter // per MySQL column: from binlog bytes; nil when excluded or not decodable
+	// dateTimeBufs are the DATETIME/TIMESTAMP columns' buffers, shared by
+	// both decoders.
+	dateTimeBufs map[*schema.Column]*dateTimeBuf
+	offsets      []int       // scratch for SameKey
+	layouts      []rawLayout // per MySQL column, set by RawOK
+	rawOK        bool
+	meta         []func(version uint64, op schema.Op)
+	// Fixups counts values changed by the invalid_dates policy, by kind,
+	// in rows that were appended.
+	Fixups  [numFixups]uint64
+	pending [numFixups]uint64 // fix-ups of the row being appended
+	// OpRows counts the rows appended, by Op (index 1-3).
+	OpRows [4]uint64
+	// native are the columns' Native-format encoders, set by NativeOK.
+	native   []nativeFn
+	nativeOK bool
+}
+
+// converter appends one MySQL value to its column.
+type converter func(v any) error
+
+// NewBlock returns an empty block for the target table.
+func NewBlock(t *schema.Target) *Block {
+	b := &Block{target: t, cols: make([]colBuf, len(t.Columns)), conv: make([]converter, len(t.Source.Columns)),
+		raw: make([]rawConverter, len(t.Source.Columns)), dateTimeBufs: map[*schema.Column]*dateTimeBuf{}}
+	for i, tc := range t.Columns {
+		switch tc.Meta {
+		case schema.MetaVersion:
+			buf := &numBuf[uint64]{}
+			b.cols[i] = buf
+			b.meta = append(b.meta, func(v uint64, _ schema.Op) { buf.add(v) })
+		case schema.MetaIsDeleted:
+			buf := &numBuf[uint8]{}
+			b.cols[i] = buf
+			b.meta = append(b.meta, func(_ uint64, op schema.Op) {
+				if op == schema.OpDelete {
+					buf.add(1)
+				} else {
+					buf.add(0)
+				}
+			})
+		case schema.MetaOp:
+			buf := &numBuf[int8]{}
+			b.cols[i] = buf
+			b.meta = append(b.meta, func(_ uint64, op schema.Op) { buf.add(int8(op)) })
+		default:
+			c := &t.Source.Columns[tc.Source]
+			buf, conv, put := b.newConverter(c, tc.Type)
+			b.cols[i] = buf
+			b.conv[tc.Source] = conv
+			b.raw[tc.Source] = b.rawConverter(c, tc.Type, buf, put)
+		}
+	}
+	return b
+}
+
+// Target is the table the block is for.
+func (b *Block) Target() *schema.Target { return b.target }
+
+// Rows is the number of rows in the block.
+func (b *Block) Rows() int {
+	if len(b.cols) == 0 {
+		return 0
+	}
+	return b.cols[0].len()
+}
+
+// Size is roughly the bytes the block holds.
+func (b *Block) Size() int {
+	n := 0
+	for _, c := range b.cols {
+		n += c.size()
+	}
+	return n
+}
+
+// Append converts one row image (values in MySQL column order, as go-mysql
+// decodes them) and adds it with its version and operation. On error the
+// block is unchanged.
+func (b *Block) Append(row []any, version uint64, op schema.Op) error {
+	src := b.target.Source
+	if len(row) != len(src.Columns) {
+		return fmt.Errorf("%s: row has %d values but the table has %d columns: the binlog event does not match the known schema", src.FullName(), len(row), len(src.Columns))
+	}
+	n := b.Rows()
+	b.pending = [numFixups]uint64{}
+	for i, v := range row {
+		conv := b.conv[i]
+		if conv == nil {
+			continue
+		}
+		var err error
+		if v == nil {
+			c := &src.Columns[i]
+			if tc := b.target.SourceToTarget[i]; b.target.Columns[tc].Type.Nullable {
+				b.cols[tc].appendNull()
+				continue
+			}
+			err = &ConvertError{Table: src.FullName(), Column: c.Name, Type: c.Type, Value: v, Msg: "NULL in a column that is NOT NULL in the schema binlog2ch knows"}
+		} else {
+			err = conv(v)
+		}
+		if err != nil {
+			for _, c := range b.cols {
+				c.truncate(n)
+			}
+			if ce, ok := err.(*ConvertError); ok {
+				return ce
+			}
+			c := &src.Columns[i]
+			return &ConvertError{Table: src.FullName(), Column: c.Name, Type: c.Type, Value: v, Msg: err.Error()}
+		}
+	}
+	for _, m := range b.meta {
+		m(version, op)
+	}
+	for k, c := range b.pending {
+		b.Fixups[k] += c
+	}
+	b.OpRows[op&3]++
+	return nil
+}
+
+func (e errMsg) Error() string { return string(e) }
+
+// AppendTo hands the block's columns to a batch prepared with the target's
+// InsertSQL. The batch must be sent before the block is appended to again.
+func (b *Block) AppendTo(batch driver.Batch) error {
+	for i, c := range b.cols {
+		if err := c.appendTo(batch.Column(i)); err != nil {
+			return fmt.Errorf("%s: column %s: %w", b.target.FullName(), b.target.Columns[i].Name, err)
+		}
+	}
+	return nil
+}
+
+// Reset empties the block, keeping its buffers for reuse.
+func (b *Block) Reset() {
+	for _, c := range b.cols {
+		c.reset()
+	}
+	b.OpRows = [4]uint64{}
+}
+
+// newConverter returns the column buffer and converter for a MySQL column
+// written as ClickHouse type t, and for integer-like columns (integers,
+// YEAR, BIT, ENUM, SET) the typed append both converters share.
+func (b *Block) newConverter(c *schema.Column, t schema.CHType) (colBuf, converter, intPut) {
+	nl := nulls{nullable: t.Nullable}
+	var buf colBuf
+	var put intPut
+	switch c.Kind {
+	case schema.KindTinyInt, schema.KindSmallInt, schema.KindMediumInt, schema.KindInt, schema.KindBigInt, schema.KindYear, schema.KindBit:
+		buf, put = intConverter(c, t, nl)
+		unsigned, bits := intShape(c)
+		return buf, func(v any) error {
+			u, s, ok := intValue(v, unsigned, bits)
+			if !ok {
+				return errMsg("want an integer")
+			}
+			return put(u, s)
+		}, put
+	case schema.KindEnum:
+		buf, put = enumConverter(c, t, nl)
+		return buf, func(v any) error {
+			if s, ok := v.(string); ok { // already a label (a decoder that resolves them)
+				if sb, ok := buf.(*strBuf); ok {
+					sb.addString(s)
+					return nil
+				}
+			}
+			u, s, ok := intValue(v, false, 64)
+			if !ok {
+				return errMsg("want an ENUM index")
+			}
+			return put(u, s)
+		}, put
+	case schema.KindSet:
+		buf, put = setConverter(c, t, nl)
+		return buf, func(v any) error {
+			u, s, ok := intValue(v, true, 64)
+			if !ok {
+				return errMsg("want a SET bitmask")
+			}
+			return put(u, s)
+		}, put
+	}
+	buf, conv := b.valueConverter(c, t, nl)
+	return buf, conv, nil
+}
+
+// valueConverter handles the columns that are not integer-like.
+func (b *Block) valueConverter(c *schema.Column, t schema.CHType, nl nulls) (colBuf, converter) {
+	switch c.Kind {
+	case schema.KindFloat:
+		buf := &numBuf[float32]{nulls: nl}
+		return buf, func(v any) error {
+			f, ok := v.(float32)
+			if !ok {
+				return errMsg("want a float32")
+			}
+			buf.add(f)
+			return nil
+		}
+	case schema.KindDouble:
+		buf := &numBuf[float64]{nulls: nl}
+		return buf, func(v any) error {
+			switch f := v.(type) {
+			case float64:
+				buf.add(f)
+			case float32:
+				buf.add(float64(f))
+			default:
+				return errMsg("want a float64")
+			}
+			return nil
+		}
+	case schema.KindDecimal:
+		buf := &strBuf{nulls: nl}
+		intDigits := c.Precision - c.Scale
+		return buf, func(v any) error {
+			switch d := v.(type) {
+			case string:
+				if !validDecimal(d, intDigits, c.Scale) {
+					return errMsg(fmt.Sprintf("not a DECIMAL(%d,%d)", c.Precision, c.Scale))
+				}
+				buf.addString(d)
+			case decimal.Decimal:
+				// go-mysql's UseDecimal; not the hot path, so String may allocate.
+				if !validDecimal(d.String(), intDigits, c.Scale) {
+					return errMsg(fmt.Sprintf("not a DECIMAL(%d,%d)", c.Precision, c.Scale))
+				}
+				buf.arena = append(buf.arena, d.StringFixed(int32(c.Scale))...)
+				buf.end()
+			default:
+				return errMsg("want a decimal string")
+			}
+			return nil
+		}
+	case schema.KindDate:
+		return b.dateConverter(c, t, nl)
+	case schema.KindDateTime, schema.KindTimestamp:
+		if t.Kind == schema.CHString {
+			return dateTimeTextConverter(c, nl)
+		}
+		return b.dateTimeConverter(c, t, nl)
+	case schema.KindTime:
+		if t.Kind == schema.CHInt64 {
+			buf := &numBuf[int64]{nulls: nl}
+			return buf, func(v any) error {
+				s, ok := v.(string)
+				if !ok {
+					return errMsg("want a TIME string")
+				}
+				us, ok := mysqltime.ParseTimeMicros(s)
+				if !ok {
+					return errMsg("not a TIME value")
+				}
+				buf.add(us)
+				return nil
+			}
+		}
+		// MySQL prints TIME(fsp) with exactly fsp fraction digits; go-mysql
+		// drops a zero fraction.
+		buf := &strBuf{nulls: nl}
+		fsp := c.Fsp
+		return buf, func(v any) error {
+			s, ok := v.(string)
+			if !ok {
+				return errMsg("want a TIME string")
+			}
+			if _, ok := mysqltime.ParseTimeMicros(s); !ok {
+				return errMsg("not a TIME value")
+			}
+			buf.arena = mysqltime.AppendFraction(buf.arena, s, fsp)
+			buf.end()
+			return nil
+		}
+	case schema.KindChar, schema.KindBlob, schema.KindJSON:
+		return textConverter(nl)
+	case schema.KindBinary:
+		if t.Kind == schema.CHString {
+			return textConverter(nl)
+		}
+		buf := &strBuf{nulls: nl}
+		n := c.Length
+		return buf, func(v any) error {
+			var l int
+			switch s := v.(type) {
+			case string:
+				buf.arena, l = append(buf.arena, s...), len(s)
+			case []byte:
+				buf.arena, l = append(buf.arena, s...), len(s)
+			default:
+				return errMsg("want a string")
+			}
+			if l > n {
+				buf.arena = buf.arena[:len(buf.arena)-l]
+				return errMsg(fmt.Sprintf("longer than BINARY(%d)", n))
+			}
+			// The binlog drops BINARY's trailing zero bytes; MySQL holds them.
+			for ; l < n; l++ {
+				buf.arena = append(buf.arena, 0)
+			}
+			buf.end()
+			return nil
+		}
+	case schema.KindGeometry:
+		buf := &strBuf{nulls: nl}
+		return buf, func(v any) error {
+			switch g := v.(type) {
+			case []byte:
+				buf.arena = appendHex(buf.arena, g)
+			case string:
+				buf.arena = appendHex(buf.arena, []byte(g))
+			default:
+				return errMsg("want geometry bytes")
+			}
+			buf.end()
+			return nil
+		}
+	}
+	// Map refuses what it cannot convert, so this is a programming error.
+	panic(fmt.Sprintf("schema: no converter for MySQL %s to ClickHouse %s", c.Type, t))
+}
+
+func textConverter(nl nulls) (colBuf, converter) {
+	buf := &strBuf{nulls: nl}
+	return buf, func(v any) error {
+		switch s := v.(type) {
+		case string:
+			buf.addString(s)
+		case []byte:
+			buf.addBytes(s)
+		case *replication.JsonDiff:
+			return errMsg("a partial JSON update (binlog_row_value_options=PARTIAL_JSON) carries no full value; set binlog_row_value_options='' on the source server")
+		default:
+			return errMsg("want a string")
+		}
+		return nil
+	}
+}
+
+const upperHex = "0123456789ABCDEF"
+
+// appendHex appends p in upper-case hex, as MySQL's HEX() prints it.
+func appendHex(dst, p []byte) []byte {
+	for _, c := range p {
+		dst = append(dst, upperHex[c>>4], upperHex[c&15])
+	}
+	return dst
+}
+
+// validDecimal reports whether s is a plain decimal number with at most
+// intDigits significant digits before the point and at most scale after.
+func validDecimal(s string, intDigits, scale int) bool {
+	if len(s) > 0 && s[0] == '-' {
+		s = s[1:]
+	}
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	intPart := s[:i]
+	if len(intPart) == 0 {
+		return false
+	}
+	for len(intPart) > 1 && intPart[0] == '0' {
+		intPart = intPart[1:]
+	}
+	if len(intPart) > intDigits && intPart != "0" {
+		return false
+	}
+	if i == len(s) {
+		return true
+	}
+	frac := s[i+1:]
+	if s[i] != '.' || len(frac) == 0 || len(frac) > scale {
+		return false
+	}
+	for j := 0; j < len(frac); j++ {
+		if frac[j] < '0' || frac[j] > '9' {
+			return false
+		}
+	}
+	return true
+}
