@@ -129,13 +129,18 @@ func (c *Cluster) Stop() error {
 	if c == nil {
 		return nil
 	}
+	return errors.Join(c.stopMembers(), c.ZooKeeper.Stop())
+}
+
+// stopMembers stops the ClickHouse servers, leaving the ZooKeeper.
+func (c *Cluster) stopMembers() error {
 	var errs []error
 	for _, s := range c.Servers() {
 		if s != nil {
 			errs = append(errs, s.Stop())
 		}
 	}
-	return errors.Join(append(errs, c.ZooKeeper.Stop())...)
+	return errors.Join(errs...)
 }
 
 // StartCluster starts a ZooKeeper and shards x replicas ClickHouse servers
@@ -153,66 +158,21 @@ func StartCluster(ctx context.Context, shards, replicas int) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Name: ClusterName, ZooKeeper: zk}
 	// Every member's ports go into every member's remote_servers, so they
-	// are chosen before any server starts; a port taken meanwhile fails
-	// the start (rare on loopback), without the single servers' retry.
-	ports := make([][]int, shards)
-	var remote strings.Builder
-	fmt.Fprintf(&remote, "<remote_servers><%s>\n", ClusterName)
-	for i := range ports {
-		remote.WriteString("<shard><internal_replication>true</internal_replication>\n")
-		for j := 0; j < replicas; j++ {
-			p, err := freePort()
-			if err != nil {
-				_ = zk.Stop()
-				return nil, err
-			}
-			ports[i] = append(ports[i], p)
-			fmt.Fprintf(&remote, "<replica><host>127.0.0.1</host><port>%d</port></replica>\n", p)
+	// are chosen before any server starts. Another process may take one
+	// meanwhile: then every member is stopped and the cluster started
+	// again on fresh ports, up to three times, as single servers retry.
+	var c *Cluster
+	for attempt := 0; ; attempt++ {
+		var retry bool
+		c, retry, err = startMembers(ctx, bin, zk, shards, replicas)
+		if err == nil {
+			break
 		}
-		remote.WriteString("</shard>\n")
-	}
-	fmt.Fprintf(&remote, "</%s></remote_servers>\n", ClusterName)
-	c.Shards = make([][]*Server, shards)
-	for i := range c.Shards {
-		c.Shards[i] = make([]*Server, replicas)
-	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	for i := 0; i < shards; i++ {
-		for j := 0; j < replicas; j++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				inter, err := freePort()
-				if err == nil {
-					extra := remote.String() + fmt.Sprintf(`<zookeeper><node><host>127.0.0.1</host><port>%d</port></node></zookeeper>
-<macros><shard>%d</shard><replica>r%d</replica></macros>
-<distributed_ddl><path>/clickhouse/task_queue/ddl</path></distributed_ddl>
-<interserver_http_host>127.0.0.1</interserver_http_host>
-<interserver_http_port>%d</interserver_http_port>
-`, zk.Port, i+1, j+1, inter)
-					var s *Server
-					s, err, _ = startClickHouseOnce(ctx, bin, chOptions{tcp: ports[i][j], extra: extra,
-						name: "ClickHouse shard " + strconv.Itoa(i+1) + " replica " + strconv.Itoa(j+1)})
-					c.Shards[i][j] = s
-				}
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}()
+		if !retry || attempt == 2 || ctx.Err() != nil {
+			_ = zk.Stop()
+			return nil, err
 		}
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		_ = c.Stop()
-		return nil, err
 	}
 	// Answering pings is not enough: ON CLUSTER DDL sent before a server's
 	// ZooKeeper session is up was seen to drop the connection under load.
@@ -251,4 +211,75 @@ func (s *Server) waitZooKeeper(ctx context.Context) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// startMembers starts the cluster's ClickHouse servers against zk; on
+// error none is left running, and retry says a member could not bind a
+// port chosen for it.
+func startMembers(ctx context.Context, bin string, zk *Server, shards, replicas int) (*Cluster, bool, error) {
+	c := &Cluster{Name: ClusterName, ZooKeeper: zk}
+	ports := make([][]int, shards)
+	var remote strings.Builder
+	fmt.Fprintf(&remote, "<remote_servers><%s>\n", ClusterName)
+	for i := range ports {
+		remote.WriteString("<shard><internal_replication>true</internal_replication>\n")
+		for j := 0; j < replicas; j++ {
+			p, err := freePort()
+			if err != nil {
+				return nil, false, err
+			}
+			ports[i] = append(ports[i], p)
+			fmt.Fprintf(&remote, "<replica><host>127.0.0.1</host><port>%d</port></replica>\n", p)
+		}
+		remote.WriteString("</shard>\n")
+	}
+	fmt.Fprintf(&remote, "</%s></remote_servers>\n", ClusterName)
+	c.Shards = make([][]*Server, shards)
+	for i := range c.Shards {
+		c.Shards[i] = make([]*Server, replicas)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		errs  []error
+		retry bool // a member failed to bind a port
+	)
+	for i := 0; i < shards; i++ {
+		for j := 0; j < replicas; j++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				inter, err := freePort()
+				if err == nil {
+					extra := remote.String() + fmt.Sprintf(`<zookeeper><node><host>127.0.0.1</host><port>%d</port></node></zookeeper>
+<macros><shard>%d</shard><replica>r%d</replica></macros>
+<distributed_ddl><path>/clickhouse/task_queue/ddl</path></distributed_ddl>
+<interserver_http_host>127.0.0.1</interserver_http_host>
+<interserver_http_port>%d</interserver_http_port>
+`, zk.Port, i+1, j+1, inter)
+					var s *Server
+					var bind bool
+					s, err, bind = startClickHouseOnce(ctx, bin, chOptions{tcp: ports[i][j], extra: extra,
+						name: "ClickHouse shard " + strconv.Itoa(i+1) + " replica " + strconv.Itoa(j+1)})
+					c.Shards[i][j] = s
+					if bind {
+						mu.Lock()
+						retry = true
+						mu.Unlock()
+					}
+				}
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		c.stopMembers()
+		return nil, retry, err
+	}
+	return c, false, nil
 }
