@@ -3,6 +3,7 @@ package replicator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -207,6 +208,10 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 	for _, ef := range st.Effects {
 		oldIn := r.cfg.Replicates(ef.Table.Database, ef.Table.Table) && !source.SystemDatabase(ef.Table.Database)
 		switch ef.Kind {
+		case source.DDLRowsByStatement, source.DDLPartitionRows:
+			if oldIn {
+				return rowsWithoutEvents(ef, st)
+			}
 		case source.DDLDrop, source.DDLTruncate, source.DDLRenameColumns, source.DDLColumnDefaults:
 			if !oldIn {
 				continue
@@ -244,6 +249,19 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 		}
 	}
 	return nil
+}
+
+// rowsWithoutEvents is the error that stops the daemon at a statement that
+// changed a replicated table's rows without row events: binlog2ch cannot
+// know which rows, and will not guess.
+func rowsWithoutEvents(ef source.DDLEffect, st source.Statement) error {
+	const recopy = "re-copy: stop binlog2ch, run `binlog2ch fullsync -recreate -checkpoint` (it copies every table into emptied tables and moves the checkpoint past this statement), and start binlog2ch again"
+	if ef.Kind == source.DDLPartitionRows {
+		return fmt.Errorf("binlog %s: %s: partition maintenance removed or moved rows without row events, which binlog2ch does not apply yet (statement %q). ClickHouse still holds the rows MySQL no longer has. To make it equal again, %s",
+			st.At, ef.Table, truncate(st.Text, 300), recopy)
+	}
+	return fmt.Errorf("binlog %s: %s: rows changed by a statement the binlog holds as SQL text, not as row events: the session that ran it had binlog_format STATEMENT or MIXED (statement %q). binlog2ch replicates row events only and will not guess the rows. Set binlog_format = ROW globally and make sure no session sets it otherwise (SET SESSION binlog_format), then %s",
+		st.At, ef.Table, truncate(st.Text, 300), recopy)
 }
 
 // stopWriter closes a writer's queue: it finishes what it holds and exits.

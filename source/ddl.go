@@ -21,6 +21,16 @@ const (
 	DDLRenameTable
 	DDLRenameColumns
 	DDLColumnDefaults
+	// DDLRowsByStatement: rows changed by a statement the binlog holds as
+	// SQL text (binlog_format STATEMENT or MIXED in the session that ran
+	// it), not as row events. A multi-table statement names every table it
+	// touches, read or written: without resolving aliases, which it writes
+	// is not known, and a table it may have written must not be missed.
+	DDLRowsByStatement
+	// DDLPartitionRows: rows removed or moved by partition maintenance
+	// (TRUNCATE, DROP, EXCHANGE, REORGANIZE, COALESCE PARTITION), which
+	// writes no row events.
+	DDLPartitionRows
 )
 
 // DDLEffect is what a DDL statement means for replication. Column adds,
@@ -50,8 +60,21 @@ func ParseDDL(p *parser.Parser, defaultDB, query string) (effects []DDLEffect, o
 		}
 		return TableName{Database: db, Table: t.Name.O}
 	}
+	rowsBy := func(refs ...ast.Node) {
+		for _, t := range tablesIn(refs...) {
+			effects = append(effects, DDLEffect{Kind: DDLRowsByStatement, Table: name(t)})
+		}
+	}
 	for _, s := range stmts {
 		switch s := s.(type) {
+		case *ast.InsertStmt:
+			rowsBy(s.Table) // the target; what a SELECT reads is not written
+		case *ast.UpdateStmt:
+			rowsBy(s.TableRefs)
+		case *ast.DeleteStmt:
+			rowsBy(s.TableRefs)
+		case *ast.LoadDataStmt:
+			rowsBy(s.Table)
 		case *ast.DropTableStmt:
 			if s.IsView {
 				continue
@@ -93,6 +116,14 @@ func ParseDDL(p *parser.Parser, defaultDB, query string) (effects []DDLEffect, o
 				case ast.AlterTableRenameTable:
 					n := name(spec.NewTable)
 					rename = &n
+				case ast.AlterTableTruncatePartition, ast.AlterTableDropPartition, ast.AlterTableExchangePartition,
+					ast.AlterTableReorganizePartition, ast.AlterTableCoalescePartitions,
+					ast.AlterTableReorganizeFirstPartition, ast.AlterTableReorganizeLastPartition:
+					effects = append(effects, DDLEffect{Kind: DDLPartitionRows, Table: t})
+					if spec.Tp == ast.AlterTableExchangePartition && spec.NewTable != nil {
+						// The other table's rows are swapped too.
+						effects = append(effects, DDLEffect{Kind: DDLPartitionRows, Table: name(spec.NewTable)})
+					}
 				}
 			}
 			if len(defaults) > 0 {
@@ -108,6 +139,38 @@ func ParseDDL(p *parser.Parser, defaultDB, query string) (effects []DDLEffect, o
 	}
 	return effects, true
 }
+
+// tablesIn lists the tables named in the nodes, subqueries included.
+func tablesIn(nodes ...ast.Node) []*ast.TableName {
+	var c tableCollector
+	for _, n := range nodes {
+		if n != nil && !isNilNode(n) {
+			n.Accept(&c)
+		}
+	}
+	return c.tables
+}
+
+func isNilNode(n ast.Node) bool {
+	switch n := n.(type) {
+	case *ast.TableRefsClause:
+		return n == nil
+	case *ast.TableName:
+		return n == nil
+	}
+	return false
+}
+
+type tableCollector struct{ tables []*ast.TableName }
+
+func (c *tableCollector) Enter(n ast.Node) (ast.Node, bool) {
+	if t, ok := n.(*ast.TableName); ok {
+		c.tables = append(c.tables, t)
+	}
+	return n, false
+}
+
+func (c *tableCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // defaultLiteral renders a constant DEFAULT as a ClickHouse string literal,
 // which ClickHouse casts to the column's type. Expressions such as

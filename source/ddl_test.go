@@ -27,6 +27,21 @@ func TestParseDDL(t *testing.T) {
 		{"ALTER TABLE t ADD COLUMN x INT", nil},
 		{"ALTER TABLE t ADD COLUMN x DOUBLE DEFAULT -2.5, ADD y INT DEFAULT +7", []DDLEffect{{Kind: DDLColumnDefaults, Table: TableName{"db", "t"}, Defaults: map[string]string{"x": "'-2.5'", "y": "'7'"}}}},
 		{"CREATE TABLE t (a INT)", nil},
+		// Rows changed by statements (binlog_format STATEMENT or MIXED).
+		{"INSERT INTO t VALUES (1)", []DDLEffect{{Kind: DDLRowsByStatement, Table: TableName{"db", "t"}}}},
+		{"REPLACE INTO other.t SELECT * FROM src", []DDLEffect{{Kind: DDLRowsByStatement, Table: TableName{"other", "t"}}}},
+		{"UPDATE t SET a = (SELECT max(b) FROM u) WHERE id = 1", []DDLEffect{{Kind: DDLRowsByStatement, Table: TableName{"db", "t"}}}},
+		{"UPDATE t JOIN x.u ON t.id = u.id SET t.a = u.a", []DDLEffect{{Kind: DDLRowsByStatement, Table: TableName{"db", "t"}}, {Kind: DDLRowsByStatement, Table: TableName{"x", "u"}}}},
+		{"DELETE FROM t WHERE id < 10", []DDLEffect{{Kind: DDLRowsByStatement, Table: TableName{"db", "t"}}}},
+		{"DELETE a FROM t AS a JOIN u ON a.id = u.id", []DDLEffect{{Kind: DDLRowsByStatement, Table: TableName{"db", "t"}}, {Kind: DDLRowsByStatement, Table: TableName{"db", "u"}}}},
+		{"LOAD DATA INFILE '/tmp/x' INTO TABLE t", []DDLEffect{{Kind: DDLRowsByStatement, Table: TableName{"db", "t"}}}},
+		// Partition maintenance removes or moves rows without row events.
+		{"ALTER TABLE p TRUNCATE PARTITION p2023", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}}}},
+		{"ALTER TABLE p DROP PARTITION p2023, p2024", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}}}},
+		{"ALTER TABLE p EXCHANGE PARTITION p1 WITH TABLE x.q", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}}, {Kind: DDLPartitionRows, Table: TableName{"x", "q"}}}},
+		{"ALTER TABLE p REORGANIZE PARTITION p1 INTO (PARTITION p1a VALUES LESS THAN (5), PARTITION p1b VALUES LESS THAN (10))", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}}}},
+		{"ALTER TABLE p COALESCE PARTITION 2", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}}}},
+		{"ALTER TABLE p ADD PARTITION (PARTITION p9 VALUES LESS THAN (100))", nil},
 	} {
 		got, ok := ParseDDL(p, "db", c.query)
 		if !ok {
