@@ -11,26 +11,43 @@ import (
 // TestFaultRowsWithoutRowEvents: statements that change a replicated
 // table's rows without row events stop the daemon with the table, the
 // position, the cause and the way out; never a silent divergence. A
-// statement-logged INSERT (SET SESSION binlog_format = STATEMENT), and
-// partition maintenance (TRUNCATE PARTITION). The same statements on a
+// statement-logged INSERT (SET SESSION binlog_format = STATEMENT),
+// partition maintenance (TRUNCATE PARTITION), and partial row images
+// (SET SESSION binlog_row_image NOBLOB, MINIMAL). The same statements on a
 // table that is not replicated go by, and the way out the error names
 // makes the two sides equal again.
 func TestFaultRowsWithoutRowEvents(t *testing.T) {
 	for _, c := range []struct {
-		name, setup, stmt string
-		want              []string
+		name, setup, session, stmt string
+		want                       []string
 	}{
 		{
-			name:  "statement binlog_format",
-			setup: "CREATE TABLE %s.t (id INT PRIMARY KEY, v INT)",
-			stmt:  "INSERT INTO %s.t VALUES (2, 2)",
-			want:  []string{".t:", "binlog_format STATEMENT or MIXED", "INSERT INTO", "fullsync -recreate -checkpoint"},
+			name:    "statement binlog_format",
+			session: "SET SESSION binlog_format = 'STATEMENT'",
+			setup:   "CREATE TABLE %s.t (id INT PRIMARY KEY, v INT)",
+			stmt:    "INSERT INTO %s.t (id, v) VALUES (2, 2)",
+			want:    []string{".t:", "binlog_format STATEMENT or MIXED", "INSERT INTO", "fullsync -recreate -checkpoint"},
 		},
 		{
-			name:  "truncate partition",
-			setup: "CREATE TABLE %s.t (id INT PRIMARY KEY, v INT) PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN MAXVALUE)",
-			stmt:  "ALTER TABLE %s.t TRUNCATE PARTITION p0",
-			want:  []string{".t:", "partition maintenance", "TRUNCATE PARTITION", "fullsync -recreate -checkpoint"},
+			name:    "truncate partition",
+			session: "SET SESSION binlog_format = 'STATEMENT'",
+			setup:   "CREATE TABLE %s.t (id INT PRIMARY KEY, v INT) PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN MAXVALUE)",
+			stmt:    "ALTER TABLE %s.t TRUNCATE PARTITION p0",
+			want:    []string{".t:", "partition maintenance", "TRUNCATE PARTITION", "fullsync -recreate -checkpoint"},
+		},
+		{
+			name:    "noblob row image",
+			setup:   "CREATE TABLE %s.t (id INT PRIMARY KEY, v INT, b BLOB)",
+			session: "SET SESSION binlog_row_image = 'NOBLOB'",
+			stmt:    "UPDATE %s.t SET v = v + 1",
+			want:    []string{".t:", "missing b)", "binlog_row_image NOBLOB or MINIMAL", "fullsync -recreate -checkpoint"},
+		},
+		{
+			name:    "minimal row image",
+			setup:   "CREATE TABLE %s.t (id INT PRIMARY KEY, v INT NOT NULL DEFAULT 7, w INT)",
+			session: "SET SESSION binlog_row_image = 'MINIMAL'",
+			stmt:    "INSERT INTO %s.t (id) VALUES (2)",
+			want:    []string{".t:", "binlog_row_image NOBLOB or MINIMAL", "fullsync -recreate -checkpoint"},
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -38,7 +55,7 @@ func TestFaultRowsWithoutRowEvents(t *testing.T) {
 			a := h.dbs[0]
 			run := h.start()
 			h.exec(strings.ReplaceAll(c.setup, "%s", a), strings.ReplaceAll(strings.ReplaceAll(c.setup, "%s.t", "%s.skip_t"), "%s", a),
-				"INSERT INTO "+a+".t VALUES (1, 1)")
+				"INSERT INTO "+a+".t (id, v) VALUES (1, 1)")
 			conn, err := h.my.Conn(context.Background())
 			if err != nil {
 				t.Fatal(err)
@@ -50,7 +67,7 @@ func TestFaultRowsWithoutRowEvents(t *testing.T) {
 					t.Fatalf("%s: %v", q, err)
 				}
 			}
-			session("SET SESSION binlog_format = 'STATEMENT'")
+			session(c.session)
 			// Not replicated: no stop.
 			session(strings.ReplaceAll(c.stmt, "%s.t", a+".skip_t"))
 			h.waitCaughtUp(run, 30*time.Second)
@@ -78,7 +95,7 @@ func TestFaultRowsWithoutRowEvents(t *testing.T) {
 				t.Fatal(err)
 			}
 			run = h.start()
-			h.exec("INSERT INTO " + a + ".t VALUES (3, 3)")
+			h.exec("INSERT INTO " + a + ".t (id, v) VALUES (3, 3)")
 			h.waitCaughtUp(run, 30*time.Second)
 			h.verifyEqual("t")
 		})

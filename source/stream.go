@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -424,6 +425,13 @@ func (s *Stream) rows(ctx context.Context, hd *replication.EventHeader, e *repli
 	default:
 		return fatalError{fmt.Errorf("binlog %s: unknown rows event type %s", at, hd.EventType)}
 	}
+	if missing := missingColumns(st, e, op); missing != "" {
+		// Partial images would land as NULLs (NOBLOB) or fail on NOT NULL
+		// columns (MINIMAL); an UPDATE would have to be merged with the row
+		// ClickHouse holds, which binlog2ch does not do.
+		return fatalError{fmt.Errorf("binlog %s: %s: a row image without every column (missing %s): the session that wrote it had binlog_row_image NOBLOB or MINIMAL, and binlog2ch needs FULL images. Set binlog_row_image = FULL globally and make sure no session sets it otherwise; the rows of this event cannot be completed from the binlog, so then re-copy: stop binlog2ch, run `binlog2ch fullsync -recreate -checkpoint` (it copies every table into emptied tables and moves the checkpoint past this event), and start binlog2ch again",
+			at, st.name, missing)}
+	}
 	r := Rows{Table: st.name, Schema: st.schema, Op: op, File: s.fileIdx, Pos: hd.LogPos, At: at}
 	if len(e.Rows) == 1 && len(e.Rows[0]) == 1 {
 		if raw, ok := e.Rows[0][0].(RawRows); ok {
@@ -437,6 +445,36 @@ func (s *Stream) rows(ctx context.Context, hd *replication.EventHeader, e *repli
 		return fatalError{err}
 	}
 	return nil
+}
+
+// missingColumns names the columns the event's row images lack ("" when
+// they are full): its columns-present bitmaps, the after image's too for
+// an UPDATE.
+func missingColumns(st *tableState, e *replication.RowsEvent, op Op) string {
+	n := st.event.ColumnCount
+	bitmaps := [][]byte{e.ColumnBitmap1}
+	if op == OpUpdate {
+		bitmaps = append(bitmaps, e.ColumnBitmap2)
+	}
+	var names []string
+	for _, bm := range bitmaps {
+		if fullImage(bm, n) {
+			continue
+		}
+		for i := uint64(0); i < n; i++ {
+			if i/8 < uint64(len(bm)) && bm[i/8]&(1<<(i%8)) != 0 {
+				continue
+			}
+			name := "#" + strconv.FormatUint(i+1, 10)
+			if st.schema != nil && int(i) < len(st.schema.Columns) {
+				name = st.schema.Columns[i].Name
+			}
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // query hands on a query event: transaction markers and DDL.

@@ -74,12 +74,13 @@ func TestStreamHandsOnEvents(t *testing.T) {
 	other := mapEvent()
 	other.TableID, other.Schema = 19, []byte("skipped")
 	h := &recorder{}
+	full := []byte{0x7f} // all 7 columns of mapEvent
 	for _, e := range []*replication.BinlogEvent{
 		ev(replication.ROTATE_EVENT, 0, 0, &replication.RotateEvent{NextLogName: []byte("binlog.000002"), Position: 4}),
 		ev(replication.QUERY_EVENT, 100, 1000, &replication.QueryEvent{Query: []byte("BEGIN")}),
 		ev(replication.TABLE_MAP_EVENT, 150, 1000, mapEvent()),
-		ev(replication.WRITE_ROWS_EVENTv1, 200, 1000, &replication.RowsEvent{TableID: 18, Rows: [][]any{{1}, {2}}}),
-		ev(replication.UPDATE_ROWS_EVENTv1, 250, 1000, &replication.RowsEvent{TableID: 18, Rows: [][]any{{1}, {3}}}),
+		ev(replication.WRITE_ROWS_EVENTv1, 200, 1000, &replication.RowsEvent{TableID: 18, ColumnBitmap1: full, Rows: [][]any{{1}, {2}}}),
+		ev(replication.UPDATE_ROWS_EVENTv1, 250, 1000, &replication.RowsEvent{TableID: 18, ColumnBitmap1: full, ColumnBitmap2: full, Rows: [][]any{{1}, {3}}}),
 		ev(replication.XID_EVENT, 280, 1001, &replication.XIDEvent{}),
 		ev(replication.TABLE_MAP_EVENT, 320, 1002, other),
 		ev(replication.DELETE_ROWS_EVENTv1, 360, 1002, &replication.RowsEvent{TableID: 19, Rows: [][]any{{1}}}),
@@ -123,19 +124,29 @@ func TestStreamHandsOnEvents(t *testing.T) {
 	}
 }
 
-// TestStreamStopsOnWhatItCannotApply: rows without their table map and a
-// compressed transaction stop the stream with the position; never a skip.
+// TestStreamStopsOnWhatItCannotApply: partial row images, rows without
+// their table map and a compressed transaction stop the stream with the
+// position; never a skip.
 func TestStreamStopsOnWhatItCannotApply(t *testing.T) {
 	for _, c := range []struct {
 		e    *replication.BinlogEvent
 		want string
 	}{
+		// An UPDATE whose after image lacks the BLOB (NOBLOB), one whose
+		// before image has only the key (MINIMAL), an INSERT without a
+		// defaulted column.
+		{ev(replication.UPDATE_ROWS_EVENTv1, 200, 1, &replication.RowsEvent{TableID: 18, ColumnBitmap1: []byte{0x7f}, ColumnBitmap2: []byte{0x3f}, Rows: [][]any{{1}, {2}}}), "binlog.000003:4: d.t: a row image without every column (missing bl): the session that wrote it had binlog_row_image NOBLOB or MINIMAL"},
+		{ev(replication.UPDATE_ROWS_EVENTv1, 200, 1, &replication.RowsEvent{TableID: 18, ColumnBitmap1: []byte{0x03}, ColumnBitmap2: []byte{0x7f}, Rows: [][]any{{1}, {2}}}), "(missing c, e, dd, dt, bl)"},
+		{ev(replication.WRITE_ROWS_EVENTv1, 200, 1, &replication.RowsEvent{TableID: 18, ColumnBitmap1: []byte{0x6f}, Rows: [][]any{{1}}}), "(missing dd)"},
 		{ev(replication.WRITE_ROWS_EVENTv1, 200, 1, &replication.RowsEvent{TableID: 99, Rows: [][]any{{1}}}), "binlog.000003:4: rows event for table id 99 without its table-map event"},
 		{ev(replication.TRANSACTION_PAYLOAD_EVENT, 200, 1, &replication.TransactionPayloadEvent{}), "binlog.000003:4: a compressed transaction"},
 	} {
 		s := testStream(t)
 		s.tables = map[uint64]*tableState{}
 		s.pos = Position{File: "binlog.000003", Pos: 4}
+		if err := s.handle(context.Background(), ev(replication.TABLE_MAP_EVENT, 4, 1, mapEvent()), &recorder{}); err != nil {
+			t.Fatal(err)
+		}
 		err := s.handle(context.Background(), c.e, &recorder{})
 		var fatal fatalError
 		if err == nil || !strings.Contains(err.Error(), c.want) {
