@@ -333,8 +333,13 @@ func (r *Replicator) run(ctx context.Context) error {
 	return nil
 }
 
-// streamError adds what to do to a binlog the source cannot send.
+// streamError adds what to do to a binlog the source cannot send, or to
+// rows it cannot complete.
 func (r *Replicator) streamError(err error) error {
+	var partial *source.PartialImageError
+	if errors.As(err, &partial) {
+		return fmt.Errorf("%w; the rows of this event cannot be completed from the binlog, so then %s", err, recopy)
+	}
 	var unreadable *source.UnreadableError
 	if !errors.As(err, &unreadable) {
 		return err

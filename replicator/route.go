@@ -251,11 +251,14 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 	return nil
 }
 
+// recopy is the way out after a change the binlog cannot replay: a
+// restart alone would stop at the same event again.
+const recopy = "re-copy: stop binlog2ch, run `binlog2ch fullsync -recreate -checkpoint` (it copies every table into emptied tables and moves the checkpoint past this event), and start binlog2ch again"
+
 // rowsWithoutEvents is the error that stops the daemon at a statement that
 // changed a replicated table's rows without row events: binlog2ch cannot
 // know which rows, and will not guess.
 func rowsWithoutEvents(ef source.DDLEffect, st source.Statement) error {
-	const recopy = "re-copy: stop binlog2ch, run `binlog2ch fullsync -recreate -checkpoint` (it copies every table into emptied tables and moves the checkpoint past this statement), and start binlog2ch again"
 	if ef.Kind == source.DDLPartitionRows {
 		return fmt.Errorf("binlog %s: %s: partition maintenance removed or moved rows without row events, which binlog2ch does not apply yet (statement %q). ClickHouse still holds the rows MySQL no longer has. To make it equal again, %s",
 			st.At, ef.Table, truncate(st.Text, 300), recopy)

@@ -146,7 +146,7 @@ func (c *copier) readJob(j chunkJob) {
 		t.sendMu.Lock()
 		defer t.sendMu.Unlock()
 		t.seq++
-		m := sink.Message{Seq: t.seq, Schema: t.source, Rows: batch, Op: source.OpInsert, File: c.file, Pos: c.pos, At: c.st.Position, Snapshot: true}
+		m := sink.Message{Seq: t.seq, Schema: t.source, Rows: batch, Op: source.OpInsert, File: c.file, Pos: c.pos, At: c.State.Position, Snapshot: true}
 		select {
 		case t.w.In() <- m:
 			lastSeq = m.Seq
@@ -248,7 +248,7 @@ func (c *copier) confirm(t *tableCopy) error {
 	if scanDone {
 		t.prog.Complete = true
 	}
-	err := Save(c.Config.StateDir, c.StateFile, c.st)
+	err := Save(c.Config.StateDir, c.StateFile, c.State)
 	c.stateMu.Unlock()
 	return err
 }
@@ -259,11 +259,11 @@ func (c *copier) markComplete(t *tableCopy) error {
 	defer c.stateMu.Unlock()
 	if t.prog == nil {
 		t.prog = &TableProgress{}
-		c.st.Tables[t.name.String()] = t.prog
+		c.State.Tables[t.name.String()] = t.prog
 	}
 	if t.reader != nil && t.reader.key != nil && !t.prog.Complete && !covered(t.prog.Done) {
 		return fmt.Errorf("internal error: copy ended with key ranges missing: %d ranges done", len(t.prog.Done))
 	}
 	t.prog.Complete = true
-	return Save(c.Config.StateDir, c.StateFile, c.st)
+	return Save(c.Config.StateDir, c.StateFile, c.State)
 }

@@ -83,7 +83,7 @@ type Options struct {
 // the next Copy with that state resumes. The caller marks the state
 // Complete once Copy returned no error.
 func Copy(ctx context.Context, opts Options, tables []source.TableName) ([]TableStatus, error) {
-	c := &copier{Options: opts, st: opts.State}
+	c := &copier{Options: opts}
 	return c.run(ctx, tables)
 }
 
@@ -91,11 +91,10 @@ func Copy(ctx context.Context, opts Options, tables []source.TableName) ([]Table
 type copier struct {
 	Options
 	db        *sql.DB // the readers' pool (binary protocol)
-	st        *State
 	tables    []*tableCopy
 	file, pos uint32 // the recorded position, for versions
 
-	stateMu sync.Mutex // st and its file
+	stateMu sync.Mutex // State and its file
 }
 
 // tableCopy is one table's copy.
@@ -146,10 +145,10 @@ type chunkJob struct {
 // table's.
 func (c *copier) run(ctx context.Context, tables []source.TableName) ([]TableStatus, error) {
 	var err error
-	if c.file, err = source.FileIndex(c.st.Position.File); err != nil {
+	if c.file, err = source.FileIndex(c.State.Position.File); err != nil {
 		return nil, err
 	}
-	c.pos = c.st.Position.Pos
+	c.pos = c.State.Position.Pos
 	if err := c.save(); err != nil {
 		return nil, err
 	}
@@ -243,7 +242,7 @@ func (c *copier) checkIn() {
 func (c *copier) save() error {
 	c.stateMu.Lock()
 	defer c.stateMu.Unlock()
-	return Save(c.Config.StateDir, c.StateFile, c.st)
+	return Save(c.Config.StateDir, c.StateFile, c.State)
 }
 
 func (c *copier) statuses() []TableStatus {
@@ -397,14 +396,14 @@ func (c *copier) prepare(ctx context.Context, t *tableCopy) (complete bool, err 
 	}
 
 	c.stateMu.Lock()
-	prog := c.st.Tables[t.name.String()]
+	prog := c.State.Tables[t.name.String()]
 	keyChanged := prog != nil && !slices.Equal(prog.Key, keyNames)
 	if prog == nil || keyChanged || (c.Recreate && !prog.Recreated) {
 		if keyChanged && (prog.Rows > 0 || prog.ScanStarted) {
 			t.log.Warn("the table's key changed since the interrupted copy; copying it from the start")
 		}
 		prog = &TableProgress{Key: keyNames}
-		c.st.Tables[t.name.String()] = prog
+		c.State.Tables[t.name.String()] = prog
 	}
 	// -recreate drops a table once per copy: resuming an interrupted
 	// -recreate copy keeps what it already copied into the new table.

@@ -3,7 +3,9 @@ package snapshot
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/source"
@@ -113,13 +115,15 @@ func covered(done []keyRange) bool {
 // Load reads a state file; nil without error when there is none.
 func Load(dir, name string) (*State, error) {
 	var st State
-	path, found, err := state.ReadFile(dir, name, &st)
-	if !found || err != nil && path == "" {
+	found, err := state.ReadFile(dir, name, &st)
+	var corrupt *state.CorruptError
+	switch {
+	case errors.As(err, &corrupt):
+		return nil, fmt.Errorf("%s is corrupt (%v); delete it to start the copy over", corrupt.Path, corrupt.Err)
+	case !found || err != nil:
 		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("%s is corrupt (%v); delete it to start the copy over", path, err)
-	}
+	path := filepath.Join(dir, name)
 	if _, err := source.FileIndex(st.Position.File); err != nil {
 		return nil, fmt.Errorf("%s is corrupt (position %s); delete it to start the copy over", path, st.Position)
 	}

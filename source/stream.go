@@ -101,6 +101,20 @@ func (e *UnreadableError) Error() string {
 
 func (e *UnreadableError) Unwrap() error { return e.Err }
 
+// PartialImageError: a rows event whose images lack columns, written by
+// a session with binlog_row_image NOBLOB or MINIMAL. Its rows cannot be
+// completed from the binlog.
+type PartialImageError struct {
+	At      Position
+	Table   TableName
+	Missing string // the columns missing, comma-separated
+}
+
+func (e *PartialImageError) Error() string {
+	return fmt.Sprintf("binlog %s: %s: a row image without every column (missing %s): the session that wrote it had binlog_row_image NOBLOB or MINIMAL, and binlog2ch needs FULL images. Set binlog_row_image = FULL globally and make sure no session sets it otherwise",
+		e.At, e.Table, e.Missing)
+}
+
 // Stream follows one server's binlog with go-mysql's BinlogSyncer:
 // positions, table maps and the schema as of each event, rows decoding,
 // DDL meaning, heartbeats. It reconnects, with backoff, at the last
@@ -425,13 +439,6 @@ func (s *Stream) rows(ctx context.Context, hd *replication.EventHeader, e *repli
 	default:
 		return fatalError{fmt.Errorf("binlog %s: unknown rows event type %s", at, hd.EventType)}
 	}
-	if missing := missingColumns(st, e, op); missing != "" {
-		// Partial images would land as NULLs (NOBLOB) or fail on NOT NULL
-		// columns (MINIMAL); an UPDATE would have to be merged with the row
-		// ClickHouse holds, which binlog2ch does not do.
-		return fatalError{fmt.Errorf("binlog %s: %s: a row image without every column (missing %s): the session that wrote it had binlog_row_image NOBLOB or MINIMAL, and binlog2ch needs FULL images. Set binlog_row_image = FULL globally and make sure no session sets it otherwise; the rows of this event cannot be completed from the binlog, so then re-copy: stop binlog2ch, run `binlog2ch fullsync -recreate -checkpoint` (it copies every table into emptied tables and moves the checkpoint past this event), and start binlog2ch again",
-			at, st.name, missing)}
-	}
 	r := Rows{Table: st.name, Schema: st.schema, Op: op, File: s.fileIdx, Pos: hd.LogPos, At: at}
 	if len(e.Rows) == 1 && len(e.Rows[0]) == 1 {
 		if raw, ok := e.Rows[0][0].(RawRows); ok {
@@ -439,6 +446,13 @@ func (s *Stream) rows(ctx context.Context, hd *replication.EventHeader, e *repli
 		}
 	}
 	if r.Raw == nil {
+		// Raw rows are full images (RowsDecoder checked); others may not
+		// be. Partial ones would land as NULLs (NOBLOB) or fail on NOT NULL
+		// columns (MINIMAL); an UPDATE would have to be merged with the row
+		// ClickHouse holds, which binlog2ch does not do.
+		if missing := missingColumns(st, e, op); missing != "" {
+			return fatalError{&PartialImageError{At: at, Table: st.name, Missing: missing}}
+		}
 		r.Rows = e.Rows
 	}
 	if err := h.Rows(ctx, r); err != nil {

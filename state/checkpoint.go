@@ -35,35 +35,49 @@ type Checkpoint struct {
 // error, never a silent restart from scratch.
 func LoadFile(dir string) (*Checkpoint, error) {
 	var cp Checkpoint
-	path, found, err := ReadFile(dir, CheckpointFile, &cp)
-	if !found || err != nil && path == "" {
+	found, err := ReadFile(dir, CheckpointFile, &cp)
+	var corrupt *CorruptError
+	switch {
+	case errors.As(err, &corrupt):
+		return nil, fmt.Errorf("checkpoint %s is corrupt (%v); restore it from a backup, or delete it to start over from the current binlog position (rows written since the lost position are then missing until a full sync)", corrupt.Path, corrupt.Err)
+	case !found || err != nil:
 		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint %s is corrupt (%v); restore it from a backup, or delete it to start over from the current binlog position (rows written since the lost position are then missing until a full sync)", path, err)
-	}
 	if _, err := source.FileIndex(cp.File); err != nil || cp.Pos < 4 {
-		return nil, fmt.Errorf("checkpoint %s is corrupt (position %s); restore it from a backup, or delete it to start over", path, cp.Position)
+		return nil, fmt.Errorf("checkpoint %s is corrupt (position %s); restore it from a backup, or delete it to start over", filepath.Join(dir, CheckpointFile), cp.Position)
 	}
 	return &cp, nil
 }
 
+// CorruptError is a state file that exists but does not decode.
+type CorruptError struct {
+	Path string
+	Err  error
+}
+
+func (e *CorruptError) Error() string { return fmt.Sprintf("%s is corrupt: %v", e.Path, e.Err) }
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
 // ReadFile decodes the JSON file dir/name into v, strictly: an unknown
 // field is an error, not a silently ignored one. found is false, without an
-// error, when there is no file; path is "" with an error that is about
-// reading the file rather than its content.
-func ReadFile(dir, name string, v any) (path string, found bool, err error) {
+// error, when there is no file; content that does not decode is a
+// *CorruptError.
+func ReadFile(dir, name string, v any) (found bool, err error) {
 	p := filepath.Join(dir, name)
 	data, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
-		return p, false, nil
+		return false, nil
 	}
 	if err != nil {
-		return "", true, fmt.Errorf("%s: %w", p, err)
+		return true, fmt.Errorf("%s: %w", p, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	return p, true, dec.Decode(v)
+	if err := dec.Decode(v); err != nil {
+		return true, &CorruptError{Path: p, Err: err}
+	}
+	return true, nil
 }
 
 // SaveFile writes the checkpoint atomically and durably (WriteFile).
