@@ -48,6 +48,7 @@ var (
 		"binlog2ch_snapshot_rows_estimated":      {"gauge", tableLabels},
 		"binlog2ch_ready":                        {"gauge", nil},
 		"binlog2ch_shard_rows_total":             {"counter", map[string][]string{"shard": nil}},
+		"binlog2ch_xa_prepared_transactions":     {"gauge", nil},
 	}
 	// Labels Prometheus adds to every scraped series.
 	targetLabels = []string{"job", "instance"}

@@ -56,6 +56,7 @@ type Metrics struct {
 	SnapshotCopied                *prometheus.GaugeVec
 	SnapshotEstimated             *prometheus.GaugeVec
 	ShardRows                     *prometheus.CounterVec
+	XAPrepared                    prometheus.Gauge
 
 	// Durable is the commit time (Unix ns) of the newest event durably in
 	// ClickHouse, or the time of a heartbeat that found nothing pending:
@@ -108,6 +109,8 @@ func New() *Metrics {
 		Help: "Rows a table's snapshot expects to copy (MySQL's estimate)."}, perTable)
 	m.ShardRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_shard_rows_total",
 		Help: "Rows inserted straight into a cluster shard's local tables (clickhouse.cluster_insert: shards), by shard_num."}, []string{"shard"})
+	m.XAPrepared = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_xa_prepared_transactions",
+		Help: "XA transactions read up to their XA PREPARE whose XA COMMIT or ROLLBACK is not read yet: their rows wait, and the checkpoint stays before the oldest."})
 	lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "binlog2ch_lag_seconds",
 		Help: "Now minus the commit time of the newest event durably in ClickHouse; keeps growing while nothing gets through, about 0 when idle and caught up."},
 		func() float64 { return Since(m.Durable.Load()) })
@@ -123,7 +126,7 @@ func New() *Metrics {
 			return 0
 		})
 	m.Registry.MustRegister(m.Rows, m.EventsRead, m.FlushDuration, m.BatchRows, m.QueueRows, m.CheckpointTS, m.CheckpointFile, m.CheckpointPos,
-		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, lag, sourceLag, ready,
+		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, lag, sourceLag, ready,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every stage and DDL result exists from the start, at 0, so rate()
 	// and increase() see the first failure.

@@ -340,6 +340,10 @@ func (r *Replicator) streamError(err error) error {
 	if errors.As(err, &partial) {
 		return fmt.Errorf("%w; the rows of this event cannot be completed from the binlog, so then %s", err, recopy)
 	}
+	var xa *source.XAUnknownError
+	if errors.As(err, &xa) {
+		return fmt.Errorf("%w; a copy has them now: %s", err, recopy)
+	}
 	var unreadable *source.UnreadableError
 	if !errors.As(err, &unreadable) {
 		return err

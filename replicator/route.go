@@ -101,7 +101,10 @@ func (s *router) Down(error, source.Position, time.Duration) {
 
 // Commit records a transaction boundary.
 func (s *router) Commit(c source.Commit) {
-	s.commits = append(s.commits, commitPoint{seq: s.seq, pos: c.Position, at: c.At})
+	// A restart must start at Resume: it is behind Position while an XA
+	// transaction prepared before is still open.
+	s.commits = append(s.commits, commitPoint{seq: s.seq, pos: c.Resume, at: c.At})
+	s.r.m.XAPrepared.Set(float64(c.Prepared))
 	pos := c.Position
 	s.r.readPos.Store(&pos)
 	s.r.m.ReadFile.Set(float64(c.File))

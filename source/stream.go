@@ -83,6 +83,12 @@ type Statement struct {
 type Commit struct {
 	Position Position
 	File     uint32 // Position.File's index
+	// Resume is where a restart must read from: Position, or the start
+	// of the oldest XA transaction prepared before it whose XA COMMIT or
+	// ROLLBACK is not read yet.
+	Resume Position
+	// Prepared is how many such XA transactions there are.
+	Prepared int
 	// At is the timestamp (Unix ns) of the transaction's last event; 0
 	// when unknown.
 	At int64
@@ -136,8 +142,12 @@ type Stream struct {
 	parser    *parser.Parser
 	pos       Position // after the last event read
 	fileIdx   uint32
-	resume    Position // the last transaction boundary
-	lastTS    int64    // timestamp (Unix ns) of the newest event read
+	boundary  Position     // the last transaction boundary
+	resume    Position     // where to reconnect: boundary, or the oldest prepared XA's start
+	xa        *openXA      // the XA transaction being read, before its XA PREPARE
+	prepared  []preparedXA // XA transactions prepared, outcome not read yet; oldest first
+	replaying bool         // replayXA is reading
+	lastTS    int64        // timestamp (Unix ns) of the newest event read
 	tables    map[uint64]*tableState
 	downSince time.Time // when the stream failed, until an event arrives on a new one
 }
@@ -175,15 +185,29 @@ func (s *Stream) Wake() { s.wk.wake() }
 func (s *Stream) Run(ctx context.Context, start Position, h Handler) error {
 	s.parser = parser.New()
 	s.tables = map[uint64]*tableState{}
-	s.pos, s.resume = start, start
+	s.pos, s.boundary, s.resume = start, start, start
 	var err error
 	if s.fileIdx, err = FileIndex(start.File); err != nil {
 		return err
 	}
 	delay := 100 * time.Millisecond
+	var after *Position // set: read on from there, past an XA COMMIT just handled
 	for {
 		resume := s.resume
-		err := s.stream(ctx, resume, h)
+		if after != nil {
+			resume = *after
+		}
+		err := s.stream(ctx, resume, after == nil, h)
+		after = nil
+		if x, ok := errIsXACommitted(err); ok {
+			at := s.pos
+			if err = s.replayXA(ctx, x, h); err == nil {
+				s.forget(x.id)
+				s.commit(h)
+				after = &at
+				continue
+			}
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -272,8 +296,9 @@ func (s *Stream) Check(ctx context.Context, from Position) error {
 	return s.fatal(err, from)
 }
 
-// stream reads from one binlog connection.
-func (s *Stream) stream(ctx context.Context, from Position, h Handler) error {
+// stream reads from one binlog connection. fresh: from is the resume
+// position, where the XA transactions still prepared are read again.
+func (s *Stream) stream(ctx context.Context, from Position, fresh bool, h Handler) error {
 	syncer := replication.NewBinlogSyncer(s.syncerConfig())
 	defer syncer.Close()
 	stream, err := syncer.StartSync(mysql.Position{Name: from.File, Pos: from.Pos})
@@ -285,6 +310,10 @@ func (s *Stream) stream(ctx context.Context, from Position, h Handler) error {
 		return fatalError{err}
 	}
 	clear(s.tables) // table ids are re-sent after every reconnect
+	s.xa = nil
+	if fresh {
+		s.prepared = nil
+	}
 	waitCtx := s.wk.waitContext(ctx)
 	defer s.wk.wake() // releases the last wait context
 	for {
@@ -344,6 +373,15 @@ func (s *Stream) handle(ctx context.Context, ev *replication.BinlogEvent, h Hand
 		s.advance(hd)
 		s.commit(h)
 		return nil
+	case *replication.MariadbGTIDEvent:
+		if e.Flags&mariadbPreparedXA != 0 {
+			s.xa = &openXA{start: s.boundary}
+		}
+	case *replication.GenericEvent:
+		if hd.EventType == replication.XA_PREPARE_LOG_EVENT {
+			s.advance(hd)
+			return s.xaPrepare(e.Data, h)
+		}
 	case *replication.TransactionPayloadEvent:
 		// Checked at start too; the setting may have changed since.
 		return fatalError{fmt.Errorf("binlog %s: a compressed transaction (binlog_transaction_compression=ON); binlog2ch does not read those yet and will not skip its rows: SET GLOBAL binlog_transaction_compression = OFF, then take a new full sync from a later position", s.pos)}
@@ -368,8 +406,11 @@ func (s *Stream) advance(h *replication.EventHeader) {
 
 // commit records a transaction boundary at the current position.
 func (s *Stream) commit(h Handler) {
-	s.resume = s.pos
-	h.Commit(Commit{Position: s.pos, File: s.fileIdx, At: s.lastTS})
+	s.boundary, s.resume = s.pos, s.pos
+	if len(s.prepared) > 0 {
+		s.resume = s.prepared[0].start
+	}
+	h.Commit(Commit{Position: s.pos, File: s.fileIdx, Resume: s.resume, Prepared: len(s.prepared), At: s.lastTS})
 }
 
 func (s *Stream) tableMap(e *replication.TableMapEvent) error {
@@ -425,8 +466,11 @@ func (s *Stream) rows(ctx context.Context, hd *replication.EventHeader, e *repli
 	if !ok {
 		return fatalError{fmt.Errorf("binlog %s: rows event for table id %d without its table-map event", at, e.TableID)}
 	}
-	if st.skip {
+	if st.skip || s.xa == nil && s.replaying {
 		return nil
+	}
+	if s.xa != nil && !s.replaying {
+		return nil // a prepared XA transaction's: handed on at its XA COMMIT
 	}
 	var op Op
 	switch hd.EventType {
@@ -496,6 +540,9 @@ func (s *Stream) query(ctx context.Context, e *replication.QueryEvent, h Handler
 	q := string(e.Query)
 	if q == "BEGIN" {
 		return nil
+	}
+	if verb, id, ok := xaStatement(q); ok {
+		return s.xaQuery(verb, id, h)
 	}
 	defer s.commit(h) // DDL and COMMIT end a transaction
 	if q == "COMMIT" {
