@@ -328,6 +328,15 @@ func (b *Block) rawConverter(c *schema.Column, t schema.CHType, buf colBuf, put 
 			return n, nil
 		}
 	}
+	if dec, decErr := textDecoder(c); dec != nil || decErr != nil {
+		return func(p []byte) (int, error) {
+			n, err := size(p)
+			if err != nil {
+				return 0, err
+			}
+			return n, sb.addDecoded(dec, decErr, p[layout.prefix:n])
+		}
+	}
 	return func(p []byte) (int, error) {
 		n, err := size(p)
 		if err != nil {

@@ -7,10 +7,13 @@
 package block
 
 import (
+	"unsafe"
+
 	"fmt"
 	"strconv"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/binlog2ch/binlog2ch/charset"
 	"github.com/binlog2ch/binlog2ch/mysqltime"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -350,10 +353,10 @@ func (b *Block) valueConverter(c *schema.Column, t schema.CHType, nl nulls) (col
 			return nil
 		}
 	case schema.KindChar, schema.KindBlob, schema.KindJSON:
-		return textConverter(nl)
+		return textConverter(c, nl)
 	case schema.KindBinary:
 		if t.Kind == schema.CHString {
-			return textConverter(nl)
+			return textConverter(c, nl)
 		}
 		buf := &strBuf{nulls: nl}
 		n := c.Length
@@ -397,8 +400,19 @@ func (b *Block) valueConverter(c *schema.Column, t schema.CHType, nl nulls) (col
 	panic(fmt.Sprintf("schema: no converter for MySQL %s to ClickHouse %s", c.Type, t))
 }
 
-func textConverter(nl nulls) (colBuf, converter) {
+func textConverter(c *schema.Column, nl nulls) (colBuf, converter) {
 	buf := &strBuf{nulls: nl}
+	if dec, err := textDecoder(c); dec != nil || err != nil {
+		return buf, func(v any) error {
+			switch s := v.(type) {
+			case string:
+				return buf.addDecoded(dec, err, unsafe.Slice(unsafe.StringData(s), len(s)))
+			case []byte:
+				return buf.addDecoded(dec, err, s)
+			}
+			return errMsg("want a string")
+		}
+	}
 	return buf, func(v any) error {
 		switch s := v.(type) {
 		case string:
@@ -412,6 +426,31 @@ func textConverter(nl nulls) (colBuf, converter) {
 		}
 		return nil
 	}
+}
+
+// textDecoder is the decoder of a text column whose character set is not
+// UTF-8 (nil for the others): its values arrive in that set from the
+// binlog, and from the snapshot, which reads them as bytes so that both
+// paths convert alike.
+func textDecoder(c *schema.Column) (*charset.Decoder, error) {
+	if c.Kind != schema.KindChar || charset.Passthrough(c.Charset) {
+		return nil, nil
+	}
+	return charset.New(c.Charset) // schema.Map refuses the others first
+}
+
+// addDecoded appends text converted to UTF-8.
+func (b *strBuf) addDecoded(dec *charset.Decoder, decErr error, p []byte) error {
+	if decErr != nil {
+		return decErr
+	}
+	out, err := dec.Append(b.arena, p)
+	if err != nil {
+		return errMsg(err.Error() + ": the text is not valid in the column's character set, so binlog2ch cannot write it as UTF-8")
+	}
+	b.arena = out
+	b.end()
+	return nil
 }
 
 const upperHex = "0123456789ABCDEF"

@@ -305,3 +305,46 @@ func TestMetaColumns(t *testing.T) {
 		t.Errorf("after Reset: %d rows, %d bytes", b.Rows(), b.Size())
 	}
 }
+
+// TestTextInOtherCharsets: a text column's values arrive in its character
+// set (as go-mysql hands them, string or []byte, and as raw binlog bytes)
+// and land as UTF-8; bytes that are no character of the set are an error
+// naming the column and the set, with the block unchanged. A BLOB beside
+// it is not converted.
+func TestTextInOtherCharsets(t *testing.T) {
+	newBlock := func(cs string) *Block {
+		t.Helper()
+		c := schematest.Col(t, "c", "varchar(20)", true)
+		c.Charset, c.BinlogType, c.BinlogMeta = cs, 15, 20 // VARCHAR(20) in the binlog
+		tb := &schema.Table{Database: "d", Name: "t", PrimaryKey: []int{0},
+			Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false), c}}
+		target, err := schema.Map(tb, "d", schema.Capabilities{}, schema.DefaultOptions(), schema.TableOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return NewBlock(target)
+	}
+	b := newBlock("latin1")
+	for _, v := range []any{"caf\xe9", []byte("caf\xe9")} {
+		if err := b.Append([]any{int32(1), v}, 1, schema.OpInsert); err != nil {
+			t.Fatal(err)
+		}
+		if got := value(t, b); got != "café" {
+			t.Errorf("latin1 %q landed as %q", v, got)
+		}
+	}
+	// The raw path: the VARCHAR's length byte, then its bytes.
+	if _, err := b.raw[1]([]byte{4, 'c', 'a', 'f', 0xe9}); err != nil || value(t, b) != "café" {
+		t.Errorf("raw latin1 landed as %q, %v", value(t, b), err)
+	}
+	a := newBlock("ascii")
+	err := a.Append([]any{int32(1), "ok\x80"}, 1, schema.OpInsert)
+	var ce *ConvertError
+	if !errors.As(err, &ce) || ce.Column != "c" || !strings.Contains(err.Error(), "ascii") || a.Rows() != 0 {
+		t.Errorf("invalid ascii: %v, %d rows; want a ConvertError naming c and ascii, no row", err, a.Rows())
+	}
+	if _, err := schema.Map(&schema.Table{Database: "d", Name: "t", Columns: []schema.Column{{Name: "c", Kind: schema.KindChar, Type: "varchar(5)", Charset: "big5"}}},
+		"d", schema.Capabilities{}, schema.DefaultOptions(), schema.TableOptions{}); err == nil || !strings.Contains(err.Error(), "character set big5") {
+		t.Errorf("a big5 column mapped: %v", err)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/binlog2ch/binlog2ch/charset"
 )
 
 // Options are the mapping choices a user can make. The zero value is not
@@ -173,6 +175,14 @@ type Target struct {
 // FullName is db.table in ClickHouse, for messages.
 func (t *Target) FullName() string { return t.Database + "." + t.Name }
 
+// UnsupportedCharsetError is a text column in a character set binlog2ch
+// cannot convert to UTF-8 as MySQL does.
+type UnsupportedCharsetError struct{ Charset string }
+
+func (e *UnsupportedCharsetError) Error() string {
+	return fmt.Sprintf("character set %s: binlog2ch has no conversion of it to UTF-8 that matches MySQL's, and will not write its bytes as they are beside the snapshot's UTF-8. Convert the column to utf8mb4 in MySQL (ALTER TABLE ... MODIFY ... CHARACTER SET utf8mb4), or leave the column out (tables.overrides.<db.table>.exclude_columns) or the table (tables.exclude)", e.Charset)
+}
+
 // Map decides the ClickHouse table for MySQL table t in database db.
 func Map(t *Table, db string, caps Capabilities, opts Options, to TableOptions) (*Target, error) {
 	if err := opts.Validate(); err != nil {
@@ -231,6 +241,9 @@ func Map(t *Table, db string, caps Capabilities, opts Options, to TableOptions) 
 		typ, err := mapType(c, caps, opts)
 		if err != nil {
 			return nil, fmt.Errorf("%s.%s: %w", t.FullName(), c.Name, err)
+		}
+		if c.Kind == KindChar && !charset.Supported(c.Charset) {
+			return nil, fmt.Errorf("%s.%s: %w", t.FullName(), c.Name, &UnsupportedCharsetError{Charset: c.Charset})
 		}
 		if o, ok := to.Types[c.Name]; ok {
 			over, err := ParseCHType(o)

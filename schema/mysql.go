@@ -59,8 +59,14 @@ type Column struct {
 	Fsp int
 	// Length is BINARY(n)'s n.
 	Length int
-	// Labels are ENUM's and SET's values, exactly, in declaration order.
+	// Labels are ENUM's and SET's values, exactly, in declaration order
+	// (UTF-8).
 	Labels []string
+	// Charset is a CHAR, VARCHAR or TEXT column's character set, as MySQL
+	// names it (latin1, utf8mb4...): the binlog carries its bytes in it.
+	// "" when unknown or not text; charset.Passthrough tells whether its
+	// bytes are UTF-8 already.
+	Charset string
 	// BinlogType and BinlogMeta are the column's type code and metadata in
 	// the binlog's table map (0 when the definition did not come from the
 	// binlog); with them rows are decoded straight from binlog bytes.
@@ -96,15 +102,15 @@ func (t *Table) ColumnIndex(name string) int {
 
 // LoadTable reads a table's definition from information_schema.
 func LoadTable(ctx context.Context, db *sql.DB, database, table string) (*Table, error) {
-	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, COLUMN_TYPE, DATA_TYPE, IS_NULLABLE
+	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, COLUMN_TYPE, DATA_TYPE, IS_NULLABLE, IFNULL(CHARACTER_SET_NAME, '')
 		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, database, table)
 	if err != nil {
 		return nil, fmt.Errorf("read columns of %s.%s: %w", database, table, err)
 	}
 	t := &Table{Database: database, Name: table}
 	for rows.Next() {
-		var name, colType, dataType, nullable string
-		if err := rows.Scan(&name, &colType, &dataType, &nullable); err != nil {
+		var name, colType, dataType, nullable, charset string
+		if err := rows.Scan(&name, &colType, &dataType, &nullable, &charset); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("read columns of %s.%s: %w", database, table, err)
 		}
@@ -115,6 +121,9 @@ func LoadTable(ctx context.Context, db *sql.DB, database, table string) (*Table,
 		}
 		c.Name = name
 		c.Nullable = nullable == "YES"
+		if c.Kind == KindChar {
+			c.Charset = charsetName(charset)
+		}
 		t.Columns = append(t.Columns, c)
 	}
 	if err := rows.Err(); err != nil {
@@ -172,6 +181,21 @@ func (t *Table) loadKeys(ctx context.Context, db *sql.DB) error {
 	}
 	return nil
 }
+
+// charsetName is MySQL's name for a character set, the same whichever
+// version prints it: utf8 is utf8mb3 (MySQL 8.0 and MariaDB 10.6 renamed
+// it).
+func charsetName(name string) string {
+	name = strings.ToLower(name)
+	if name == "utf8" {
+		return "utf8mb3"
+	}
+	return name
+}
+
+// CharsetName is charsetName for the other packages that read character
+// set names (from the binlog's collation ids).
+func CharsetName(name string) string { return charsetName(name) }
 
 // UnsupportedTypeError is a MySQL column type without a ClickHouse mapping
 // (MariaDB's INET6 and UUID, for instance).

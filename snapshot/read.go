@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/binlog2ch/binlog2ch/charset"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/source"
@@ -158,6 +159,12 @@ func columnValueFn(c *schema.Column) (valueFn, string, error) {
 			return nil, fmt.Errorf("column %s: got %T, want text", name, v)
 		}, "", nil
 	case schema.KindChar, schema.KindBinary, schema.KindBlob, schema.KindJSON, schema.KindGeometry:
+		expr := ""
+		if c.Kind == schema.KindChar && !charset.Passthrough(c.Charset) {
+			// Its bytes as stored, which the block converts to UTF-8 as it
+			// does the binlog's: one conversion for both paths.
+			expr = "CAST(%s AS BINARY)"
+		}
 		return func(v driver.Value, a *arena) (any, error) {
 			switch x := v.(type) {
 			case nil:
@@ -168,7 +175,7 @@ func columnValueFn(c *schema.Column) (valueFn, string, error) {
 				return x, nil
 			}
 			return nil, fmt.Errorf("column %s: got %T, want bytes", name, v)
-		}, "", nil
+		}, expr, nil
 	}
 	return nil, "", fmt.Errorf("MySQL type %s cannot be copied", c.Type)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/schema"
 )
 
 // Server is what binlog2ch needs to know of the source server.
@@ -21,6 +22,10 @@ type Server struct {
 	// RawRows: row images may be decoded from the binlog bytes (not with
 	// MariaDB's log_bin_compress, whose events go-mysql decompresses).
 	RawRows bool
+	// Collations maps the server's collation ids to their character sets:
+	// the binlog names a text column's collation by id, and the ids above
+	// 255 differ between MySQL and MariaDB.
+	Collations map[uint64]string
 }
 
 // Inspect reads the source's flavour and identity and checks the binlog
@@ -66,9 +71,13 @@ func Inspect(ctx context.Context, db *sql.DB, cfg *config.Config) (Server, error
 	}
 	// Reading the binlog position needs REPLICATION CLIENT: say so at
 	// start, not at the first snapshot or position check.
-	if _, err := CurrentPosition(ctx, db); err != nil {
+	var err error
+	if _, err = CurrentPosition(ctx, db); err != nil {
 		return srv, fmt.Errorf("MySQL %s as %s: %w. binlog2ch needs REPLICATION CLIENT (called BINLOG MONITOR on MariaDB 10.5+) and REPLICATION SLAVE: GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO the user, and SELECT on the replicated databases",
 			cfg.MySQL.Addr, cfg.MySQL.User, err)
+	}
+	if srv.Collations, err = collations(ctx, db); err != nil {
+		return srv, fmt.Errorf("MySQL %s: %w", cfg.MySQL.Addr, err)
 	}
 	var uuid string
 	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.server_uuid").Scan(&uuid); err == nil && uuid != "" {
@@ -81,4 +90,33 @@ func Inspect(ctx context.Context, db *sql.DB, cfg *config.Config) (Server, error
 		srv.ID = "server_id:" + strconv.FormatUint(uint64(id), 10)
 	}
 	return srv, nil
+}
+
+// collations reads the server's collation ids: information_schema's
+// COLLATIONS, and on MariaDB 10.10+ also the ids of the UCA 14 collations
+// that table lists without.
+func collations(ctx context.Context, db *sql.DB) (map[uint64]string, error) {
+	out := map[uint64]string{}
+	read := func(q string) error {
+		rows, err := db.QueryContext(ctx, q)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id uint64
+			var cs string
+			if err := rows.Scan(&id, &cs); err != nil {
+				return err
+			}
+			out[id] = schema.CharsetName(cs)
+		}
+		return rows.Err()
+	}
+	if err := read("SELECT ID, CHARACTER_SET_NAME FROM information_schema.COLLATIONS WHERE ID IS NOT NULL"); err != nil {
+		return nil, fmt.Errorf("read the collations: %w", err)
+	}
+	// MySQL has no ID in this table: nothing to add there.
+	_ = read("SELECT ID, CHARACTER_SET_NAME FROM information_schema.COLLATION_CHARACTER_SET_APPLICABILITY WHERE ID IS NOT NULL")
+	return out, nil
 }

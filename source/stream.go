@@ -420,7 +420,7 @@ func (s *Stream) tableMap(e *replication.TableMapEvent) error {
 	name := TableName{Database: string(e.Schema), Table: string(e.Table)}
 	st := &tableState{name: name, skip: SystemDatabase(name.Database) || !s.cfg.Replicates(name.Database, name.Table), event: e}
 	if !st.skip {
-		src, err := TableFromMap(e)
+		src, err := TableFromMap(e, s.srv.Collations)
 		if err != nil {
 			return err
 		}

@@ -6,7 +6,9 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
+	tidbcharset "github.com/pingcap/tidb/pkg/parser/charset"
 
+	"github.com/binlog2ch/binlog2ch/charset"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
@@ -21,21 +23,40 @@ const binaryCollation = 63
 // It reads the event's fields, never go-mysql's helpers that cache into the
 // event (ColumnNameString, EnumStrValueString...): the parser goroutine
 // reads the same event concurrently (rowsDecoder).
-func TableFromMap(e *replication.TableMapEvent) (*schema.Table, error) {
+//
+// collations maps the server's collation ids to their character sets
+// (Server.Collations); ids it lacks are looked up in MySQL's list.
+func TableFromMap(e *replication.TableMapEvent, collations map[uint64]string) (*schema.Table, error) {
 	if len(e.ColumnName) != int(e.ColumnCount) {
 		return nil, fmt.Errorf("table %s.%s: the binlog's table-map event has no column names: binlog_row_metadata was not FULL when this event was written; set binlog_row_metadata=FULL on the server and start from a position written after that (a new full sync)", e.Schema, e.Table)
 	}
 	t := &schema.Table{Database: string(e.Schema), Name: string(e.Table)}
 	unsigned := e.UnsignedMap()
-	collations := e.CollationMap()
+	textCollations, labelCollations := e.CollationMap(), e.EnumSetCollationMap()
 	nextEnum, nextSet := 0, 0
-	labels := func(values [][][]byte, next *int) []string {
+	var labelErr error
+	labels := func(values [][][]byte, next *int, col int) []string {
 		if *next >= len(values) {
 			return nil
+		}
+		var dec *charset.Decoder
+		if id, ok := labelCollations[col]; ok && !charset.Passthrough(charsetOf(id, collations)) {
+			cs := charsetOf(id, collations)
+			var err error
+			if dec, err = charset.New(cs); err != nil {
+				labelErr = fmt.Errorf("%s.%s.%s: the labels' %w", e.Schema, e.Table, e.ColumnName[col], err)
+			}
 		}
 		out := make([]string, len(values[*next]))
 		for i, v := range values[*next] {
 			out[i] = string(v)
+			if dec != nil {
+				u, err := dec.Append(nil, v)
+				if err != nil {
+					labelErr = fmt.Errorf("%s.%s.%s: label %q: %w", e.Schema, e.Table, e.ColumnName[col], v, err)
+				}
+				out[i] = string(u)
+			}
 		}
 		*next++
 		return out
@@ -56,7 +77,7 @@ func TableFromMap(e *replication.TableMapEvent) (*schema.Table, error) {
 				typ = b0
 			}
 		}
-		binary := collations[i] == binaryCollation
+		binary := textCollations[i] == binaryCollation
 		switch typ {
 		case mysql.MYSQL_TYPE_TINY:
 			c.Kind, c.Type = schema.KindTinyInt, "tinyint"
@@ -99,9 +120,9 @@ func TableFromMap(e *replication.TableMapEvent) (*schema.Table, error) {
 				c.Kind, c.Type = schema.KindBinary, "binary("+strconv.Itoa(c.Length)+")"
 			}
 		case mysql.MYSQL_TYPE_ENUM:
-			c.Kind, c.Labels, c.Type = schema.KindEnum, labels(e.EnumStrValue, &nextEnum), "enum"
+			c.Kind, c.Labels, c.Type = schema.KindEnum, labels(e.EnumStrValue, &nextEnum, i), "enum"
 		case mysql.MYSQL_TYPE_SET:
-			c.Kind, c.Labels, c.Type = schema.KindSet, labels(e.SetStrValue, &nextSet), "set"
+			c.Kind, c.Labels, c.Type = schema.KindSet, labels(e.SetStrValue, &nextSet, i), "set"
 		case mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB, mysql.MYSQL_TYPE_BLOB:
 			c.Kind, c.Type = schema.KindChar, "text"
 			if binary {
@@ -126,12 +147,30 @@ func TableFromMap(e *replication.TableMapEvent) (*schema.Table, error) {
 		if c.Unsigned {
 			c.Type += " unsigned"
 		}
+		if id, ok := textCollations[i]; ok && c.Kind == schema.KindChar {
+			c.Charset = charsetOf(id, collations)
+		}
 		t.Columns = append(t.Columns, c)
+	}
+	if labelErr != nil {
+		return nil, labelErr
 	}
 	for _, k := range e.PrimaryKey {
 		t.PrimaryKey = append(t.PrimaryKey, int(k))
 	}
 	return t, nil
+}
+
+// charsetOf is the character set of a collation id: the server's own list
+// first (MariaDB's ids above 255 are its own), then MySQL's.
+func charsetOf(id uint64, server map[uint64]string) string {
+	if cs, ok := server[id]; ok {
+		return cs
+	}
+	if c, err := tidbcharset.GetCollationByID(int(id)); err == nil {
+		return schema.CharsetName(c.CharsetName)
+	}
+	return "of unknown collation id " + strconv.FormatUint(id, 10)
 }
 
 // SameColumns reports whether two definitions of a table have the same
@@ -143,7 +182,7 @@ func SameColumns(a, b *schema.Table) bool {
 	for i := range a.Columns {
 		x, y := &a.Columns[i], &b.Columns[i]
 		if x.Name != y.Name || x.Kind != y.Kind || x.Unsigned != y.Unsigned || x.Nullable != y.Nullable ||
-			x.Scale != y.Scale || x.Fsp != y.Fsp || !equalStrings(x.Labels, y.Labels) ||
+			x.Scale != y.Scale || x.Fsp != y.Fsp || !equalStrings(x.Labels, y.Labels) || x.Charset != y.Charset && x.Charset != "" && y.Charset != "" ||
 			(x.Kind == schema.KindBinary) && x.Length != y.Length ||
 			(x.Kind == schema.KindDecimal || x.Kind == schema.KindBit) && x.Precision != y.Precision {
 			return false

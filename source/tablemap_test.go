@@ -30,7 +30,7 @@ func mapEvent() *replication.TableMapEvent {
 }
 
 func TestTableFromMap(t *testing.T) {
-	tb, err := TableFromMap(mapEvent())
+	tb, err := TableFromMap(mapEvent(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,13 +74,13 @@ func TestTableFromMap(t *testing.T) {
 func TestTableFromMapNeedsColumnNames(t *testing.T) {
 	e := mapEvent()
 	e.ColumnName = nil
-	if _, err := TableFromMap(e); err == nil || !strings.Contains(err.Error(), "binlog_row_metadata was not FULL") {
+	if _, err := TableFromMap(e, nil); err == nil || !strings.Contains(err.Error(), "binlog_row_metadata was not FULL") {
 		t.Fatalf("got %v", err)
 	}
 }
 
 func TestEnrichKeepsBinlogTypes(t *testing.T) {
-	binlog, err := TableFromMap(mapEvent())
+	binlog, err := TableFromMap(mapEvent(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/charset"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
@@ -80,7 +81,7 @@ func canonical(c *schema.Column, t schema.CHType, caps schema.Capabilities) (col
 	case schema.KindChar, schema.KindBlob, schema.KindJSON:
 		// MD5 keeps a row's text short whatever the value's size (MySQL's
 		// CONCAT is capped by max_allowed_packet).
-		m, h, col.form = "MD5("+my+")", "lower(hex(MD5("+ch+")))", formMD5
+		m, h, col.form = "MD5("+utf8Text(my, c)+")", "lower(hex(MD5("+ch+")))", formMD5
 	case schema.KindBinary:
 		m, h, col.form = "HEX("+my+")", "hex("+ch+")", formHex
 	case schema.KindGeometry:
@@ -105,12 +106,21 @@ func canonical(c *schema.Column, t schema.CHType, caps schema.Capabilities) (col
 	return col, nil
 }
 
+// utf8Text is a text column's value as UTF-8, as ClickHouse holds it: MD5
+// and HEX read the bytes of the column's own character set.
+func utf8Text(my string, c *schema.Column) string {
+	if c.Kind == schema.KindChar && !charset.Passthrough(c.Charset) {
+		return "CONVERT(" + my + " USING utf8mb4)"
+	}
+	return my
+}
+
 // keyHexForm renders key text columns as hex rather than MD5, so a
 // differing key can be printed.
 func keyHexForm(col *column, c *schema.Column) {
 	if c.Kind == schema.KindChar || c.Kind == schema.KindBlob {
 		my := "`" + strings.ReplaceAll(c.Name, "`", "``") + "`"
-		col.mysql = "HEX(" + my + ")"
+		col.mysql = "HEX(" + utf8Text(my, c) + ")"
 		col.ch = "hex(" + schema.QuoteIdent(c.Name) + ")"
 		col.form = formHex
 	}
