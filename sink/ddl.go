@@ -42,7 +42,13 @@ func (w *Writer) changeSchema(ctx context.Context, src *schema.Table) error {
 			}
 		}
 	}
+	if err := w.c.checkRegistered(ctx, w.log, target, w.name.String()); err != nil {
+		return err
+	}
 	if err := w.c.EnsureTable(ctx, w.log, target, drop, w.defaults); err != nil {
+		return err
+	}
+	if err := w.c.reg.record(target.Database, target.Name, targetColumns(target), drop, false); err != nil {
 		return err
 	}
 	blk := block.NewBlock(target)
@@ -81,6 +87,11 @@ func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
 		}
 		stmts = append(stmts, "DROP TABLE IF EXISTS "+full+on)
 		defer w.c.m.Forget(w.name)
+		defer func() {
+			if err == nil {
+				err = w.c.reg.forget(db, name)
+			}
+		}()
 	case source.DDLRenameTable:
 		newName := m.NewName
 		if o := w.c.cfg.TableOptions(w.name.Database, m.NewName); o.Name != "" {
@@ -104,6 +115,11 @@ func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
 		}
 		if exists { // on a replay the rename may already be done
 			stmts = append(stmts, "RENAME TABLE "+full+" TO "+schema.QuoteIdent(db)+"."+schema.QuoteIdent(newName)+on)
+			defer func() {
+				if err == nil {
+					err = w.c.reg.rename(db, name, newName, nil)
+				}
+			}()
 		}
 		if dist != "" && w.target != nil {
 			renamed := *w.target
@@ -128,6 +144,9 @@ func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
 		}
 		if err := w.c.renameColumns(ctx, w.log, w.target, m.Renames); err != nil {
 			return fmt.Errorf("%s at binlog %s: %w", w.name, m.At, err)
+		}
+		if err := w.c.reg.rename(db, name, name, m.Renames); err != nil {
+			return err
 		}
 		// Follow the rename in the known schema, so the next table map
 		// differs only by what else changed.

@@ -40,6 +40,7 @@ type ClickHouse struct {
 	layout clusterLayout // the cluster's shards, for rows routed to them (shards.go)
 	m      *metrics.Metrics
 	live   LiveTable
+	reg    *Registry   // nil: tables are not tracked (a shared state store)
 	up     atomic.Bool // the last insert, DDL or ping succeeded
 
 	// MaxBackoff caps the retry backoff.
@@ -50,6 +51,13 @@ type ClickHouse struct {
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.Metrics, live LiveTable) (*ClickHouse, error) {
 	c := &ClickHouse{cfg: cfg, log: log, ins: newInserters(cfg), m: m, live: live, MaxBackoff: 30 * time.Second}
 	var err error
+	// With the checkpoint in ClickHouse, hosts take turns: a registry in
+	// one host's state_dir would be stale on the next.
+	if cfg.StateDir != "" && cfg.State.Store != config.StoreClickHouse {
+		if c.reg, err = LoadRegistry(cfg.StateDir); err != nil {
+			return nil, err
+		}
+	}
 	if c.conn, err = OpenClickHouse(ctx, cfg, log); err != nil {
 		return nil, err
 	}

@@ -45,6 +45,95 @@ func (c *ClickHouse) tableExists(ctx context.Context, db, table string) (bool, e
 	return len(cols) > 0, err
 }
 
+// TargetChangedError: a ClickHouse table binlog2ch created, or a column it
+// put there, is missing or has another type than binlog2ch gave it: it was
+// changed outside binlog2ch, and its rows may no longer be MySQL's.
+type TargetChangedError struct {
+	Table   string // in ClickHouse, db.table
+	MySQL   string // the MySQL table, db.table
+	Problem string
+}
+
+func (e *TargetChangedError) Error() string {
+	return fmt.Sprintf("ClickHouse table %s %s: it was changed outside binlog2ch. Creating it again or repairing it in place could leave rows that differ from MySQL (those not changed since missing, or a column's values lost), so binlog2ch stops. Copy it again: stop binlog2ch, run `binlog2ch fullsync -recreate -tables %s`, and start binlog2ch again",
+		e.Table, e.Problem, e.MySQL)
+}
+
+// checkRegistered refuses to create again a table binlog2ch created, or to
+// add again a column it put there, that ClickHouse lacks (see Registry).
+func (c *ClickHouse) checkRegistered(ctx context.Context, log *slog.Logger, t *schema.Target, mysql string) error {
+	registered, ok := c.reg.columns(t.Database, t.Name)
+	if !ok {
+		return nil
+	}
+	var cols []chColumn
+	err := c.Retry(ctx, log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) error {
+		var err error
+		cols, err = c.columns(ctx, t.Database, t.Name)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if len(cols) == 0 {
+		return &TargetChangedError{Table: t.FullName(), MySQL: mysql, Problem: "no longer exists, though binlog2ch created it (" + RegistryFile + " in state_dir lists it)"}
+	}
+	var missing []string
+	for _, tc := range t.Columns {
+		if slices.Contains(registered, tc.Name) && !slices.ContainsFunc(cols, func(c chColumn) bool { return c.name == tc.Name }) {
+			missing = append(missing, tc.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return &TargetChangedError{Table: t.FullName(), MySQL: mysql, Problem: "lacks column " + strings.Join(missing, ", ") + ", which binlog2ch put there"}
+	}
+	return nil
+}
+
+// changedOnline says how the ClickHouse table differs from the target a
+// writer has been writing (nil when it does not, or cannot be read): a
+// change made while binlog2ch ran, which an insert just ran into.
+func (c *ClickHouse) changedOnline(ctx context.Context, t *schema.Target, mysql string) error {
+	cols, err := c.columns(ctx, t.Database, t.Name)
+	if err != nil {
+		return nil
+	}
+	if len(cols) == 0 {
+		return &TargetChangedError{Table: t.FullName(), MySQL: mysql, Problem: "no longer exists (dropped while binlog2ch wrote to it)"}
+	}
+	have := map[string]string{}
+	for _, c := range cols {
+		have[c.name] = c.typ
+	}
+	var problems []string
+	for _, tc := range t.Columns {
+		switch typ, ok := have[tc.Name]; {
+		case !ok:
+			problems = append(problems, "lacks column "+tc.Name)
+		case typ != tc.Type.String():
+			problems = append(problems, "has column "+tc.Name+" as "+typ+" where binlog2ch writes "+tc.Type.String())
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return &TargetChangedError{Table: t.FullName(), MySQL: mysql, Problem: strings.Join(problems, "; ") + " (changed while binlog2ch wrote to it)"}
+}
+
+// RecordTable notes in the registry the table a copy just created or
+// wrote; replace: it was copied from scratch (-recreate).
+func (c *ClickHouse) RecordTable(t *schema.Target, replace bool) error {
+	return c.reg.record(t.Database, t.Name, targetColumns(t), nil, replace)
+}
+
+func targetColumns(t *schema.Target) []string {
+	names := make([]string, len(t.Columns))
+	for i, tc := range t.Columns {
+		names[i] = tc.Name
+	}
+	return names
+}
+
 // EnsureTable makes the ClickHouse table fit the target: created if
 // missing, missing columns added where the target has them, column types
 // changed to the target's, and the columns in drop dropped. A column added

@@ -367,11 +367,18 @@ func (w *Writer) send(ctx context.Context, b *block.Block, rt *route, sc *shardS
 		err = w.c.Retry(ctx, w.log, metrics.StageInsert, "insert into ClickHouse", func(ctx context.Context) error {
 			if b.NativeOK() && w.nativeRefused.Load() != t {
 				err := w.c.ins.insertNative(ctx, "", t.InsertSQL(), b, nil)
-				if !w.refuseNative(t, err) {
-					return err
+				var mismatch *headerMismatch
+				if !errors.As(err, &mismatch) {
+					return w.explain(ctx, t, err)
 				}
+				// The server's columns differ from the block's: the table
+				// changed by hand, or only the wire names a type otherwise.
+				if changed := w.c.changedOnline(ctx, t, w.name.String()); changed != nil {
+					return permanent(changed)
+				}
+				w.refuseNative(t, err)
 			}
-			return w.insertDriver(ctx, b)
+			return w.explain(ctx, t, w.insertDriver(ctx, b))
 		})
 	}
 	if err != nil {
@@ -388,6 +395,19 @@ func (w *Writer) send(ctx context.Context, b *block.Block, rt *route, sc *shardS
 	b.Reset()
 	w.log.Debug("flushed", "rows", rows, "duration", took)
 	return nil
+}
+
+// explain turns an insert that failed for good into a TargetChangedError
+// when the table changed under the writer (dropped, a column dropped or
+// retyped by hand).
+func (w *Writer) explain(ctx context.Context, t *schema.Target, err error) error {
+	if err == nil || transient(err) {
+		return err
+	}
+	if changed := w.c.changedOnline(ctx, t, w.name.String()); changed != nil {
+		return permanent(changed)
+	}
+	return err
 }
 
 // refuseNative reports whether err says the ClickHouse table differs from

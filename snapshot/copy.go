@@ -442,6 +442,9 @@ func (c *copier) prepare(ctx context.Context, t *tableCopy) (complete bool, err 
 	if err := c.Sink.EnsureTable(ctx, t.log, target, nil, nil); err != nil {
 		return false, err
 	}
+	if err := c.Sink.RecordTable(target, drop); err != nil {
+		return false, err
+	}
 	if key == nil && prog.ScanStarted && target.Mode == schema.ModeChangelog {
 		// A changelog keeps every row: remove what the interrupted scan
 		// wrote (it carries this copy's version) before scanning again.

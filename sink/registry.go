@@ -1,0 +1,131 @@
+package sink
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/binlog2ch/binlog2ch/state"
+)
+
+// RegistryFile is, in state_dir, the ClickHouse tables binlog2ch created
+// and the columns it put in them. A table or column it lists that
+// ClickHouse lacks was dropped outside binlog2ch: recreating it would hold
+// only the rows changed since, so the writer stops instead (see
+// TargetChangedError). One that it does not list is new and is created.
+const RegistryFile = "tables.json"
+
+// Registry is the RegistryFile's content, shared by the writers.
+type Registry struct {
+	mu     sync.Mutex
+	dir    string
+	tables map[string][]string // "db.table" in ClickHouse -> columns, sorted
+}
+
+// LoadRegistry reads the registry in dir (empty when there is none).
+func LoadRegistry(dir string) (*Registry, error) {
+	r := &Registry{dir: dir, tables: map[string][]string{}}
+	var file struct {
+		Tables map[string][]string `json:"tables"`
+	}
+	found, err := state.ReadFile(dir, RegistryFile, &file)
+	if err != nil {
+		return nil, fmt.Errorf("%w; it lists the ClickHouse tables binlog2ch created. Restore it, or delete it: binlog2ch then creates missing tables again without telling whether they were dropped by hand", err)
+	}
+	if found && file.Tables != nil {
+		r.tables = file.Tables
+	}
+	return r, nil
+}
+
+func key(db, table string) string { return db + "." + table }
+
+// columns lists what binlog2ch put in a table; ok is false for a table it
+// did not create (or that it dropped since).
+func (r *Registry) columns(db, table string) (cols []string, ok bool) {
+	if r == nil {
+		return nil, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cols, ok = r.tables[key(db, table)]
+	return cols, ok
+}
+
+// record notes a table's columns after binlog2ch made them so: the ones it
+// has, less dropped ones. replace forgets earlier columns (a table copied
+// from scratch).
+func (r *Registry) record(db, table string, cols, dropped []string, replace bool) error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := key(db, table)
+	var next []string
+	if !replace {
+		next = append(next, r.tables[k]...)
+	}
+	for _, c := range cols {
+		if !slices.Contains(next, c) {
+			next = append(next, c)
+		}
+	}
+	next = slices.DeleteFunc(next, func(c string) bool { return slices.Contains(dropped, c) })
+	sort.Strings(next)
+	if old, ok := r.tables[k]; ok && slices.Equal(old, next) {
+		return nil
+	}
+	r.tables[k] = next
+	return r.save()
+}
+
+// forget drops a table binlog2ch dropped.
+func (r *Registry) forget(db, table string) error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.tables[key(db, table)]; !ok {
+		return nil
+	}
+	delete(r.tables, key(db, table))
+	return r.save()
+}
+
+// rename follows a table or column rename binlog2ch applied.
+func (r *Registry) rename(db, from, to string, columns map[string]string) error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cols, ok := r.tables[key(db, from)]
+	if !ok {
+		return nil
+	}
+	next := make([]string, 0, len(cols))
+	for _, c := range cols {
+		if n, ok := columns[c]; ok {
+			c = n
+		}
+		next = append(next, c)
+	}
+	sort.Strings(next)
+	delete(r.tables, key(db, from))
+	r.tables[key(db, to)] = next
+	return r.save()
+}
+
+func (r *Registry) save() error {
+	data, err := json.MarshalIndent(struct {
+		Tables map[string][]string `json:"tables"`
+	}{r.tables}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return state.WriteFile(r.dir, RegistryFile, append(data, '\n'))
+}
