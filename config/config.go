@@ -113,6 +113,12 @@ type MySQLConfig struct {
 	// be unique among the server's replicas.
 	ServerID uint32    `yaml:"server_id"`
 	TLS      TLSConfig `yaml:"tls"`
+	// HeartbeatPeriod is how often the server sends a heartbeat on an idle
+	// binlog stream.
+	HeartbeatPeriod time.Duration `yaml:"heartbeat_period"`
+	// StallTimeout is how long the stream may stay silent (no event, no
+	// heartbeat) before it counts as dead and is reconnected.
+	StallTimeout time.Duration `yaml:"stall_timeout"`
 }
 
 // ClickHouseConfig is the target server.
@@ -194,6 +200,7 @@ func redactedUnlessEmpty(s Secret) string {
 // defaultConfig is the configuration before the file is applied.
 func defaultConfig() Config {
 	return Config{
+		MySQL: MySQLConfig{HeartbeatPeriod: time.Second, StallTimeout: 5 * time.Second},
 		ClickHouse: ClickHouseConfig{User: "default", DatabaseMap: map[string]string{},
 			ReplicatedPath: schema.DefaultZooKeeperPath, ReplicaName: schema.DefaultReplica,
 			DistributedTable: schema.DefaultDistributedTable, ClusterInsert: ClusterInsertShards},
@@ -289,6 +296,12 @@ func (c *Config) validate(d *decoder, dir string) {
 	c.MySQL.Password = d.password("mysql", c.MySQL.Password, c.MySQL.PasswordFile, dir)
 	if c.MySQL.ServerID == 0 {
 		d.problem("mysql.server_id", "must be > 0")
+	}
+	if c.MySQL.HeartbeatPeriod < 100*time.Millisecond || c.MySQL.HeartbeatPeriod > time.Minute {
+		d.problem("mysql.heartbeat_period", "must be from 100ms to 1m")
+	}
+	if c.MySQL.StallTimeout < 2*c.MySQL.HeartbeatPeriod {
+		d.problem("mysql.stall_timeout", fmt.Sprintf("must be at least two heartbeat periods (%s), or every quiet moment would count as a dead stream", 2*c.MySQL.HeartbeatPeriod))
 	}
 	// go-mysql's binlog connection, unlike the SQL driver, does not fill in
 	// the name to verify: set it here for both.

@@ -125,7 +125,7 @@ func TestBadConfigs(t *testing.T) {
 	cases := []struct {
 		name, from, to, want string
 	}{
-		{"unknown key", "  server_id: 4242", "  server_id: 4242\n  serverid: 1", "config: mysql.serverid: unknown key (known here: addr, password, password_file, server_id, tls, user) (binlog2ch.yaml:7)"},
+		{"unknown key", "  server_id: 4242", "  server_id: 4242\n  serverid: 1", "config: mysql.serverid: unknown key (known here: addr, heartbeat_period, password, password_file, server_id, stall_timeout, tls, user) (binlog2ch.yaml:7)"},
 		{"unknown section", "metrics:", "metric:\n  x: 1\nmetrics:", "config: metric: unknown key"},
 		{"duplicate key", "  user: \"repl\"", "  user: \"repl\"\n  user: \"other\"", "config: mysql.user: set twice"},
 		{"wrong type int", "server_id: 4242", "server_id: abc", `config: mysql.server_id: want an integer from 0 to 4294967295, got "abc" (binlog2ch.yaml:6)`},
@@ -156,6 +156,7 @@ func TestBadConfigs(t *testing.T) {
 		{"bad chunk rows", "metrics:", "fullsync: {chunk_rows: 0}\nmetrics:", "config: fullsync.chunk_rows: must be from 1 to 10000000"},
 		{"bad workers", "metrics:", "fullsync: {workers: 65}\nmetrics:", "config: fullsync.workers: must be from 1 to 64"},
 		{"fullsync unknown key", "metrics:", "fullsync: {chunk: 5}\nmetrics:", "config: fullsync.chunk: unknown key (known here: chunk_rows, workers)"},
+		{"stall shorter than two heartbeats", "server_id: 4242", "server_id: 4242\n  heartbeat_period: 2s\n  stall_timeout: 3s", "config: mysql.stall_timeout: must be at least two heartbeat periods (4s)"},
 		{"bad ready lag", `listen: "127.0.0.1:9188"`, "listen: \"127.0.0.1:9188\"\n  ready_max_lag: 10ms", "config: metrics.ready_max_lag: must be >= 1s"},
 		{"port zero elsewhere", `addr: "127.0.0.1:3306"`, `addr: "127.0.0.1:0"`, `config: mysql.addr: port must be a number from 1 to 65535, got "0"`},
 		{"cluster path without table", "  database_map:", "  cluster: c1\n  replicated_path: /ch/{shard}\n  database_map:", `config: clickhouse.replicated_path: must contain {table} (each table needs its own ZooKeeper path), got "/ch/{shard}" (binlog2ch.yaml:12)`},

@@ -20,6 +20,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
@@ -222,7 +223,13 @@ func (h *harness) waitCaughtUpOr(run *running, exited <-chan struct{}, timeout t
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		if cp != nil && !cp.Position.Before(target) {
+		// The file checkpoint is written when an initial snapshot starts:
+		// caught up means the copy is complete too.
+		snap, err := snapshot.Load(h.cfg.StateDir, snapshot.InitialFile)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if cp != nil && !cp.Position.Before(target) && (snap == nil || snap.Complete) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)

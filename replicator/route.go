@@ -215,11 +215,11 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 			if oldIn {
 				return rowsWithoutEvents(ef, st)
 			}
-		case source.DDLDrop, source.DDLTruncate, source.DDLRenameColumns, source.DDLColumnDefaults:
+		case source.DDLDrop, source.DDLTruncate, source.DDLRenameColumns, source.DDLAddColumns:
 			if !oldIn {
 				continue
 			}
-			if err := s.dispatch(ctx, ef.Table, sink.Message{DDL: ef.Kind, Renames: ef.Renames, Defaults: ef.Defaults, At: st.At}); err != nil {
+			if err := s.dispatch(ctx, ef.Table, sink.Message{DDL: ef.Kind, Renames: ef.Renames, Defaults: ef.Defaults, Added: ef.Added, At: st.At}); err != nil {
 				return err
 			}
 			applied = true

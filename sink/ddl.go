@@ -135,9 +135,11 @@ func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
 		w.log = w.c.log.With("table", w.name.String())
 		w.tm = w.c.m.ForTable(w.name)
 		w.source, w.target, w.block = nil, nil, nil // re-read on the next rows
-	case source.DDLColumnDefaults:
+	case source.DDLAddColumns:
+		// The defaults also serve the next table map's schema change, in
+		// case the columns cannot be added now.
 		w.defaults = m.Defaults
-		return nil
+		return w.addColumnsNow(ctx, m)
 	case source.DDLRenameColumns:
 		if w.target == nil {
 			return nil // no rows seen yet: the next table map has the new names
@@ -164,6 +166,30 @@ func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
 		if err := w.c.Exec(ctx, w.log, stmt, "binlog", m.At.String()); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// addColumnsNow adds the columns an ALTER TABLE ... ADD COLUMN added, when
+// it is read: the table may have no rows for a long time, and readers want
+// the column. Their definitions come from the live MySQL table; only the
+// named columns are added (others the live table has may come from later
+// ALTERs, whose defaults are not known yet). Best effort: when the table
+// or the column is gone from MySQL, or ClickHouse has no table yet, the
+// table's next rows bring the columns as before.
+func (w *Writer) addColumnsNow(ctx context.Context, m Message) error {
+	live, err := w.c.live(ctx, w.name)
+	if err != nil || live == nil {
+		w.log.Debug("columns added in MySQL wait for the table's next rows", "reason", err)
+		return nil
+	}
+	target, err := schema.Map(live, w.c.cfg.ClickHouseDatabase(w.name.Database), w.c.caps, w.c.cfg.SchemaOptions(),
+		w.c.cfg.TableOptions(w.name.Database, w.name.Table))
+	if err != nil {
+		return nil // the next rows stop with this error, at their position
+	}
+	if err := w.c.addColumns(ctx, w.log, target, m.Added, m.Defaults, m.At.String()); err != nil {
+		return fmt.Errorf("%s at binlog %s: %w", w.name, m.At, err)
 	}
 	return nil
 }

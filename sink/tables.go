@@ -198,6 +198,56 @@ func (c *ClickHouse) EnsureTable(ctx context.Context, log *slog.Logger, t *schem
 	return nil
 }
 
+// addColumns adds the named target columns ClickHouse lacks, each after
+// the column before it in the target, and records them. A table that does
+// not exist is left alone.
+func (c *ClickHouse) addColumns(ctx context.Context, log *slog.Logger, t *schema.Target, names []string, defaults map[string]string, at string) error {
+	var cols []chColumn
+	err := c.Retry(ctx, log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) error {
+		var err error
+		cols, err = c.columns(ctx, t.Database, t.Name)
+		return err
+	})
+	if err != nil || len(cols) == 0 {
+		return err
+	}
+	have := map[string]bool{}
+	for _, c := range cols {
+		have[c.name] = true
+	}
+	full := schema.QuoteIdent(t.Database) + "." + schema.QuoteIdent(t.Name)
+	var added []string
+	prev := ""
+	for _, tc := range t.Columns {
+		if !have[tc.Name] && slices.Contains(names, tc.Name) {
+			s := "ALTER TABLE " + full + t.OnCluster() + " ADD COLUMN " + schema.QuoteIdent(tc.Name) + " " + tc.Type.String()
+			if d, ok := defaults[tc.Name]; ok {
+				s += " DEFAULT " + d
+			}
+			if prev != "" {
+				s += " AFTER " + schema.QuoteIdent(prev)
+			}
+			if err := c.Exec(ctx, log, s, "binlog", at); err != nil {
+				return err
+			}
+			have[tc.Name] = true
+			added = append(added, tc.Name)
+		}
+		if have[tc.Name] {
+			prev = tc.Name
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	if t.Options.Cluster != nil {
+		if err := c.ensureDistributed(ctx, log, t, ""); err != nil {
+			return err
+		}
+	}
+	return c.reg.record(t.Database, t.Name, added, nil, false)
+}
+
 // ensureDistributed makes the Distributed table over t's local tables have
 // the local table's columns. 18.16 refuses ALTER ... ON CLUSTER on a
 // Distributed table over replicated shards (code 371, "isn't replicated"),

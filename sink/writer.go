@@ -36,7 +36,8 @@ type Message struct {
 	DDL      source.DDLKind
 	NewName  string            // source.DDLRenameTable: new MySQL table name
 	Renames  map[string]string // source.DDLRenameColumns: old -> new
-	Defaults map[string]string // source.DDLColumnDefaults: column -> literal
+	Defaults map[string]string // source.DDLAddColumns: column -> literal
+	Added    []string          // source.DDLAddColumns: the columns added
 }
 
 // where says where a message's rows come from, for errors.

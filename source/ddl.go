@@ -20,7 +20,10 @@ const (
 	DDLDrop
 	DDLRenameTable
 	DDLRenameColumns
-	DDLColumnDefaults
+	// DDLAddColumns: ADD COLUMN, applied when read (not at the table's
+	// next rows), with the constant DEFAULTs MySQL fills existing rows
+	// with.
+	DDLAddColumns
 	// DDLRowsByStatement: rows changed by a statement the binlog holds as
 	// SQL text (binlog_format STATEMENT or MIXED in the session that ran
 	// it), not as row events. A multi-table statement names every table it
@@ -43,7 +46,8 @@ type DDLEffect struct {
 	Table    TableName
 	NewTable TableName         // DDLRenameTable
 	Renames  map[string]string // DDLRenameColumns
-	Defaults map[string]string // DDLColumnDefaults: column -> ClickHouse literal
+	Defaults map[string]string // DDLAddColumns: column -> ClickHouse literal
+	Added    []string          // DDLAddColumns: the columns, in statement order
 }
 
 // ParseDDL returns the effects of one query-event statement; ok is false
@@ -92,6 +96,7 @@ func ParseDDL(p *parser.Parser, defaultDB, query string) (effects []DDLEffect, o
 			t := name(s.Table)
 			renames := map[string]string{}
 			defaults := map[string]string{}
+			var added []string
 			var rename *TableName
 			for _, spec := range s.Specs {
 				switch spec.Tp {
@@ -99,6 +104,7 @@ func ParseDDL(p *parser.Parser, defaultDB, query string) (effects []DDLEffect, o
 					// MySQL fills existing rows with the new column's default;
 					// ClickHouse does the same when the column is added with it.
 					for _, col := range spec.NewColumns {
+						added = append(added, col.Name.Name.O)
 						for _, opt := range col.Options {
 							if opt.Tp == ast.ColumnOptionDefaultValue {
 								if lit, ok := defaultLiteral(opt.Expr); ok {
@@ -126,8 +132,8 @@ func ParseDDL(p *parser.Parser, defaultDB, query string) (effects []DDLEffect, o
 					}
 				}
 			}
-			if len(defaults) > 0 {
-				effects = append(effects, DDLEffect{Kind: DDLColumnDefaults, Table: t, Defaults: defaults})
+			if len(added) > 0 {
+				effects = append(effects, DDLEffect{Kind: DDLAddColumns, Table: t, Defaults: defaults, Added: added})
 			}
 			if len(renames) > 0 {
 				effects = append(effects, DDLEffect{Kind: DDLRenameColumns, Table: t, Renames: renames})

@@ -23,9 +23,9 @@ func TestParseDDL(t *testing.T) {
 		{"ALTER TABLE t CHANGE COLUMN a b INT, CHANGE c c BIGINT", []DDLEffect{{Kind: DDLRenameColumns, Table: TableName{"db", "t"}, Renames: map[string]string{"a": "b"}}}},
 		{"ALTER TABLE t RENAME TO u", []DDLEffect{{Kind: DDLRenameTable, Table: TableName{"db", "t"}, NewTable: TableName{"db", "u"}}}},
 		{"ALTER TABLE t ADD COLUMN s VARCHAR(5) DEFAULT 'it''s', ADD n INT DEFAULT -3, ADD d DECIMAL(5,2) DEFAULT 1.50, ADD ts TIMESTAMP DEFAULT CURRENT_TIMESTAMP, ADD z INT",
-			[]DDLEffect{{Kind: DDLColumnDefaults, Table: TableName{"db", "t"}, Defaults: map[string]string{"s": `'it\'s'`, "n": "'-3'", "d": "'1.50'"}}}},
-		{"ALTER TABLE t ADD COLUMN x INT", nil},
-		{"ALTER TABLE t ADD COLUMN x DOUBLE DEFAULT -2.5, ADD y INT DEFAULT +7", []DDLEffect{{Kind: DDLColumnDefaults, Table: TableName{"db", "t"}, Defaults: map[string]string{"x": "'-2.5'", "y": "'7'"}}}},
+			[]DDLEffect{{Kind: DDLAddColumns, Table: TableName{"db", "t"}, Defaults: map[string]string{"s": `'it\'s'`, "n": "'-3'", "d": "'1.50'"}, Added: []string{"s", "n", "d", "ts", "z"}}}},
+		{"ALTER TABLE t ADD COLUMN x INT", []DDLEffect{{Kind: DDLAddColumns, Table: TableName{"db", "t"}, Defaults: map[string]string{}, Added: []string{"x"}}}},
+		{"ALTER TABLE t ADD COLUMN x DOUBLE DEFAULT -2.5, ADD y INT DEFAULT +7", []DDLEffect{{Kind: DDLAddColumns, Table: TableName{"db", "t"}, Defaults: map[string]string{"x": "'-2.5'", "y": "'7'"}, Added: []string{"x", "y"}}}},
 		{"CREATE TABLE t (a INT)", nil},
 		// Rows changed by statements (binlog_format STATEMENT or MIXED).
 		{"INSERT INTO t VALUES (1)", []DDLEffect{{Kind: DDLRowsByStatement, Table: TableName{"db", "t"}}}},

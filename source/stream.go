@@ -150,6 +150,7 @@ type Stream struct {
 	lastTS    int64        // timestamp (Unix ns) of the newest event read
 	tables    map[uint64]*tableState
 	downSince time.Time // when the stream failed, until an event arrives on a new one
+	lastRead  time.Time // when the last event or heartbeat arrived
 }
 
 // tableState is what the reader knows of one table-map id.
@@ -225,7 +226,7 @@ func (s *Stream) Run(ctx context.Context, start Position, h Handler) error {
 			s.downSince = time.Now()
 		}
 		h.Down(err, s.resume, delay)
-		s.log.Warn("binlog stream failed; reconnecting", "error", err, "position", s.resume.String(), "retry_in", delay)
+		s.log.Warn("binlog stream failed; reconnecting", "error", compact(err), "position", s.resume.String(), "retry_in", delay)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -268,12 +269,16 @@ func (s *Stream) syncerConfig() replication.BinlogSyncerConfig {
 		TLSConfig:               s.cfg.MySQLTLS(),
 		ParseTime:               true,
 		TimestampStringLocation: time.UTC,
-		HeartbeatPeriod:         time.Second,
-		ReadTimeout:             30 * time.Second,
-		DisableRetrySync:        true,
-		EventCacheCount:         s.EventCache,
-		RowsEventDecodeFunc:     NewRowsDecoder(s.srv.RawRows).Decode,
-		Logger:                  liblog.GoMySQL(s.log),
+		HeartbeatPeriod:         s.cfg.MySQL.HeartbeatPeriod,
+		// Heartbeats come every period on an idle stream, so silence this
+		// long is a dead stream (a frozen server, a lost network path).
+		// go-mysql sets the deadline only while it waits for a packet, not
+		// while a full queue holds the reader back.
+		ReadTimeout:         s.cfg.MySQL.StallTimeout,
+		DisableRetrySync:    true,
+		EventCacheCount:     s.EventCache,
+		RowsEventDecodeFunc: NewRowsDecoder(s.srv.RawRows).Decode,
+		Logger:              liblog.GoMySQL(s.log),
 	}
 }
 
@@ -283,7 +288,7 @@ func (s *Stream) syncerConfig() replication.BinlogSyncerConfig {
 // Other failures are left to Run's retries.
 func (s *Stream) Check(ctx context.Context, from Position) error {
 	syncer := replication.NewBinlogSyncer(s.syncerConfig())
-	defer syncer.Close()
+	defer s.closeSyncer(syncer)
 	stream, err := syncer.StartSync(mysql.Position{Name: from.File, Pos: from.Pos})
 	if err == nil {
 		readCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -300,7 +305,7 @@ func (s *Stream) Check(ctx context.Context, from Position) error {
 // position, where the XA transactions still prepared are read again.
 func (s *Stream) stream(ctx context.Context, from Position, fresh bool, h Handler) error {
 	syncer := replication.NewBinlogSyncer(s.syncerConfig())
-	defer syncer.Close()
+	defer s.closeSyncer(syncer)
 	stream, err := syncer.StartSync(mysql.Position{Name: from.File, Pos: from.Pos})
 	if err != nil {
 		return err
@@ -321,11 +326,12 @@ func (s *Stream) stream(ctx context.Context, from Position, fresh bool, h Handle
 		woken := false
 		if err != nil {
 			if waitCtx.Err() == nil || ctx.Err() != nil {
-				return err
+				return s.stalled(err)
 			}
 			waitCtx = s.wk.waitContext(ctx)
 			woken = true
 		} else {
+			s.lastRead = time.Now()
 			if !s.downSince.IsZero() {
 				s.log.Info("binlog stream reconnected", "position", from.String(), "down_for", time.Since(s.downSince).Round(time.Millisecond).String())
 				s.downSince = time.Time{}
@@ -342,6 +348,58 @@ func (s *Stream) stream(ctx context.Context, from Position, fresh bool, h Handle
 			s.wk.wakeAfter(again)
 		}
 	}
+}
+
+// closeSyncer closes a binlog connection without waiting long: go-mysql's
+// Close kills the old connection through a new one, which blocks for as
+// long as a frozen server does not answer. The reconnect need not wait for
+// that; the close finishes in the background.
+func (s *Stream) closeSyncer(syncer *replication.BinlogSyncer) {
+	done := make(chan struct{})
+	go func() {
+		syncer.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		s.log.Debug("the old binlog connection is still closing (the server does not answer); going on without waiting")
+	}
+}
+
+// stalled explains a read that failed after the stream was silent for
+// mysql.stall_timeout: heartbeats would have come on a live one.
+func (s *Stream) stalled(err error) error {
+	if s.lastRead.IsZero() || time.Since(s.lastRead) < s.cfg.MySQL.StallTimeout {
+		return err
+	}
+	return &StallError{Silent: s.cfg.MySQL.StallTimeout, Heartbeat: s.cfg.MySQL.HeartbeatPeriod, Err: err}
+}
+
+// StallError: the stream was silent for longer than mysql.stall_timeout.
+type StallError struct {
+	Silent, Heartbeat time.Duration
+	Err               error
+}
+
+func (e *StallError) Error() string {
+	return fmt.Sprintf("no binlog event or heartbeat for %s (mysql.stall_timeout; the server sends a heartbeat every %s): the server or the network path is not answering (%s)",
+		e.Silent, e.Heartbeat, compact(e.Err))
+}
+
+func (e *StallError) Unwrap() error { return e.Err }
+
+// compact is an error's text without the stack traces go-mysql's errors
+// carry, on one line.
+func compact(err error) string {
+	var keep []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if l == "" || strings.HasPrefix(l, "\t") || strings.HasPrefix(l, "runtime.") || strings.HasPrefix(l, "github.com/") && !strings.Contains(l, " ") {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.Join(keep, ": ")
 }
 
 func (s *Stream) handle(ctx context.Context, ev *replication.BinlogEvent, h Handler) error {

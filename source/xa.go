@@ -195,7 +195,7 @@ func (s *Stream) xaPrepare(data []byte, h Handler) error {
 // own positions. The stream's reading state is set aside meanwhile.
 func (s *Stream) replayXA(ctx context.Context, x preparedXA, h Handler) error {
 	syncer := replication.NewBinlogSyncer(s.syncerConfig())
-	defer syncer.Close()
+	defer s.closeSyncer(syncer)
 	pos, idx, tables, open := s.pos, s.fileIdx, s.tables, s.xa
 	defer func() { s.pos, s.fileIdx, s.tables, s.xa, s.replaying = pos, idx, tables, open, false }()
 	s.pos, s.tables, s.xa, s.replaying = x.start, map[uint64]*tableState{}, nil, true
