@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -176,8 +177,15 @@ func (w *Writer) run(parent context.Context) error {
 			if err := w.handle(ctx, m); err != nil {
 				return err
 			}
-			w.busy += time.Since(start)
 			w.lastSeq = m.Seq
+			if len(m.Raw) > largeEvent {
+				// The event's buffer is garbage now, and so is the one
+				// before it: collect them before the next large one comes,
+				// rather than when the heap has doubled.
+				m = Message{}
+				runtime.GC()
+			}
+			w.busy += time.Since(start)
 			w.noteQueue()
 			if w.block != nil && w.block.Rows() > 0 {
 				if w.block.Rows() >= w.c.cfg.Batch.MaxRows || w.block.Size() >= w.c.cfg.Batch.MaxBytes {
@@ -224,8 +232,14 @@ type sendJob struct {
 	route *route
 	seq   uint64
 	rows  int
+	bytes int // the block's size when handed off
 	sent  bool
 }
+
+// largeEvent is the size of a rows event after which the writer collects
+// garbage at once (values of tens of MiB: the heap would otherwise hold
+// several of them before the collector's next cycle).
+const largeEvent = 32 << 20
 
 // sender sends the blocks handed off and returns them.
 func (w *Writer) sender(ctx context.Context) {
@@ -254,10 +268,15 @@ func (w *Writer) recycle(job *sendJob) {
 	if w.flushedHook != nil {
 		defer w.flushedHook()
 	}
-	if job.block.Target() == w.target {
-		w.free = append(w.free, job.block)
-	} else {
+	switch {
+	case job.block.Target() != w.target:
 		w.blocks-- // built for an older schema
+	case job.bytes > 2*w.c.cfg.Batch.MaxBytes:
+		// Grown past the batch size by one large value: its buffers are
+		// not kept for the next rows.
+		w.blocks--
+	default:
+		w.free = append(w.free, job.block)
 	}
 	if w.inflight == 0 && (w.block == nil || w.block.Rows() == 0) {
 		w.flushed.Store(w.lastSeq)
@@ -290,7 +309,7 @@ func (w *Writer) handOff(ctx context.Context) error {
 		next = block.NewBlock(w.target)
 		w.blocks++
 	}
-	job := &sendJob{block: w.block, route: w.route, seq: w.lastSeq, rows: w.block.Rows()}
+	job := &sendJob{block: w.block, route: w.route, seq: w.lastSeq, rows: w.block.Rows(), bytes: w.block.Size()}
 	select {
 	case w.sendq <- job:
 	case err := <-w.sendErr:
