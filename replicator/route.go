@@ -198,7 +198,10 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 	if !st.Parsed {
 		r.m.DDL.WithLabelValues(metrics.DDLNotUnderstood).Inc()
 		r.log.Warn("DDL not understood; tables keep replicating with the columns the binlog shows", "statement", truncate(st.Text, 500), "binlog", st.At.String())
-		return nil
+		if len(st.Effects) == 0 {
+			return nil
+		}
+		// Its words still show a change the table maps will not: act on it.
 	}
 	applied := false
 	defer func() {
@@ -206,13 +209,15 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 		if applied {
 			result = metrics.DDLApplied
 		}
-		r.m.DDL.WithLabelValues(result).Inc()
+		if st.Parsed {
+			r.m.DDL.WithLabelValues(result).Inc()
+		}
 	}()
 	for _, ef := range st.Effects {
 		oldIn := r.cfg.Replicates(ef.Table.Database, ef.Table.Table) && !source.SystemDatabase(ef.Table.Database)
 		switch ef.Kind {
 		case source.DDLRowsByStatement, source.DDLPartitionRows:
-			if oldIn {
+			if oldIn || ef.Table == (source.TableName{}) {
 				return rowsWithoutEvents(ef, st)
 			}
 		case source.DDLDrop, source.DDLTruncate, source.DDLRenameColumns, source.DDLAddColumns:
@@ -266,8 +271,12 @@ func rowsWithoutEvents(ef source.DDLEffect, st source.Statement) error {
 		return fmt.Errorf("binlog %s: %s: partition maintenance removed or moved rows without row events, which binlog2ch does not apply yet (statement %q). ClickHouse still holds the rows MySQL no longer has. To make it equal again, %s",
 			st.At, ef.Table, truncate(st.Text, 300), recopy)
 	}
+	table := ef.Table.String()
+	if ef.Table == (source.TableName{}) {
+		table = "a table binlog2ch could not tell (it cannot parse the statement)"
+	}
 	return fmt.Errorf("binlog %s: %s: rows changed by a statement the binlog holds as SQL text, not as row events: the session that ran it had binlog_format STATEMENT or MIXED (statement %q). binlog2ch replicates row events only and will not guess the rows. Set binlog_format = ROW globally and make sure no session sets it otherwise (SET SESSION binlog_format), then %s",
-		st.At, ef.Table, truncate(st.Text, 300), recopy)
+		st.At, table, truncate(st.Text, 300), recopy)
 }
 
 // stopWriter closes a writer's queue: it finishes what it holds and exits.

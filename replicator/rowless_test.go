@@ -36,6 +36,20 @@ func TestFaultRowsWithoutRowEvents(t *testing.T) {
 			want:    []string{".t:", "partition maintenance", "TRUNCATE PARTITION", "fullsync -recreate -checkpoint"},
 		},
 		{
+			name:    "statement INSERT ... RETURNING, which the parser cannot read",
+			session: "SET SESSION binlog_format = 'STATEMENT'",
+			setup:   "CREATE TABLE %s.t (id INT PRIMARY KEY, v INT)",
+			stmt:    "INSERT INTO %s.t (id, v) VALUES (2, 2) RETURNING id",
+			want:    []string{".t:", "binlog_format STATEMENT or MIXED", "RETURNING", "fullsync -recreate -checkpoint"},
+		},
+		{
+			name:    "MariaDB's CONVERT PARTITION",
+			session: "SET SESSION binlog_format = 'ROW'",
+			setup:   "CREATE TABLE %s.t (id INT PRIMARY KEY, v INT) PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN MAXVALUE)",
+			stmt:    "ALTER TABLE %s.t CONVERT PARTITION p0 TO TABLE %s.t_p0",
+			want:    []string{".t:", "partition maintenance", "CONVERT PARTITION", "fullsync -recreate -checkpoint"},
+		},
+		{
 			name:    "noblob row image",
 			setup:   "CREATE TABLE %s.t (id INT PRIMARY KEY, v INT, b BLOB)",
 			session: "SET SESSION binlog_row_image = 'NOBLOB'",
@@ -100,4 +114,19 @@ func TestFaultRowsWithoutRowEvents(t *testing.T) {
 			h.verifyEqual("t")
 		})
 	}
+}
+
+// TestCreateOrReplaceTable: MariaDB's CREATE OR REPLACE TABLE, which TiDB's
+// parser cannot read, drops the old table's rows: ClickHouse's go too, and
+// the new table's rows arrive.
+func TestCreateOrReplaceTable(t *testing.T) {
+	h := newHarness(t, 1, "")
+	a := h.dbs[0]
+	run := h.start()
+	h.exec("CREATE TABLE "+a+".t (id INT PRIMARY KEY, v INT)", "INSERT INTO "+a+".t VALUES (1, 1), (2, 2)")
+	h.waitCaughtUp(run, 30*time.Second)
+	h.exec("CREATE OR REPLACE TABLE "+a+".t (id INT PRIMARY KEY, w VARCHAR(5))", "INSERT INTO "+a+".t VALUES (3, 'c')")
+	h.waitCaughtUp(run, 30*time.Second)
+	h.assertEqual(a, "t", []string{"id", "w"})
+	h.verifyEqual("t")
 }

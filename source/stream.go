@@ -72,7 +72,8 @@ type Statement struct {
 	// NoTable is the kind of a statement that changes no table (routine,
 	// trigger, grant...; see NoTableStatement), "" otherwise.
 	NoTable string
-	// Effects are what the statement does to tables, when Parsed.
+	// Effects are what the statement does to tables: parsed, or when not
+	// Parsed, what its words show (UnparsedEffects).
 	Effects []DDLEffect
 	// Parsed is false for a statement that may change a table but was
 	// not understood.
@@ -608,7 +609,9 @@ func (s *Stream) query(ctx context.Context, e *replication.QueryEvent, h Handler
 	}
 	st := Statement{At: s.pos, Text: q}
 	if st.NoTable = NoTableStatement(q); st.NoTable == "" {
-		st.Effects, st.Parsed = ParseDDL(s.parser, string(e.Schema), q)
+		if st.Effects, st.Parsed = ParseDDL(s.parser, string(e.Schema), q); !st.Parsed {
+			st.Effects = UnparsedEffects(string(e.Schema), q)
+		}
 	}
 	if err := h.Statement(ctx, st); err != nil {
 		return fatalError{err}
