@@ -40,7 +40,28 @@ type Config struct {
 	Checkpoint CheckpointConfig `yaml:"checkpoint"`
 	FullSync   FullSyncConfig   `yaml:"fullsync"`
 	State      StateConfig      `yaml:"state"`
+	// Replication decides what happens to rows a statement changed
+	// without row events.
+	Replication ReplicationConfig `yaml:"replication"`
 }
+
+// ReplicationConfig: what the daemon does when the binlog shows that a
+// replicated table's rows changed without row events.
+type ReplicationConfig struct {
+	// OnStatementDML is for INSERT/UPDATE/DELETE logged as SQL text
+	// (binlog_format STATEMENT or MIXED in a session): OnStop or OnRecopy.
+	OnStatementDML string `yaml:"on_statement_dml"`
+	// OnPartitionMaintenance is for TRUNCATE/DROP/EXCHANGE/REORGANIZE/
+	// COALESCE/CONVERT PARTITION: OnStop, OnRecopy or OnKeep.
+	OnPartitionMaintenance string `yaml:"on_partition_maintenance"`
+}
+
+// What to do with rows changed without row events.
+const (
+	OnStop   = "stop"   // stop the daemon, naming the statement and the ways out (the default)
+	OnRecopy = "recopy" // copy the table again from MySQL, then go on
+	OnKeep   = "keep"   // leave ClickHouse's rows as they are (an archive)
+)
 
 // FullSyncConfig sets how tables are copied (`fullsync` and the initial
 // snapshot of `run`): key ranges of ChunkRows rows, read over Workers
@@ -204,11 +225,12 @@ func defaultConfig() Config {
 		ClickHouse: ClickHouseConfig{User: "default", DatabaseMap: map[string]string{},
 			ReplicatedPath: schema.DefaultZooKeeperPath, ReplicaName: schema.DefaultReplica,
 			DistributedTable: schema.DefaultDistributedTable, ClusterInsert: ClusterInsertShards},
-		Metrics:    MetricsConfig{Listen: "127.0.0.1:9188", ReadyMaxLag: time.Minute},
-		Batch:      BatchConfig{MaxRows: 100000, MaxBytes: 64 << 20, FlushInterval: time.Second, MaxInFlight: 2},
-		Checkpoint: CheckpointConfig{Interval: time.Second},
-		FullSync:   FullSyncConfig{ChunkRows: 50000, Workers: 4},
-		State:      StateConfig{Store: StoreFile, Lease: LeaseNone, Table: defaultStateTable, SessionTimeout: 10 * time.Second},
+		Metrics:     MetricsConfig{Listen: "127.0.0.1:9188", ReadyMaxLag: time.Minute},
+		Batch:       BatchConfig{MaxRows: 100000, MaxBytes: 64 << 20, FlushInterval: time.Second, MaxInFlight: 2},
+		Checkpoint:  CheckpointConfig{Interval: time.Second},
+		FullSync:    FullSyncConfig{ChunkRows: 50000, Workers: 4},
+		Replication: ReplicationConfig{OnStatementDML: OnStop, OnPartitionMaintenance: OnStop},
+		State:       StateConfig{Store: StoreFile, Lease: LeaseNone, Table: defaultStateTable, SessionTimeout: 10 * time.Second},
 		Schema: SchemaConfig{
 			DateTimeZone: "UTC",
 			TimeAs:       schema.TimeAsString,
@@ -328,6 +350,14 @@ func (c *Config) validate(d *decoder, dir string) {
 
 	c.validateCluster(d)
 	c.validateState(d)
+	if p := c.Replication.OnStatementDML; p != OnStop && p != OnRecopy {
+		d.problem("replication.on_statement_dml", fmt.Sprintf("want %s or %s, got %q", OnStop, OnRecopy, p))
+	}
+	switch p := c.Replication.OnPartitionMaintenance; p {
+	case OnStop, OnRecopy, OnKeep:
+	default:
+		d.problem("replication.on_partition_maintenance", fmt.Sprintf("want %s, %s or %s, got %q", OnStop, OnRecopy, OnKeep, p))
+	}
 
 	if len(c.Tables.Include) == 0 {
 		d.problem("tables.include", `required: at least one db.table pattern, e.g. "shop.*"`)

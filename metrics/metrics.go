@@ -57,6 +57,7 @@ type Metrics struct {
 	SnapshotEstimated             *prometheus.GaugeVec
 	ShardRows                     *prometheus.CounterVec
 	XAPrepared                    prometheus.Gauge
+	StatementsWithoutRows         *prometheus.CounterVec
 
 	// Durable is the commit time (Unix ns) of the newest event durably in
 	// ClickHouse, or the time of a heartbeat that found nothing pending:
@@ -111,6 +112,8 @@ func New() *Metrics {
 		Help: "Rows inserted straight into a cluster shard's local tables (clickhouse.cluster_insert: shards), by shard_num."}, []string{"shard"})
 	m.XAPrepared = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_xa_prepared_transactions",
 		Help: "XA transactions read up to their XA PREPARE whose XA COMMIT or ROLLBACK is not read yet: their rows wait, and the checkpoint stays before the oldest."})
+	m.StatementsWithoutRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_statements_without_rows_total",
+		Help: "Statements that changed a replicated table's rows without row events, acted on by replication.on_statement_dml or on_partition_maintenance: recopy (the table copied again) or keep (ClickHouse kept the rows)."}, []string{"action"})
 	lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "binlog2ch_lag_seconds",
 		Help: "Now minus the commit time of the newest event durably in ClickHouse; keeps growing while nothing gets through, about 0 when idle and caught up."},
 		func() float64 { return Since(m.Durable.Load()) })
@@ -126,7 +129,7 @@ func New() *Metrics {
 			return 0
 		})
 	m.Registry.MustRegister(m.Rows, m.EventsRead, m.FlushDuration, m.BatchRows, m.QueueRows, m.CheckpointTS, m.CheckpointFile, m.CheckpointPos,
-		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, lag, sourceLag, ready,
+		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, lag, sourceLag, ready,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every stage and DDL result exists from the start, at 0, so rate()
 	// and increase() see the first failure.
@@ -135,6 +138,9 @@ func New() *Metrics {
 	}
 	for _, r := range []string{DDLApplied, DDLSkipped, DDLIgnored, DDLNotUnderstood} {
 		m.DDL.WithLabelValues(r)
+	}
+	for _, a := range []string{"recopy", "keep"} {
+		m.StatementsWithoutRows.WithLabelValues(a)
 	}
 	return m
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/sink"
+	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
@@ -217,8 +220,25 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 		oldIn := r.cfg.Replicates(ef.Table.Database, ef.Table.Table) && !source.SystemDatabase(ef.Table.Database)
 		switch ef.Kind {
 		case source.DDLRowsByStatement, source.DDLPartitionRows:
-			if oldIn || ef.Table == (source.TableName{}) {
+			if !oldIn && ef.Table != (source.TableName{}) {
+				continue
+			}
+			policy := r.cfg.Replication.OnStatementDML
+			if ef.Kind == source.DDLPartitionRows {
+				policy = r.cfg.Replication.OnPartitionMaintenance
+			}
+			switch {
+			case ef.Table == (source.TableName{}) || policy == config.OnStop:
 				return rowsWithoutEvents(ef, st)
+			case policy == config.OnKeep:
+				r.m.StatementsWithoutRows.WithLabelValues(config.OnKeep).Inc()
+				r.log.Warn("partition maintenance removed or moved rows in MySQL; ClickHouse keeps them (replication.on_partition_maintenance: keep)",
+					"table", ef.Table.String(), "statement", truncate(st.Text, 300), "binlog", st.At.String())
+			case policy == config.OnRecopy:
+				if err := s.recopy(ctx, ef.Table, st); err != nil {
+					return err
+				}
+				applied = true
 			}
 		case source.DDLDrop, source.DDLTruncate, source.DDLRenameColumns, source.DDLAddColumns:
 			if !oldIn {
@@ -268,15 +288,56 @@ const recopy = "re-copy: stop binlog2ch, run `binlog2ch fullsync -recreate -chec
 // know which rows, and will not guess.
 func rowsWithoutEvents(ef source.DDLEffect, st source.Statement) error {
 	if ef.Kind == source.DDLPartitionRows {
-		return fmt.Errorf("binlog %s: %s: partition maintenance removed or moved rows without row events, which binlog2ch does not apply yet (statement %q). ClickHouse still holds the rows MySQL no longer has. To make it equal again, %s",
+		return fmt.Errorf("binlog %s: %s: partition maintenance removed or moved rows without row events (statement %q). ClickHouse still holds the rows MySQL no longer has. To make it equal again, %s. Or choose in the config what such statements do from now on: replication.on_partition_maintenance: recopy (copy the table again, then go on) or keep (ClickHouse keeps the rows, as an archive)",
 			st.At, ef.Table, truncate(st.Text, 300), recopy)
 	}
 	table := ef.Table.String()
 	if ef.Table == (source.TableName{}) {
 		table = "a table binlog2ch could not tell (it cannot parse the statement)"
 	}
-	return fmt.Errorf("binlog %s: %s: rows changed by a statement the binlog holds as SQL text, not as row events: the session that ran it had binlog_format STATEMENT or MIXED (statement %q). binlog2ch replicates row events only and will not guess the rows. Set binlog_format = ROW globally and make sure no session sets it otherwise (SET SESSION binlog_format), then %s",
+	return fmt.Errorf("binlog %s: %s: rows changed by a statement the binlog holds as SQL text, not as row events: the session that ran it had binlog_format STATEMENT or MIXED (statement %q). binlog2ch replicates row events only and will not guess the rows. Set binlog_format = ROW globally and make sure no session sets it otherwise (SET SESSION binlog_format), then %s. Or set replication.on_statement_dml: recopy, which copies such a table again by itself and goes on",
 		st.At, table, truncate(st.Text, 300), recopy)
+}
+
+// recopyFile is the progress file of a table copied again while running.
+const recopyFile = "recopy.json"
+
+// recopy copies a table again from MySQL after a statement changed its rows
+// without row events (replication.on_... recopy). The stream waits: the
+// table's writer finishes, its ClickHouse table is emptied and copied at
+// the current binlog position, and the table's events read from here on
+// apply over the copy by their versions (those before the copy's position
+// lose to it, those after win), as for `fullsync -recreate -tables`. A
+// crash meanwhile leaves the checkpoint before the statement: the restart
+// reads it again and copies again.
+func (s *router) recopy(ctx context.Context, t source.TableName, st source.Statement) error {
+	r := s.r
+	s.stopWriter(t)
+	if err := s.awaitRetired(ctx, t); err != nil {
+		return err
+	}
+	pos, err := r.currentPosition(ctx)
+	if err != nil {
+		return err
+	}
+	log := r.log.With("component", "recopy", "table", t.String())
+	log.Warn("a statement changed the table's rows without row events; copying it again from MySQL (replication.on_... recopy)",
+		"statement", truncate(st.Text, 300), "binlog", st.At.String(), "copy_position", pos.String())
+	snap := &snapshot.State{Server: r.server.ID, Position: pos, Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, Recreate: true}
+	opts := r.copyOptions(log, snap, recopyFile)
+	opts.Recreate = true
+	statuses, err := snapshot.Copy(ctx, opts, []source.TableName{t})
+	if err != nil {
+		return fmt.Errorf("binlog %s: %s: copying the table again after a statement that changed its rows without row events: %w", st.At, t, err)
+	}
+	_ = os.Remove(filepath.Join(r.cfg.StateDir, recopyFile))
+	r.m.StatementsWithoutRows.WithLabelValues(config.OnRecopy).Inc()
+	var rows uint64
+	for _, x := range statuses {
+		rows += x.Rows
+	}
+	log.Info("table copied again", "rows", rows)
+	return nil
 }
 
 // stopWriter closes a writer's queue: it finishes what it holds and exits.

@@ -3,9 +3,14 @@ package replicator
 import (
 	"context"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // TestFaultRowsWithoutRowEvents: statements that change a replicated
@@ -129,4 +134,71 @@ func TestCreateOrReplaceTable(t *testing.T) {
 	h.waitCaughtUp(run, 30*time.Second)
 	h.assertEqual(a, "t", []string{"id", "w"})
 	h.verifyEqual("t")
+}
+
+// TestRowsWithoutEventsPolicies: with replication.on_statement_dml and
+// on_partition_maintenance set to recopy, statement-logged DML and
+// partition maintenance make the daemon copy the table again and go on,
+// ending equal (verify); with keep, ClickHouse keeps the rows a DROP
+// PARTITION removed in MySQL, on purpose. Each is counted.
+func TestRowsWithoutEventsPolicies(t *testing.T) {
+	t.Run("recopy", func(t *testing.T) {
+		h := newHarness(t, 1, "replication: {on_statement_dml: recopy, on_partition_maintenance: recopy}\n")
+		a := h.dbs[0]
+		run := h.start()
+		h.exec("CREATE TABLE "+a+".t (id INT PRIMARY KEY, v INT)", "INSERT INTO "+a+".t VALUES (1, 1), (2, 2), (3, 3)",
+			"CREATE TABLE "+a+".p (id INT PRIMARY KEY, v INT) PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN MAXVALUE)",
+			"INSERT INTO "+a+".p VALUES (1, 1), (5, 5), (11, 11), (12, 12)")
+		h.waitCaughtUp(run, 30*time.Second)
+		h.session(a, "SET SESSION binlog_format = 'STATEMENT'", "INSERT INTO %s.t VALUES (4, 4)", "UPDATE %s.t SET v = v * 10 WHERE id <= 2", "DELETE FROM %s.t WHERE id = 3")
+		h.exec("ALTER TABLE "+a+".p TRUNCATE PARTITION p0", "INSERT INTO "+a+".t VALUES (5, 5)", "INSERT INTO "+a+".p VALUES (2, 2)")
+		h.waitCaughtUp(run, 60*time.Second)
+		h.assertEqual(a, "t", []string{"id", "v"})
+		h.assertEqual(a, "p", []string{"id", "v"})
+		h.verifyEqual("t", "p")
+		if n := counterOf(t, run.r.m.StatementsWithoutRows.WithLabelValues("recopy")); n != 4 {
+			t.Errorf("binlog2ch_statements_without_rows_total{action=recopy} = %v, want 4 (three statements, one partition truncate)", n)
+		}
+	})
+	t.Run("keep", func(t *testing.T) {
+		h := newHarness(t, 1, "replication: {on_partition_maintenance: keep}\n")
+		a := h.dbs[0]
+		run := h.start()
+		h.exec("CREATE TABLE "+a+".p (id INT PRIMARY KEY, v INT) PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN MAXVALUE)",
+			"INSERT INTO "+a+".p VALUES (1, 1), (5, 5), (11, 11)")
+		h.waitCaughtUp(run, 30*time.Second)
+		h.exec("ALTER TABLE "+a+".p DROP PARTITION p0", "INSERT INTO "+a+".p VALUES (12, 12)")
+		h.waitCaughtUp(run, 30*time.Second)
+		if got := strings.Join(h.clickhouseRows(a, "p", []string{"id", "v"}), " "); got != "11|11 12|12 1|1 5|5" {
+			t.Errorf("ClickHouse holds %q; want the dropped partition's rows kept beside MySQL's", got)
+		}
+		if n := counterOf(t, run.r.m.StatementsWithoutRows.WithLabelValues("keep")); n != 1 {
+			t.Errorf("binlog2ch_statements_without_rows_total{action=keep} = %v, want 1", n)
+		}
+	})
+	t.Run("unknown policy", func(t *testing.T) {
+		_, err := config.Parse([]byte(strings.Replace(string(mustRead(t, "../deploy/binlog2ch.example.yaml")), "on_statement_dml: stop", "on_statement_dml: keep", 1)), "x.yaml",
+			func(string) (string, bool) { return "x", true })
+		if err == nil || !strings.Contains(err.Error(), "replication.on_statement_dml: want stop or recopy") {
+			t.Errorf("on_statement_dml: keep: %v", err)
+		}
+	})
+}
+
+func counterOf(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
