@@ -74,9 +74,8 @@ func TestLibraryLogsOnStart(t *testing.T) {
 	}
 	dl := logLines(t, debug.String())
 	for _, want := range []struct{ component, msg string }{
-		{"binlog", "create BinlogSyncer"},
-		{"binlog", "Connected to server"},
-		{"binlog", "syncer is closed"},
+		{"binlog", "binlog connection opened"},
+		{"binlog", "binlog connection closed"},
 		{"zookeeper", "connected to " + zk.Addr()},
 		{"zookeeper", "authenticated: id="},
 		{"clickhouse", "handshake complete"},

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -179,11 +179,11 @@ func (w *Writer) run(parent context.Context) error {
 			}
 			w.lastSeq = m.Seq
 			if len(m.Raw) > largeEvent {
-				// The event's buffer is garbage now, and so is the one
-				// before it: collect them before the next large one comes,
-				// rather than when the heap has doubled.
+				// The event's buffer is garbage now: give it back before
+				// the next large one comes, rather than when the heap has
+				// doubled and the runtime returns memory at its pace.
 				m = Message{}
-				runtime.GC()
+				debug.FreeOSMemory()
 			}
 			w.busy += time.Since(start)
 			w.noteQueue()
@@ -241,6 +241,10 @@ type sendJob struct {
 // several of them before the collector's next cycle).
 const largeEvent = 32 << 20
 
+// largeRow is the average row size above which a sent block's buffers are
+// let go rather than reused.
+const largeRow = 4 << 20
+
 // sender sends the blocks handed off and returns them.
 func (w *Writer) sender(ctx context.Context) {
 	var sc shardScratch // kept across this sender's blocks
@@ -271,10 +275,13 @@ func (w *Writer) recycle(job *sendJob) {
 	switch {
 	case job.block.Target() != w.target:
 		w.blocks-- // built for an older schema
-	case job.bytes > 2*w.c.cfg.Batch.MaxBytes:
-		// Grown past the batch size by one large value: its buffers are
-		// not kept for the next rows.
+	case job.bytes > 2*w.c.cfg.Batch.MaxBytes, job.rows > 0 && job.bytes/job.rows > largeRow:
+		// Grown by large values: its buffers are not kept for the next
+		// rows, which would rarely need them, and go back to the system
+		// now rather than when the runtime gets to it.
 		w.blocks--
+		job.block = nil
+		debug.FreeOSMemory()
 	default:
 		w.free = append(w.free, job.block)
 	}

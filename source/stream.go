@@ -18,7 +18,6 @@ import (
 	"github.com/pingcap/tidb/pkg/parser"
 
 	"github.com/binlog2ch/binlog2ch/config"
-	"github.com/binlog2ch/binlog2ch/liblog"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
@@ -258,43 +257,17 @@ type fatalError struct{ err error }
 
 func (e fatalError) Error() string { return e.err.Error() }
 
-// syncerConfig configures a binlog connection.
-func (s *Stream) syncerConfig() replication.BinlogSyncerConfig {
-	return replication.BinlogSyncerConfig{
-		ServerID:                s.cfg.MySQL.ServerID,
-		Flavor:                  s.srv.Flavor,
-		Host:                    s.host,
-		Port:                    s.port,
-		User:                    s.cfg.MySQL.User,
-		Password:                s.cfg.MySQL.Password.Reveal(),
-		TLSConfig:               s.cfg.MySQLTLS(),
-		ParseTime:               true,
-		TimestampStringLocation: time.UTC,
-		HeartbeatPeriod:         s.cfg.MySQL.HeartbeatPeriod,
-		// Heartbeats come every period on an idle stream, so silence this
-		// long is a dead stream (a frozen server, a lost network path).
-		// go-mysql sets the deadline only while it waits for a packet, not
-		// while a full queue holds the reader back.
-		ReadTimeout:         s.cfg.MySQL.StallTimeout,
-		DisableRetrySync:    true,
-		EventCacheCount:     s.EventCache,
-		RowsEventDecodeFunc: NewRowsDecoder(s.srv.RawRows).Decode,
-		Logger:              liblog.GoMySQL(s.log),
-	}
-}
-
 // Check opens a binlog stream at from and reads its first event, so a
 // user without REPLICATION SLAVE, or a purged position, stops the daemon
 // at start rather than after an initial snapshot that may take hours.
 // Other failures are left to Run's retries.
 func (s *Stream) Check(ctx context.Context, from Position) error {
-	syncer := replication.NewBinlogSyncer(s.syncerConfig())
-	defer s.closeSyncer(syncer)
-	stream, err := syncer.StartSync(mysql.Position{Name: from.File, Pos: from.Pos})
+	d, err := s.startDump(ctx, from)
 	if err == nil {
 		readCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err = stream.GetEvent(readCtx)
+		_, err = d.GetEvent(readCtx)
 		cancel()
+		d.Close()
 	}
 	if err == nil || ctx.Err() != nil {
 		return nil
@@ -305,12 +278,11 @@ func (s *Stream) Check(ctx context.Context, from Position) error {
 // stream reads from one binlog connection. fresh: from is the resume
 // position, where the XA transactions still prepared are read again.
 func (s *Stream) stream(ctx context.Context, from Position, fresh bool, h Handler) error {
-	syncer := replication.NewBinlogSyncer(s.syncerConfig())
-	defer s.closeSyncer(syncer)
-	stream, err := syncer.StartSync(mysql.Position{Name: from.File, Pos: from.Pos})
+	d, err := s.startDump(ctx, from)
 	if err != nil {
 		return err
 	}
+	defer d.Close()
 	s.pos = from
 	if s.fileIdx, err = FileIndex(from.File); err != nil {
 		return fatalError{err}
@@ -323,7 +295,7 @@ func (s *Stream) stream(ctx context.Context, from Position, fresh bool, h Handle
 	waitCtx := s.wk.waitContext(ctx)
 	defer s.wk.wake() // releases the last wait context
 	for {
-		ev, err := stream.GetEvent(waitCtx)
+		ev, err := d.GetEvent(waitCtx)
 		woken := false
 		if err != nil {
 			if waitCtx.Err() == nil || ctx.Err() != nil {
@@ -348,23 +320,6 @@ func (s *Stream) stream(ctx context.Context, from Position, fresh bool, h Handle
 		if again > 0 {
 			s.wk.wakeAfter(again)
 		}
-	}
-}
-
-// closeSyncer closes a binlog connection without waiting long: go-mysql's
-// Close kills the old connection through a new one, which blocks for as
-// long as a frozen server does not answer. The reconnect need not wait for
-// that; the close finishes in the background.
-func (s *Stream) closeSyncer(syncer *replication.BinlogSyncer) {
-	done := make(chan struct{})
-	go func() {
-		syncer.Close()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(time.Second):
-		s.log.Debug("the old binlog connection is still closing (the server does not answer); going on without waiting")
 	}
 }
 

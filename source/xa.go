@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 )
 
@@ -194,8 +193,6 @@ func (s *Stream) xaPrepare(data []byte, h Handler) error {
 // before it to its XA_PREPARE_LOG_EVENT, and hands its rows on with their
 // own positions. The stream's reading state is set aside meanwhile.
 func (s *Stream) replayXA(ctx context.Context, x preparedXA, h Handler) error {
-	syncer := replication.NewBinlogSyncer(s.syncerConfig())
-	defer s.closeSyncer(syncer)
 	pos, idx, tables, open := s.pos, s.fileIdx, s.tables, s.xa
 	defer func() { s.pos, s.fileIdx, s.tables, s.xa, s.replaying = pos, idx, tables, open, false }()
 	s.pos, s.tables, s.xa, s.replaying = x.start, map[uint64]*tableState{}, nil, true
@@ -203,13 +200,14 @@ func (s *Stream) replayXA(ctx context.Context, x preparedXA, h Handler) error {
 	if s.fileIdx, err = FileIndex(x.start.File); err != nil {
 		return fatalError{err}
 	}
-	stream, err := syncer.StartSync(mysql.Position{Name: x.start.File, Pos: x.start.Pos})
+	d, err := s.startDump(ctx, x.start)
 	if err != nil {
 		return s.replayError(x, err)
 	}
+	defer d.Close()
 	s.log.Debug("XA transaction committed; reading its rows again", "xid", x.id.Readable(), "from", x.start.String(), "to", x.end.String())
 	for {
-		ev, err := stream.GetEvent(ctx)
+		ev, err := d.GetEvent(ctx)
 		if err != nil {
 			return s.replayError(x, err)
 		}

@@ -1,0 +1,260 @@
+package source
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/google/uuid"
+)
+
+// dump is one binlog connection, read by binlog2ch rather than by
+// go-mysql's BinlogSyncer. go-mysql's packet reader grows a large event's
+// buffer by doubling (updating a row that holds a 64 MiB value peaked at
+// over ten times the value), reads up to its event cache ahead whatever
+// the events' sizes, and closes a connection by sending KILL over a new
+// one, which blocks while the server does not answer. Here each event is
+// read into one buffer of its own size, taken from its header; the events
+// read ahead are bounded in bytes as well as in number; closing closes the
+// socket. go-mysql still does the handshake, authentication, TLS, the
+// session settings and the event parsing, as its BinlogSyncer does.
+type dump struct {
+	conn   *client.Conn
+	events chan dumpItem
+	// ahead is the bytes of the events read and not yet taken; the reader
+	// waits while it is over maxAhead (and one event is queued).
+	mu       sync.Mutex
+	ahead    int
+	room     *sync.Cond
+	closed   bool
+	stopOnce sync.Once
+	log      *slog.Logger
+}
+
+type dumpItem struct {
+	ev   *replication.BinlogEvent
+	size int
+	err  error
+}
+
+// maxAhead bounds the bytes of events read ahead of the handler.
+const maxAhead = 64 << 20
+
+// startDump opens a binlog connection and asks for the binlog from pos.
+func (s *Stream) startDump(ctx context.Context, pos Position) (*dump, error) {
+	addr := net.JoinHostPort(s.host, strconv.Itoa(int(s.port)))
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	connectCtx, cancel := context.WithTimeout(ctx, 10*time.Second+s.cfg.MySQL.StallTimeout)
+	defer cancel()
+	conn, err := client.ConnectWithDialer(connectCtx, "", addr, s.cfg.MySQL.User, s.cfg.MySQL.Password.Reveal(), "", dialer.DialContext,
+		func(c *client.Conn) error {
+			c.SetTLSConfig(s.cfg.MySQLTLS())
+			c.SetAttributes(map[string]string{"_client_role": "binary_log_listener", "program_name": "binlog2ch"})
+			// Each read of the stream waits at most this long: heartbeats
+			// come every heartbeat period on an idle stream.
+			c.ReadTimeout = s.cfg.MySQL.StallTimeout
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.prepareDump(conn, pos); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	parser := replication.NewBinlogParser()
+	parser.SetFlavor(s.srv.Flavor)
+	parser.SetParseTime(true)
+	parser.SetTimestampStringLocation(time.UTC)
+	parser.SetRowsEventDecodeFunc(NewRowsDecoder(s.srv.RawRows).Decode)
+	d := &dump{conn: conn, events: make(chan dumpItem, max(1, s.EventCache)), log: s.log.With("component", "binlog")}
+	d.room = sync.NewCond(&d.mu)
+	d.log.Debug("binlog connection opened", "position", pos.String(), "server_version", conn.GetServerVersion(), "connection_id", conn.GetConnectionID())
+	go d.read(parser)
+	return d, nil
+}
+
+// prepareDump sets the session up as go-mysql's BinlogSyncer does
+// (checksums off, MariaDB's GTID capability, heartbeats, a replica uuid),
+// registers as a replica and sends COM_BINLOG_DUMP.
+func (s *Stream) prepareDump(conn *client.Conn, pos Position) error {
+	r, err := conn.Execute("SHOW GLOBAL VARIABLES LIKE 'BINLOG_CHECKSUM'")
+	if err != nil {
+		return err
+	}
+	if cs, _ := r.GetString(0, 1); cs != "" {
+		// Events then come without checksums (as mysqlbinlog asks); TCP
+		// and TLS guard the transfer.
+		if _, err := conn.Execute(`SET @master_binlog_checksum='NONE', @source_binlog_checksum='NONE'`); err != nil {
+			return err
+		}
+	}
+	if s.srv.Flavor == mysql.MariaDBFlavor {
+		// MARIA_SLAVE_CAPABILITY_GTID: the server sends its GTID events.
+		if _, err := conn.Execute("SET @mariadb_slave_capability=4"); err != nil {
+			return fmt.Errorf("SET @mariadb_slave_capability=4: %w", err)
+		}
+	}
+	period := s.cfg.MySQL.HeartbeatPeriod.Nanoseconds()
+	if _, err := conn.Execute(fmt.Sprintf("SET @master_heartbeat_period = %d, @source_heartbeat_period = %d", period, period)); err != nil {
+		return err
+	}
+	id := uuid.NewString()
+	if _, err := conn.Execute(fmt.Sprintf("SET @slave_uuid = '%s', @replica_uuid = '%s'", id, id)); err != nil {
+		return err
+	}
+	// COM_REGISTER_SLAVE: server id, host, user, password, port, rank, master id.
+	host, _ := os.Hostname()
+	host = host[:min(len(host), 255)]
+	user := s.cfg.MySQL.User[:min(len(s.cfg.MySQL.User), 255)]
+	reg := []byte{0, 0, 0, 0, mysql.COM_REGISTER_SLAVE}
+	reg = binary.LittleEndian.AppendUint32(reg, s.cfg.MySQL.ServerID)
+	reg = append(append(reg, byte(len(host))), host...)
+	reg = append(append(reg, byte(len(user))), user...)
+	reg = append(reg, 0)
+	reg = binary.LittleEndian.AppendUint16(reg, s.port)
+	reg = binary.LittleEndian.AppendUint32(reg, 0)
+	reg = binary.LittleEndian.AppendUint32(reg, 0)
+	conn.ResetSequence()
+	if err := conn.WritePacket(reg); err != nil {
+		return err
+	}
+	if _, err := conn.ReadOKPacket(); err != nil {
+		return err
+	}
+	// COM_BINLOG_DUMP: position, flags (0: wait for new events), server
+	// id, file name.
+	cmd := []byte{0, 0, 0, 0, mysql.COM_BINLOG_DUMP}
+	cmd = binary.LittleEndian.AppendUint32(cmd, pos.Pos)
+	cmd = binary.LittleEndian.AppendUint16(cmd, 0)
+	cmd = binary.LittleEndian.AppendUint32(cmd, s.cfg.MySQL.ServerID)
+	cmd = append(cmd, pos.File...)
+	conn.ResetSequence()
+	return conn.WritePacket(cmd)
+}
+
+// read reads and parses events until the connection fails or is closed.
+func (d *dump) read(parser *replication.BinlogParser) {
+	defer close(d.events)
+	for {
+		var buf eventBuffer
+		err := d.conn.ReadPacketTo(&buf)
+		data := buf.bytes()
+		var ev *replication.BinlogEvent
+		switch {
+		case err != nil:
+		case len(data) == 0:
+			err = errors.New("empty packet in the binlog stream")
+		case data[0] == mysql.ERR_HEADER:
+			err = d.conn.HandleErrorPacket(data)
+		case data[0] == mysql.EOF_HEADER && len(data) < 9:
+			err = io.EOF // the server ended the stream
+		case data[0] != mysql.OK_HEADER:
+			err = fmt.Errorf("binlog stream: packet starting with 0x%02x", data[0])
+		default:
+			ev, err = parser.Parse(data[1:])
+		}
+		if !d.wait(len(data)) {
+			return
+		}
+		d.events <- dumpItem{ev: ev, size: len(data), err: err}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// wait holds the reader while the events read ahead are over maxAhead; it
+// reports false when the dump was closed.
+func (d *dump) wait(size int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for !d.closed && d.ahead > 0 && d.ahead+size > maxAhead {
+		d.room.Wait()
+	}
+	d.ahead += size
+	return !d.closed
+}
+
+// GetEvent returns the next event; ctx ending returns its error.
+func (d *dump) GetEvent(ctx context.Context) (*replication.BinlogEvent, error) {
+	select {
+	case it, ok := <-d.events:
+		if !ok {
+			return nil, errors.New("binlog stream closed")
+		}
+		d.mu.Lock()
+		d.ahead -= it.size
+		d.room.Signal()
+		d.mu.Unlock()
+		return it.ev, it.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close closes the connection; the server's dump thread ends when it next
+// writes. It never waits for the server.
+func (d *dump) Close() {
+	d.stopOnce.Do(func() {
+		d.mu.Lock()
+		d.closed = true
+		d.room.Broadcast()
+		d.mu.Unlock()
+		_ = d.conn.Close()
+		d.log.Debug("binlog connection closed")
+		// Let a reader blocked on a full channel go.
+		go func() {
+			for range d.events {
+			}
+		}()
+	})
+}
+
+// eventBuffer receives one packet of the binlog stream: the OK byte, then
+// an event whose header (at offset 9 after the OK byte) gives its size, so
+// the rest lands in one buffer of that size instead of one grown by
+// doubling.
+type eventBuffer struct {
+	head [20]byte
+	n    int // bytes in head
+	b    []byte
+}
+
+func (e *eventBuffer) Write(p []byte) (int, error) {
+	total := len(p)
+	if e.b == nil {
+		k := copy(e.head[e.n:], p)
+		e.n += k
+		p = p[k:]
+		if e.n < len(e.head) {
+			return total, nil
+		}
+		size := int(binary.LittleEndian.Uint32(e.head[10:]))
+		if e.head[0] != mysql.OK_HEADER || size < 19 || size > 1<<30 {
+			size = len(e.head) // not an event, or an implausible size: grow as needed
+		}
+		e.b = make([]byte, 0, 1+size)
+		e.b = append(e.b, e.head[:]...)
+	}
+	e.b = append(e.b, p...)
+	return total, nil
+}
+
+func (e *eventBuffer) bytes() []byte {
+	if e.b == nil {
+		return e.head[:e.n]
+	}
+	return e.b
+}
