@@ -52,7 +52,7 @@ type ReplicationConfig struct {
 	// (binlog_format STATEMENT or MIXED in a session): OnStop or OnRecopy.
 	OnStatementDML string `yaml:"on_statement_dml"`
 	// OnPartitionMaintenance is for TRUNCATE/DROP/EXCHANGE/REORGANIZE/
-	// COALESCE/CONVERT PARTITION: OnStop, OnRecopy or OnKeep.
+	// COALESCE/CONVERT PARTITION: OnStop, OnApply, OnRecopy or OnKeep.
 	OnPartitionMaintenance string `yaml:"on_partition_maintenance"`
 }
 
@@ -61,6 +61,7 @@ const (
 	OnStop   = "stop"   // stop the daemon, naming the statement and the ways out (the default)
 	OnRecopy = "recopy" // copy the table again from MySQL, then go on
 	OnKeep   = "keep"   // leave ClickHouse's rows as they are (an archive)
+	OnApply  = "apply"  // delete the partition's rows in ClickHouse by its bounds
 )
 
 // FullSyncConfig sets how tables are copied (`fullsync` and the initial
@@ -354,9 +355,9 @@ func (c *Config) validate(d *decoder, dir string) {
 		d.problem("replication.on_statement_dml", fmt.Sprintf("want %s or %s, got %q", OnStop, OnRecopy, p))
 	}
 	switch p := c.Replication.OnPartitionMaintenance; p {
-	case OnStop, OnRecopy, OnKeep:
+	case OnStop, OnApply, OnRecopy, OnKeep:
 	default:
-		d.problem("replication.on_partition_maintenance", fmt.Sprintf("want %s, %s or %s, got %q", OnStop, OnRecopy, OnKeep, p))
+		d.problem("replication.on_partition_maintenance", fmt.Sprintf("want %s, %s, %s or %s, got %q", OnStop, OnApply, OnRecopy, OnKeep, p))
 	}
 
 	if len(c.Tables.Include) == 0 {

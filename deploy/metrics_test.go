@@ -49,7 +49,7 @@ var (
 		"binlog2ch_ready":                         {"gauge", nil},
 		"binlog2ch_shard_rows_total":              {"counter", map[string][]string{"shard": nil}},
 		"binlog2ch_xa_prepared_transactions":      {"gauge", nil},
-		"binlog2ch_statements_without_rows_total": {"counter", map[string][]string{"action": {"recopy", "keep"}}},
+		"binlog2ch_statements_without_rows_total": {"counter", map[string][]string{"action": {"apply", "recopy", "keep"}}},
 	}
 	// Labels Prometheus adds to every scraped series.
 	targetLabels = []string{"job", "instance"}

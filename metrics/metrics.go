@@ -113,7 +113,7 @@ func New() *Metrics {
 	m.XAPrepared = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_xa_prepared_transactions",
 		Help: "XA transactions read up to their XA PREPARE whose XA COMMIT or ROLLBACK is not read yet: their rows wait, and the checkpoint stays before the oldest."})
 	m.StatementsWithoutRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_statements_without_rows_total",
-		Help: "Statements that changed a replicated table's rows without row events, acted on by replication.on_statement_dml or on_partition_maintenance: recopy (the table copied again) or keep (ClickHouse kept the rows)."}, []string{"action"})
+		Help: "Statements that changed a replicated table's rows without row events, acted on by replication.on_statement_dml or on_partition_maintenance: apply (a partition's rows deleted by its bounds), recopy (the table copied again) or keep (ClickHouse kept the rows)."}, []string{"action"})
 	lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "binlog2ch_lag_seconds",
 		Help: "Now minus the commit time of the newest event durably in ClickHouse; keeps growing while nothing gets through, about 0 when idle and caught up."},
 		func() float64 { return Since(m.Durable.Load()) })
@@ -139,7 +139,7 @@ func New() *Metrics {
 	for _, r := range []string{DDLApplied, DDLSkipped, DDLIgnored, DDLNotUnderstood} {
 		m.DDL.WithLabelValues(r)
 	}
-	for _, a := range []string{"recopy", "keep"} {
+	for _, a := range []string{"apply", "recopy", "keep"} {
 		m.StatementsWithoutRows.WithLabelValues(a)
 	}
 	return m

@@ -41,6 +41,9 @@ type router struct {
 	// new writer for the name waits until they are past the DDL, so two
 	// writers never write one table at once.
 	retired map[source.TableName]retiredWriter
+	// partitions are the partitioned tables' partitions, read when their
+	// writers start (replication.on_partition_maintenance: apply only).
+	partitions map[source.TableName]*source.Partitions
 }
 
 // route is a writer and what the router sent it.
@@ -69,7 +72,7 @@ type retiredWriter struct {
 func (rw retiredWriter) past() bool { return rw.w.Done() || rw.w.Flushed() >= rw.seq }
 
 func newRouter(r *Replicator, stream *source.Stream, start source.Position, run func(*sink.Writer)) *router {
-	return &router{r: r, stream: stream, writers: map[source.TableName]*route{}, start: run,
+	return &router{r: r, stream: stream, writers: map[source.TableName]*route{}, start: run, partitions: map[source.TableName]*source.Partitions{},
 		commits: []commitPoint{{seq: 0, pos: start}}, lastSaved: time.Now(), saved: start}
 }
 
@@ -154,6 +157,16 @@ func (s *router) dispatch(ctx context.Context, name source.TableName, m sink.Mes
 		if err := s.awaitRetired(ctx, name); err != nil {
 			return err
 		}
+		if s.r.cfg.Replication.OnPartitionMaintenance == config.OnApply && s.partitions[name] == nil {
+			// Read now, while the partitions a later DROP names still exist.
+			p, err := source.LoadPartitions(ctx, s.r.my, name)
+			if err != nil {
+				return err
+			}
+			if p != nil {
+				s.partitions[name] = p
+			}
+		}
 		w := s.r.sink.NewWriter(name, s.r.queueLen)
 		w.OnFlushed(s.stream.Wake)
 		rt = &route{w: w}
@@ -230,6 +243,11 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 			switch {
 			case ef.Table == (source.TableName{}) || policy == config.OnStop:
 				return rowsWithoutEvents(ef, st)
+			case policy == config.OnApply:
+				if err := s.applyPartitions(ctx, ef, st); err != nil {
+					return err
+				}
+				applied = true
 			case policy == config.OnKeep:
 				r.m.StatementsWithoutRows.WithLabelValues(config.OnKeep).Inc()
 				r.log.Warn("partition maintenance removed or moved rows in MySQL; ClickHouse keeps them (replication.on_partition_maintenance: keep)",
@@ -297,6 +315,42 @@ func rowsWithoutEvents(ef source.DDLEffect, st source.Statement) error {
 	}
 	return fmt.Errorf("binlog %s: %s: rows changed by a statement the binlog holds as SQL text, not as row events: the session that ran it had binlog_format STATEMENT or MIXED (statement %q). binlog2ch replicates row events only and will not guess the rows. Set binlog_format = ROW globally and make sure no session sets it otherwise (SET SESSION binlog_format), then %s. Or set replication.on_statement_dml: recopy, which copies such a table again by itself and goes on",
 		st.At, table, truncate(st.Text, 300), recopy)
+}
+
+// applyPartitions sends a TRUNCATE or DROP PARTITION to the table's writer,
+// which deletes the partitions' rows by their bounds. The bounds are those
+// read when the table's writer started, as DROPs since have left them: a
+// dropped partition is gone from information_schema by the time its
+// statement is read.
+func (s *router) applyPartitions(ctx context.Context, ef source.DDLEffect, st source.Statement) error {
+	r := s.r
+	if ef.PartitionOp != "TRUNCATE" && ef.PartitionOp != "DROP" {
+		return fmt.Errorf("binlog %s: %s: partition maintenance that moves rows (statement %q) cannot be applied by bounds; set replication.on_partition_maintenance: recopy, or %s",
+			st.At, ef.Table, truncate(st.Text, 300), recopy)
+	}
+	parts := s.partitions[ef.Table]
+	if parts == nil || !parts.Has(ef.Partitions) {
+		var err error
+		if parts, err = source.LoadPartitions(ctx, r.my, ef.Table); err != nil {
+			return err
+		}
+		if parts == nil {
+			parts = &source.Partitions{}
+		}
+	}
+	// The writer reads parts now; the router keeps its own copy.
+	sent := *parts
+	sent.Parts = append([]source.Partition(nil), parts.Parts...)
+	if err := s.dispatch(ctx, ef.Table, sink.Message{DDL: source.DDLPartitionRows, Partitions: &sent, Removed: ef.Partitions, At: st.At}); err != nil {
+		return err
+	}
+	if ef.PartitionOp == "DROP" {
+		parts.Drop(ef.Partitions)
+	}
+	s.partitions[ef.Table] = parts
+	r.m.StatementsWithoutRows.WithLabelValues(config.OnApply).Inc()
+	r.log.Info("partition maintenance applied: the partitions' rows deleted in ClickHouse by their bounds", "table", ef.Table.String(), "partitions", ef.Partitions, "binlog", st.At.String())
+	return nil
 }
 
 // recopyFile is the progress file of a table copied again while running.

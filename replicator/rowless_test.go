@@ -202,3 +202,65 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestApplyPartitionMaintenance: with replication.on_partition_maintenance:
+// apply, TRUNCATE and DROP PARTITION delete the partitions' rows in
+// ClickHouse by their bounds (RANGE on a column, on a DATE with RANGE
+// COLUMNS, on TO_DAYS() and YEAR() of a date, and LIST), also a partition
+// that took over a dropped one's range; the sides end equal (verify). A
+// HASH partition has no bounds: the daemon stops, naming recopy.
+func TestApplyPartitionMaintenance(t *testing.T) {
+	t.Run("bounds", func(t *testing.T) {
+		h := newHarness(t, 1, "replication: {on_partition_maintenance: apply}\n")
+		a := h.dbs[0]
+		run := h.start()
+		h.exec(
+			"CREATE TABLE "+a+".r (id INT PRIMARY KEY, v INT) PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN (20), PARTITION p2 VALUES LESS THAN MAXVALUE)",
+			"CREATE TABLE "+a+".rc (id INT, d DATE, PRIMARY KEY (id, d)) PARTITION BY RANGE COLUMNS(d) (PARTITION y23 VALUES LESS THAN ('2024-01-01'), PARTITION y24 VALUES LESS THAN ('2025-01-01'), PARTITION later VALUES LESS THAN (MAXVALUE))",
+			"CREATE TABLE "+a+".td (id INT, d DATE, PRIMARY KEY (id, d)) PARTITION BY RANGE (TO_DAYS(d)) (PARTITION old VALUES LESS THAN (TO_DAYS('2024-06-01')), PARTITION cur VALUES LESS THAN MAXVALUE)",
+			"CREATE TABLE "+a+".yr (id INT, d DATE, PRIMARY KEY (id, d)) PARTITION BY RANGE (YEAR(d)) (PARTITION y23 VALUES LESS THAN (2024), PARTITION y24 VALUES LESS THAN (2025), PARTITION rest VALUES LESS THAN MAXVALUE)",
+			"CREATE TABLE "+a+".l (id INT, r INT, PRIMARY KEY (id, r)) PARTITION BY LIST (r) (PARTITION pa VALUES IN (1, 2), PARTITION pb VALUES IN (3, 4))",
+			"INSERT INTO "+a+".r VALUES (1, 1), (9, 9), (10, 10), (19, 19), (25, 25)",
+			"INSERT INTO "+a+".rc VALUES (1, '2023-12-31'), (2, '2024-01-01'), (3, '2024-12-31'), (4, '2025-01-01')",
+			"INSERT INTO "+a+".td VALUES (1, '2024-05-31'), (2, '2024-06-01'), (3, '2023-01-01')",
+			"INSERT INTO "+a+".yr VALUES (1, '2023-06-01'), (2, '2024-06-01'), (3, '2025-06-01')",
+			"INSERT INTO "+a+".l VALUES (1, 1), (2, 2), (3, 3), (4, 4)")
+		h.waitCaughtUp(run, 30*time.Second)
+		h.exec(
+			"ALTER TABLE "+a+".r DROP PARTITION p0", "INSERT INTO "+a+".r VALUES (5, 5)", // into p1 now
+			"ALTER TABLE "+a+".r TRUNCATE PARTITION p1", "INSERT INTO "+a+".r VALUES (11, 11)",
+			"ALTER TABLE "+a+".rc DROP PARTITION y23, y24",
+			"ALTER TABLE "+a+".td TRUNCATE PARTITION old",
+			"ALTER TABLE "+a+".yr DROP PARTITION y24",
+			"ALTER TABLE "+a+".l TRUNCATE PARTITION pa")
+		h.waitCaughtUp(run, 60*time.Second)
+		for _, tb := range []string{"r", "rc", "td", "yr", "l"} {
+			h.assertEqual(a, tb, []string{"id"})
+		}
+		h.verifyEqual("r", "rc", "td", "yr", "l")
+		if n := counterOf(t, run.r.m.StatementsWithoutRows.WithLabelValues("apply")); n != 6 {
+			t.Errorf("binlog2ch_statements_without_rows_total{action=apply} = %v, want 6", n)
+		}
+	})
+	t.Run("hash", func(t *testing.T) {
+		h := newHarness(t, 1, "replication: {on_partition_maintenance: apply}\n")
+		a := h.dbs[0]
+		run := h.start()
+		h.exec("CREATE TABLE "+a+".h (id INT PRIMARY KEY) PARTITION BY HASH (id) PARTITIONS 2", "INSERT INTO "+a+".h VALUES (1), (2)")
+		h.waitCaughtUp(run, 30*time.Second)
+		h.exec("ALTER TABLE " + a + ".h TRUNCATE PARTITION p0")
+		var err error
+		select {
+		case err = <-run.done:
+			run.cancel = nil
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the daemon did not stop; logs:\n%s", tail(run.logs.String(), 4000))
+		}
+		for _, want := range []string{a + ".h", "HASH partitioning has no bounds", "on_partition_maintenance: recopy"} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("got %v; want an error with %q", err, want)
+			}
+		}
+		t.Logf("error: %v", err)
+	})
+}

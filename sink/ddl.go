@@ -135,6 +135,8 @@ func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
 		w.log = w.c.log.With("table", w.name.String())
 		w.tm = w.c.m.ForTable(w.name)
 		w.source, w.target, w.block = nil, nil, nil // re-read on the next rows
+	case source.DDLPartitionRows:
+		return w.deletePartitions(ctx, m, db, name)
 	case source.DDLAddColumns:
 		// The defaults also serve the next table map's schema change, in
 		// case the columns cannot be added now.
@@ -192,4 +194,31 @@ func (w *Writer) addColumnsNow(ctx context.Context, m Message) error {
 		return fmt.Errorf("%s at binlog %s: %w", w.name, m.At, err)
 	}
 	return nil
+}
+
+// deletePartitions deletes in ClickHouse the rows of partitions a TRUNCATE
+// or DROP PARTITION removed (replication.on_partition_maintenance: apply),
+// by the partitions' bounds, and waits for the mutation: the table's later
+// rows then land after it. Bounds that do not translate exactly stop the
+// daemon instead of deleting the wrong rows.
+func (w *Writer) deletePartitions(ctx context.Context, m Message, db, name string) error {
+	target := w.target
+	if target == nil {
+		live, err := w.c.live(ctx, w.name)
+		if err == nil && live != nil {
+			target, err = schema.Map(live, db, w.c.caps, w.c.cfg.SchemaOptions(), w.c.cfg.TableOptions(w.name.Database, w.name.Table))
+		}
+		if err != nil || target == nil {
+			return fmt.Errorf("%s at binlog %s: partition maintenance to apply, but the table's columns cannot be read (%v); copy the table again: binlog2ch fullsync -recreate -tables %s", w.name, m.At, err, w.name)
+		}
+	}
+	where, err := m.Partitions.Where(m.Removed, target)
+	if err != nil {
+		return fmt.Errorf("%s at binlog %s: partition maintenance cannot be applied by its bounds: %v. Set replication.on_partition_maintenance: recopy (the table is copied again instead), or stop binlog2ch and run binlog2ch fullsync -recreate -tables %s", w.name, m.At, err, w.name)
+	}
+	full := schema.QuoteIdent(db) + "." + schema.QuoteIdent(name)
+	if err := w.c.Exec(ctx, w.log, "ALTER TABLE "+full+w.c.onCluster()+" DELETE WHERE "+where, "binlog", m.At.String()); err != nil {
+		return err
+	}
+	return w.c.awaitMutations(ctx, w.log, db, name)
 }

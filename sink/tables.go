@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -246,6 +247,24 @@ func (c *ClickHouse) addColumns(ctx context.Context, log *slog.Logger, t *schema
 		}
 	}
 	return c.reg.record(t.Database, t.Name, added, nil, false)
+}
+
+// awaitMutations waits until the table has no mutation left to do.
+func (c *ClickHouse) awaitMutations(ctx context.Context, log *slog.Logger, db, table string) error {
+	for {
+		var pending uint64
+		err := c.Retry(ctx, log, metrics.StageDDL, "read ClickHouse mutations", func(ctx context.Context) error {
+			return c.conn.QueryRow(ctx, "SELECT count() FROM system.mutations WHERE database = ? AND table = ? AND is_done = 0", db, table).Scan(&pending)
+		})
+		if err != nil || pending == 0 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // ensureDistributed makes the Distributed table over t's local tables have

@@ -39,6 +39,10 @@ type Message struct {
 	Renames  map[string]string // source.DDLRenameColumns: old -> new
 	Defaults map[string]string // source.DDLAddColumns: column -> literal
 	Added    []string          // source.DDLAddColumns: the columns added
+	// source.DDLPartitionRows, applied: the table's partitions before the
+	// statement and those it removed.
+	Partitions *source.Partitions
+	Removed    []string
 }
 
 // where says where a message's rows come from, for errors.

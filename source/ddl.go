@@ -48,6 +48,11 @@ type DDLEffect struct {
 	Renames  map[string]string // DDLRenameColumns
 	Defaults map[string]string // DDLAddColumns: column -> ClickHouse literal
 	Added    []string          // DDLAddColumns: the columns, in statement order
+	// DDLPartitionRows: the operation (TRUNCATE, DROP; others such as
+	// EXCHANGE move rows elsewhere) and the partitions named ("" op: not
+	// read).
+	PartitionOp string
+	Partitions  []string
 }
 
 // ParseDDL returns the effects of one query-event statement; ok is false
@@ -125,7 +130,20 @@ func ParseDDL(p *parser.Parser, defaultDB, query string) (effects []DDLEffect, o
 				case ast.AlterTableTruncatePartition, ast.AlterTableDropPartition, ast.AlterTableExchangePartition,
 					ast.AlterTableReorganizePartition, ast.AlterTableCoalescePartitions,
 					ast.AlterTableReorganizeFirstPartition, ast.AlterTableReorganizeLastPartition:
-					effects = append(effects, DDLEffect{Kind: DDLPartitionRows, Table: t})
+					ef := DDLEffect{Kind: DDLPartitionRows, Table: t, PartitionOp: "OTHER"}
+					if spec.Tp == ast.AlterTableTruncatePartition || spec.Tp == ast.AlterTableDropPartition {
+						ef.PartitionOp = "TRUNCATE"
+						if spec.Tp == ast.AlterTableDropPartition {
+							ef.PartitionOp = "DROP"
+						}
+						for _, n := range spec.PartitionNames {
+							ef.Partitions = append(ef.Partitions, n.O)
+						}
+						if spec.OnAllPartitions {
+							ef.PartitionOp = "OTHER" // TRUNCATE PARTITION ALL: every row
+						}
+					}
+					effects = append(effects, ef)
 					if spec.Tp == ast.AlterTableExchangePartition && spec.NewTable != nil {
 						// The other table's rows are swapped too.
 						effects = append(effects, DDLEffect{Kind: DDLPartitionRows, Table: name(spec.NewTable)})

@@ -36,11 +36,12 @@ func TestParseDDL(t *testing.T) {
 		{"DELETE a FROM t AS a JOIN u ON a.id = u.id", []DDLEffect{{Kind: DDLRowsByStatement, Table: TableName{"db", "t"}}, {Kind: DDLRowsByStatement, Table: TableName{"db", "u"}}}},
 		{"LOAD DATA INFILE '/tmp/x' INTO TABLE t", []DDLEffect{{Kind: DDLRowsByStatement, Table: TableName{"db", "t"}}}},
 		// Partition maintenance removes or moves rows without row events.
-		{"ALTER TABLE p TRUNCATE PARTITION p2023", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}}}},
-		{"ALTER TABLE p DROP PARTITION p2023, p2024", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}}}},
-		{"ALTER TABLE p EXCHANGE PARTITION p1 WITH TABLE x.q", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}}, {Kind: DDLPartitionRows, Table: TableName{"x", "q"}}}},
-		{"ALTER TABLE p REORGANIZE PARTITION p1 INTO (PARTITION p1a VALUES LESS THAN (5), PARTITION p1b VALUES LESS THAN (10))", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}}}},
-		{"ALTER TABLE p COALESCE PARTITION 2", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}}}},
+		{"ALTER TABLE p TRUNCATE PARTITION p2023", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}, PartitionOp: "TRUNCATE", Partitions: []string{"p2023"}}}},
+		{"ALTER TABLE p DROP PARTITION p2023, p2024", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}, PartitionOp: "DROP", Partitions: []string{"p2023", "p2024"}}}},
+		{"ALTER TABLE p TRUNCATE PARTITION ALL", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}, PartitionOp: "OTHER"}}},
+		{"ALTER TABLE p EXCHANGE PARTITION p1 WITH TABLE x.q", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}, PartitionOp: "OTHER"}, {Kind: DDLPartitionRows, Table: TableName{"x", "q"}}}},
+		{"ALTER TABLE p REORGANIZE PARTITION p1 INTO (PARTITION p1a VALUES LESS THAN (5), PARTITION p1b VALUES LESS THAN (10))", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}, PartitionOp: "OTHER"}}},
+		{"ALTER TABLE p COALESCE PARTITION 2", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}, PartitionOp: "OTHER"}}},
 		{"ALTER TABLE p ADD PARTITION (PARTITION p9 VALUES LESS THAN (100))", nil},
 	} {
 		got, ok := ParseDDL(p, "db", c.query)

@@ -150,7 +150,6 @@ type Stream struct {
 	lastTS    int64        // timestamp (Unix ns) of the newest event read
 	tables    map[uint64]*tableState
 	downSince time.Time // when the stream failed, until an event arrives on a new one
-	lastRead  time.Time // when the last event or heartbeat arrived
 }
 
 // tableState is what the reader knows of one table-map id.
@@ -304,7 +303,6 @@ func (s *Stream) stream(ctx context.Context, from Position, fresh bool, h Handle
 			waitCtx = s.wk.waitContext(ctx)
 			woken = true
 		} else {
-			s.lastRead = time.Now()
 			if !s.downSince.IsZero() {
 				s.log.Info("binlog stream reconnected", "position", from.String(), "down_for", time.Since(s.downSince).Round(time.Millisecond).String())
 				s.downSince = time.Time{}
@@ -323,10 +321,13 @@ func (s *Stream) stream(ctx context.Context, from Position, fresh bool, h Handle
 	}
 }
 
-// stalled explains a read that failed after the stream was silent for
-// mysql.stall_timeout: heartbeats would have come on a live one.
+// stalled explains a read that timed out: each read waits at most
+// mysql.stall_timeout, and heartbeats would have come on a live stream.
+// go-mysql reports the timeout as text (its errors wrap the net error's
+// message, not the error).
 func (s *Stream) stalled(err error) error {
-	if s.lastRead.IsZero() || time.Since(s.lastRead) < s.cfg.MySQL.StallTimeout {
+	var ne net.Error
+	if !(errors.As(err, &ne) && ne.Timeout()) && !strings.Contains(err.Error(), "i/o timeout") {
 		return err
 	}
 	return &StallError{Silent: s.cfg.MySQL.StallTimeout, Heartbeat: s.cfg.MySQL.HeartbeatPeriod, Err: err}
