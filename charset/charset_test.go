@@ -56,11 +56,7 @@ func queryHex(t *testing.T, db *sql.DB, exprs []string) [][]byte {
 // (it prints '?'), an error.
 func TestSingleByteSetsMatchMySQL(t *testing.T) {
 	db := openMySQL(t)
-	names := make([]string, 0, len(singleByte))
-	for name := range singleByte {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := sortedKeys(singleByte)
 	for _, name := range names {
 		d, err := New(name)
 		if err != nil {
@@ -116,11 +112,7 @@ func TestDoubleByteSetsMatchMySQL(t *testing.T) {
 			codes = append(codes, []byte{byte(lead), byte(trail)})
 		}
 	}
-	names := make([]string, 0, len(multiByte))
-	for name := range multiByte {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := sortedKeys(multiByte)
 	for _, name := range names {
 		d, err := New(name)
 		if err != nil {
@@ -278,4 +270,14 @@ func BenchmarkDecode(b *testing.B) {
 			}
 		})
 	}
+}
+
+// sortedKeys are a map's keys in order, for tests that report in order.
+func sortedKeys[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for name := range m {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }

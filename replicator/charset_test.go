@@ -68,13 +68,7 @@ func TestCharsetWithoutConversion(t *testing.T) {
 	a := h.dbs[0]
 	run := h.start()
 	h.exec("CREATE TABLE "+a+".b5 (id INT PRIMARY KEY, v VARCHAR(10) CHARACTER SET big5)", "INSERT INTO "+a+".b5 VALUES (1, '中文')")
-	var err error
-	select {
-	case err = <-run.done:
-		run.cancel = nil
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the daemon did not stop on a big5 column; logs:\n%s", tail(run.logs.String(), 4000))
-	}
+	err := run.stopped(t, 30*time.Second, "the daemon did not stop on a big5 column")
 	for _, want := range []string{a + ".b5.v", "character set big5", "CHARACTER SET utf8mb4", "exclude_columns", "tables.exclude"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("got %v; want an error with %q", err, want)

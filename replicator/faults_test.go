@@ -531,13 +531,7 @@ func TestFaultClickHouseChangedWhileRunning(t *testing.T) {
 				t.Fatal(err)
 			}
 			h.exec("INSERT INTO " + a + ".t VALUES (3, 'three', 30, 'n3')")
-			var err error
-			select {
-			case err = <-run.done:
-				run.cancel = nil
-			case <-time.After(60 * time.Second):
-				t.Fatalf("the daemon did not stop; logs:\n%s", tail(run.logs.String(), 4000))
-			}
+			err := run.stopped(t, 60*time.Second, "the daemon did not stop")
 			for _, want := range []string{"ClickHouse table " + a + ".t " + c.want, "fullsync -recreate -tables " + a + ".t"} {
 				if err == nil || !strings.Contains(err.Error(), want) {
 					t.Fatalf("got %v; want an error with %q", err, want)
@@ -691,13 +685,7 @@ func TestFaultUnsupportedColumnType(t *testing.T) {
 	h.exec("CREATE TABLE "+a+".ok (id INT PRIMARY KEY, v INT)", "INSERT INTO "+a+".ok VALUES (1, 1)")
 	h.waitCaughtUp(run, 30*time.Second)
 	h.exec("CREATE TABLE "+a+".u (id INT PRIMARY KEY, ip INET6)", "INSERT INTO "+a+".u VALUES (1, '::1')", "INSERT INTO "+a+".ok VALUES (2, 2)")
-	var err error
-	select {
-	case err = <-run.done:
-		run.cancel = nil
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the daemon did not stop on an INET6 column; logs:\n%s", tail(run.logs.String(), 4000))
-	}
+	err := run.stopped(t, 30*time.Second, "the daemon did not stop on an INET6 column")
 	for _, want := range []string{a + ".u.ip", `"inet6" is not supported`, "tables.exclude"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("got %v; want an error with %q", err, want)

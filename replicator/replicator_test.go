@@ -173,6 +173,20 @@ func (h *harness) startLogged(logs *syncBuffer, log *slog.Logger, hooks testHook
 	return run
 }
 
+// stopped waits for a replicator that must stop by itself and returns
+// its error; what names the stop in the failure when it does not.
+func (r *running) stopped(t testing.TB, timeout time.Duration, what string) error {
+	t.Helper()
+	select {
+	case err := <-r.done:
+		r.cancel = nil
+		return err
+	case <-time.After(timeout):
+		t.Fatalf("%s; logs:\n%s", what, tail(r.logs.String(), 4000))
+		return nil
+	}
+}
+
 // stop shuts the replicator down cleanly and returns its error.
 func (r *running) stop(t testing.TB) error {
 	if r.cancel == nil {

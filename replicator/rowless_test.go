@@ -92,13 +92,7 @@ func TestFaultRowsWithoutRowEvents(t *testing.T) {
 			h.waitCaughtUp(run, 30*time.Second)
 			h.assertEqual(a, "t", []string{"id", "v"})
 			session(strings.ReplaceAll(c.stmt, "%s", a))
-			var err2 error
-			select {
-			case err2 = <-run.done:
-				run.cancel = nil
-			case <-time.After(30 * time.Second):
-				t.Fatalf("the daemon did not stop; logs:\n%s", tail(run.logs.String(), 4000))
-			}
+			err2 := run.stopped(t, 30*time.Second, "the daemon did not stop")
 			for _, want := range append(c.want, a+".t", "binlog ") {
 				if err2 == nil || !strings.Contains(err2.Error(), want) {
 					t.Fatalf("got %v; want an error with %q", err2, want)
@@ -249,13 +243,7 @@ func TestApplyPartitionMaintenance(t *testing.T) {
 		h.exec("CREATE TABLE "+a+".h (id INT PRIMARY KEY) PARTITION BY HASH (id) PARTITIONS 2", "INSERT INTO "+a+".h VALUES (1), (2)")
 		h.waitCaughtUp(run, 30*time.Second)
 		h.exec("ALTER TABLE " + a + ".h TRUNCATE PARTITION p0")
-		var err error
-		select {
-		case err = <-run.done:
-			run.cancel = nil
-		case <-time.After(30 * time.Second):
-			t.Fatalf("the daemon did not stop; logs:\n%s", tail(run.logs.String(), 4000))
-		}
+		err := run.stopped(t, 30*time.Second, "the daemon did not stop")
 		for _, want := range []string{a + ".h", "HASH partitioning has no bounds", "on_partition_maintenance: recopy"} {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Fatalf("got %v; want an error with %q", err, want)

@@ -97,13 +97,7 @@ func TestXAPreparedBeforeStart(t *testing.T) {
 	run := h.start()
 	h.waitCaughtUp(run, 30*time.Second)
 	h.exec("XA COMMIT 'early'")
-	var err2 error
-	select {
-	case err2 = <-run.done:
-		run.cancel = nil
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the daemon did not stop; logs:\n%s", tail(run.logs.String(), 4000))
-	}
+	err2 := run.stopped(t, 30*time.Second, "the daemon did not stop")
 	for _, want := range []string{"XA COMMIT of XA transaction 'early','',1", "binlog ", "fullsync -recreate -checkpoint"} {
 		if err2 == nil || !strings.Contains(err2.Error(), want) {
 			t.Fatalf("got %v; want an error with %q", err2, want)
