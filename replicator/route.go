@@ -269,6 +269,12 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 			if ef.Kind == source.DDLDrop {
 				s.stopWriter(ef.Table)
 			}
+		case source.DDLCreate:
+			if oldIn {
+				if err := r.sink.ForgetTable(ef.Table); err != nil {
+					return err
+				}
+			}
 		case source.DDLRenameTable:
 			newIn := r.cfg.Replicates(ef.NewTable.Database, ef.NewTable.Table) && !source.SystemDatabase(ef.NewTable.Database)
 			switch {

@@ -40,7 +40,7 @@ type ClickHouse struct {
 	layout clusterLayout // the cluster's shards, for rows routed to them (shards.go)
 	m      *metrics.Metrics
 	live   LiveTable
-	reg    *Registry   // nil: tables are not tracked (a shared state store)
+	reg    *Registry   // nil: tables are not tracked (no state_dir)
 	up     atomic.Bool // the last insert, DDL or ping succeeded
 
 	// MaxBackoff caps the retry backoff.
@@ -51,9 +51,11 @@ type ClickHouse struct {
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.Metrics, live LiveTable) (*ClickHouse, error) {
 	c := &ClickHouse{cfg: cfg, log: log, ins: newInserters(cfg), m: m, live: live, MaxBackoff: 30 * time.Second}
 	var err error
-	// With the checkpoint in ClickHouse, hosts take turns: a registry in
-	// one host's state_dir would be stale on the next.
-	if cfg.StateDir != "" && cfg.State.Store != config.StoreClickHouse {
+	// With the checkpoint in ClickHouse, hosts take turns and each keeps
+	// its own registry: one host's may list a table another dropped with
+	// MySQL's DROP, which is then a stop (a copy too many), never a silent
+	// partial table.
+	if cfg.StateDir != "" {
 		if c.reg, err = LoadRegistry(cfg.StateDir); err != nil {
 			return nil, err
 		}

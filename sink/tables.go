@@ -12,6 +12,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/source"
 )
 
 // chColumn is a column as ClickHouse reports it.
@@ -119,6 +120,18 @@ func (c *ClickHouse) changedOnline(ctx context.Context, t *schema.Target, mysql 
 		return nil
 	}
 	return &TargetChangedError{Table: t.FullName(), MySQL: mysql, Problem: strings.Join(problems, "; ") + " (changed while binlog2ch wrote to it)"}
+}
+
+// ForgetTable drops a MySQL table's ClickHouse table from the registry:
+// MySQL created it (again), so a ClickHouse table of that name missing is
+// new. Another host that replicated meanwhile (a shared checkpoint) may
+// have dropped and not recreated it.
+func (c *ClickHouse) ForgetTable(t source.TableName) error {
+	name := t.Table
+	if o := c.cfg.TableOptions(t.Database, t.Table); o.Name != "" {
+		name = o.Name
+	}
+	return c.reg.forget(c.cfg.ClickHouseDatabase(t.Database), name)
 }
 
 // RecordTable notes in the registry the table a copy just created or

@@ -34,6 +34,9 @@ const (
 	// (TRUNCATE, DROP, EXCHANGE, REORGANIZE, COALESCE PARTITION), which
 	// writes no row events.
 	DDLPartitionRows
+	// DDLCreate: CREATE TABLE; a ClickHouse table of that name missing
+	// since is new, not dropped by hand.
+	DDLCreate
 )
 
 // DDLEffect is what a DDL statement means for replication. Column adds,
@@ -84,6 +87,10 @@ func ParseDDL(p *parser.Parser, defaultDB, query string) (effects []DDLEffect, o
 			rowsBy(s.TableRefs)
 		case *ast.LoadDataStmt:
 			rowsBy(s.Table)
+		case *ast.CreateTableStmt:
+			if s.TemporaryKeyword == ast.TemporaryNone {
+				effects = append(effects, DDLEffect{Kind: DDLCreate, Table: name(s.Table)})
+			}
 		case *ast.DropTableStmt:
 			if s.IsView {
 				continue

@@ -26,7 +26,8 @@ func TestParseDDL(t *testing.T) {
 			[]DDLEffect{{Kind: DDLAddColumns, Table: TableName{"db", "t"}, Defaults: map[string]string{"s": `'it\'s'`, "n": "'-3'", "d": "'1.50'"}, Added: []string{"s", "n", "d", "ts", "z"}}}},
 		{"ALTER TABLE t ADD COLUMN x INT", []DDLEffect{{Kind: DDLAddColumns, Table: TableName{"db", "t"}, Defaults: map[string]string{}, Added: []string{"x"}}}},
 		{"ALTER TABLE t ADD COLUMN x DOUBLE DEFAULT -2.5, ADD y INT DEFAULT +7", []DDLEffect{{Kind: DDLAddColumns, Table: TableName{"db", "t"}, Defaults: map[string]string{"x": "'-2.5'", "y": "'7'"}, Added: []string{"x", "y"}}}},
-		{"CREATE TABLE t (a INT)", nil},
+		{"CREATE TABLE t (a INT)", []DDLEffect{{Kind: DDLCreate, Table: TableName{"db", "t"}}}},
+		{"CREATE TEMPORARY TABLE t (a INT)", nil},
 		// Rows changed by statements (binlog_format STATEMENT or MIXED).
 		{"INSERT INTO t VALUES (1)", []DDLEffect{{Kind: DDLRowsByStatement, Table: TableName{"db", "t"}}}},
 		{"REPLACE INTO other.t SELECT * FROM src", []DDLEffect{{Kind: DDLRowsByStatement, Table: TableName{"other", "t"}}}},
