@@ -1,5 +1,6 @@
 // Package liblog routes the log lines of the libraries binlog2ch uses
-// (go-mysql's BinlogSyncer, clickhouse-go, go-sql-driver/mysql) through
+// (clickhouse-go, go-sql-driver/mysql; go-mysql's binlog connection is
+// binlog2ch's own, source/dump.go, and logs as binlog2ch) through
 // the daemon's slog handler, at the level each message means to an
 // operator. It knows those libraries' messages, not binlog2ch's work: it
 // never decides what is an error.
@@ -13,14 +14,13 @@ import (
 	"strings"
 )
 
-// The libraries binlog2ch uses log through slog (go-mysql, clickhouse-go)
-// or through a Printf (the ZooKeeper client). Their messages go into the
+// The libraries binlog2ch uses log through slog (clickhouse-go) or
+// through a Printf (the ZooKeeper client, go-sql-driver/mysql). Their messages go into the
 // daemon's log with a component attribute, at the level they mean to an
-// operator: routine chatter (connects, closes, the config go-mysql dumps
-// for every connection) at DEBUG; failures binlog2ch also sees as returned
-// errors, which it logs itself with their context and retries, at DEBUG
-// (clickhouse-go) or WARN (go-mysql); binlog2ch alone decides what is fatal
-// and logs that at ERROR.
+// operator: routine chatter (connects, closes) at DEBUG; failures binlog2ch
+// also sees as returned errors, which it logs itself with their context
+// and retries, at DEBUG; binlog2ch alone decides what is fatal and logs
+// that at ERROR.
 
 // libRule maps one library message to a level.
 type libRule struct {
@@ -53,29 +53,6 @@ func (rs libRules) level(l slog.Level, msg string) (slog.Level, *libRule) {
 	return min(l, r.level), r
 }
 
-// goMySQLRules is go-mysql v1.16's BinlogSyncer (replication/binlogsyncer.go).
-// binlog2ch opens a syncer for every binlog connection and reconnects
-// itself (DisableRetrySync), logging the failure (WARN) and the recovery
-// (INFO); the syncer's own account of it is for debugging.
-var goMySQLRules = libRules{
-	// The whole BinlogSyncerConfig, once per connection; a JSON handler
-	// renders it as "!ERROR:json: unsupported type: func(*client.Conn) error".
-	{msg: "create BinlogSyncer", level: slog.LevelDebug, strip: []string{"config"}},
-	{msg: "Connected to server", level: slog.LevelDebug}, // binlog2ch logs "connected" with the flavor at start
-	{msg: "begin to sync binlog from*", level: slog.LevelDebug},
-	{msg: "begin to re-sync", level: slog.LevelDebug},
-	{msg: "rotate to next binlog", level: slog.LevelDebug}, // also the fake rotate every connection starts with
-	{msg: "receive EOF packet, no more binlog event now.", level: slog.LevelDebug},
-	{msg: "syncer is closing...", level: slog.LevelDebug},
-	{msg: "syncer is closed", level: slog.LevelDebug},
-	{msg: "kill last connection", level: slog.LevelDebug},
-	// Closing a syncer whose connection died kills the old connection id,
-	// which the server has usually forgotten already (unknown thread id).
-	{msg: "kill connection", level: slog.LevelDebug},
-	{msg: "retry sync is disabled", level: slog.LevelDebug}, // binlog2ch's choice: it reconnects itself
-	{msg: "MariaDB dynamic LogPos calculation", level: slog.LevelDebug},
-}
-
 // clickHouseRules is clickhouse-go v2.51. Every WARN and ERROR it logs on
 // a query's or a connection's failure also comes back to binlog2ch as the
 // call's error, which binlog2ch logs with the table and retries.
@@ -104,11 +81,6 @@ func libLogger(log *slog.Logger, component string, rules libRules) *slog.Logger 
 // (clickhouse.Options.Logger): the driver's messages at binlog2ch's levels.
 func ClickHouse(log *slog.Logger) *slog.Logger {
 	return libLogger(log, "clickhouse", clickHouseRules)
-}
-
-// GoMySQL is the logger for go-mysql's BinlogSyncer.
-func GoMySQL(log *slog.Logger) *slog.Logger {
-	return libLogger(log, "binlog", goMySQLRules)
 }
 
 // libHandler maps a library's records to binlog2ch's levels. Rules only

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-
-	"github.com/go-mysql-org/go-mysql/replication"
 )
 
 // logLines decodes JSON log lines.
@@ -36,23 +34,6 @@ func TestLibRulesLevels(t *testing.T) {
 		msg   string
 		want  slog.Level
 	}{
-		{"go-mysql", goMySQLRules, slog.LevelInfo, "create BinlogSyncer", slog.LevelDebug},
-		{"go-mysql", goMySQLRules, slog.LevelInfo, "Connected to server", slog.LevelDebug},
-		{"go-mysql", goMySQLRules, slog.LevelInfo, "begin to sync binlog from position", slog.LevelDebug},
-		{"go-mysql", goMySQLRules, slog.LevelInfo, "begin to sync binlog from GTID set", slog.LevelDebug},
-		{"go-mysql", goMySQLRules, slog.LevelInfo, "rotate to next binlog", slog.LevelDebug},
-		{"go-mysql", goMySQLRules, slog.LevelInfo, "syncer is closing...", slog.LevelDebug},
-		{"go-mysql", goMySQLRules, slog.LevelInfo, "syncer is closed", slog.LevelDebug},
-		{"go-mysql", goMySQLRules, slog.LevelInfo, "kill last connection", slog.LevelDebug},
-		{"go-mysql", goMySQLRules, slog.LevelError, "kill connection", slog.LevelDebug},
-		{"go-mysql", goMySQLRules, slog.LevelWarn, "retry sync is disabled", slog.LevelDebug},
-		// Not in the rules: as logged, ERROR as WARN (binlog2ch decides
-		// what is fatal).
-		{"go-mysql", goMySQLRules, slog.LevelError, "connection was bad", slog.LevelWarn},
-		{"go-mysql", goMySQLRules, slog.LevelError, "misconfigured flavor for server", slog.LevelWarn},
-		{"go-mysql", goMySQLRules, slog.LevelWarn, "could not set read deadline, closing connection to unblock reader", slog.LevelWarn},
-		{"go-mysql", goMySQLRules, slog.LevelInfo, "a message of a later version", slog.LevelInfo},
-		{"go-mysql", goMySQLRules, slog.LevelDebug, "MariaDB dynamic LogPos calculation", slog.LevelDebug},
 		{"clickhouse-go", clickHouseRules, slog.LevelWarn, "unsupported clickhouse version", slog.LevelDebug},
 		{"clickhouse-go", clickHouseRules, slog.LevelWarn, "server exception received", slog.LevelDebug},
 		{"clickhouse-go", clickHouseRules, slog.LevelError, "send data failed: connection closed", slog.LevelDebug},
@@ -63,6 +44,8 @@ func TestLibRulesLevels(t *testing.T) {
 		{"clickhouse-go", clickHouseRules, slog.LevelError, "query processing failed", slog.LevelDebug},
 		{"clickhouse-go", clickHouseRules, slog.LevelDebug, "executing query", slog.LevelDebug},
 		{"clickhouse-go", clickHouseRules, slog.LevelWarn, "clickhouse: cluster interserver-secret mode enabled — connection holds impersonation rights for any user on the cluster", slog.LevelWarn},
+		// Not in the rules: as logged, ERROR as WARN (binlog2ch decides
+		// what is fatal).
 		{"clickhouse-go", clickHouseRules, slog.LevelError, "exec context error", slog.LevelWarn},
 		// Rules only demote.
 		{"demote only", libRules{{msg: "x", level: slog.LevelWarn}}, slog.LevelDebug, "x", slog.LevelDebug},
@@ -70,46 +53,6 @@ func TestLibRulesLevels(t *testing.T) {
 	} {
 		if got, _ := c.rules.level(c.level, c.msg); got != c.want {
 			t.Errorf("%s: %s %q: got %s, want %s", c.name, c.level, c.msg, got, c.want)
-		}
-	}
-}
-
-// TestBinlogSyncerConfigNotDumped creates a real go-mysql BinlogSyncer (it
-// logs its config at once, before any connection): the config goes, the
-// message stays for DEBUG, and nothing reaches an INFO log.
-func TestBinlogSyncerConfigNotDumped(t *testing.T) {
-	cfg := replication.BinlogSyncerConfig{ServerID: 4242, Flavor: "mariadb", Host: "127.0.0.1", Port: 1, User: "u", Password: "secret"}
-	var raw bytes.Buffer
-	cfg.Logger = slog.New(slog.NewJSONHandler(&raw, nil))
-	replication.NewBinlogSyncer(cfg).Close()
-	if !strings.Contains(raw.String(), "!ERROR") {
-		t.Logf("go-mysql no longer logs its config as !ERROR (a newer version?): %s", raw.String())
-	}
-	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
-		var out bytes.Buffer
-		cfg.Logger = GoMySQL(slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: level})).With("daemon", "x"))
-		replication.NewBinlogSyncer(cfg).Close()
-		if s := out.String(); strings.Contains(s, "!ERROR") || strings.Contains(s, `"config"`) || strings.Contains(s, "secret") {
-			t.Errorf("%s: the config is logged: %s", level, s)
-		}
-		lines := logLines(t, out.String())
-		if level == slog.LevelInfo {
-			if len(lines) != 0 {
-				t.Errorf("INFO log: %s", out.String())
-			}
-			continue
-		}
-		found := false
-		for _, l := range lines {
-			if l["msg"] == "create BinlogSyncer" {
-				found = true
-				if l["level"] != "DEBUG" || l["component"] != "binlog" || l["daemon"] != "x" {
-					t.Errorf("create BinlogSyncer: %v", l)
-				}
-			}
-		}
-		if !found {
-			t.Errorf("DEBUG log has no create BinlogSyncer: %s", out.String())
 		}
 	}
 }
