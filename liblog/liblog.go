@@ -15,7 +15,8 @@ import (
 )
 
 // The libraries binlog2ch uses log through slog (clickhouse-go) or
-// through a Printf (the ZooKeeper client, go-sql-driver/mysql). Their messages go into the
+// through a Printf (go-sql-driver/mysql here; the ZooKeeper client in
+// state). Their messages go into the
 // daemon's log with a component attribute, at the level they mean to an
 // operator: routine chatter (connects, closes) at DEBUG; failures binlog2ch
 // also sees as returned errors, which it logs itself with their context
