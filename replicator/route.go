@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/config"
@@ -44,6 +45,9 @@ type router struct {
 	// partitions are the partitioned tables' partitions, read when their
 	// writers start (replication.on_partition_maintenance: apply only).
 	partitions map[source.TableName]*source.Partitions
+	// queued is the bytes of rows events sent to writers and not yet taken
+	// into their blocks (see maxQueuedBytes).
+	queued atomic.Int64
 }
 
 // route is a writer and what the router sent it.
@@ -141,12 +145,45 @@ func (s *router) pending() bool {
 	return false
 }
 
+// maxQueuedBytes bounds the bytes of undecoded rows events queued for all
+// writers together: a writer's queue holds up to queueLen events, which
+// with large values (an UPDATE carries the row twice) would be gigabytes.
+const maxQueuedBytes = 256 << 20
+
 // Rows sends one rows event to its table's writer.
 func (s *router) Rows(ctx context.Context, e source.Rows) error {
 	if hook := s.r.hooks.rowsEvent; hook != nil {
 		hook(e.Table)
 	}
-	return s.dispatch(ctx, e.Table, sink.Message{Schema: e.Schema, Rows: e.Rows, Raw: e.Raw, Op: e.Op, File: e.File, Pos: e.Pos, At: e.At})
+	m := sink.Message{Schema: e.Schema, Rows: e.Rows, Raw: e.Raw, Op: e.Op, File: e.File, Pos: e.Pos, At: e.At}
+	if size := int64(len(e.Raw)); size > 0 {
+		if err := s.awaitQueueRoom(ctx, size); err != nil {
+			return err
+		}
+		queued := &s.queued
+		m.Release = func() { queued.Add(-size) }
+	}
+	return s.dispatch(ctx, e.Table, m)
+}
+
+// awaitQueueRoom waits until size more bytes fit under maxQueuedBytes (a
+// larger event goes alone), checking in meanwhile, and counts them.
+func (s *router) awaitQueueRoom(ctx context.Context, size int64) error {
+	for n := 0; ; n++ {
+		q := s.queued.Load()
+		if q == 0 || q+size <= maxQueuedBytes {
+			s.queued.Add(size)
+			return nil
+		}
+		if n%500 == 0 {
+			s.r.checkIn()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
 }
 
 // dispatch queues a message for the table's writer, starting it if needed;

@@ -33,6 +33,9 @@ type Message struct {
 	// all get Version(file, pos, MaxVersionRow), at or above every event
 	// ending at or before pos and below every later one.
 	Snapshot bool
+	// Release, when set, is called once the writer has taken the rows
+	// into its block: the event's bytes are no longer needed.
+	Release func()
 
 	DDL      source.DDLKind
 	NewName  string            // source.DDLRenameTable: new MySQL table name
@@ -178,7 +181,11 @@ func (w *Writer) run(parent context.Context) error {
 				return err
 			}
 			start := time.Now()
-			if err := w.handle(ctx, m); err != nil {
+			err := w.handle(ctx, m)
+			if m.Release != nil {
+				m.Release()
+			}
+			if err != nil {
 				return err
 			}
 			w.lastSeq = m.Seq
