@@ -346,3 +346,21 @@ func TestNameReusedAfterDropAndRename(t *testing.T) {
 	h.assertEqual(a, "u", []string{"id", "v"})
 	h.assertEqual(a, "u2", []string{"id", "v"})
 }
+
+// TestCaughtUpAfterRotation: a binlog rotation as the last thing written
+// (FLUSH BINARY LOGS, or a file full after a large transaction) lets the
+// checkpoint reach the new file's end: its header events come between
+// transactions. It stayed at the file's position 4 before, behind the
+// server's position for as long as nothing else was written.
+func TestCaughtUpAfterRotation(t *testing.T) {
+	h := newHarness(t, 1, "")
+	a := h.dbs[0]
+	run := h.start()
+	h.exec("CREATE TABLE "+a+".t (id INT PRIMARY KEY)", "INSERT INTO "+a+".t VALUES (1)")
+	h.waitCaughtUp(run, 30*time.Second)
+	h.exec("FLUSH BINARY LOGS")
+	h.waitCaughtUp(run, 30*time.Second)
+	h.exec("INSERT INTO " + a + ".t VALUES (2)")
+	h.waitCaughtUp(run, 30*time.Second)
+	h.verifyEqual("t")
+}

@@ -392,6 +392,16 @@ func (s *Stream) handle(ctx context.Context, ev *replication.BinlogEvent, h Hand
 		if e.Flags&mariadbPreparedXA != 0 {
 			s.xa = &openXA{start: s.boundary}
 		}
+	case *replication.FormatDescriptionEvent, *replication.PreviousGTIDsEvent, *replication.MariadbGTIDListEvent, *replication.MariadbBinlogCheckPointEvent:
+		// A file's header events, and MariaDB's checkpoints, come between
+		// transactions: a boundary past them lets the checkpoint reach the
+		// end of a file that a rotation just began, where nothing else
+		// may come for a long time.
+		s.advance(hd)
+		if s.xa == nil {
+			s.commit(h)
+		}
+		return nil
 	case *replication.GenericEvent:
 		if hd.EventType == replication.XA_PREPARE_LOG_EVENT {
 			s.advance(hd)
