@@ -173,6 +173,16 @@ func (h *harness) startLogged(logs *syncBuffer, log *slog.Logger, hooks testHook
 	return run
 }
 
+// wantError fails the test unless err holds every one of wants.
+func wantError(t testing.TB, err error, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("got %v; want an error with %q", err, want)
+		}
+	}
+}
+
 // stopped waits for a replicator that must stop by itself and returns
 // its error; what names the stop in the failure when it does not.
 func (r *running) stopped(t testing.TB, timeout time.Duration, what string) error {

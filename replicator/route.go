@@ -160,8 +160,7 @@ func (s *router) Rows(ctx context.Context, e source.Rows) error {
 		if err := s.awaitQueueRoom(ctx, size); err != nil {
 			return err
 		}
-		queued := &s.queued
-		m.Release = func() { queued.Add(-size) }
+		m.Queued, m.Bytes = &s.queued, size
 	}
 	return s.dispatch(ctx, e.Table, m)
 }

@@ -122,7 +122,7 @@ func LoadTable(ctx context.Context, db *sql.DB, database, table string) (*Table,
 		c.Name = name
 		c.Nullable = nullable == "YES"
 		if c.Kind == KindChar {
-			c.Charset = charsetName(charset)
+			c.Charset = CharsetName(charset)
 		}
 		t.Columns = append(t.Columns, c)
 	}
@@ -182,20 +182,16 @@ func (t *Table) loadKeys(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// charsetName is MySQL's name for a character set, the same whichever
+// CharsetName is MySQL's name for a character set, the same whichever
 // version prints it: utf8 is utf8mb3 (MySQL 8.0 and MariaDB 10.6 renamed
 // it).
-func charsetName(name string) string {
+func CharsetName(name string) string {
 	name = strings.ToLower(name)
 	if name == "utf8" {
 		return "utf8mb3"
 	}
 	return name
 }
-
-// CharsetName is charsetName for the other packages that read character
-// set names (from the binlog's collation ids).
-func CharsetName(name string) string { return charsetName(name) }
 
 // UnsupportedTypeError is a MySQL column type without a ClickHouse mapping
 // (MariaDB's INET6 and UUID, for instance).

@@ -42,10 +42,7 @@ func (w *Writer) changeSchema(ctx context.Context, src *schema.Table) error {
 			}
 		}
 	}
-	if err := w.c.checkRegistered(ctx, w.log, target, w.name.String()); err != nil {
-		return err
-	}
-	if err := w.c.EnsureTable(ctx, w.log, target, drop, w.defaults); err != nil {
+	if err := w.c.EnsureTable(ctx, w.log, target, drop, w.defaults, w.name.String()); err != nil {
 		return err
 	}
 	if err := w.c.reg.record(target.Database, target.Name, targetColumns(target), drop, false); err != nil {

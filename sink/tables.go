@@ -61,21 +61,13 @@ func (e *TargetChangedError) Error() string {
 		e.Table, e.Problem, e.MySQL)
 }
 
-// checkRegistered refuses to create again a table binlog2ch created, or to
-// add again a column it put there, that ClickHouse lacks (see Registry).
-func (c *ClickHouse) checkRegistered(ctx context.Context, log *slog.Logger, t *schema.Target, mysql string) error {
+// unregistered refuses to create again a table binlog2ch created, or to
+// add again a column it put there, that ClickHouse lacks (see Registry):
+// cols are the table's columns in ClickHouse now.
+func (c *ClickHouse) unregistered(t *schema.Target, cols []chColumn, mysql string) error {
 	registered, ok := c.reg.columns(t.Database, t.Name)
 	if !ok {
 		return nil
-	}
-	var cols []chColumn
-	err := c.Retry(ctx, log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) error {
-		var err error
-		cols, err = c.columns(ctx, t.Database, t.Name)
-		return err
-	})
-	if err != nil {
-		return err
 	}
 	if len(cols) == 0 {
 		return &TargetChangedError{Table: t.FullName(), MySQL: mysql, Problem: "no longer exists, though binlog2ch created it (" + RegistryFile + " in state_dir lists it)"}
@@ -155,15 +147,24 @@ func targetColumns(t *schema.Target) []string {
 // checks the current state first, so it is idempotent on a replay after a
 // crash. Columns ClickHouse has beyond the target are kept (a replay of
 // events older than an ADD COLUMN must not drop the newer column's data).
-func (c *ClickHouse) EnsureTable(ctx context.Context, log *slog.Logger, t *schema.Target, drop []string, defaults map[string]string) error {
+// A writer names its MySQL table in mysql: a table or column binlog2ch
+// created that is missing then stops it (TargetChangedError); a copy,
+// which brings every row, passes "".
+func (c *ClickHouse) EnsureTable(ctx context.Context, log *slog.Logger, t *schema.Target, drop []string, defaults map[string]string, mysql string) error {
 	full := schema.QuoteIdent(t.Database) + "." + schema.QuoteIdent(t.Name)
 	var stmts []string
+	var changed error
 	err := c.Retry(ctx, log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) error {
 		cols, err := c.columns(ctx, t.Database, t.Name)
 		if err != nil {
 			return err
 		}
 		stmts = stmts[:0]
+		if mysql != "" {
+			if changed = c.unregistered(t, cols, mysql); changed != nil {
+				return nil
+			}
+		}
 		if len(cols) == 0 {
 			stmts = append(stmts, "CREATE DATABASE IF NOT EXISTS "+schema.QuoteIdent(t.Database)+t.OnCluster(), t.CreateTableSQL())
 			return nil
@@ -200,6 +201,9 @@ func (c *ClickHouse) EnsureTable(ctx context.Context, log *slog.Logger, t *schem
 	})
 	if err != nil {
 		return err
+	}
+	if changed != nil {
+		return changed
 	}
 	for _, s := range stmts {
 		if err := c.Exec(ctx, log, s); err != nil {

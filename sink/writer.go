@@ -33,9 +33,10 @@ type Message struct {
 	// all get Version(file, pos, MaxVersionRow), at or above every event
 	// ending at or before pos and below every later one.
 	Snapshot bool
-	// Release, when set, is called once the writer has taken the rows
-	// into its block: the event's bytes are no longer needed.
-	Release func()
+	// Queued, when set, counts the bytes of events sent and not yet taken
+	// into a block: the writer takes Bytes off it once it has the rows.
+	Queued *atomic.Int64
+	Bytes  int64
 
 	DDL      source.DDLKind
 	NewName  string            // source.DDLRenameTable: new MySQL table name
@@ -182,8 +183,8 @@ func (w *Writer) run(parent context.Context) error {
 			}
 			start := time.Now()
 			err := w.handle(ctx, m)
-			if m.Release != nil {
-				m.Release()
+			if m.Queued != nil {
+				m.Queued.Add(-m.Bytes)
 			}
 			if err != nil {
 				return err

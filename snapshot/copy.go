@@ -439,7 +439,7 @@ func (c *copier) prepare(ctx context.Context, t *tableCopy) (complete bool, err 
 	} else if err := c.Sink.CheckTable(ctx, c.Log, target); err != nil {
 		return false, err
 	}
-	if err := c.Sink.EnsureTable(ctx, t.log, target, nil, nil); err != nil {
+	if err := c.Sink.EnsureTable(ctx, t.log, target, nil, nil, ""); err != nil {
 		return false, err
 	}
 	if err := c.Sink.RecordTable(target, drop); err != nil {

@@ -165,8 +165,10 @@ const (
 )
 
 type token struct {
-	kind tokKind
-	text string
+	kind  tokKind
+	text  string // words upper-cased, quoted ones unquoted
+	raw   string // a word as written
+	quote byte   // a quoted token's quote character
 }
 
 func (t token) is(kind tokKind, text string) bool { return t.kind == kind && t.text == text }
@@ -223,7 +225,7 @@ func (l *stmtLexer) next() token {
 			for l.i < len(l.s) && isWordByte(l.s[l.i]) {
 				l.i++
 			}
-			return token{kind: tokWord, text: strings.ToUpper(l.s[start:l.i])}
+			return token{kind: tokWord, text: strings.ToUpper(l.s[start:l.i]), raw: l.s[start:l.i]}
 		default:
 			l.i++
 			return token{kind: tokPunct, text: string(c)}
@@ -272,7 +274,7 @@ func (l *stmtLexer) quoted(q byte) token {
 			i++
 		case c == q:
 			l.i = i + 1
-			return token{kind: tokQuoted, text: b.String()}
+			return token{kind: tokQuoted, text: b.String(), quote: q}
 		case c == '\\' && q != '`' && i+1 < len(l.s):
 			b.WriteByte(l.s[i+1])
 			i++

@@ -144,81 +144,31 @@ func (l *stmtLexer) convertPartition(defaultDB string) []DDLEffect {
 	}
 }
 
-// tableName reads [db.]table, names unquoted or in backticks.
+// tableName reads [db.]table, names unquoted or in backticks, as written
+// (names are case-sensitive on most servers).
 func (l *stmtLexer) tableName(defaultDB string) (TableName, bool) {
 	ident := func() (string, bool) {
-		t := l.peek()
-		if t.kind != tokWord && !(t.kind == tokQuoted && l.i < len(l.s) && l.nextQuote() == '`') {
-			return "", false
+		switch t := l.peek(); {
+		case t.kind == tokWord:
+			l.next()
+			return t.raw, true
+		case t.kind == tokQuoted && t.quote == '`':
+			l.next()
+			return t.text, true
 		}
-		l.next()
-		return t.text, true
+		return "", false
 	}
-	start := l.i
 	first, ok := ident()
 	if !ok {
 		return TableName{}, false
 	}
-	// Unquoted words are upper-cased by the lexer: take the text as written.
-	first = l.written(start, first)
 	if l.peek().is(tokPunct, ".") {
 		l.next()
-		start = l.i
 		second, ok := ident()
 		if !ok {
 			return TableName{}, false
 		}
-		return TableName{Database: first, Table: l.written(start, second)}, true
+		return TableName{Database: first, Table: second}, true
 	}
 	return TableName{Database: defaultDB, Table: first}, true
-}
-
-// nextQuote is the quote character the next token starts with (0 if none).
-func (l *stmtLexer) nextQuote() byte {
-	i, v := l.i, l.versioned
-	defer func() { l.i, l.versioned = i, v }()
-	// Pass what next passes before a token.
-	for l.i < len(l.s) {
-		c := l.s[l.i]
-		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
-			l.i++
-			continue
-		}
-		if c == '`' || c == '\'' || c == '"' {
-			return c
-		}
-		return 0
-	}
-	return 0
-}
-
-// written is a word token's text as the statement spells it (names are
-// case-sensitive on most servers), found from start on; quoted names are
-// kept as they are.
-func (l *stmtLexer) written(start int, text string) string {
-	for i := start; i+len(text) <= l.i; i++ {
-		if equalFoldASCII(l.s[i:i+len(text)], text) {
-			return l.s[i : i+len(text)]
-		}
-	}
-	return text
-}
-
-func equalFoldASCII(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'a' <= x && x <= 'z' {
-			x -= 'a' - 'A'
-		}
-		if 'a' <= y && y <= 'z' {
-			y -= 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }

@@ -121,7 +121,7 @@ func (e *PartialImageError) Error() string {
 		e.At, e.Table, e.Missing)
 }
 
-// Stream follows one server's binlog with go-mysql's BinlogSyncer:
+// Stream follows one server's binlog over a connection of its own (dump.go):
 // positions, table maps and the schema as of each event, rows decoding,
 // DDL meaning, heartbeats. It reconnects, with backoff, at the last
 // transaction boundary after a failure that reconnecting can fix.
@@ -133,7 +133,8 @@ type Stream struct {
 	port uint16
 	wk   waker
 
-	// EventCache is how many events go-mysql may decode ahead.
+	// EventCache is how many events the connection may read ahead (at most
+	// maxAhead bytes of them).
 	EventCache int
 	// MaxBackoff caps the reconnect backoff.
 	MaxBackoff time.Duration
@@ -491,11 +492,10 @@ func (s *Stream) rows(ctx context.Context, hd *replication.EventHeader, e *repli
 	if !ok {
 		return fatalError{fmt.Errorf("binlog %s: rows event for table id %d without its table-map event", at, e.TableID)}
 	}
-	if st.skip || s.xa == nil && s.replaying {
+	// A prepared XA transaction's rows wait for its XA COMMIT; reading
+	// one again (replayXA), only its rows are handed on.
+	if st.skip || (s.xa != nil) != s.replaying {
 		return nil
-	}
-	if s.xa != nil && !s.replaying {
-		return nil // a prepared XA transaction's: handed on at its XA COMMIT
 	}
 	var op Op
 	switch hd.EventType {
