@@ -155,7 +155,7 @@ func (s *router) Rows(ctx context.Context, e source.Rows) error {
 	if hook := s.r.hooks.rowsEvent; hook != nil {
 		hook(e.Table)
 	}
-	m := sink.Message{Schema: e.Schema, Rows: e.Rows, Raw: e.Raw, Op: e.Op, File: e.File, Pos: e.Pos, At: e.At}
+	m := sink.Message{Schema: e.Schema, Rows: e.Rows, Raw: e.Raw, Op: e.Op, Version: e.Version, Slots: e.Slots, At: e.At}
 	if size := int64(len(e.Raw)); size > 0 {
 		if err := s.awaitQueueRoom(ctx, size); err != nil {
 			return err

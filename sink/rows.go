@@ -18,24 +18,20 @@ func (w *Writer) appendRows(m Message) error {
 	switch m.Op {
 	case source.OpInsert:
 		for i, row := range m.Rows {
-			v := Version(m.File, m.Pos, i)
-			if m.Snapshot {
-				v = Version(m.File, m.Pos, MaxVersionRow)
-			}
-			if err := b.Append(row, v, schema.OpInsert); err != nil {
+			if err := b.Append(row, m.version(i), schema.OpInsert); err != nil {
 				return err
 			}
 		}
 	case source.OpDelete:
 		for i, row := range m.Rows {
-			if err := b.Append(row, Version(m.File, m.Pos, i), schema.OpDelete); err != nil {
+			if err := b.Append(row, m.version(i), schema.OpDelete); err != nil {
 				return err
 			}
 		}
 	case source.OpUpdate:
 		for i := 0; i+1 < len(m.Rows); i += 2 {
 			before, after := m.Rows[i], m.Rows[i+1]
-			v := Version(m.File, m.Pos, i/2)
+			v := m.version(i / 2)
 			if !w.sameKey(before, after) {
 				if err := b.Append(before, v, schema.OpDelete); err != nil {
 					return err
@@ -58,7 +54,7 @@ func (w *Writer) appendImages(m Message) error {
 	}
 	data := []byte(m.Raw)
 	for i := 0; len(data) > 0; i++ {
-		v := Version(m.File, m.Pos, i)
+		v := m.version(i)
 		switch m.Op {
 		case source.OpInsert, source.OpDelete:
 			op := schema.OpInsert
@@ -93,6 +89,11 @@ func (w *Writer) appendImages(m Message) error {
 		}
 	}
 	return nil
+}
+
+// version is the _version of the message's i-th row.
+func (m *Message) version(i int) uint64 {
+	return m.Version + uint64(max(0, min(i, m.Slots-1)))
 }
 
 // sameKey reports whether two row images have the same sorting key.

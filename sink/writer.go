@@ -26,12 +26,14 @@ type Message struct {
 	Rows   [][]any
 	Raw    source.RawRows // the row images undecoded, instead of Rows
 	Op     source.Op
-	File   uint32 // binlog file index and event end position: the version
-	Pos    uint32
-	At     source.Position // for error messages
-	// Snapshot marks rows read from the table rather than the binlog: they
-	// all get Version(file, pos, MaxVersionRow), at or above every event
-	// ending at or before pos and below every later one.
+	// Version is the _version of the first row; row i has Version +
+	// min(i, Slots-1). Rows copied by a snapshot all share one version
+	// (Slots 1), at or above every event ending at or before the copy's
+	// position and below every later one.
+	Version uint64
+	Slots   int
+	At      source.Position // for error messages
+	// Snapshot marks rows read from the table rather than the binlog.
 	Snapshot bool
 	// Queued, when set, counts the bytes of events sent and not yet taken
 	// into a block: the writer takes Bytes off it once it has the rows.

@@ -146,7 +146,7 @@ func (c *copier) readJob(j chunkJob) {
 		t.sendMu.Lock()
 		defer t.sendMu.Unlock()
 		t.seq++
-		m := sink.Message{Seq: t.seq, Schema: t.source, Rows: batch, Op: source.OpInsert, File: c.file, Pos: c.pos, At: c.State.Position, Snapshot: true}
+		m := sink.Message{Seq: t.seq, Schema: t.source, Rows: batch, Op: source.OpInsert, Version: c.version, Slots: 1, At: c.State.Position, Snapshot: true}
 		select {
 		case t.w.In() <- m:
 			lastSeq = m.Seq

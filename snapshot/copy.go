@@ -28,7 +28,7 @@ import (
 // Table copies (`binlog2ch fullsync` and the initial snapshot of `run`).
 //
 // Before any table is read the binlog position P is recorded. Every copied
-// row gets sink.Version(P.file, P.pos, sink.MaxVersionRow): at or above every event
+// row gets source.RowVersion(P's F, P.pos, source.MaxVersionRow): at or above every event
 // that ended at or before P, below every event after P. A row changed while
 // it is being copied is therefore overwritten by the binlog's row once the
 // binlog is replayed from P, whatever the copy read; no read lock is needed.
@@ -90,9 +90,9 @@ func Copy(ctx context.Context, opts Options, tables []source.TableName) ([]Table
 // copier copies a set of tables into ClickHouse.
 type copier struct {
 	Options
-	db        *sql.DB // the readers' pool (binary protocol)
-	tables    []*tableCopy
-	file, pos uint32 // the recorded position, for versions
+	db      *sql.DB // the readers' pool (binary protocol)
+	tables  []*tableCopy
+	version uint64 // every copied row's, from the recorded position
 
 	stateMu sync.Mutex // State and its file
 }
@@ -144,11 +144,15 @@ type chunkJob struct {
 // run copies tables and returns their statuses; the error joins every
 // table's.
 func (c *copier) run(ctx context.Context, tables []source.TableName) ([]TableStatus, error) {
-	var err error
-	if c.file, err = source.FileIndex(c.State.Position.File); err != nil {
+	idx, err := source.FileIndex(c.State.Position.File)
+	if err != nil {
 		return nil, err
 	}
-	c.pos = c.State.Position.Pos
+	f, ok := source.VersionFile(idx, c.State.FileOffset)
+	if !ok {
+		return nil, fmt.Errorf("copy position %s with version offset %d is outside the 20 bits row versions hold", c.State.Position, c.State.FileOffset)
+	}
+	c.version = source.RowVersion(f, c.State.Position.Pos, source.MaxVersionRow)
 	if err := c.save(); err != nil {
 		return nil, err
 	}
@@ -476,7 +480,7 @@ func (c *copier) prepare(ctx context.Context, t *tableCopy) (complete bool, err 
 func (c *copier) deleteSnapshotRows(ctx context.Context, t *tableCopy) error {
 	full := schema.QuoteIdent(t.target.Database) + "." + schema.QuoteIdent(t.target.Name)
 	stmt := fmt.Sprintf("ALTER TABLE %s DELETE WHERE %s = %d AND %s = %d", full, schema.QuoteIdent(schema.VersionColumn),
-		sink.Version(c.file, c.pos, sink.MaxVersionRow), schema.QuoteIdent(schema.OpColumn), schema.OpInsert)
+		c.version, schema.QuoteIdent(schema.OpColumn), schema.OpInsert)
 	t.log.Info("removing the rows of the interrupted copy before copying again", "statement", stmt)
 	if err := c.Sink.Retry(ctx, t.log, metrics.StageDDL, "DDL", func(ctx context.Context) error { return c.Sink.Conn().Exec(ctx, stmt) }); err != nil {
 		return fmt.Errorf("%s: %w", stmt, err)

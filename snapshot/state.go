@@ -26,7 +26,10 @@ const (
 type State struct {
 	Server   string          `json:"server"`
 	Position source.Position `json:"position"`
-	Started  time.Time       `json:"started"`
+	// FileOffset is the version offset of the binlog history Position is
+	// on (source.RowVersion); 0 on the first history.
+	FileOffset int64     `json:"file_offset,omitempty"`
+	Started    time.Time `json:"started"`
 	// Tables is keyed by MySQL db.table.
 	Tables   map[string]*TableProgress `json:"tables"`
 	Complete bool                      `json:"complete"`

@@ -59,9 +59,11 @@ type Rows struct {
 	Op     Op
 	Rows   [][]any // decoded by go-mysql, when Raw is nil
 	Raw    RawRows // the row images undecoded (see RowsDecoder)
-	File   uint32  // the binlog file's index
-	Pos    uint32  // the event's end position in it
-	At     Position
+	// Version is the _version of the event's first row; row i has
+	// Version + min(i, Slots-1) (see RowVersion).
+	Version uint64
+	Slots   int
+	At      Position
 }
 
 // Statement is a query event that is not a transaction marker.
@@ -143,6 +145,7 @@ type Stream struct {
 	parser    *parser.Parser
 	pos       Position // after the last event read
 	fileIdx   uint32
+	offset    int64        // the history's version offset (RowVersion)
 	boundary  Position     // the last transaction boundary
 	resume    Position     // where to reconnect: boundary, or the oldest prepared XA's start
 	xa        *openXA      // the XA transaction being read, before its XA PREPARE
@@ -508,7 +511,11 @@ func (s *Stream) rows(ctx context.Context, hd *replication.EventHeader, e *repli
 	default:
 		return fatalError{fmt.Errorf("binlog %s: unknown rows event type %s", at, hd.EventType)}
 	}
-	r := Rows{Table: st.name, Schema: st.schema, Op: op, File: s.fileIdx, Pos: hd.LogPos, At: at}
+	f, ok := VersionFile(s.fileIdx, s.offset)
+	if !ok {
+		return fatalError{fmt.Errorf("binlog %s: file index %d with the history's version offset %d is outside the 20 bits row versions hold; the versions of this history are used up: re-copy every table with `binlog2ch fullsync -recreate -checkpoint`", at, s.fileIdx, s.offset)}
+	}
+	r := Rows{Table: st.name, Schema: st.schema, Op: op, Version: RowVersion(f, hd.LogPos, 0), Slots: VersionSlots, At: at}
 	if len(e.Rows) == 1 && len(e.Rows[0]) == 1 {
 		if raw, ok := e.Rows[0][0].(RawRows); ok {
 			r.Raw = raw

@@ -24,7 +24,7 @@ func (h *recorder) Event(e Event) {
 }
 
 func (h *recorder) Rows(_ context.Context, r Rows) error {
-	h.got = append(h.got, fmt.Sprintf("rows %s op=%d file=%d pos=%d at=%s cols=%d n=%d", r.Table, r.Op, r.File, r.Pos, r.At, len(r.Schema.Columns), len(r.Rows)))
+	h.got = append(h.got, fmt.Sprintf("rows %s op=%d file=%d pos=%d at=%s cols=%d n=%d", r.Table, r.Op, r.Version>>44, r.Version>>12&(1<<32-1), r.At, len(r.Schema.Columns), len(r.Rows)))
 	return nil
 }
 
