@@ -74,6 +74,21 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snap
 			return nil, err
 		}
 		st = &snapshot.State{Server: r.server.ID, Position: pos, Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, Recreate: opts.Recreate}
+		if st.GTID, err = r.executedGTIDs(ctx); err != nil {
+			return nil, err
+		}
+		// The copy's versions must rank with run's on this history.
+		cp, err := r.checkpoints().Load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case cp == nil:
+		case cp.Server == r.server.ID:
+			st.FileOffset = cp.Offset
+		case !opts.SetCheckpoint:
+			return nil, fmt.Errorf("run's checkpoint in %s is on MySQL server %s, not %s: start `binlog2ch run` first, so it moves to this server's binlog (or, copying every table, use -recreate -checkpoint)", r.checkpoints(), cp.Server, r.server.ID)
+		}
 		r.log.Info("fullsync: binlog position recorded before reading any table", "position", pos.String())
 	}
 	tables := opts.Tables
@@ -90,17 +105,18 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snap
 		err = snapshot.Save(r.cfg.StateDir, snapshot.FullSyncFile, st)
 	}
 	if err == nil && opts.SetCheckpoint {
-		err = r.resetCheckpoint(st.Position)
+		err = r.resetCheckpoint(st)
 	}
 	return statuses, err
 }
 
 // resetCheckpoint moves run's checkpoint to a complete copy's position.
-func (r *Replicator) resetCheckpoint(p source.Position) error {
+func (r *Replicator) resetCheckpoint(st *snapshot.State) error {
+	p := st.Position
 	if err := os.Remove(filepath.Join(r.cfg.StateDir, snapshot.InitialFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove the initial snapshot's state: %w", err)
 	}
-	if err := r.checkpoints().Save(context.Background(), state.Checkpoint{Position: p, Server: r.server.ID, SavedAt: time.Now().UTC()}); err != nil {
+	if err := r.checkpoints().Save(context.Background(), *snapshotCheckpoint(st, r.server.ID)); err != nil {
 		return err
 	}
 	r.log.Warn("run's checkpoint set to the copy's position: run follows the binlog from there", "position", p.String())

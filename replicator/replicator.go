@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -110,61 +111,96 @@ func (r *Replicator) currentPosition(ctx context.Context) (source.Position, erro
 // copies every selected table (see snapshot.go). snap is that snapshot
 // when it is still to be done (also after a restart during it); Run does
 // it before following the binlog.
-func (r *Replicator) startPosition(ctx context.Context) (start source.Position, snap *snapshot.State, err error) {
+func (r *Replicator) startPosition(ctx context.Context) (start source.Start, from *state.Checkpoint, snap *snapshot.State, err error) {
 	cp, err := r.checkpoints().Load(ctx)
 	if err != nil {
-		return source.Position{}, nil, err
-	}
-	if cp != nil && cp.Server != r.server.ID {
-		return source.Position{}, nil, fmt.Errorf("checkpoint in %s belongs to MySQL server %s, but %s is %s: a binlog position means nothing on another server. Point mysql.addr at the right server, or move the checkpoint away to start over", r.checkpoints(), cp.Server, r.cfg.MySQL.Addr, r.server.ID)
+		return start, nil, nil, err
 	}
 	if snap, err = snapshot.Load(r.cfg.StateDir, snapshot.InitialFile); err != nil {
-		return source.Position{}, nil, err
+		return start, nil, nil, err
 	}
-	if snap != nil && snap.Server != r.server.ID {
-		return source.Position{}, nil, fmt.Errorf("the initial snapshot in %s belongs to MySQL server %s, but %s is %s. Point mysql.addr at the right server, or move state_dir away to start over", r.cfg.StateDir, snap.Server, r.cfg.MySQL.Addr, r.server.ID)
+	if snap != nil && !snap.Complete && snap.Server != r.server.ID {
+		return start, nil, nil, fmt.Errorf("the initial snapshot in %s was begun on MySQL server %s, but %s is %s, and binlog2ch does not carry an unfinished copy over to another server. Either point mysql.addr back at %s, or start over on this one: stop binlog2ch, drop its tables in ClickHouse, move %s out of %s, and start it again",
+			r.cfg.StateDir, snap.Server, r.cfg.MySQL.Addr, r.server.ID, snap.Server, r.cfg.StateDir, filepath.Dir(r.cfg.StateDir))
 	}
 	if cp != nil && (snap == nil || snap.Complete) {
-		r.log.Info("resuming from checkpoint", "position", cp.Position.String(), "saved_at", cp.SavedAt)
 		// Everything before the checkpoint was in ClickHouse when it was
 		// saved: the lag is at least the time since.
 		r.m.Durable.Store(cp.SavedAt.UnixNano())
-		return cp.Position, nil, nil
+		start = source.Start{Position: cp.Position, GTID: cp.GTID, History: cp.History, Offset: cp.Offset, Touched: cp.Touched}
+		if cp.Server != r.server.ID {
+			start, err = r.changeOfHistory(ctx, cp, nil)
+			return start, cp, nil, err
+		}
+		if herr := source.CheckHistory(ctx, r.my, cp.Position); herr != nil {
+			var he *source.HistoryError
+			if !errors.As(herr, &he) {
+				return start, nil, nil, herr
+			}
+			start, err = r.changeOfHistory(ctx, cp, he)
+			return start, cp, nil, err
+		}
+		r.log.Info("resuming from checkpoint", "position", cp.Position.String(), "saved_at", cp.SavedAt)
+		return start, cp, nil, nil
 	}
 	if snap == nil {
 		p, err := r.currentPosition(ctx)
 		if err != nil {
-			return source.Position{}, nil, err
+			return start, nil, nil, err
 		}
 		tables, err := source.ListTables(ctx, r.my, r.cfg)
 		if err != nil {
-			return source.Position{}, nil, err
+			return start, nil, nil, err
 		}
 		snap = &snapshot.State{Server: r.server.ID, Position: p, Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, List: tables}
+		if cp != nil && cp.Server == r.server.ID {
+			snap.FileOffset = cp.Offset
+		}
+		if snap.GTID, err = r.executedGTIDs(ctx); err != nil {
+			return start, nil, nil, err
+		}
 		r.log.Info("no checkpoint: first start. Copying the existing rows of every selected table (initial snapshot), then following the binlog from the position recorded before the copy",
 			"position", p.String(), "tables", len(tables))
 		// The snapshot state first: a crash before the checkpoint is saved
 		// then still resumes this snapshot at this position.
 		if err := snapshot.Save(r.cfg.StateDir, snapshot.InitialFile, snap); err != nil {
-			return source.Position{}, nil, err
+			return start, nil, nil, err
 		}
 	} else {
 		r.log.Info("resuming the interrupted initial snapshot", "position", snap.Position.String(), "started", snap.Started)
 	}
 	// The lag counts from the recorded position: the copy is catching up.
 	r.m.Durable.Store(snap.Started.UnixNano())
-	if cp == nil {
-		cp = &state.Checkpoint{Position: snap.Position, Server: r.server.ID, SavedAt: time.Now().UTC()}
+	if cp == nil || cp.Server != r.server.ID || cp.Position != snap.Position {
+		cp = snapshotCheckpoint(snap, r.server.ID)
 		// A shared checkpoint is written once the snapshot is complete:
 		// another host, which cannot see this host's snapshot state, must
 		// not take it for a finished copy.
 		if r.cfg.State.Store == config.StoreFile {
 			if err := r.checkpoints().Save(ctx, *cp); err != nil {
-				return source.Position{}, nil, err
+				return start, nil, nil, err
 			}
 		}
 	}
-	return cp.Position, snap, nil
+	start = source.Start{Position: cp.Position, GTID: cp.GTID, History: cp.History, Offset: cp.Offset, Touched: cp.Touched}
+	return start, cp, snap, nil
+}
+
+// snapshotCheckpoint is the checkpoint at a snapshot's position.
+func snapshotCheckpoint(snap *snapshot.State, server string) *state.Checkpoint {
+	f, _ := source.VersionFile(source.MustFileIndex(snap.Position.File), snap.FileOffset)
+	return &state.Checkpoint{Position: snap.Position, Server: server, SavedAt: time.Now().UTC(),
+		Ext: state.Ext{GTID: snap.GTID, Offset: snap.FileOffset, Ceiling: f + ceilingGap}}
+}
+
+// executedGTIDs is the server's executed GTID set as text, "" without
+// GTIDs.
+func (r *Replicator) executedGTIDs(ctx context.Context) (string, error) {
+	g, err := source.ExecutedGTIDs(ctx, r.my, r.server.Flavor)
+	if err != nil {
+		return "", err
+	}
+	return g.String(), nil
 }
 
 // initialSnapshot copies the tables listed when the snapshot began (tables
@@ -192,7 +228,7 @@ func (r *Replicator) initialSnapshot(ctx context.Context, st *snapshot.State) er
 	if err := snapshot.Save(r.cfg.StateDir, snapshot.InitialFile, st); err != nil {
 		return err
 	}
-	if err := r.checkpoints().Save(ctx, state.Checkpoint{Position: st.Position, Server: r.server.ID, SavedAt: time.Now().UTC()}); err != nil {
+	if err := r.checkpoints().Save(ctx, *snapshotCheckpoint(st, r.server.ID)); err != nil {
 		return err
 	}
 	r.log.Info("initial snapshot done; following the binlog from the recorded position", "tables", len(statuses), "rows", rows,
@@ -259,12 +295,12 @@ func (r *Replicator) checkpoints() state.Store {
 }
 
 func (r *Replicator) run(ctx context.Context) error {
-	start, snap, err := r.startPosition(ctx)
+	start, from, snap, err := r.startPosition(ctx)
 	if err != nil {
 		return err
 	}
-	r.savedPos.Store(&start)
-	r.readPos.Store(&start)
+	r.savedPos.Store(&start.Position)
+	r.readPos.Store(&start.Position)
 	r.checkIn()
 	stopHTTP, err := r.serveHTTP(ctx)
 	if err != nil {
@@ -275,7 +311,7 @@ func (r *Replicator) run(ctx context.Context) error {
 		r.onReady()
 	}
 	if snap != nil {
-		if err := r.streamError(r.stream.Check(ctx, start)); err != nil {
+		if err := r.streamError(r.stream.Check(ctx, start.Position)); err != nil {
 			return err
 		}
 		// Served and ready meanwhile: a copy can take hours, and the lag
@@ -295,7 +331,7 @@ func (r *Replicator) run(ctx context.Context) error {
 	defer cancelRead(nil)
 
 	var s *router
-	s = newRouter(r, r.stream, start, func(w *sink.Writer) {
+	s = newRouter(r, r.stream, start, from.Server, from.Ceiling, func(w *sink.Writer) {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()

@@ -374,11 +374,22 @@ func TestStartRefusesWrongOrPurgedPositions(t *testing.T) {
 	r = h.newReplicator(io.Discard)
 	err := r.Run(context.Background())
 	r.Close()
-	if err == nil || !strings.Contains(err.Error(), "belongs to MySQL server uuid:another") {
+	if err == nil || !strings.Contains(err.Error(), "was saved on MySQL server uuid:another") || !strings.Contains(err.Error(), "holds no GTID set") {
 		t.Fatalf("checkpoint of another server: %v", err)
 	}
 
+	// A file newer than the server's newest: its binlog restarted.
 	if err := state.SaveFile(h.cfg.StateDir, state.Checkpoint{Position: source.Position{File: "binlog.000999", Pos: 4}, Server: server}); err != nil {
+		t.Fatal(err)
+	}
+	r = h.newReplicator(io.Discard)
+	err = r.Run(context.Background())
+	r.Close()
+	if err == nil || !strings.Contains(err.Error(), "the server's newest binlog file is binlog.0000") || !strings.Contains(err.Error(), "RESET MASTER") {
+		t.Fatalf("checkpoint past the server's binlog: %v", err)
+	}
+
+	if err := state.SaveFile(h.cfg.StateDir, state.Checkpoint{Position: source.Position{File: "binlog.000000", Pos: 4}, Server: server}); err != nil {
 		t.Fatal(err)
 	}
 	r = h.newReplicator(io.Discard)
@@ -386,7 +397,7 @@ func TestStartRefusesWrongOrPurgedPositions(t *testing.T) {
 	defer cancel()
 	err = r.Run(ctx)
 	r.Close()
-	if err == nil || !strings.Contains(err.Error(), "cannot send the binlog from binlog.000999:4") || !strings.Contains(err.Error(), "re-snapshot") {
+	if err == nil || !strings.Contains(err.Error(), "cannot send the binlog from binlog.000000:4") || !strings.Contains(err.Error(), "re-snapshot") {
 		t.Fatalf("purged position: %v", err)
 	}
 }

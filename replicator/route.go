@@ -36,6 +36,10 @@ type router struct {
 	commits   []commitPoint // not yet checkpointed, oldest first
 	lastSaved time.Time
 	saved     source.Position
+	// ceiling is the saved checkpoint's version ceiling: rows of a file
+	// with F at or above it wait until a save raises it (versionCeiling).
+	ceiling uint32
+	readF   uint32 // F of the file the reader is in
 	lastTS    int64 // timestamp (Unix ns) of the newest event read
 	// retired are writers whose MySQL table name a DROP or RENAME freed
 	// while they may still be working on that name's ClickHouse table: a
@@ -60,10 +64,18 @@ type route struct {
 // commitPoint is a transaction boundary: resuming at pos replays no partial
 // transaction. seq is the number of messages dispatched before it.
 type commitPoint struct {
-	seq uint64
-	pos source.Position
-	at  int64 // timestamp (Unix ns) of the transaction's last event; 0: unknown
+	seq    uint64
+	pos    source.Position
+	at     int64 // timestamp (Unix ns) of the transaction's last event; 0: unknown
+	server string
+	gtid   string
+	hist   source.History
+	offset int64
 }
+
+// ceilingGap is how many binlog files past the one being read a saved
+// version ceiling reaches: a save every that many files keeps it ahead.
+const ceilingGap = 16
 
 // retiredWriter is a writer and the DDL message after which it no longer
 // touches its old name's table.
@@ -75,9 +87,12 @@ type retiredWriter struct {
 // past reports whether the writer is done with the DDL (or stopped).
 func (rw retiredWriter) past() bool { return rw.w.Done() || rw.w.Flushed() >= rw.seq }
 
-func newRouter(r *Replicator, stream *source.Stream, start source.Position, run func(*sink.Writer)) *router {
+// newRouter routes a stream that starts at st, from a checkpoint saved by
+// server with version ceiling ceiling (0: none saved yet).
+func newRouter(r *Replicator, stream *source.Stream, st source.Start, server string, ceiling uint32, run func(*sink.Writer)) *router {
+	first := commitPoint{seq: 0, pos: st.Position, server: server, gtid: st.GTID, hist: st.History, offset: st.Offset}
 	return &router{r: r, stream: stream, writers: map[source.TableName]*route{}, start: run, partitions: map[source.TableName]*source.Partitions{},
-		commits: []commitPoint{{seq: 0, pos: start}}, lastSaved: time.Now(), saved: start}
+		commits: []commitPoint{first}, lastSaved: time.Now(), saved: st.Position, ceiling: ceiling}
 }
 
 // Event updates liveness and the lag metrics for an event read.
@@ -113,7 +128,8 @@ func (s *router) Down(error, source.Position, time.Duration) {
 func (s *router) Commit(c source.Commit) {
 	// A restart must start at Resume: it is behind Position while an XA
 	// transaction prepared before is still open.
-	s.commits = append(s.commits, commitPoint{seq: s.seq, pos: c.Resume, at: c.At})
+	s.commits = append(s.commits, commitPoint{seq: s.seq, pos: c.Resume, at: c.At, server: s.r.server.ID, gtid: c.GTID, hist: c.History, offset: c.Offset})
+	s.readF = c.VersionFile
 	s.r.m.XAPrepared.Set(float64(c.Prepared))
 	pos := c.Position
 	s.r.readPos.Store(&pos)
@@ -154,6 +170,11 @@ const maxQueuedBytes = 256 << 20
 func (s *router) Rows(ctx context.Context, e source.Rows) error {
 	if hook := s.r.hooks.rowsEvent; hook != nil {
 		hook(e.Table)
+	}
+	if f := uint32(e.Version >> 44); f >= s.ceiling {
+		if err := s.raiseCeiling(ctx, f); err != nil {
+			return err
+		}
 	}
 	m := sink.Message{Schema: e.Schema, Rows: e.Rows, Raw: e.Raw, Op: e.Op, Version: e.Version, Slots: e.Slots, At: e.At}
 	if size := int64(len(e.Raw)); size > 0 {
@@ -419,7 +440,9 @@ func (s *router) recopy(ctx context.Context, t source.TableName, st source.State
 	log := r.log.With("component", "recopy", "table", t.String())
 	log.Warn("a statement changed the table's rows without row events; copying it again from MySQL (replication.on_... recopy)",
 		"statement", truncate(st.Text, 300), "binlog", st.At.String(), "copy_position", pos.String())
-	snap := &snapshot.State{Server: r.server.ID, Position: pos, Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, Recreate: true}
+	// The server's position is on the history the stream reads: its
+	// versions take the same offset.
+	snap := &snapshot.State{Server: r.server.ID, Position: pos, FileOffset: s.stream.Offset(), Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, Recreate: true}
 	opts := r.copyOptions(log, snap, recopyFile)
 	opts.Recreate = true
 	statuses, err := snapshot.Copy(ctx, opts, []source.TableName{t})
@@ -489,7 +512,33 @@ func (s *router) awaitRetired(ctx context.Context, name source.TableName) error 
 // checkpoint saves the newest transaction boundary before which every
 // dispatched row is in ClickHouse. final is set at shutdown, when every
 // writer has flushed.
-func (s *router) checkpoint(final bool) error {
+func (s *router) checkpoint(final bool) error { return s.save(final, false) }
+
+// raiseCeiling saves the checkpoint with a version ceiling above f before
+// rows of a file with F f go out: every version in ClickHouse then stays
+// below the ceiling saved, where a new binlog history would start.
+func (s *router) raiseCeiling(ctx context.Context, f uint32) error {
+	s.readF = max(s.readF, f)
+	for {
+		if err := s.save(false, true); err != nil {
+			return err
+		}
+		if f < s.ceiling {
+			return nil
+		}
+		// Not saved (a ClickHouse store's hiccup, logged): rows wait.
+		s.r.checkIn()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// save saves the newest transaction boundary before which every
+// dispatched row is in ClickHouse; force saves it even when unchanged.
+func (s *router) save(final, force bool) error {
 	r := s.r
 	if hook := r.hooks.checkpointed; hook != nil {
 		defer hook()
@@ -518,11 +567,17 @@ func (s *router) checkpoint(final bool) error {
 	s.commits = s.commits[i:]
 	// Forget writers that have finished.
 	s.all = slices.DeleteFunc(s.all, func(rt *route) bool { return rt.w.Done() && rt.closed })
-	if cp == s.saved {
+	if cp == s.saved && !force {
 		return nil
 	}
+	point := s.commits[0]
+	ceiling := max(s.ceiling, s.readF+ceilingGap)
+	ext := state.Ext{GTID: point.gtid, History: point.hist, Offset: point.offset, Ceiling: ceiling, Touched: s.stream.Touched()}
+	if g := s.stream.GTIDs(); !g.IsEmpty() {
+		ext.ReadGTID = g.String()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	err := r.checkpoints().Save(ctx, state.Checkpoint{Position: cp, Server: r.server.ID, SavedAt: time.Now().UTC()})
+	err := r.checkpoints().Save(ctx, state.Checkpoint{Position: cp, Server: point.server, SavedAt: time.Now().UTC(), Ext: ext})
 	cancel()
 	if err != nil {
 		r.m.Errors.WithLabelValues(metrics.StageCheckpoint).Inc()
@@ -534,7 +589,7 @@ func (s *router) checkpoint(final bool) error {
 		}
 		return err
 	}
-	s.saved = cp
+	s.saved, s.ceiling = cp, ceiling
 	r.savedPos.Store(&cp)
 	r.m.CheckpointTS.Set(float64(time.Now().UnixNano()) / 1e9)
 	if idx, err := source.FileIndex(cp.File); err == nil {

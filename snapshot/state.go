@@ -28,8 +28,11 @@ type State struct {
 	Position source.Position `json:"position"`
 	// FileOffset is the version offset of the binlog history Position is
 	// on (source.RowVersion); 0 on the first history.
-	FileOffset int64     `json:"file_offset,omitempty"`
-	Started    time.Time `json:"started"`
+	FileOffset int64 `json:"file_offset,omitempty"`
+	// GTID is the server's executed GTID set at Position ("" without
+	// GTIDs), for the checkpoint the copy hands over to.
+	GTID    string    `json:"gtid,omitempty"`
+	Started time.Time `json:"started"`
 	// Tables is keyed by MySQL db.table.
 	Tables   map[string]*TableProgress `json:"tables"`
 	Complete bool                      `json:"complete"`

@@ -51,8 +51,9 @@ type dumpItem struct {
 // maxAhead bounds the bytes of events read ahead of the handler.
 const maxAhead = 64 << 20
 
-// startDump opens a binlog connection and asks for the binlog from pos.
-func (s *Stream) startDump(ctx context.Context, pos Position) (*dump, error) {
+// startDump opens a binlog connection and asks for the binlog from pos,
+// or, with gtids, from the first transaction not in gtids.
+func (s *Stream) startDump(ctx context.Context, pos Position, gtids *GTIDSet) (*dump, error) {
 	addr := net.JoinHostPort(s.host, strconv.Itoa(int(s.port)))
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	connectCtx, cancel := context.WithTimeout(ctx, 10*time.Second+s.cfg.MySQL.StallTimeout)
@@ -69,7 +70,7 @@ func (s *Stream) startDump(ctx context.Context, pos Position) (*dump, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.prepareDump(conn, pos); err != nil {
+	if err := s.prepareDump(conn, pos, gtids); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -88,7 +89,7 @@ func (s *Stream) startDump(ctx context.Context, pos Position) (*dump, error) {
 // prepareDump sets the session up as go-mysql's BinlogSyncer does
 // (checksums off, MariaDB's GTID capability, heartbeats, a replica uuid),
 // registers as a replica and sends COM_BINLOG_DUMP.
-func (s *Stream) prepareDump(conn *client.Conn, pos Position) error {
+func (s *Stream) prepareDump(conn *client.Conn, pos Position, gtids *GTIDSet) error {
 	r, err := conn.Execute("SHOW GLOBAL VARIABLES LIKE 'BINLOG_CHECKSUM'")
 	if err != nil {
 		return err
@@ -133,15 +134,52 @@ func (s *Stream) prepareDump(conn *client.Conn, pos Position) error {
 	if _, err := conn.ReadOKPacket(); err != nil {
 		return err
 	}
-	// COM_BINLOG_DUMP: position, flags (0: wait for new events), server
-	// id, file name.
+	if gtids != nil {
+		cmd, err := s.gtidDumpCommand(conn, *gtids)
+		if err != nil {
+			return err
+		}
+		conn.ResetSequence()
+		return conn.WritePacket(cmd)
+	}
+	conn.ResetSequence()
+	return conn.WritePacket(s.dumpCommand(pos))
+}
+
+// dumpCommand is COM_BINLOG_DUMP: position, flags (0: wait for new
+// events), server id, file name.
+func (s *Stream) dumpCommand(pos Position) []byte {
 	cmd := []byte{0, 0, 0, 0, mysql.COM_BINLOG_DUMP}
 	cmd = binary.LittleEndian.AppendUint32(cmd, pos.Pos)
 	cmd = binary.LittleEndian.AppendUint16(cmd, 0)
 	cmd = binary.LittleEndian.AppendUint32(cmd, s.cfg.MySQL.ServerID)
-	cmd = append(cmd, pos.File...)
-	conn.ResetSequence()
-	return conn.WritePacket(cmd)
+	return append(cmd, pos.File...)
+}
+
+// gtidDumpCommand asks for the binlog from the first transaction not in
+// gtids: on MariaDB, COM_BINLOG_DUMP without a file after setting
+// @slave_connect_state (in strict mode: a server whose binlog has a
+// domain's sequence numbers out of order refuses rather than skip);
+// on MySQL, COM_BINLOG_DUMP_GTID with the set encoded (flags,
+// server id, empty file name, position 4, the set's length and bytes).
+func (s *Stream) gtidDumpCommand(conn *client.Conn, gtids GTIDSet) ([]byte, error) {
+	if s.srv.Flavor == mysql.MariaDBFlavor {
+		if _, err := conn.Execute("SET @slave_connect_state = '" + gtids.String() + "', @slave_gtid_strict_mode = 1, @slave_gtid_ignore_duplicates = 0"); err != nil {
+			return nil, fmt.Errorf("set @slave_connect_state: %w", err)
+		}
+		return s.dumpCommand(Position{}), nil
+	}
+	return mysqlGTIDDump(s.cfg.MySQL.ServerID, gtids.my.Encode()), nil
+}
+
+func mysqlGTIDDump(serverID uint32, set []byte) []byte {
+	cmd := []byte{0, 0, 0, 0, mysql.COM_BINLOG_DUMP_GTID}
+	cmd = binary.LittleEndian.AppendUint16(cmd, 0)
+	cmd = binary.LittleEndian.AppendUint32(cmd, serverID)
+	cmd = binary.LittleEndian.AppendUint32(cmd, 0) // file name length
+	cmd = binary.LittleEndian.AppendUint64(cmd, 4)
+	cmd = binary.LittleEndian.AppendUint32(cmd, uint32(len(set)))
+	return append(cmd, set...)
 }
 
 // read reads and parses events until the connection fails or is closed.

@@ -50,6 +50,12 @@ func FileIndex(file string) (uint32, error) {
 	return uint32(n), nil
 }
 
+// MustFileIndex is FileIndex for a name already checked (0 otherwise).
+func MustFileIndex(file string) uint32 {
+	i, _ := FileIndex(file)
+	return i
+}
+
 // CurrentPosition reads a server's current binlog position.
 func CurrentPosition(ctx context.Context, db *sql.DB) (Position, error) {
 	rows, err := db.QueryContext(ctx, "SHOW MASTER STATUS")

@@ -94,6 +94,14 @@ type Commit struct {
 	// At is the timestamp (Unix ns) of the transaction's last event; 0
 	// when unknown.
 	At int64
+	// GTID is the executed GTID set at Resume ("" when the server writes
+	// no GTIDs), History identifies the binlog Resume is on.
+	GTID    string
+	History History
+	// VersionFile is F of Position's file (RowVersion); Offset is the
+	// history's version offset.
+	VersionFile uint32
+	Offset      int64
 }
 
 // UnreadableError: the source cannot send the binlog from a position,
@@ -142,18 +150,32 @@ type Stream struct {
 	MaxBackoff time.Duration
 
 	// The reader's state, owned by Run's goroutine.
-	parser    *parser.Parser
-	pos       Position // after the last event read
-	fileIdx   uint32
-	offset    int64        // the history's version offset (RowVersion)
-	boundary  Position     // the last transaction boundary
-	resume    Position     // where to reconnect: boundary, or the oldest prepared XA's start
-	xa        *openXA      // the XA transaction being read, before its XA PREPARE
-	prepared  []preparedXA // XA transactions prepared, outcome not read yet; oldest first
-	replaying bool         // replayXA is reading
-	lastTS    int64        // timestamp (Unix ns) of the newest event read
-	tables    map[uint64]*tableState
-	downSince time.Time // when the stream failed, until an event arrives on a new one
+	parser  *parser.Parser
+	pos     Position // after the last event read
+	fileIdx uint32
+	offset  int64 // the history's version offset (RowVersion)
+	// ceiling, while not 0, is the version ceiling the history met at the
+	// next rotation starts at: the stream began by GTID on a new history.
+	ceiling uint32
+	// byGTID: resume by gtids rather than a position, until the first
+	// transaction read on the new history gives one.
+	byGTID bool
+	gtids  GTIDSet // executed through boundary
+	txGTID *GTID   // the transaction being read, until its commit
+	// touched: the newest transaction of each GTID origin per table.
+	touched     Touched
+	fileCreated uint32       // header timestamp of the current file's format description
+	last        History      // of the event ending at pos
+	boundHist   History      // History at boundary
+	expect      *History     // the history the stream must find at its start
+	boundary    Position     // the last transaction boundary
+	resume      Position     // where to reconnect: boundary, or the oldest prepared XA's start
+	xa          *openXA      // the XA transaction being read, before its XA PREPARE
+	prepared    []preparedXA // XA transactions prepared, outcome not read yet; oldest first
+	replaying   bool         // replayXA is reading
+	lastTS      int64        // timestamp (Unix ns) of the newest event read
+	tables      map[uint64]*tableState
+	downSince   time.Time // when the stream failed, until an event arrives on a new one
 }
 
 // tableState is what the reader knows of one table-map id.
@@ -162,7 +184,64 @@ type tableState struct {
 	skip   bool // not selected by the config
 	schema *schema.Table
 	event  *replication.TableMapEvent // the event schema was built from
+	// touched is the table's entry in Stream.touched.
+	touched map[string]int64
 }
+
+// Start is where a Stream begins.
+type Start struct {
+	Position Position
+	// GTID is the executed GTID set at Position, "" when unknown.
+	GTID string
+	// History identifies the binlog Position is on; its zero value checks
+	// nothing (a checkpoint from before it was kept).
+	History History
+	// Offset is the version offset of Position's history.
+	Offset int64
+	// ByGTID reads from GTID instead of Position: the binlog history
+	// changed (another server, RESET MASTER). The new history's first file
+	// gets F = Ceiling, above every version written before.
+	ByGTID  bool
+	Ceiling uint32
+	// Touched is the checkpoint's per-table record of GTIDs.
+	Touched Touched
+}
+
+// History identifies a binlog history at a position, so a checkpoint is
+// never applied to a binlog that restarted (RESET MASTER, a server
+// rebuilt from a backup, a changed log_bin basename) where the same file
+// name and offset mean other events.
+type History struct {
+	// FileCreated is the header timestamp of the file's format
+	// description event: when the file was begun.
+	FileCreated uint32 `json:"file_created"`
+	// The header of the event that ends at the position; LastSize 0 when
+	// the position is at the start of its file's events.
+	LastType byte   `json:"last_type,omitempty"`
+	LastTime uint32 `json:"last_time,omitempty"`
+	LastSize uint32 `json:"last_size,omitempty"`
+}
+
+// HistoryError: the server's binlog at the checkpoint's position is not
+// the binlog the checkpoint was saved on.
+type HistoryError struct {
+	At     Position
+	Reason string
+}
+
+func (e *HistoryError) Error() string {
+	return fmt.Sprintf("binlog %s is not the binlog binlog2ch's checkpoint was saved on: %s. The server's binlog history restarted (RESET MASTER, a server rebuilt from a backup or a snapshot, a changed log_bin basename), so that position now names other events or none", e.At, e.Reason)
+}
+
+// Offset is the version offset of the history being read.
+func (s *Stream) Offset() int64 { return s.offset }
+
+// GTIDs is the executed GTID set of the stream at its last boundary.
+func (s *Stream) GTIDs() GTIDSet { return s.gtids }
+
+// Touched is the stream's per-table record of GTIDs, shared: the caller
+// must not keep it past the Stream's goroutine (the handler may read it).
+func (s *Stream) Touched() Touched { return s.touched }
 
 // NewStream returns a stream of the server at cfg.MySQL.Addr, which
 // Inspect described as srv.
@@ -175,7 +254,7 @@ func NewStream(cfg *config.Config, log *slog.Logger, srv Server) (*Stream, error
 	if err != nil {
 		return nil, fmt.Errorf("mysql.addr: bad port %q", portText)
 	}
-	return &Stream{cfg: cfg, log: log, srv: srv, host: host, port: uint16(port), EventCache: 1024, MaxBackoff: 30 * time.Second}, nil
+	return &Stream{cfg: cfg, log: log, srv: srv, host: host, port: uint16(port), EventCache: 1024, MaxBackoff: 30 * time.Second, touched: Touched{}}, nil
 }
 
 // Wake interrupts the wait for the next event with a Tick, from any
@@ -186,11 +265,24 @@ func (s *Stream) Wake() { s.wk.wake() }
 
 // Run follows the binlog from start until ctx ends (nil) or an error that
 // reconnecting cannot fix.
-func (s *Stream) Run(ctx context.Context, start Position, h Handler) error {
+func (s *Stream) Run(ctx context.Context, st Start, h Handler) error {
+	start := st.Position
 	s.parser = parser.New()
 	s.tables = map[uint64]*tableState{}
 	s.pos, s.boundary, s.resume = start, start, start
+	s.offset, s.byGTID, s.ceiling = st.Offset, st.ByGTID, 0
+	if st.ByGTID {
+		s.ceiling = st.Ceiling
+	}
+	s.boundHist = st.History
+	s.touched = st.Touched.Clone()
 	var err error
+	if s.gtids, err = ParseGTIDSet(s.srv.Flavor, st.GTID); err != nil {
+		return fmt.Errorf("the checkpoint's GTIDs: %w", err)
+	}
+	if s.byGTID && s.gtids.IsEmpty() {
+		return errors.New("reading by GTID from an empty GTID set")
+	}
 	if s.fileIdx, err = FileIndex(start.File); err != nil {
 		return err
 	}
@@ -260,12 +352,14 @@ type fatalError struct{ err error }
 
 func (e fatalError) Error() string { return e.err.Error() }
 
+func (e fatalError) Unwrap() error { return e.err }
+
 // Check opens a binlog stream at from and reads its first event, so a
 // user without REPLICATION SLAVE, or a purged position, stops the daemon
 // at start rather than after an initial snapshot that may take hours.
 // Other failures are left to Run's retries.
 func (s *Stream) Check(ctx context.Context, from Position) error {
-	d, err := s.startDump(ctx, from)
+	d, err := s.startDump(ctx, from, nil)
 	if err == nil {
 		readCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		_, err = d.GetEvent(readCtx)
@@ -281,7 +375,22 @@ func (s *Stream) Check(ctx context.Context, from Position) error {
 // stream reads from one binlog connection. fresh: from is the resume
 // position, where the XA transactions still prepared are read again.
 func (s *Stream) stream(ctx context.Context, from Position, fresh bool, h Handler) error {
-	d, err := s.startDump(ctx, from)
+	// The binlog must be the one from was read on: the stream starts at
+	// the event that ends at from and checks it (checkHistory).
+	s.expect = nil
+	dumpFrom := from
+	var gtids *GTIDSet
+	if s.byGTID {
+		gtids = &s.gtids
+	} else if hist := s.historyAt(from); hist.FileCreated != 0 {
+		s.expect = &hist
+		if hist.LastSize > 0 && from.Pos >= 4+hist.LastSize {
+			dumpFrom.Pos -= hist.LastSize
+		} else {
+			s.expect.LastSize = 0
+		}
+	}
+	d, err := s.startDump(ctx, dumpFrom, gtids)
 	if err != nil {
 		return err
 	}
@@ -291,7 +400,7 @@ func (s *Stream) stream(ctx context.Context, from Position, fresh bool, h Handle
 		return fatalError{err}
 	}
 	clear(s.tables) // table ids are re-sent after every reconnect
-	s.xa = nil
+	s.xa, s.txGTID = nil, nil
 	if fresh {
 		s.prepared = nil
 	}
@@ -372,6 +481,11 @@ func (s *Stream) handle(ctx context.Context, ev *replication.BinlogEvent, h Hand
 		s.lastTS = e.Timestamp
 	}
 	h.Event(e)
+	if s.expect != nil && !heartbeat {
+		if consumed, err := s.checkHistory(ev); err != nil || consumed {
+			return err
+		}
+	}
 	switch e := ev.Event.(type) {
 	case *replication.RotateEvent:
 		s.pos = Position{File: string(e.NextLogName), Pos: uint32(e.Position)}
@@ -380,8 +494,21 @@ func (s *Stream) handle(ctx context.Context, ev *replication.BinlogEvent, h Hand
 			return fatalError{err}
 		}
 		s.fileIdx = idx
+		s.last = History{}
+		if s.ceiling != 0 {
+			// The first file of a new history: F = the old ceiling.
+			s.offset, s.ceiling = int64(s.ceiling)-int64(idx), 0
+		}
 		s.commit(h)
 		return nil
+	case *replication.GTIDEvent:
+		if t, ok := mysqlGTID(e.SID, e.Tag, e.GNO); ok {
+			s.txGTID = &t
+		}
+	case *replication.GtidTaggedLogEvent:
+		if t, ok := mysqlGTID(e.SID, e.Tag, e.GNO); ok {
+			s.txGTID = &t
+		}
 	case *replication.TableMapEvent:
 		if err := s.tableMap(e); err != nil {
 			return fatalError{fmt.Errorf("binlog %s: %w", s.pos, err)}
@@ -393,10 +520,21 @@ func (s *Stream) handle(ctx context.Context, ev *replication.BinlogEvent, h Hand
 		s.commit(h)
 		return nil
 	case *replication.MariadbGTIDEvent:
+		t := mariadbGTID(e.GTID)
+		s.txGTID = &t
 		if e.Flags&mariadbPreparedXA != 0 {
-			s.xa = &openXA{start: s.boundary}
+			s.openXA()
 		}
-	case *replication.FormatDescriptionEvent, *replication.PreviousGTIDsEvent, *replication.MariadbGTIDListEvent, *replication.MariadbBinlogCheckPointEvent:
+	case *replication.FormatDescriptionEvent:
+		if hd.Timestamp != 0 {
+			s.fileCreated = hd.Timestamp
+		}
+		s.advance(hd)
+		if s.xa == nil {
+			s.commit(h)
+		}
+		return nil
+	case *replication.PreviousGTIDsEvent, *replication.MariadbGTIDListEvent, *replication.MariadbBinlogCheckPointEvent:
 		// A file's header events, and MariaDB's checkpoints, come between
 		// transactions: a boundary past them lets the checkpoint reach the
 		// end of a file that a rotation just began, where nothing else
@@ -430,16 +568,98 @@ func (s *Stream) handle(ctx context.Context, ev *replication.BinlogEvent, h Hand
 func (s *Stream) advance(h *replication.EventHeader) {
 	if h.LogPos > s.pos.Pos {
 		s.pos.Pos = h.LogPos
+		s.last = History{LastType: byte(h.EventType), LastTime: h.Timestamp, LastSize: h.EventSize}
 	}
 }
 
 // commit records a transaction boundary at the current position.
 func (s *Stream) commit(h Handler) {
-	s.boundary, s.resume = s.pos, s.pos
-	if len(s.prepared) > 0 {
-		s.resume = s.prepared[0].start
+	if s.txGTID != nil {
+		s.gtids.add(*s.txGTID)
+		s.txGTID = nil
+		s.byGTID = false // the position is known from here on
+	} else if s.byGTID {
+		// Read by GTID, the events before the first transaction (a file's
+		// header) are not boundaries to resume at: they may come from
+		// before the GTIDs the stream started from.
+		return
 	}
-	h.Commit(Commit{Position: s.pos, File: s.fileIdx, Resume: s.resume, Prepared: len(s.prepared), At: s.lastTS})
+	s.boundary, s.resume = s.pos, s.pos
+	s.boundHist = s.last
+	s.boundHist.FileCreated = s.fileCreated
+	gtids, hist := "", s.boundHist
+	if len(s.prepared) > 0 {
+		s.resume, gtids, hist = s.prepared[0].start, s.prepared[0].gtids, s.prepared[0].hist
+	} else if !s.gtids.IsEmpty() {
+		gtids = s.gtids.String()
+	}
+	f, _ := VersionFile(s.fileIdx, s.offset)
+	h.Commit(Commit{Position: s.pos, File: s.fileIdx, Resume: s.resume, Prepared: len(s.prepared), At: s.lastTS,
+		GTID: gtids, History: hist, VersionFile: f, Offset: s.offset})
+}
+
+// historyAt is the History of a boundary the stream resumes at.
+func (s *Stream) historyAt(p Position) History {
+	for _, x := range s.prepared {
+		if x.start == p {
+			return x.hist
+		}
+	}
+	if p == s.boundary {
+		return s.boundHist
+	}
+	return History{}
+}
+
+// checkHistory checks the events a connection begins with against the
+// History expected at its start: the file's format description, then
+// (when the stream was asked for the binlog from the event before the
+// boundary) that event, which it consumes. Events the server sends ahead
+// of the requested position (a rotation to the file, its header, with no
+// or older positions) are consumed too.
+func (s *Stream) checkHistory(ev *replication.BinlogEvent) (consumed bool, err error) {
+	hd, want := ev.Header, s.expect
+	fail := func(reason string) (bool, error) {
+		s.expect = nil
+		return false, fatalError{&HistoryError{At: s.pos, Reason: reason}}
+	}
+	switch ev.Event.(type) {
+	case *replication.RotateEvent:
+		return true, nil
+	case *replication.FormatDescriptionEvent:
+		if hd.Timestamp != want.FileCreated {
+			return fail(fmt.Sprintf("the server's %s was begun at %s, the checkpoint's at %s", s.pos.File, unixText(hd.Timestamp), unixText(want.FileCreated)))
+		}
+		s.fileCreated = hd.Timestamp
+		if hd.LogPos == 0 || hd.LogPos < s.pos.Pos {
+			return true, nil // re-sent ahead of the position
+		}
+	}
+	if want.LastSize == 0 {
+		s.expect = nil
+		return false, nil
+	}
+	if hd.LogPos == 0 {
+		return true, nil // a header event the server made up
+	}
+	if byte(hd.EventType) != want.LastType || hd.Timestamp != want.LastTime || hd.EventSize != want.LastSize || hd.LogPos != s.pos.Pos {
+		return fail(fmt.Sprintf("the event before it is a %s of %d bytes written at %s ending at %d; the checkpoint's was a %s of %d bytes written at %s",
+			hd.EventType, hd.EventSize, unixText(hd.Timestamp), hd.LogPos, replication.EventType(want.LastType), want.LastSize, unixText(want.LastTime)))
+	}
+	s.expect = nil
+	s.last = History{LastType: want.LastType, LastTime: want.LastTime, LastSize: want.LastSize}
+	return true, nil
+}
+
+func unixText(ts uint32) string { return time.Unix(int64(ts), 0).UTC().Format(time.RFC3339) }
+
+// openXA marks the transaction being read as an XA transaction's.
+func (s *Stream) openXA() {
+	x := &openXA{start: s.boundary, hist: s.boundHist}
+	if !s.gtids.IsEmpty() {
+		x.gtids = s.gtids.String()
+	}
+	s.xa = x
 }
 
 func (s *Stream) tableMap(e *replication.TableMapEvent) error {
@@ -499,6 +719,18 @@ func (s *Stream) rows(ctx context.Context, hd *replication.EventHeader, e *repli
 	// one again (replayXA), only its rows are handed on.
 	if st.skip || (s.xa != nil) != s.replaying {
 		return nil
+	}
+	if t := s.txGTID; t != nil {
+		if st.touched == nil {
+			key := st.name.String()
+			if st.touched = s.touched[key]; st.touched == nil {
+				st.touched = map[string]int64{}
+				s.touched[key] = st.touched
+			}
+		}
+		if t.N > st.touched[t.Origin] {
+			st.touched[t.Origin] = t.N
+		}
 	}
 	var op Op
 	switch hd.EventType {

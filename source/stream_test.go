@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/pingcap/tidb/pkg/parser"
 
 	"github.com/binlog2ch/binlog2ch/config"
 )
@@ -54,6 +55,7 @@ state_dir: state
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.parser = parser.New()
 	return s
 }
 
@@ -66,7 +68,7 @@ func ev(typ replication.EventType, logPos, ts uint32, e replication.Event) *repl
 // routine, a heartbeat) and checks what its handler is told, in order.
 func TestStreamHandsOnEvents(t *testing.T) {
 	s := testStream(t)
-	if err := s.Run(context.Background(), Position{File: "nonsense", Pos: 4}, &recorder{}); err == nil {
+	if err := s.Run(context.Background(), Start{Position: Position{File: "nonsense", Pos: 4}}, &recorder{}); err == nil {
 		t.Fatal("Run accepted a binlog file name without an index")
 	}
 	s.tables = map[uint64]*tableState{}

@@ -100,6 +100,8 @@ func xaStatement(q string) (verb string, id XAID, ok bool) {
 // openXA is an XA transaction read up to its XA PREPARE.
 type openXA struct {
 	start Position // the transaction boundary before it
+	gtids string   // the executed GTID set there
+	hist  History  // and its History
 }
 
 // preparedXA is an XA transaction prepared and not yet committed or
@@ -107,6 +109,8 @@ type openXA struct {
 type preparedXA struct {
 	id    XAID
 	start Position // the boundary before its first event
+	gtids string   // the executed GTID set at start
+	hist  History  // the History at start
 	end   Position // after its XA_PREPARE_LOG_EVENT
 }
 
@@ -133,7 +137,7 @@ func (e *XAUnknownError) Error() string {
 func (s *Stream) xaQuery(verb string, id XAID, h Handler) error {
 	switch verb {
 	case "START": // MySQL: the first event of a prepared or one-phase XA
-		s.xa = &openXA{start: s.boundary}
+		s.openXA()
 		return nil
 	case "END":
 		return nil // XA_PREPARE_LOG_EVENT follows
@@ -178,7 +182,7 @@ func (s *Stream) xaPrepare(data []byte, h Handler) error {
 		// transaction start as XA's.
 		return fatalError{fmt.Errorf("binlog %s: XA PREPARE of %s without the start of its transaction being marked as XA's (no XA START query event, no FL_PREPARED_XA flag); binlog2ch cannot tell whether its rows were applied early and stops rather than guess. Report this with the output of mysqlbinlog around that position", s.pos, id.Readable())}
 	}
-	x := preparedXA{id: id, start: s.xa.start, end: s.pos}
+	x := preparedXA{id: id, start: s.xa.start, gtids: s.xa.gtids, hist: s.xa.hist, end: s.pos}
 	s.xa = nil
 	if onePhase {
 		return xaCommitted{x}
@@ -193,14 +197,14 @@ func (s *Stream) xaPrepare(data []byte, h Handler) error {
 // before it to its XA_PREPARE_LOG_EVENT, and hands its rows on with their
 // own positions. The stream's reading state is set aside meanwhile.
 func (s *Stream) replayXA(ctx context.Context, x preparedXA, h Handler) error {
-	pos, idx, tables, open := s.pos, s.fileIdx, s.tables, s.xa
-	defer func() { s.pos, s.fileIdx, s.tables, s.xa, s.replaying = pos, idx, tables, open, false }()
+	pos, idx, tables, open, last := s.pos, s.fileIdx, s.tables, s.xa, s.last
+	defer func() { s.pos, s.fileIdx, s.tables, s.xa, s.replaying, s.last = pos, idx, tables, open, false, last }()
 	s.pos, s.tables, s.xa, s.replaying = x.start, map[uint64]*tableState{}, nil, true
 	var err error
 	if s.fileIdx, err = FileIndex(x.start.File); err != nil {
 		return fatalError{err}
 	}
-	d, err := s.startDump(ctx, x.start)
+	d, err := s.startDump(ctx, x.start, nil)
 	if err != nil {
 		return s.replayError(x, err)
 	}

@@ -28,6 +28,28 @@ type Checkpoint struct {
 	// applied to another server's binlog.
 	Server  string    `json:"server"`
 	SavedAt time.Time `json:"saved_at"`
+	Ext
+}
+
+// Ext is what a checkpoint holds beside its position, for a change of
+// binlog history (a failover to another server, RESET MASTER).
+type Ext struct {
+	// GTID is the executed GTID set at the position ("" when the server
+	// writes none).
+	GTID string `json:"gtid,omitempty"`
+	// ReadGTID is what the reader had read when this was saved: rows of
+	// the transactions between GTID and it may be in ClickHouse already.
+	ReadGTID string `json:"read_gtid,omitempty"`
+	// History identifies the binlog the position is on.
+	History source.History `json:"history,omitzero"`
+	// Offset is the history's row-version offset (source.RowVersion).
+	Offset int64 `json:"version_offset,omitempty"`
+	// Ceiling bounds the versions written: every row in ClickHouse has F
+	// below it. A new history starts there.
+	Ceiling uint32 `json:"version_ceiling,omitempty"`
+	// Touched is, per table, the newest transaction of each GTID origin
+	// that changed it (source.Touched).
+	Touched source.Touched `json:"touched,omitempty"`
 }
 
 // LoadFile reads the checkpoint from dir. It returns nil and no error

@@ -3,6 +3,7 @@ package state
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -15,12 +16,14 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if cp, err := LoadFile(dir); cp != nil || err != nil {
 		t.Fatalf("no file: got %v, %v", cp, err)
 	}
-	want := Checkpoint{Position: source.Position{File: "binlog.000042", Pos: 1234}, Server: "uuid:x", SavedAt: time.Unix(1, 0).UTC()}
+	want := Checkpoint{Position: source.Position{File: "binlog.000042", Pos: 1234}, Server: "uuid:x", SavedAt: time.Unix(1, 0).UTC(),
+		Ext: Ext{GTID: "0-7-12", ReadGTID: "0-7-14", History: source.History{FileCreated: 17, LastType: 16, LastTime: 18, LastSize: 31},
+			Offset: -3, Ceiling: 40, Touched: source.Touched{"db.t": {"0": 14}}}}
 	if err := SaveFile(dir, want); err != nil {
 		t.Fatal(err)
 	}
 	got, err := LoadFile(dir)
-	if err != nil || *got != want {
+	if err != nil || !reflect.DeepEqual(*got, want) {
 		t.Fatalf("got %+v, %v; want %+v", got, err, want)
 	}
 	entries, _ := os.ReadDir(dir)

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -76,11 +77,21 @@ func (s *chStore) create(ctx context.Context) error {
 		"CREATE DATABASE IF NOT EXISTS " + schema.QuoteIdent(db) + onCluster,
 		"CREATE TABLE IF NOT EXISTS " + s.table() + onCluster + ` (
   name String, fence Int64, seq UInt64,
-  file String, pos UInt32, server String, saved_at DateTime, holder String
+  file String, pos UInt32, server String, saved_at DateTime, holder String, ext String
 ) ENGINE = ` + engine + " ORDER BY (name, fence)",
 	} {
 		if err := s.ch.Exec(ctx, q); err != nil {
 			return fmt.Errorf("checkpoint table %s: %w", s.cfg.State.Table, err)
+		}
+	}
+	// A table made by binlog2ch before ext existed gets it.
+	var n uint64
+	if err := s.ch.QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name = 'ext'", db, table).Scan(&n); err != nil {
+		return fmt.Errorf("checkpoint table %s: %w", s.cfg.State.Table, err)
+	}
+	if n == 0 {
+		if err := s.ch.Exec(ctx, "ALTER TABLE "+s.table()+onCluster+" ADD COLUMN ext String"); err != nil {
+			return fmt.Errorf("checkpoint table %s: add column ext: %w", s.cfg.State.Table, err)
 		}
 	}
 	s.ready = true
@@ -92,7 +103,7 @@ func (s *chStore) Load(ctx context.Context) (*Checkpoint, error) {
 		return nil, err
 	}
 	// Newest by (fence, seq), with or without merges having run.
-	rows, err := s.ch.Query(ctx, "SELECT file, pos, server, saved_at FROM "+s.table()+
+	rows, err := s.ch.Query(ctx, "SELECT file, pos, server, saved_at, ext FROM "+s.table()+
 		" WHERE name = ? ORDER BY fence DESC, seq DESC LIMIT 1", s.cfg.State.Name)
 	if err != nil {
 		return nil, fmt.Errorf("read the checkpoint from %s: %w", s, err)
@@ -102,8 +113,16 @@ func (s *chStore) Load(ctx context.Context) (*Checkpoint, error) {
 		return nil, rows.Err()
 	}
 	var cp Checkpoint
-	if err := rows.Scan(&cp.File, &cp.Pos, &cp.Server, &cp.SavedAt); err != nil {
+	var ext string
+	if err := rows.Scan(&cp.File, &cp.Pos, &cp.Server, &cp.SavedAt, &ext); err != nil {
 		return nil, fmt.Errorf("read the checkpoint from %s: %w", s, err)
+	}
+	if ext != "" {
+		dec := json.NewDecoder(strings.NewReader(ext))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&cp.Ext); err != nil {
+			return nil, fmt.Errorf("checkpoint in %s is corrupt (ext: %v)", s, err)
+		}
 	}
 	if _, err := source.FileIndex(cp.File); err != nil || cp.Pos < 4 {
 		return nil, fmt.Errorf("checkpoint in %s is corrupt (position %s)", s, cp.Position)
@@ -122,11 +141,15 @@ func (s *chStore) Save(ctx context.Context, cp Checkpoint) error {
 	if q := s.cfg.State.InsertQuorum; q > 0 {
 		ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"insert_quorum": q}))
 	}
-	b, err := s.ch.PrepareBatch(ctx, "INSERT INTO "+s.table()+" (name, fence, seq, file, pos, server, saved_at, holder)")
+	ext, err := json.Marshal(cp.Ext)
+	if err != nil {
+		return err
+	}
+	b, err := s.ch.PrepareBatch(ctx, "INSERT INTO "+s.table()+" (name, fence, seq, file, pos, server, saved_at, holder, ext)")
 	if err != nil {
 		return fmt.Errorf("save checkpoint to %s: %w", s, err)
 	}
-	if err := b.Append(s.cfg.State.Name, s.fence, s.seq.Add(1), cp.File, cp.Pos, cp.Server, cp.SavedAt, Holder(s.cfg)); err != nil {
+	if err := b.Append(s.cfg.State.Name, s.fence, s.seq.Add(1), cp.File, cp.Pos, cp.Server, cp.SavedAt, Holder(s.cfg), string(ext)); err != nil {
 		_ = b.Abort()
 		return fmt.Errorf("save checkpoint to %s: %w", s, err)
 	}

@@ -1,0 +1,113 @@
+package replicator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/binlog2ch/binlog2ch/source"
+	"github.com/binlog2ch/binlog2ch/state"
+)
+
+// A change of binlog history: the checkpoint was saved on a binlog the
+// server does not have. Either mysql.addr now names another server (a
+// failover to a promoted replica, or a DNS name that moved), or the
+// server's own binlog restarted (RESET MASTER, a rebuild from a backup).
+// With GTIDs the daemon finds its place in the new history: it checks the
+// server has every transaction it read (else it names what is missing and
+// the tables those may have changed), then reads by GTID. Versions on the
+// new history start at the checkpoint's version ceiling, above every
+// version written before (docs/replication.md#row-versions).
+
+// GTIDGapError: the server lacks transactions binlog2ch read from the old
+// history; ClickHouse may hold their rows, which this server never had.
+type GTIDGapError struct {
+	Addr, Server string
+	// Applied are missing transactions whose rows are all in ClickHouse
+	// (before the checkpoint); Read, all those missing of what the reader
+	// had read when the checkpoint was saved, when it had read more.
+	Applied, Read []source.GTIDGap
+	Tables        []string // the replicated tables they may have changed
+}
+
+func (e *GTIDGapError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "MySQL %s (%s) lacks transactions binlog2ch read from the server it replicated before (a replica promoted before it had them all):", e.Addr, e.Server)
+	if len(e.Applied) > 0 {
+		fmt.Fprintf(&b, " applied to ClickHouse: %s;", gapsText(e.Applied))
+	}
+	if len(e.Read) > 0 {
+		fmt.Fprintf(&b, " read (the rows of those after the checkpoint possibly in ClickHouse): %s;", gapsText(e.Read))
+	}
+	tables := "none of the replicated tables (no table record covers them)"
+	if len(e.Tables) > 0 {
+		tables = strings.Join(e.Tables, ", ")
+	}
+	fmt.Fprintf(&b, " tables they may have changed: %s. ClickHouse may hold rows this server never had. binlog2ch stops rather than go on from a history that contradicts what it applied. To repair: bring the missing transactions to this server if the old primary's binlog survives (replay them, then start binlog2ch again), or accept the new primary's data: `binlog2ch verify -config FILE` shows what differs, then `binlog2ch fullsync -recreate -checkpoint -config FILE` copies every table from this server and moves the checkpoint to it (see docs/failover.md#failover-of-the-mysql-source)", tables)
+	return b.String()
+}
+
+func gapsText(gaps []source.GTIDGap) string {
+	parts := make([]string, len(gaps))
+	for i, g := range gaps {
+		parts[i] = g.Text
+	}
+	return strings.Join(parts, ", ")
+}
+
+// changeOfHistory is where to read from when the checkpoint's binlog
+// history is not the server's; he is the history check's finding on the
+// same server, nil for another server.
+func (r *Replicator) changeOfHistory(ctx context.Context, cp *state.Checkpoint, he *source.HistoryError) (source.Start, error) {
+	var none source.Start
+	what := fmt.Sprintf("the checkpoint in %s was saved on MySQL server %s at binlog %s, but %s is %s", r.checkpoints(), cp.Server, cp.Position, r.cfg.MySQL.Addr, r.server.ID)
+	if he != nil {
+		what = he.Error()
+	}
+	const recopy = "To go on from this server's data: stop binlog2ch, run `binlog2ch fullsync -recreate -checkpoint -config FILE` (it copies every table into emptied tables and moves the checkpoint to this server), and start it again"
+	if cp.GTID == "" {
+		return none, fmt.Errorf("%s. The checkpoint holds no GTID set (the server wrote none: MySQL with gtid_mode OFF, or binlog2ch saved it before it kept GTIDs), so binlog2ch cannot find its place in this binlog. Point mysql.addr back at %s if that is the server meant. %s", what, cp.Server, recopy)
+	}
+	want, err := source.ParseGTIDSet(r.server.Flavor, cp.GTID)
+	if err != nil {
+		return none, fmt.Errorf("%s, and the checkpoint's GTIDs do not read as %s's: %w. %s", what, r.server.Flavor, err, recopy)
+	}
+	read := want
+	if cp.ReadGTID != "" {
+		if read, err = source.ParseGTIDSet(r.server.Flavor, cp.ReadGTID); err != nil {
+			return none, fmt.Errorf("the checkpoint's read GTIDs: %w", err)
+		}
+	}
+	have, err := source.ExecutedGTIDs(ctx, r.my, r.server.Flavor)
+	if err != nil {
+		return none, err
+	}
+	if he == nil {
+		if !want.Shares(have) {
+			return none, fmt.Errorf("%s, whose binlog has no transaction from the checkpoint's GTID origins (%s; the server has %q): it is not a replica of the server binlog2ch followed. Point mysql.addr at the right server. %s", what, cp.GTID, have.String(), recopy)
+		}
+	}
+	if gaps := read.Missing(have); len(gaps) > 0 {
+		if he != nil && have.IsEmpty() {
+			return none, fmt.Errorf("%s, and the server's binlog holds none of the checkpoint's GTIDs (%s). %s", what, cp.GTID, recopy)
+		}
+		e := &GTIDGapError{Addr: r.cfg.MySQL.Addr, Server: r.server.ID, Applied: want.Missing(have), Tables: cp.Touched.Affected(gaps)}
+		if cp.ReadGTID != cp.GTID {
+			e.Read = gaps
+		}
+		return none, e
+	}
+	purged, err := source.PurgedGTIDs(ctx, r.my, r.server.Flavor)
+	if err != nil {
+		return none, err
+	}
+	if gaps := purged.Missing(want); len(gaps) > 0 {
+		return none, fmt.Errorf("%s, and the server purged from its binlog transactions binlog2ch has not read: %s. Their changes are lost to replication. %s", what, gapsText(gaps), recopy)
+	}
+	if cp.Ceiling == 0 {
+		return none, fmt.Errorf("%s, and the checkpoint has no version ceiling, so versions on the new history could fall below those written. %s", what, recopy)
+	}
+	r.log.Warn("the binlog history changed: following the server from the checkpoint's GTIDs; its changes get versions above every one written before",
+		"reason", what, "gtid", cp.GTID, "server_gtid", have.String(), "version_ceiling", cp.Ceiling)
+	return source.Start{Position: cp.Position, GTID: cp.GTID, ByGTID: true, Ceiling: cp.Ceiling, Touched: cp.Touched}, nil
+}
