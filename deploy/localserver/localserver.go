@@ -57,6 +57,8 @@ type Server struct {
 	// External is true when the server came from an environment variable;
 	// Stop leaves it running.
 	External bool
+	// ServerID is a private MariaDB's --server-id (0 otherwise).
+	ServerID uint32
 
 	name    string
 	cmd     *exec.Cmd

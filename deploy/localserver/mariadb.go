@@ -14,11 +14,35 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
+// DefaultServerID is the --server-id of a MariaDB from StartMariaDB.
+const DefaultServerID = 7
+
+// MariaDBOptions vary a private MariaDB from StartMariaDBWith.
+type MariaDBOptions struct {
+	// ServerID is the server's --server-id, which MariaDB writes into every
+	// GTID it generates (domain-server-seq); 0 means DefaultServerID.
+	ServerID uint32
+	// Args are appended to mariadbd's command line, so a test can vary a
+	// server setting.
+	Args []string
+}
+
 // StartMariaDB starts a private MariaDB with the binlog settings the
-// replicator needs (ROW format, full row metadata, a server id), root without
-// a password over TCP. extraArgs are appended to mariadbd's command line, so a
-// test can vary a server setting.
+// replicator needs (ROW format, full row metadata, server id
+// DefaultServerID), root without a password over TCP. extraArgs are appended
+// to mariadbd's command line, so a test can vary a server setting.
 func StartMariaDB(ctx context.Context, extraArgs ...string) (*Server, error) {
+	return StartMariaDBWith(ctx, MariaDBOptions{Args: extraArgs})
+}
+
+// StartMariaDBWith is StartMariaDB with options. Every server gets the same
+// binlog settings (ROW, FULL row metadata, log_slave_updates, GTID strict
+// mode, files named binlog.NNNNNN), so a replica promoted to primary writes
+// the binlog its primary wrote.
+func StartMariaDBWith(ctx context.Context, opts MariaDBOptions) (*Server, error) {
+	if opts.ServerID == 0 {
+		opts.ServerID = DefaultServerID
+	}
 	installDB, err := findBinary("mariadb-install-db", "mysql_install_db")
 	if err != nil {
 		return nil, fmt.Errorf("MariaDB: %w", err)
@@ -28,11 +52,11 @@ func StartMariaDB(ctx context.Context, extraArgs ...string) (*Server, error) {
 		return nil, fmt.Errorf("MariaDB: %w", err)
 	}
 	return startWithRetry(ctx, func(ctx context.Context) (*Server, error, bool) {
-		return startMariaDBOnce(ctx, installDB, mariadbd, extraArgs)
+		return startMariaDBOnce(ctx, installDB, mariadbd, opts)
 	})
 }
 
-func startMariaDBOnce(ctx context.Context, installDB, mariadbd string, extraArgs []string) (*Server, error, bool) {
+func startMariaDBOnce(ctx context.Context, installDB, mariadbd string, opts MariaDBOptions) (*Server, error, bool) {
 	dir, err := os.MkdirTemp("", "binlog2ch-mariadb-")
 	if err != nil {
 		return nil, fmt.Errorf("MariaDB: temp dir: %w", err), false
@@ -45,6 +69,7 @@ func startMariaDBOnce(ctx context.Context, installDB, mariadbd string, extraArgs
 	s := &Server{
 		Endpoint: Endpoint{Host: "127.0.0.1", Port: port, User: "root"},
 		Dir:      dir,
+		ServerID: opts.ServerID,
 		name:     "MariaDB",
 		logPath:  filepath.Join(dir, "mariadbd.out"),
 	}
@@ -73,16 +98,23 @@ func startMariaDBOnce(ctx context.Context, installDB, mariadbd string, extraArgs
 		"--pid-file=" + filepath.Join(dir, "pid"),
 		"--log-error=" + filepath.Join(dir, "server.err"),
 		"--log-bin=" + filepath.Join(dir, "binlog"),
-		"--server-id=7",
+		"--server-id=" + strconv.FormatUint(uint64(opts.ServerID), 10),
 		"--binlog-format=ROW",
 		"--binlog-row-metadata=FULL",
+		// A replica logs what it applies, under the primary's GTIDs, so
+		// after a promotion its binlog continues the primary's.
+		"--log-slave-updates=ON",
+		// Refuse out-of-order GTIDs in a domain instead of logging them.
+		"--gtid-strict-mode=ON",
+		// A fixed name: the default derives from the host name.
+		"--relay-log=" + filepath.Join(dir, "relay-bin"),
 		"--skip-name-resolve",
 		// MySQL 8's defaults, which MariaDB's latin1 default would hide.
 		"--character-set-server=utf8mb4",
 		"--collation-server=utf8mb4_general_ci",
 		"--max-allowed-packet=256M",
 	}
-	all := append(args, extraArgs...)
+	all := append(args, opts.Args...)
 	s.restart = func(ctx context.Context) error {
 		if err := s.launch(exec.Command(mariadbd, all...)); err != nil {
 			return err
