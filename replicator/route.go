@@ -40,7 +40,7 @@ type router struct {
 	// with F at or above it wait until a save raises it (versionCeiling).
 	ceiling uint32
 	readF   uint32 // F of the file the reader is in
-	lastTS    int64 // timestamp (Unix ns) of the newest event read
+	lastTS  int64  // timestamp (Unix ns) of the newest event read
 	// retired are writers whose MySQL table name a DROP or RENAME freed
 	// while they may still be working on that name's ClickHouse table: a
 	// new writer for the name waits until they are past the DDL, so two
