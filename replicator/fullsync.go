@@ -69,14 +69,11 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snap
 		r.log.Info("resuming the interrupted fullsync", "started", st.Started, "position", st.Position.String())
 	}
 	if st == nil {
-		pos, err := r.currentPosition(ctx)
+		pos, gtids, err := source.CurrentGTIDPosition(ctx, r.my, r.server.Flavor)
 		if err != nil {
 			return nil, err
 		}
-		st = &snapshot.State{Server: r.server.ID, Position: pos, Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, Recreate: opts.Recreate}
-		if st.GTID, err = r.executedGTIDs(ctx); err != nil {
-			return nil, err
-		}
+		st = &snapshot.State{Server: r.server.ID, Position: pos, GTID: gtids, Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, Recreate: opts.Recreate}
 		// The copy's versions must rank with run's on this history.
 		cp, err := r.checkpoints().Load(ctx)
 		if err != nil {

@@ -132,7 +132,11 @@ func (r *Replicator) startPosition(ctx context.Context) (start source.Start, fro
 			start, err = r.changeOfHistory(ctx, cp, nil)
 			return start, cp, nil, err
 		}
-		if herr := source.CheckHistory(ctx, r.my, cp.Position); herr != nil {
+		herr := source.CheckHistory(ctx, r.my, cp.Position)
+		if herr == nil {
+			herr = r.stream.VerifyHistory(ctx, cp.Position, cp.History)
+		}
+		if herr != nil {
 			var he *source.HistoryError
 			if !errors.As(herr, &he) {
 				return start, nil, nil, herr
@@ -140,11 +144,14 @@ func (r *Replicator) startPosition(ctx context.Context) (start source.Start, fro
 			start, err = r.changeOfHistory(ctx, cp, he)
 			return start, cp, nil, err
 		}
-		r.log.Info("resuming from checkpoint", "position", cp.Position.String(), "saved_at", cp.SavedAt)
+		if err := r.fillGTIDs(ctx, &start); err != nil {
+			return start, nil, nil, err
+		}
+		r.log.Info("resuming from checkpoint", "position", cp.Position.String(), "gtid", start.GTID, "saved_at", cp.SavedAt)
 		return start, cp, nil, nil
 	}
 	if snap == nil {
-		p, err := r.currentPosition(ctx)
+		p, gtids, err := source.CurrentGTIDPosition(ctx, r.my, r.server.Flavor)
 		if err != nil {
 			return start, nil, nil, err
 		}
@@ -152,12 +159,9 @@ func (r *Replicator) startPosition(ctx context.Context) (start source.Start, fro
 		if err != nil {
 			return start, nil, nil, err
 		}
-		snap = &snapshot.State{Server: r.server.ID, Position: p, Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, List: tables}
+		snap = &snapshot.State{Server: r.server.ID, Position: p, GTID: gtids, Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, List: tables}
 		if cp != nil && cp.Server == r.server.ID {
 			snap.FileOffset = cp.Offset
-		}
-		if snap.GTID, err = r.executedGTIDs(ctx); err != nil {
-			return start, nil, nil, err
 		}
 		r.log.Info("no checkpoint: first start. Copying the existing rows of every selected table (initial snapshot), then following the binlog from the position recorded before the copy",
 			"position", p.String(), "tables", len(tables))
@@ -183,7 +187,20 @@ func (r *Replicator) startPosition(ctx context.Context) (start source.Start, fro
 		}
 	}
 	start = source.Start{Position: cp.Position, GTID: cp.GTID, History: cp.History, Offset: cp.Offset, Touched: cp.Touched}
-	return start, cp, snap, nil
+	return start, cp, snap, r.fillGTIDs(ctx, &start)
+}
+
+// fillGTIDs completes a start saved without GTIDs where the server can
+// tell them (MariaDB's BINLOG_GTID_POS; MySQL's stream learns them at the
+// next file's header).
+func (r *Replicator) fillGTIDs(ctx context.Context, start *source.Start) error {
+	if start.GTID != "" {
+		start.GTIDKnown = true
+		return nil
+	}
+	g, ok, err := source.GTIDsAt(ctx, r.my, r.server.Flavor, start.Position)
+	start.GTID, start.GTIDKnown = g, ok
+	return err
 }
 
 // snapshotCheckpoint is the checkpoint at a snapshot's position.
@@ -193,15 +210,6 @@ func snapshotCheckpoint(snap *snapshot.State, server string) *state.Checkpoint {
 		Ext: state.Ext{GTID: snap.GTID, Offset: snap.FileOffset, Ceiling: f + ceilingGap}}
 }
 
-// executedGTIDs is the server's executed GTID set as text, "" without
-// GTIDs.
-func (r *Replicator) executedGTIDs(ctx context.Context) (string, error) {
-	g, err := source.ExecutedGTIDs(ctx, r.my, r.server.Flavor)
-	if err != nil {
-		return "", err
-	}
-	return g.String(), nil
-}
 
 // initialSnapshot copies the tables listed when the snapshot began (tables
 // created later start empty and come whole from the binlog). Interrupted
@@ -376,7 +384,11 @@ func (r *Replicator) streamError(err error) error {
 	if errors.As(err, &partial) {
 		return fmt.Errorf("%w; the rows of this event cannot be completed from the binlog, so then %s", err, recopy)
 	}
-	var xa *source.XAUnknownError
+	var history *source.HistoryError
+	if errors.As(err, &history) {
+		return fmt.Errorf("%w. Start binlog2ch again: it then checks whether it can follow the new history by its GTIDs, and otherwise says how to re-copy", err)
+	}
+		var xa *source.XAUnknownError
 	if errors.As(err, &xa) {
 		return fmt.Errorf("%w; a copy has them now: %s", err, recopy)
 	}

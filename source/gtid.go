@@ -397,3 +397,29 @@ func CheckHistory(ctx context.Context, db *sql.DB, p Position) error {
 	}
 	return nil
 }
+
+// GTIDsAt is the executed GTID set at a binlog position, where the server
+// can tell: MariaDB's BINLOG_GTID_POS. ok is false on MySQL, which has no
+// such function (a stream learns it at the next file's header).
+func GTIDsAt(ctx context.Context, db *sql.DB, flavor string, p Position) (gtids string, ok bool, err error) {
+	if flavor != mysql.MariaDBFlavor {
+		return "", false, nil
+	}
+	var g sql.NullString
+	if err := db.QueryRowContext(ctx, "SELECT BINLOG_GTID_POS(?, ?)", p.File, p.Pos).Scan(&g); err != nil {
+		return "", false, fmt.Errorf("BINLOG_GTID_POS(%s): %w", p, err)
+	}
+	return g.String, g.Valid, nil
+}
+
+// CurrentGTIDPosition is the server's binlog position with the executed
+// GTID set there, read together: SHOW MASTER STATUS's Executed_Gtid_Set
+// on MySQL, BINLOG_GTID_POS of the position on MariaDB.
+func CurrentGTIDPosition(ctx context.Context, db *sql.DB, flavor string) (Position, string, error) {
+	p, executed, err := currentPosition(ctx, db)
+	if err != nil || flavor != mysql.MariaDBFlavor {
+		return p, strings.Join(strings.Fields(executed), ""), err
+	}
+	g, _, err := GTIDsAt(ctx, db, flavor, p)
+	return p, g, err
+}

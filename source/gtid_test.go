@@ -111,7 +111,7 @@ func mysqlStream(t *testing.T) *Stream {
 	s := testStream(t)
 	s.srv.Flavor = mysql.MySQLFlavor
 	s.tables = map[uint64]*tableState{}
-	s.gtids = NewGTIDSet(mysql.MySQLFlavor)
+	s.gtids, s.gtidsKnown = NewGTIDSet(mysql.MySQLFlavor), true
 	s.pos = Position{File: "binlog.000001", Pos: 4}
 	return s
 }
@@ -201,7 +201,7 @@ func (h *gtidRecorder) Commit(c Commit) {
 func TestStreamTracksMariaDBGTIDs(t *testing.T) {
 	s := testStream(t)
 	s.tables = map[uint64]*tableState{}
-	s.gtids = NewGTIDSet(mysql.MariaDBFlavor)
+	s.gtids, s.gtidsKnown = NewGTIDSet(mysql.MariaDBFlavor), true
 	s.pos = Position{File: "binlog.000001", Pos: 4}
 	h := &gtidRecorder{}
 	gtid := func(seq uint64, flags byte, at uint32) *replication.BinlogEvent {
@@ -328,7 +328,7 @@ func TestNewHistoryVersions(t *testing.T) {
 	s := testStream(t)
 	s.tables = map[uint64]*tableState{}
 	s.gtids, _ = ParseGTIDSet(mysql.MariaDBFlavor, "0-7-9")
-	s.byGTID, s.ceiling = true, 40
+	s.byGTID, s.ceiling, s.gtidsKnown = true, 40, true
 	h := &versionRecorder{}
 	full := []byte{0x7f}
 	for _, e := range []*replication.BinlogEvent{

@@ -58,29 +58,40 @@ func MustFileIndex(file string) uint32 {
 
 // CurrentPosition reads a server's current binlog position.
 func CurrentPosition(ctx context.Context, db *sql.DB) (Position, error) {
+	p, _, err := currentPosition(ctx, db)
+	return p, err
+}
+
+// currentPosition reads SHOW MASTER STATUS: the position and, on MySQL,
+// the executed GTID set (its fifth column).
+func currentPosition(ctx context.Context, db *sql.DB) (Position, string, error) {
 	rows, err := db.QueryContext(ctx, "SHOW MASTER STATUS")
 	if err != nil {
 		// MySQL 8.4 renamed it.
 		if rows, err = db.QueryContext(ctx, "SHOW BINARY LOG STATUS"); err != nil {
-			return Position{}, fmt.Errorf("read the binlog position: %w", err)
+			return Position{}, "", fmt.Errorf("read the binlog position: %w", err)
 		}
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
-		return Position{}, err
+		return Position{}, "", err
 	}
 	if !rows.Next() {
-		return Position{}, errors.New("SHOW MASTER STATUS is empty: is the binary log on, and does the user have REPLICATION CLIENT?")
+		return Position{}, "", errors.New("SHOW MASTER STATUS is empty: is the binary log on, and does the user have REPLICATION CLIENT?")
 	}
 	var p Position
+	var gtids sql.NullString
 	dest := make([]any, len(cols))
 	for i := range dest {
 		dest[i] = new(sql.RawBytes)
 	}
 	dest[0], dest[1] = &p.File, &p.Pos
-	if err := rows.Scan(dest...); err != nil {
-		return Position{}, err
+	if len(cols) >= 5 && strings.EqualFold(cols[4], "Executed_Gtid_Set") {
+		dest[4] = &gtids
 	}
-	return p, rows.Err()
+	if err := rows.Scan(dest...); err != nil {
+		return Position{}, "", err
+	}
+	return p, gtids.String, rows.Err()
 }

@@ -161,6 +161,9 @@ type Stream struct {
 	// transaction read on the new history gives one.
 	byGTID bool
 	gtids  GTIDSet // executed through boundary
+	// gtidsKnown: gtids is the whole executed set, not only what was read
+	// (a start without one learns it from the next file's header).
+	gtidsKnown bool
 	txGTID *GTID   // the transaction being read, until its commit
 	// touched: the newest transaction of each GTID origin per table.
 	touched     Touched
@@ -191,8 +194,10 @@ type tableState struct {
 // Start is where a Stream begins.
 type Start struct {
 	Position Position
-	// GTID is the executed GTID set at Position, "" when unknown.
-	GTID string
+	// GTID is the executed GTID set at Position; GTIDKnown says it is the
+	// whole set ("" may be an empty one), not unknown.
+	GTID      string
+	GTIDKnown bool
 	// History identifies the binlog Position is on; its zero value checks
 	// nothing (a checkpoint from before it was kept).
 	History History
@@ -280,6 +285,7 @@ func (s *Stream) Run(ctx context.Context, st Start, h Handler) error {
 	if s.gtids, err = ParseGTIDSet(s.srv.Flavor, st.GTID); err != nil {
 		return fmt.Errorf("the checkpoint's GTIDs: %w", err)
 	}
+	s.gtidsKnown = st.GTID != "" || st.GTIDKnown
 	if s.byGTID && s.gtids.IsEmpty() {
 		return errors.New("reading by GTID from an empty GTID set")
 	}
@@ -370,6 +376,50 @@ func (s *Stream) Check(ctx context.Context, from Position) error {
 		return nil
 	}
 	return s.fatal(err, from)
+}
+
+// VerifyHistory checks that the server's binlog at a checkpoint's
+// position is the one it was saved on (see checkHistory): a
+// *HistoryError when not. Failures to read are left to Run.
+func (s *Stream) VerifyHistory(ctx context.Context, p Position, hist History) error {
+	if hist.FileCreated == 0 {
+		return nil // saved before histories were kept
+	}
+	from := p
+	s.expect, s.pos, s.last = &hist, p, History{}
+	defer func() { s.expect = nil }()
+	if hist.LastSize > 0 && p.Pos >= 4+hist.LastSize {
+		from.Pos -= hist.LastSize
+	} else {
+		s.expect.LastSize = 0
+	}
+	d, err := s.startDump(ctx, from, nil)
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	readCtx, cancel := context.WithTimeout(ctx, 10*time.Second+s.cfg.MySQL.StallTimeout)
+	defer cancel()
+	for s.expect != nil {
+		ev, err := d.GetEvent(readCtx)
+		var me *mysql.MyError
+		switch {
+		case errors.As(err, &me) && me.Code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG && !strings.Contains(me.Message, "first log file name"):
+			// The file is there (a purged one is the stream's to report)
+			// but no event ends at the position.
+			return &HistoryError{At: p, Reason: "the server cannot send the event that ended there: " + compact(err)}
+		case err != nil:
+			return nil
+		}
+		hd := ev.Header
+		if hd.EventType == replication.HEARTBEAT_EVENT || hd.EventType == replication.HEARTBEAT_LOG_EVENT_V2 {
+			continue
+		}
+		if _, err := s.checkHistory(ev); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // stream reads from one binlog connection. fresh: from is the resume
@@ -535,6 +585,9 @@ func (s *Stream) handle(ctx context.Context, ev *replication.BinlogEvent, h Hand
 		}
 		return nil
 	case *replication.PreviousGTIDsEvent, *replication.MariadbGTIDListEvent, *replication.MariadbBinlogCheckPointEvent:
+		if hd.LogPos != 0 && !s.gtidsKnown && s.xa == nil {
+			s.learnGTIDs(e)
+		}
 		// A file's header events, and MariaDB's checkpoints, come between
 		// transactions: a boundary past them lets the checkpoint reach the
 		// end of a file that a rotation just began, where nothing else
@@ -590,7 +643,7 @@ func (s *Stream) commit(h Handler) {
 	gtids, hist := "", s.boundHist
 	if len(s.prepared) > 0 {
 		s.resume, gtids, hist = s.prepared[0].start, s.prepared[0].gtids, s.prepared[0].hist
-	} else if !s.gtids.IsEmpty() {
+	} else if !s.gtids.IsEmpty() && s.gtidsKnown {
 		gtids = s.gtids.String()
 	}
 	f, _ := VersionFile(s.fileIdx, s.offset)
@@ -653,10 +706,33 @@ func (s *Stream) checkHistory(ev *replication.BinlogEvent) (consumed bool, err e
 
 func unixText(ts uint32) string { return time.Unix(int64(ts), 0).UTC().Format(time.RFC3339) }
 
+// learnGTIDs takes the executed set from a file's header, which the
+// server writes with the set before the file: MySQL's previous GTIDs,
+// MariaDB's GTID list (its binlog state, whose last number per domain is
+// the position). The stream started without a set knows it from here.
+func (s *Stream) learnGTIDs(e replication.Event) {
+	switch e := e.(type) {
+	case *replication.PreviousGTIDsEvent:
+		if g, err := ParseGTIDSet(mysql.MySQLFlavor, e.GTIDSets); err == nil && s.srv.Flavor != mysql.MariaDBFlavor {
+			s.gtids, s.gtidsKnown = g, true
+		}
+	case *replication.MariadbGTIDListEvent:
+		if s.srv.Flavor == mysql.MariaDBFlavor {
+			g := NewGTIDSet(mysql.MariaDBFlavor)
+			for _, id := range e.GTIDs {
+				if old, ok := g.maria[id.DomainID]; !ok || id.SequenceNumber > old.SequenceNumber {
+					g.maria[id.DomainID] = id
+				}
+			}
+			s.gtids, s.gtidsKnown = g, true
+		}
+	}
+}
+
 // openXA marks the transaction being read as an XA transaction's.
 func (s *Stream) openXA() {
 	x := &openXA{start: s.boundary, hist: s.boundHist}
-	if !s.gtids.IsEmpty() {
+	if !s.gtids.IsEmpty() && s.gtidsKnown {
 		x.gtids = s.gtids.String()
 	}
 	s.xa = x
