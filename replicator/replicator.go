@@ -210,7 +210,6 @@ func snapshotCheckpoint(snap *snapshot.State, server string) *state.Checkpoint {
 		Ext: state.Ext{GTID: snap.GTID, Offset: snap.FileOffset, Ceiling: f + ceilingGap}}
 }
 
-
 // initialSnapshot copies the tables listed when the snapshot began (tables
 // created later start empty and come whole from the binlog). Interrupted
 // by ctx, it returns nil with the progress saved.
@@ -388,7 +387,7 @@ func (r *Replicator) streamError(err error) error {
 	if errors.As(err, &history) {
 		return fmt.Errorf("%w. Start binlog2ch again: it then checks whether it can follow the new history by its GTIDs, and otherwise says how to re-copy", err)
 	}
-		var xa *source.XAUnknownError
+	var xa *source.XAUnknownError
 	if errors.As(err, &xa) {
 		return fmt.Errorf("%w; a copy has them now: %s", err, recopy)
 	}

@@ -164,7 +164,7 @@ type Stream struct {
 	// gtidsKnown: gtids is the whole executed set, not only what was read
 	// (a start without one learns it from the next file's header).
 	gtidsKnown bool
-	txGTID *GTID   // the transaction being read, until its commit
+	txGTID     *GTID // the transaction being read, until its commit
 	// touched: the newest transaction of each GTID origin per table.
 	touched     Touched
 	fileCreated uint32       // header timestamp of the current file's format description
