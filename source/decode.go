@@ -46,6 +46,9 @@ func (d *RowsDecoder) Decode(e *replication.RowsEvent, data []byte) error {
 		return e.DecodeData(pos, data)
 	}
 	td := d.lookup(orig)
+	if isPartialUpdate(e) {
+		return d.decodePartial(e, pos, data, td) // partial.go
+	}
 	if td.raw && fullImage(e.ColumnBitmap1, orig.ColumnCount) && (e.ColumnBitmap2 == nil || fullImage(e.ColumnBitmap2, orig.ColumnCount)) {
 		e.Rows = [][]any{{RawRows(data[pos:])}}
 		return nil
