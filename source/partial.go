@@ -206,7 +206,7 @@ func applyPartials(e *replication.RowsEvent, t *replication.TableMapEvent, parti
 		err    error
 	}
 	jobs := make([]job, len(partials))
-	var bins [][]byte
+	bins := [][]byte{keyOrderProbe}
 	keyIdx := map[string]int{}
 	for i, pv := range partials {
 		j := &jobs[i]
@@ -231,7 +231,9 @@ func applyPartials(e *replication.RowsEvent, t *replication.TableMapEvent, parti
 	texts, errs := renderJSON(e, bins)
 	for i, pv := range partials {
 		var v any
-		if jobs[i].err != nil {
+		if jobs[i].err == nil && len(jobs[i].diffs) > 0 && (errs[0] != nil || texts[0] != keyOrderProbeText) {
+			v = partialError(t, pv.row, "go-mysql renders the JSON object %s as %q, not in the key order binlog2ch reproduces (%v)", keyOrderProbeText, texts[0], errs[0])
+		} else if jobs[i].err != nil {
 			v = partialError(t, pv.row, "%v", jobs[i].err)
 		} else {
 			v = applyVector(e, t, pv, jobs[i].diffs, jobs[i].values, keyIdx, texts, errs)
@@ -304,9 +306,22 @@ func parseRendered(text string) (*jsonNode, error) {
 }
 
 func partialError(t *replication.TableMapEvent, row int, format string, args ...any) *block.BadValue {
-	return &block.BadValue{Msg: fmt.Sprintf("a partial JSON update (binlog_row_value_options=PARTIAL_JSON) binlog2ch cannot apply, row %d of the event: %s. binlog2ch writes no guessed value: set binlog_row_value_options='' on the source (SET GLOBAL, and in its configuration) so that updates carry whole documents, then copy the table again: binlog2ch fullsync -recreate -tables %s",
+	return &block.BadValue{Msg: fmt.Sprintf("a partial JSON update (binlog_row_value_options=PARTIAL_JSON) binlog2ch cannot apply, row %d of the event: %s. binlog2ch writes no guessed value. Stop binlog2ch; on the source, SET PERSIST binlog_row_value_options = '' (updates then log whole documents; sessions opened before keep their setting); run `binlog2ch fullsync -recreate -checkpoint` (it copies every table into emptied tables and moves the checkpoint past this event: copying %s alone with -tables leaves the checkpoint before it), and start binlog2ch again",
 		row+1, fmt.Sprintf(format, args...), tableOf(t))}
 }
+
+// keyOrderProbe is the binary JSON object {"b": 1, "aa": 2} (keys in
+// MySQL's order), which go-mysql renders as keyOrderProbeText when it
+// orders keys as jsonNode keeps them; not so with RenderJSONAsMySQLText.
+var keyOrderProbe = []byte{
+	replication.JSONB_SMALL_OBJECT,
+	2, 0, 21, 0, // 2 members, 21 bytes
+	18, 0, 1, 0, 19, 0, 2, 0, // keys at 18 ("b") and 19 ("aa")
+	replication.JSONB_INT16, 1, 0, replication.JSONB_INT16, 2, 0,
+	'b', 'a', 'a',
+}
+
+const keyOrderProbeText = `{"aa":2,"b":1}`
 
 // jsonStringBinary is s as a MySQL binary JSON string: its type, its
 // length in 7-bit groups, low first, then its bytes.
