@@ -16,7 +16,6 @@ import (
 	"github.com/binlog2ch/binlog2ch/charset"
 	"github.com/binlog2ch/binlog2ch/mysqltime"
 	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/shopspring/decimal"
 )
 
@@ -50,6 +49,10 @@ type ConvertError struct {
 }
 
 func (e *ConvertError) Error() string {
+	if _, ok := e.Value.(*BadValue); ok {
+		// The message says it all; the stand-in is no value to show.
+		return fmt.Sprintf("%s.%s (%s): %s", e.Table, e.Column, e.Type, e.Msg)
+	}
 	v := fmt.Sprintf("%v", e.Value)
 	if b, ok := e.Value.([]byte); ok {
 		v = fmt.Sprintf("%q", b)
@@ -64,6 +67,15 @@ func (e *ConvertError) Error() string {
 
 // errMsg is a conversion failure before the column is known.
 type errMsg string
+
+// BadValue stands in a decoded row for a value the rows decoder could not
+// produce, such as a partial JSON update it cannot apply: the row cannot be
+// written, and converting it fails with Msg (a ConvertError naming the
+// table and the column, to which the writer adds the binlog position).
+// Never a guess, never a NULL in place of a value.
+type BadValue struct{ Msg string }
+
+func (v *BadValue) Error() string { return v.Msg }
 
 // Block accumulates the converted rows of one table in columnar buffers,
 // ready to be handed to a clickhouse-go batch. Converters are chosen once per
@@ -173,6 +185,8 @@ func (b *Block) Append(row []any, version uint64, op schema.Op) error {
 				continue
 			}
 			err = &ConvertError{Table: src.FullName(), Column: c.Name, Type: c.Type, Value: v, Msg: "NULL in a column that is NOT NULL in the schema binlog2ch knows"}
+		} else if bv, ok := v.(*BadValue); ok {
+			err = errMsg(bv.Msg)
 		} else {
 			err = conv(v)
 		}
@@ -419,8 +433,6 @@ func textConverter(c *schema.Column, nl nulls) (colBuf, converter) {
 			buf.addString(s)
 		case []byte:
 			buf.addBytes(s)
-		case *replication.JsonDiff:
-			return errMsg("a partial JSON update (binlog_row_value_options=PARTIAL_JSON) carries no full value; set binlog_row_value_options='' on the source server")
 		default:
 			return errMsg("want a string")
 		}

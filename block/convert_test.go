@@ -240,7 +240,9 @@ func TestStringsAndLabels(t *testing.T) {
 		{"decimal(5,2)", "1234.5", "not a DECIMAL(5,2)"},
 		{"decimal(5,2)", "1.234", "not a DECIMAL(5,2)"},
 		{"decimal(5,2)", "1e5", "not a DECIMAL(5,2)"},
-		{"json", &replication.JsonDiff{}, "partial JSON update"},
+		{"json", &replication.JsonDiff{}, "want a string"},
+		{"json", &BadValue{Msg: "partial JSON update cannot be applied"}, "d.t.c (json): partial JSON update cannot be applied"},
+		{"int", &BadValue{Msg: "no value"}, "d.t.c (int): no value"},
 		{"time", "25", "not a TIME value"},
 	} {
 		b := oneColumn(t, c.colType, false, schema.ClickHouse18, schema.DefaultOptions())

@@ -14,7 +14,10 @@ import (
 // fmt for DATE and TIME, was half of the daemon's CPU. Other tables are
 // decoded by go-mysql minus its per-row UnsignedMap (a fresh map for every
 // row image); UNSIGNED values then arrive as signed Go integers of the
-// column's width, which the schema converters reinterpret.
+// column's width, which the schema converters reinterpret. MySQL's
+// PARTIAL_UPDATE_ROWS_EVENT (binlog_row_value_options=PARTIAL_JSON) is read
+// by partial.go: its after images lose their value_options, and its JSON
+// diff vectors become whole documents.
 type RowsDecoder struct {
 	mu sync.Mutex // the parser may decode transaction payloads concurrently
 	// byTable holds, per table id, the last table map seen, its copy
@@ -46,6 +49,9 @@ func (d *RowsDecoder) Decode(e *replication.RowsEvent, data []byte) error {
 		return e.DecodeData(pos, data)
 	}
 	td := d.lookup(orig)
+	if isPartialUpdate(e) {
+		return d.decodePartial(e, pos, data, td) // partial.go
+	}
 	if td.raw && fullImage(e.ColumnBitmap1, orig.ColumnCount) && (e.ColumnBitmap2 == nil || fullImage(e.ColumnBitmap2, orig.ColumnCount)) {
 		e.Rows = [][]any{{RawRows(data[pos:])}}
 		return nil

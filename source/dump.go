@@ -74,16 +74,25 @@ func (s *Stream) startDump(ctx context.Context, pos Position, gtids *GTIDSet) (*
 		conn.Close()
 		return nil, err
 	}
-	parser := replication.NewBinlogParser()
-	parser.SetFlavor(s.srv.Flavor)
-	parser.SetParseTime(true)
-	parser.SetTimestampStringLocation(time.UTC)
-	parser.SetRowsEventDecodeFunc(NewRowsDecoder(s.srv.RawRows).Decode)
+	parser := newBinlogParser(s.srv.Flavor, s.srv.RawRows)
 	d := &dump{conn: conn, events: make(chan dumpItem, max(1, s.EventCache)), log: s.log.With("component", "binlog")}
 	d.room = sync.NewCond(&d.mu)
 	d.log.Debug("binlog connection opened", "position", pos.String(), "server_version", conn.GetServerVersion(), "connection_id", conn.GetConnectionID())
 	go d.read(parser)
 	return d, nil
+}
+
+// newBinlogParser is the parser of the binlog connection: times parsed,
+// TIMESTAMPs in UTC, rows decoded by a RowsDecoder (raw: rows of tables
+// binlog2ch decodes itself left as bytes). JSON values are go-mysql's
+// default rendering, which partial JSON updates reproduce (jsondiff.go).
+func newBinlogParser(flavor string, raw bool) *replication.BinlogParser {
+	parser := replication.NewBinlogParser()
+	parser.SetFlavor(flavor)
+	parser.SetParseTime(true)
+	parser.SetTimestampStringLocation(time.UTC)
+	parser.SetRowsEventDecodeFunc(NewRowsDecoder(raw).Decode)
+	return parser
 }
 
 // prepareDump sets the session up as go-mysql's BinlogSyncer does

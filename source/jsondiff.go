@@ -1,0 +1,697 @@
+package source
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// MySQL's partial JSON updates (binlog_row_value_options=PARTIAL_JSON): in
+// the after image of a PARTIAL_UPDATE_ROWS_EVENT a JSON column may hold a
+// diff vector instead of the document. This file reads the vector
+// (Json_diff_vector::write_binary in MySQL's sql/json_diff.cc), its paths
+// (Json_path::to_string and parse_path in sql-common/json_path.cc), and
+// applies it to the before image's document as a MySQL replica does
+// (apply_json_diffs in sql/json_diff.cc): a diff that a replica would
+// reject is an error here too, never a guess.
+//
+// The documents are handled as go-mysql's text rendering of them (see
+// jsonNode), so that the document built from the diffs is, byte for byte,
+// the text go-mysql gives for the same document written whole.
+
+// jsonDiffOp is a diff's operation (enum_json_diff_operation).
+type jsonDiffOp byte
+
+const (
+	// diffReplace replaces the value at the path, which must exist
+	// (JSON_REPLACE).
+	diffReplace jsonDiffOp = 0
+	// diffInsert adds a member that must not exist to an object
+	// (JSON_INSERT), or a value at a position of an array, shifting the
+	// later ones (JSON_ARRAY_INSERT; past the end: appended).
+	diffInsert jsonDiffOp = 1
+	// diffRemove removes the member or the array element at the path,
+	// which must exist (JSON_REMOVE).
+	diffRemove jsonDiffOp = 2
+)
+
+func (op jsonDiffOp) String() string {
+	switch op {
+	case diffReplace:
+		return "REPLACE"
+	case diffInsert:
+		return "INSERT"
+	case diffRemove:
+		return "REMOVE"
+	}
+	return "operation " + strconv.Itoa(int(op))
+}
+
+// jsonDiff is one diff of a vector.
+type jsonDiff struct {
+	op    jsonDiffOp
+	path  string // as written
+	legs  []pathLeg
+	value []byte // MySQL binary JSON; nil for diffRemove
+}
+
+// pathLeg is one step of a diff's path: an object member or an array cell.
+type pathLeg struct {
+	member  bool
+	name    string // member: the key, unescaped
+	index   uint32 // cell: [index], or [last-index] when fromEnd
+	fromEnd bool
+}
+
+// position is the cell's index in an array of n elements (clamped to 0..n,
+// as Json_array_index does) and whether it is an element of it.
+func (l pathLeg) position(n int) (pos int, within bool) {
+	i := int(l.index)
+	within = i < n
+	switch {
+	case l.fromEnd && within:
+		pos = n - i - 1
+	case l.fromEnd:
+		pos = 0
+	default:
+		pos = min(i, n)
+	}
+	return pos, within
+}
+
+var errCorruptDiff = errors.New("corrupt JSON diff vector")
+
+// parseDiffVector reads the diffs of a vector (what follows its 4-byte
+// length): each an operation byte, a length-encoded path length and the
+// path, and except for a removal a length-encoded value length and the
+// value in MySQL's binary JSON format.
+func parseDiffVector(b []byte) ([]jsonDiff, error) {
+	var diffs []jsonDiff
+	for len(b) > 0 {
+		d := jsonDiff{op: jsonDiffOp(b[0])}
+		if d.op > diffRemove {
+			return nil, fmt.Errorf("%w: diff %d has operation %d", errCorruptDiff, len(diffs)+1, b[0])
+		}
+		b = b[1:]
+		pathLen, n, ok := lengthEncoded(b)
+		if !ok || pathLen > uint64(len(b)-n) {
+			return nil, fmt.Errorf("%w: diff %d: its path runs past the vector", errCorruptDiff, len(diffs)+1)
+		}
+		d.path = string(b[n : n+int(pathLen)])
+		b = b[n+int(pathLen):]
+		var err error
+		if d.legs, err = parsePath(d.path); err != nil {
+			return nil, fmt.Errorf("%w: diff %d: path %q: %v", errCorruptDiff, len(diffs)+1, d.path, err)
+		}
+		if d.op != diffRemove {
+			valueLen, n, ok := lengthEncoded(b)
+			if !ok || valueLen > uint64(len(b)-n) {
+				return nil, fmt.Errorf("%w: diff %d (%s %s): its value runs past the vector", errCorruptDiff, len(diffs)+1, d.op, d.path)
+			}
+			if valueLen == 0 {
+				return nil, fmt.Errorf("%w: diff %d (%s %s): an empty value", errCorruptDiff, len(diffs)+1, d.op, d.path)
+			}
+			d.value = b[n : n+int(valueLen)]
+			b = b[n+int(valueLen):]
+		}
+		diffs = append(diffs, d)
+	}
+	return diffs, nil
+}
+
+// lengthEncoded reads a length-encoded integer (MySQL's
+// net_field_length_checked); ok is false when b is too short or holds the
+// NULL marker 251.
+func lengthEncoded(b []byte) (v uint64, n int, ok bool) {
+	if len(b) == 0 {
+		return 0, 0, false
+	}
+	switch c := b[0]; {
+	case c < 251:
+		return uint64(c), 1, true
+	case c == 252:
+		n = 3
+	case c == 253:
+		n = 4
+	case c == 254:
+		n = 9
+	default:
+		return 0, 0, false
+	}
+	if len(b) < n {
+		return 0, 0, false
+	}
+	for i := n - 1; i >= 1; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return v, n, true
+}
+
+// parsePath parses a diff's path as MySQL's parse_path does: "$", then
+// members (.name, or ."quoted name" with JSON escapes) and array cells
+// ([n], [last], [last-n]), whitespace allowed between tokens. Wildcards,
+// ranges and ** match many values and never appear in a diff; the path "$"
+// (the whole document) never does either: a replica rejects them, and so
+// does this.
+func parsePath(p string) ([]pathLeg, error) {
+	i := skipPathSpace(p, 0)
+	if i >= len(p) || p[i] != '$' {
+		return nil, errors.New("does not start with $")
+	}
+	i = skipPathSpace(p, i+1)
+	var legs []pathLeg
+	for i < len(p) {
+		var leg pathLeg
+		var err error
+		switch p[i] {
+		case '.':
+			leg, i, err = parseMemberLeg(p, i+1)
+		case '[':
+			leg, i, err = parseCellLeg(p, i+1)
+		case '*':
+			return nil, errors.New("a ** wildcard")
+		default:
+			return nil, fmt.Errorf("unexpected %q at offset %d", p[i], i)
+		}
+		if err != nil {
+			return nil, err
+		}
+		legs = append(legs, leg)
+		i = skipPathSpace(p, i)
+	}
+	if len(legs) == 0 {
+		return nil, errors.New("the whole document ($), which a diff never replaces, inserts or removes")
+	}
+	return legs, nil
+}
+
+// skipPathSpace skips what MySQL's path parser takes for whitespace.
+func skipPathSpace(p string, i int) int {
+	for i < len(p) && (p[i] == ' ' || p[i] >= '\t' && p[i] <= '\r') {
+		i++
+	}
+	return i
+}
+
+func parseMemberLeg(p string, i int) (pathLeg, int, error) {
+	i = skipPathSpace(p, i)
+	if i >= len(p) {
+		return pathLeg{}, i, errors.New("ends after a '.'")
+	}
+	if p[i] == '*' {
+		return pathLeg{}, i, errors.New("a .* wildcard")
+	}
+	if p[i] == '"' {
+		end := i + 1
+		for end < len(p) && p[end] != '"' {
+			if p[end] == '\\' {
+				end++
+			}
+			end++
+		}
+		if end >= len(p) {
+			return pathLeg{}, i, errors.New("an unterminated quoted member name")
+		}
+		name, err := unescapeJSONString(p[i+1 : end])
+		if err != nil {
+			return pathLeg{}, i, fmt.Errorf("member name %s: %v", p[i:end+1], err)
+		}
+		return pathLeg{member: true, name: name}, end + 1, nil
+	}
+	end := i
+	for end < len(p) && p[end] != '[' && p[end] != '.' && p[end] != '*' && skipPathSpace(p, end) == end {
+		end++
+	}
+	// MySQL unescapes an unquoted name too, then requires an ECMAScript
+	// identifier (which it prints unquoted; anything else it quotes).
+	name, err := unescapeJSONString(p[i:end])
+	if err != nil || !identifier(name) {
+		return pathLeg{}, i, fmt.Errorf("member name %q is neither quoted nor an identifier", p[i:end])
+	}
+	return pathLeg{member: true, name: name}, end, nil
+}
+
+// identifier is MySQL's is_ecmascript_identifier for ASCII (letters, $
+// and _, then digits too); characters beyond ASCII are taken as MySQL
+// took them when it wrote the name unquoted.
+func identifier(s string) bool {
+	if s == "" || !utf8.ValidString(s) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 0x80, c == '$', c == '_', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func parseCellLeg(p string, i int) (pathLeg, int, error) {
+	i = skipPathSpace(p, i)
+	if i >= len(p) {
+		return pathLeg{}, i, errors.New("ends after a '['")
+	}
+	if p[i] == '*' {
+		return pathLeg{}, i, errors.New("a [*] wildcard")
+	}
+	leg := pathLeg{}
+	if strings.HasPrefix(p[i:], "last") {
+		leg.fromEnd = true
+		i = skipPathSpace(p, i+4)
+		if i < len(p) && p[i] == '-' {
+			i = skipPathSpace(p, i+1)
+		} else {
+			return closeCell(p, i, leg)
+		}
+	}
+	end := i
+	for end < len(p) && p[end] >= '0' && p[end] <= '9' {
+		end++
+	}
+	if end == i {
+		return pathLeg{}, i, errors.New("an array index that is not a number")
+	}
+	n, err := strconv.ParseUint(p[i:end], 10, 32)
+	if err != nil {
+		return pathLeg{}, i, fmt.Errorf("array index %s out of range", p[i:end])
+	}
+	leg.index = uint32(n)
+	return closeCell(p, skipPathSpace(p, end), leg)
+}
+
+func closeCell(p string, i int, leg pathLeg) (pathLeg, int, error) {
+	if i < len(p) && p[i] == ']' {
+		return leg, i + 1, nil
+	}
+	if strings.HasPrefix(p[i:], "to") {
+		return pathLeg{}, i, errors.New("an array range")
+	}
+	return pathLeg{}, i, errors.New("an array cell without its ']'")
+}
+
+// unescapeJSONString decodes the inside of a JSON string as MySQL's JSON
+// parser does: the JSON escapes (a \u escape of a high surrogate must be
+// followed by one of a low surrogate), no raw control characters, other
+// bytes as they are.
+func unescapeJSONString(s string) (string, error) {
+	if !strings.ContainsAny(s, "\\\"") {
+		for i := 0; i < len(s); i++ {
+			if s[i] < 0x20 {
+				return "", errors.New("a control character")
+			}
+		}
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c < 0x20:
+			return "", errors.New("a control character")
+		case c == '"':
+			return "", errors.New("an unescaped '\"'")
+		case c != '\\':
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		if i >= len(s) {
+			return "", errors.New("ends in a '\\'")
+		}
+		switch s[i] {
+		case '"', '\\', '/':
+			b.WriteByte(s[i])
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'u':
+			r, ok := hex4(s, i+1)
+			if !ok {
+				return "", errors.New("a bad \\u escape")
+			}
+			i += 4
+			if r >= 0xdc00 && r <= 0xdfff {
+				return "", errors.New("a lone low surrogate")
+			}
+			if r >= 0xd800 && r <= 0xdbff {
+				lo, ok := hex4(s, i+3)
+				if !ok || s[i+1] != '\\' || s[i+2] != 'u' || lo < 0xdc00 || lo > 0xdfff {
+					return "", errors.New("a high surrogate without its low one")
+				}
+				i += 6
+				r = 0x10000 + (r-0xd800)<<10 + (lo - 0xdc00)
+			}
+			b.WriteRune(r)
+		default:
+			return "", fmt.Errorf("an unknown escape \\%c", s[i])
+		}
+	}
+	return b.String(), nil
+}
+
+// hex4 reads the 4 hex digits at s[i:].
+func hex4(s string, i int) (rune, bool) {
+	if i < 0 || i+4 > len(s) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(s[i:i+4], 16, 32)
+	return rune(v), err == nil
+}
+
+// jsonNode is a JSON document as go-mysql renders it: objects and arrays
+// as trees, every scalar as the text go-mysql gave it, every object key as
+// its rendered text, quotes included. Rendering it again writes exactly
+// those texts, compact, as go-mysql does, so a document with a value
+// replaced is the text go-mysql gives for that document whole as long as
+// the new value is go-mysql's rendering of it and the keys keep go-mysql's
+// order.
+//
+// That order: go-mysql decodes an object into a map[string]any and renders
+// it with github.com/goccy/go-json's Marshal, which sorts the members by
+// their encoded keys, byte for byte (bytes.Compare on `"key",`; goccy
+// internal/encoder Mapslice.Less). That is the order of the rendered key
+// texts, quotes included, compared as strings; it is not MySQL's order
+// (by length, then bytes) nor encoding/json's (the raw keys): "a!" comes
+// before "a" because '!' < '"'. The parser checks the documents it reads
+// are in that order, so another rendering (go-mysql's
+// RenderJSONAsMySQLText keeps MySQL's) fails loudly rather than putting
+// inserted members in the wrong place.
+type jsonNode struct {
+	kind byte   // '{', '[', or 0 for a scalar
+	raw  string // a scalar's text
+	keys []string
+	vals []*jsonNode
+}
+
+// parseJSONText reads go-mysql's rendering of a JSON document.
+func parseJSONText(s string) (*jsonNode, error) {
+	p := jsonParser{s: s}
+	n, err := p.value(0)
+	if err != nil {
+		return nil, err
+	}
+	if p.skipSpace(); p.i != len(s) {
+		return nil, fmt.Errorf("text after the document at offset %d", p.i)
+	}
+	return n, nil
+}
+
+type jsonParser struct {
+	s string
+	i int
+}
+
+func (p *jsonParser) skipSpace() {
+	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t' || p.s[p.i] == '\n' || p.s[p.i] == '\r') {
+		p.i++
+	}
+}
+
+func (p *jsonParser) fail(what string) error {
+	return fmt.Errorf("%s at offset %d", what, p.i)
+}
+
+func (p *jsonParser) value(depth int) (*jsonNode, error) {
+	if depth > 10000 {
+		return nil, p.fail("nested too deep")
+	}
+	p.skipSpace()
+	if p.i >= len(p.s) {
+		return nil, p.fail("a value missing")
+	}
+	switch p.s[p.i] {
+	case '{':
+		n := &jsonNode{kind: '{'}
+		p.i++
+		if p.skipSpace(); p.i < len(p.s) && p.s[p.i] == '}' {
+			p.i++
+			return n, nil
+		}
+		for {
+			p.skipSpace()
+			if p.i >= len(p.s) || p.s[p.i] != '"' {
+				return nil, p.fail("a member without its key")
+			}
+			k, err := p.str()
+			if err != nil {
+				return nil, err
+			}
+			if len(n.keys) > 0 && n.keys[len(n.keys)-1] >= k {
+				return nil, p.fail("an object whose keys are not in go-mysql's order")
+			}
+			if p.skipSpace(); p.i >= len(p.s) || p.s[p.i] != ':' {
+				return nil, p.fail("a member without its ':'")
+			}
+			p.i++
+			v, err := p.value(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			n.keys, n.vals = append(n.keys, k), append(n.vals, v)
+			if done, err := p.next('}'); done || err != nil {
+				return n, err
+			}
+		}
+	case '[':
+		n := &jsonNode{kind: '['}
+		p.i++
+		if p.skipSpace(); p.i < len(p.s) && p.s[p.i] == ']' {
+			p.i++
+			return n, nil
+		}
+		for {
+			v, err := p.value(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			n.vals = append(n.vals, v)
+			if done, err := p.next(']'); done || err != nil {
+				return n, err
+			}
+		}
+	case '"':
+		s, err := p.str()
+		return &jsonNode{raw: s}, err
+	}
+	start := p.i
+	for p.i < len(p.s) && !strings.ContainsRune(",]}: \t\n\r", rune(p.s[p.i])) {
+		p.i++
+	}
+	t := p.s[start:p.i]
+	switch {
+	case t == "true", t == "false", t == "null":
+	case t != "" && (t[0] == '-' || t[0] >= '0' && t[0] <= '9'):
+		if _, err := strconv.ParseFloat(t, 64); err != nil && !errors.Is(err, strconv.ErrRange) {
+			return nil, fmt.Errorf("a bad number %q at offset %d", t, start)
+		}
+	default:
+		return nil, fmt.Errorf("a bad value %q at offset %d", t, start)
+	}
+	return &jsonNode{raw: t}, nil
+}
+
+// next reads the ',' before another element or the closing byte.
+func (p *jsonParser) next(closing byte) (done bool, err error) {
+	p.skipSpace()
+	if p.i < len(p.s) {
+		switch p.s[p.i] {
+		case ',':
+			p.i++
+			return false, nil
+		case closing:
+			p.i++
+			return true, nil
+		}
+	}
+	return true, p.fail("an unterminated object or array")
+}
+
+// str reads a string token, quotes included, as it is written.
+func (p *jsonParser) str() (string, error) {
+	start := p.i
+	for p.i++; p.i < len(p.s); p.i++ {
+		switch p.s[p.i] {
+		case '\\':
+			p.i++
+		case '"':
+			p.i++
+			return p.s[start:p.i], nil
+		}
+	}
+	return "", fmt.Errorf("an unterminated string at offset %d", start)
+}
+
+// appendText renders the node compact, as go-mysql does.
+func (n *jsonNode) appendText(b []byte) []byte {
+	switch n.kind {
+	case '{':
+		b = append(b, '{')
+		for i, k := range n.keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(append(b, k...), ':')
+			b = n.vals[i].appendText(b)
+		}
+		return append(b, '}')
+	case '[':
+		b = append(b, '[')
+		for i, v := range n.vals {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = v.appendText(b)
+		}
+		return append(b, ']')
+	}
+	return append(b, n.raw...)
+}
+
+// find is the index of the member with the rendered key k, or -1.
+func (n *jsonNode) find(k string) int {
+	for i, key := range n.keys {
+		if key == k {
+			return i
+		}
+	}
+	return -1
+}
+
+// errNotApplied: a diff a MySQL replica would reject (apply_json_diffs
+// returns REJECTED), the document not being the one the diff was made
+// from.
+var errNotApplied = errors.New("the before image's document does not have what the diff changes")
+
+// applyDiff applies d to doc as apply_json_diffs does, value being the
+// new value (nil for a removal) and key the rendered key of each member
+// name in d's path. It returns the document (doc, changed in place).
+func applyDiff(doc *jsonNode, d *jsonDiff, value *jsonNode, key func(name string) string) (*jsonNode, error) {
+	// The parent of the path's last leg, found exactly: no auto-wrapping,
+	// only existing members and elements.
+	parent := doc
+	for i, leg := range d.legs[:len(d.legs)-1] {
+		if parent = child(parent, leg, key); parent == nil {
+			return nil, fmt.Errorf("%w: no value at %s", errNotApplied, pathText(d.legs[:i+1]))
+		}
+	}
+	last := d.legs[len(d.legs)-1]
+	switch {
+	case parent.kind == '{' && last.member:
+		k := key(last.name)
+		i := parent.find(k)
+		switch d.op {
+		case diffReplace:
+			if i < 0 {
+				return nil, fmt.Errorf("%w: no member %s to replace", errNotApplied, k)
+			}
+			parent.vals[i] = value
+		case diffInsert:
+			if i >= 0 {
+				return nil, fmt.Errorf("%w: member %s to insert is there already", errNotApplied, k)
+			}
+			at := 0
+			for at < len(parent.keys) && parent.keys[at] < k {
+				at++
+			}
+			parent.keys = insertAt(parent.keys, at, k)
+			parent.vals = insertAt(parent.vals, at, value)
+		case diffRemove:
+			if i < 0 {
+				return nil, fmt.Errorf("%w: no member %s to remove", errNotApplied, k)
+			}
+			parent.keys = append(parent.keys[:i], parent.keys[i+1:]...)
+			parent.vals = append(parent.vals[:i], parent.vals[i+1:]...)
+		}
+	case parent.kind == '[' && !last.member:
+		pos, within := last.position(len(parent.vals))
+		switch d.op {
+		case diffReplace:
+			if !within {
+				return nil, fmt.Errorf("%w: no element %s of an array of %d to replace", errNotApplied, cellText(last), len(parent.vals))
+			}
+			parent.vals[pos] = value
+		case diffInsert:
+			parent.vals = insertAt(parent.vals, pos, value)
+		case diffRemove:
+			if !within {
+				return nil, fmt.Errorf("%w: no element %s of an array of %d to remove", errNotApplied, cellText(last), len(parent.vals))
+			}
+			parent.vals = append(parent.vals[:pos], parent.vals[pos+1:]...)
+		}
+	default:
+		return nil, fmt.Errorf("%w: the parent of the last step is %s", errNotApplied, kindName(parent))
+	}
+	return doc, nil
+}
+
+// child is the member or element leg names in n, or nil.
+func child(n *jsonNode, leg pathLeg, key func(string) string) *jsonNode {
+	switch {
+	case n.kind == '{' && leg.member:
+		if i := n.find(key(leg.name)); i >= 0 {
+			return n.vals[i]
+		}
+	case n.kind == '[' && !leg.member:
+		if pos, within := leg.position(len(n.vals)); within {
+			return n.vals[pos]
+		}
+	}
+	return nil
+}
+
+func insertAt[T any](s []T, i int, v T) []T {
+	s = append(s, v)
+	copy(s[i+1:], s[i:])
+	s[i] = v
+	return s
+}
+
+// pathText renders legs (member names quoted, for messages).
+func pathText(legs []pathLeg) string {
+	b := []byte{'$'}
+	for _, l := range legs {
+		if l.member {
+			b = append(append(b, '.'), strconv.Quote(l.name)...)
+		} else {
+			b = append(b, cellText(l)...)
+		}
+	}
+	return string(b)
+}
+
+func cellText(l pathLeg) string {
+	switch {
+	case l.fromEnd && l.index == 0:
+		return "[last]"
+	case l.fromEnd:
+		return "[last-" + strconv.FormatUint(uint64(l.index), 10) + "]"
+	}
+	return "[" + strconv.FormatUint(uint64(l.index), 10) + "]"
+}
+
+func kindName(n *jsonNode) string {
+	switch n.kind {
+	case '{':
+		return "an object and the step an array cell"
+	case '[':
+		return "an array and the step a member name"
+	}
+	v := n.raw
+	if len(v) > 40 {
+		v = v[:40] + "..."
+	}
+	return "not an object or an array but " + v
+}
