@@ -17,7 +17,7 @@ import (
 // server has every transaction it read (else it names what is missing and
 // the tables those may have changed), then reads by GTID. Versions on the
 // new history start at the checkpoint's version ceiling, above every
-// version written before (docs/replication.md#row-versions).
+// version written before (docs/replication.md).
 
 // GTIDGapError: the server lacks transactions binlog2ch read from the old
 // history; ClickHouse may hold their rows, which this server never had.

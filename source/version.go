@@ -10,7 +10,7 @@ package source
 // the binlog history changes (a failover to another server, RESET MASTER),
 // the new history's offset puts its first file at the old history's
 // version ceiling, above every version written before (see
-// docs/replication.md#row-versions).
+// docs/replication.md).
 const (
 	versionRowBits = 12
 	// VersionSlots is how many rows of one event get versions of their
