@@ -54,7 +54,20 @@ func childMain(path, what string, work func(context.Context, *Replicator) error)
 		return 1
 	}
 	defer r.Close()
-	if v := os.Getenv(envPauseAfterChunks); v != "" {
+	if v := os.Getenv(envPauseAfterRows); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			log.Error("pause", "error", err)
+			return 2
+		}
+		var seen atomic.Int64
+		r.hooks.rowsEvent = func(source.TableName) {
+			if seen.Add(1) > n {
+				select {} // until the test kills the process
+			}
+		}
+	}
+		if v := os.Getenv(envPauseAfterChunks); v != "" {
 		if err := pauseAfterChunks(r, v); err != nil {
 			log.Error("pause", "error", err)
 			return 2
@@ -66,6 +79,12 @@ func childMain(path, what string, work func(context.Context, *Replicator) error)
 	}
 	return 0
 }
+
+// envPauseAfterRows=N makes a child's binlog reader stop for good before
+// the N+1st rows event of a replicated table: the writers flush what they
+// hold, the checkpoint stays before the transaction, and the test kills
+// it there.
+const envPauseAfterRows = "BINLOG2CH_TEST_PAUSE_AFTER_ROWS"
 
 // envPauseAfterChunks=N makes a child's snapshot readers stop for good
 // before the N+1st chunk, so a test kills it mid-copy however fast the

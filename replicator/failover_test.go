@@ -14,6 +14,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
 )
 
@@ -335,5 +336,87 @@ func TestFaultBinlogHistoryRestarted(t *testing.T) {
 	}
 	if n != 0 {
 		t.Errorf("%d rows of the new history reached ClickHouse", n)
+	}
+}
+
+// TestFaultFailoverDuringLargeTransaction: the daemon has written part of
+// a large transaction (beyond its checkpoint) when it and the primary are
+// killed; the promoted replica has the transaction, the daemon reads it
+// again from there, and the new primary's later changes to those rows win
+// over the versions written from the old primary.
+func TestFaultFailoverDuringLargeTransaction(t *testing.T) {
+	tp := newTopology(t)
+	h := tp.h
+	a := h.dbs[0]
+	h.exec("CREATE TABLE " + a + ".big (id INT PRIMARY KEY, v INT, s VARCHAR(40))")
+	// The primary's binlog files ahead of the replica's, as in a real
+	// failover where the two rotated independently.
+	h.exec("FLUSH BINARY LOGS", "FLUSH BINARY LOGS")
+	h.exec(fmt.Sprintf("INSERT INTO %s.big SELECT seq, 0, CONCAT('row ', seq) FROM %s.seq_1_to_30000", a, a))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := tp.replica.WaitReplicaCaughtUp(ctx, tp.primary); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(t.TempDir(), "daemon.log")
+	// Rows events hold about 8 KiB, a few hundred rows: the reader stops
+	// a third of the way into the transaction.
+	d := h.startDaemon(logPath, envPauseAfterRows+"=40")
+	waitFor(t, 60*time.Second, "part of the transaction in ClickHouse", func() bool {
+		var n uint64
+		err := h.ch.QueryRow(context.Background(), "SELECT count() FROM system.parts WHERE database = ? AND table = 'big' AND active", a).Scan(&n)
+		return err == nil && n > 0
+	})
+	raw, _ := h.chCounts(a, "big")
+	if raw >= 30000 {
+		t.Fatalf("the whole transaction went through before the pause (%d rows)", raw)
+	}
+	tp.failOver(d)
+	h.exec("UPDATE "+a+".big SET v = 1, s = 'after failover' WHERE id % 3 = 0", "DELETE FROM "+a+".big WHERE id % 7 = 0")
+	d = h.startDaemon(logPath)
+	defer func() {
+		_ = d.cmd.Process.Signal(syscall.SIGTERM)
+		<-d.done
+	}()
+	h.waitCaughtUpProcess(d, logPath, 90*time.Second)
+	t.Logf("%d rows of the transaction were in ClickHouse at the failover", raw)
+	h.verifyEqual("big")
+	h.assertEqual(a, "big", []string{"id", "v", "s"})
+}
+
+// TestFaultFailoverDuringInitialSnapshot: an initial snapshot begun on
+// the old primary is not carried over to the new one: the daemon stops
+// with the way on.
+func TestFaultFailoverDuringInitialSnapshot(t *testing.T) {
+	tp := newTopology(t)
+	h := tp.h
+	a := h.dbs[0]
+	h.exec("CREATE TABLE " + a + ".r (id INT PRIMARY KEY, s VARCHAR(64))")
+	h.exec(fmt.Sprintf("INSERT INTO %s.r SELECT seq, CONCAT('row ', seq) FROM %s.seq_1_to_20000", a, a))
+	if err := os.Remove(filepath.Join(h.cfg.StateDir, "checkpoint.json")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := tp.replica.WaitReplicaCaughtUp(ctx, tp.primary); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(h.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.path, append(data, []byte("fullsync: {chunk_rows: 1000, workers: 1}\n")...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(t.TempDir(), "daemon.log")
+	d := h.startDaemon(logPath, envPauseAfterChunks+"=3")
+	waitFor(t, 60*time.Second, "the initial snapshot begun", func() bool {
+		st, err := snapshot.Load(h.cfg.StateDir, snapshot.InitialFile)
+		return err == nil && st != nil && progressOf(st, a+".r") != nil && progressOf(st, a+".r").Rows > 0
+	})
+	tp.failOver(d)
+	logs, err := h.runExpectingError(time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "does not carry an unfinished copy over to another server") || !strings.Contains(err.Error(), "drop its tables in ClickHouse") {
+		t.Fatalf("failover during the initial snapshot: %v\n%s", err, tail(logs, 3000))
 	}
 }

@@ -91,7 +91,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Replicator
 		return nil, err
 	}
 	r.m.Ready = r.ready
-	log.Info("connected", "mysql", cfg.MySQL.Addr, "flavor", r.server.Flavor, "clickhouse", cfg.ClickHouse.Addr, "clickhouse_version", r.sink.Caps().Version)
+	log.Info("connected", "mysql", cfg.MySQL.Addr, "flavor", r.server.Flavor, "gtids", r.server.GTIDMode, "clickhouse", cfg.ClickHouse.Addr, "clickhouse_version", r.sink.Caps().Version)
+	if r.server.GTIDNotes != "" {
+		log.Warn("following a failover of the MySQL source is limited", "why", r.server.GTIDNotes)
+	}
 	return r, nil
 }
 

@@ -22,6 +22,11 @@ type Server struct {
 	// RawRows: row images may be decoded from the binlog bytes (not with
 	// MariaDB's log_bin_compress, whose events go-mysql decompresses).
 	RawRows bool
+	// GTIDMode is whether the server writes GTIDs (always on MariaDB;
+	// MySQL's gtid_mode ON); GTIDNotes says what limits following a
+	// failover (strict mode, log_slave_updates), "" when nothing does.
+	GTIDMode  bool
+	GTIDNotes string
 	// Collations maps the server's collation ids to their character sets:
 	// the binlog names a text column's collation by id, and the ids above
 	// 255 differ between MySQL and MariaDB.
@@ -79,6 +84,7 @@ func Inspect(ctx context.Context, db *sql.DB, cfg *config.Config) (Server, error
 	if srv.Collations, err = collations(ctx, db); err != nil {
 		return srv, fmt.Errorf("MySQL %s: %w", cfg.MySQL.Addr, err)
 	}
+	srv.GTIDMode, srv.GTIDNotes = gtidSettings(ctx, db, srv.Flavor)
 	var uuid string
 	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.server_uuid").Scan(&uuid); err == nil && uuid != "" {
 		srv.ID = "uuid:" + uuid
@@ -119,4 +125,26 @@ func collations(ctx context.Context, db *sql.DB) (map[uint64]string, error) {
 	// MySQL has no ID in this table: nothing to add there.
 	_ = read("SELECT ID, CHARACTER_SET_NAME FROM information_schema.COLLATION_CHARACTER_SET_APPLICABILITY WHERE ID IS NOT NULL")
 	return out, nil
+}
+
+// gtidSettings reads what following a failover by GTIDs depends on.
+func gtidSettings(ctx context.Context, db *sql.DB, flavor string) (on bool, notes string) {
+	var v string
+	var out []string
+	if flavor == mysql.MariaDBFlavor {
+		on = true
+		if db.QueryRowContext(ctx, "SELECT @@GLOBAL.gtid_strict_mode").Scan(&v) == nil && (v == "0" || strings.EqualFold(v, "OFF")) {
+			out = append(out, "gtid_strict_mode is OFF (a domain's sequence numbers may go backwards; binlog2ch reads by GTID in strict mode and stops rather than guess)")
+		}
+	} else if db.QueryRowContext(ctx, "SELECT @@GLOBAL.gtid_mode").Scan(&v) == nil {
+		on = strings.EqualFold(v, "ON")
+		if !on {
+			out = append(out, "gtid_mode is "+v+" (binlog2ch then cannot follow a failover to a replica without a re-copy: set gtid_mode = ON with enforce_gtid_consistency = ON)")
+		}
+	}
+	v = ""
+	if db.QueryRowContext(ctx, "SELECT @@GLOBAL.log_slave_updates").Scan(&v) == nil && (v == "0" || strings.EqualFold(v, "OFF")) {
+		out = append(out, "log_slave_updates is OFF here (needed on the replicas that may be promoted: their binlog must hold what they replicated)")
+	}
+	return on, strings.Join(out, "; ")
 }
