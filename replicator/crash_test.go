@@ -67,7 +67,7 @@ func childMain(path, what string, work func(context.Context, *Replicator) error)
 			}
 		}
 	}
-		if v := os.Getenv(envPauseAfterChunks); v != "" {
+	if v := os.Getenv(envPauseAfterChunks); v != "" {
 		if err := pauseAfterChunks(r, v); err != nil {
 			log.Error("pause", "error", err)
 			return 2
