@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/google/uuid"
 )
 
 // TestGTIDSetMissing: what a server lacks of a checkpoint's set, for
@@ -369,3 +370,38 @@ func (h *versionRecorder) Rows(_ context.Context, r Rows) error {
 }
 
 func (h *versionRecorder) Commit(c Commit) { h.commits = append(h.commits, c) }
+
+// TestStreamLearnsGTIDsFromFileHeader: a stream started without the
+// executed set (a checkpoint saved before binlog2ch kept GTIDs, on MySQL)
+// offers none until a file's previous-GTIDs event (go-mysql's fixture)
+// gives the whole set, then goes on from it.
+func TestStreamLearnsGTIDsFromFileHeader(t *testing.T) {
+	s := mysqlStream(t)
+	s.gtidsKnown = false
+	h := &gtidRecorder{}
+	prev := &replication.PreviousGTIDsEvent{}
+	if err := prev.Decode([]byte{0x1, 0x1, 0x0, 0x0, 0x0, 0x0, 0x0, 0x1, 0x89, 0x6e, 0x78, 0x82, 0x18, 0xfe, 0x11, 0xef, 0xab, 0x88, 0x22, 0x22, 0x2d, 0x34, 0xd4, 0x11, 0x0, 0x1, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0, 0x1, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0, 0x4, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0}); err != nil {
+		t.Fatal(err)
+	}
+	u := uuid.MustParse("896e7882-18fe-11ef-ab88-22222d34d411")
+	gtid := func(gno int64, at uint32) *replication.BinlogEvent {
+		return hdr(replication.GTID_EVENT, at, 10, 1, &replication.GTIDEvent{SID: u[:], GNO: gno})
+	}
+	for _, e := range []*replication.BinlogEvent{
+		gtid(1, 110), // read mid-file: only this one would be known
+		hdr(replication.XID_EVENT, 120, 10, 1, &replication.XIDEvent{}),
+		hdr(replication.ROTATE_EVENT, 0, 40, 0, &replication.RotateEvent{NextLogName: []byte("binlog.000002"), Position: 4}),
+		hdr(replication.FORMAT_DESCRIPTION_EVENT, 126, 122, 1, &replication.FormatDescriptionEvent{}),
+		hdr(replication.PREVIOUS_GTIDS_EVENT, 200, 74, 1, prev),
+		gtid(4, 260),
+		hdr(replication.XID_EVENT, 300, 10, 1, &replication.XIDEvent{}),
+	} {
+		if err := s.handle(context.Background(), e, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"binlog.000001:120 ", "binlog.000002:4 ", "binlog.000002:126 ", "binlog.000002:200 896e7882-18fe-11ef-ab88-22222d34d411:1-3", "binlog.000002:300 896e7882-18fe-11ef-ab88-22222d34d411:1-4"}
+	if !slices.Equal(h.commits, want) {
+		t.Errorf("commits %q, want %q", h.commits, want)
+	}
+}
