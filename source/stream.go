@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/pingcap/tidb/pkg/parser"
@@ -140,6 +141,9 @@ type Stream struct {
 	EventCache int
 	// MaxBackoff caps the reconnect backoff.
 	MaxBackoff time.Duration
+	// testDial, in tests, replaces the binlog connection: it returns one
+	// on which a server sends the binlog from pos.
+	testDial func(pos Position) (*client.Conn, error)
 
 	// The reader's state, owned by Run's goroutine.
 	parser    *parser.Parser
@@ -154,6 +158,9 @@ type Stream struct {
 	lastTS    int64        // timestamp (Unix ns) of the newest event read
 	tables    map[uint64]*tableState
 	downSince time.Time // when the stream failed, until an event arrives on a new one
+
+	// payload is the compressed transaction being read (payload.go).
+	payload *payloadState
 }
 
 // tableState is what the reader knows of one table-map id.
@@ -291,7 +298,7 @@ func (s *Stream) stream(ctx context.Context, from Position, fresh bool, h Handle
 		return fatalError{err}
 	}
 	clear(s.tables) // table ids are re-sent after every reconnect
-	s.xa = nil
+	s.xa, s.payload = nil, nil
 	if fresh {
 		s.prepared = nil
 	}
@@ -412,8 +419,9 @@ func (s *Stream) handle(ctx context.Context, ev *replication.BinlogEvent, h Hand
 			return s.xaPrepare(e.Data, h)
 		}
 	case *replication.TransactionPayloadEvent:
-		// Checked at start too; the setting may have changed since.
-		return fatalError{fmt.Errorf("binlog %s: a compressed transaction (binlog_transaction_compression=ON); binlog2ch does not read those yet and will not skip its rows: SET GLOBAL binlog_transaction_compression = OFF, then take a new full sync from a later position", s.pos)}
+		// The dump reader's marker: the compressed transaction's events
+		// follow (payload.go).
+		return s.payloadBegins(hd)
 	case *replication.QueryEvent:
 		s.advance(hd)
 		return s.query(ctx, e, h)
@@ -495,6 +503,12 @@ func (s *Stream) rows(ctx context.Context, hd *replication.EventHeader, e *repli
 	if !ok {
 		return fatalError{fmt.Errorf("binlog %s: rows event for table id %d without its table-map event", at, e.TableID)}
 	}
+	// Inside a compressed transaction every rows event takes its versions,
+	// replicated or not.
+	first, slots, inPayload, err := s.payloadRows(at, st, hd, e)
+	if err != nil {
+		return fatalError{fmt.Errorf("binlog %s: %w", at, err)}
+	}
 	// A prepared XA transaction's rows wait for its XA COMMIT; reading
 	// one again (replayXA), only its rows are handed on.
 	if st.skip || (s.xa != nil) != s.replaying {
@@ -516,6 +530,9 @@ func (s *Stream) rows(ctx context.Context, hd *replication.EventHeader, e *repli
 		return fatalError{fmt.Errorf("binlog %s: file index %d with the history's version offset %d is outside the 20 bits row versions hold; the versions of this history are used up: re-copy every table with `binlog2ch fullsync -recreate -checkpoint`", at, s.fileIdx, s.offset)}
 	}
 	r := Rows{Table: st.name, Schema: st.schema, Op: op, Version: RowVersion(f, hd.LogPos, 0), Slots: VersionSlots, At: at}
+	if inPayload {
+		r.Version, r.Slots = s.payload.version(f, first), slots
+	}
 	if len(e.Rows) == 1 && len(e.Rows[0]) == 1 {
 		if raw, ok := e.Rows[0][0].(RawRows); ok {
 			r.Raw = raw
