@@ -17,6 +17,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/google/uuid"
+	"github.com/klauspost/compress/zstd"
 )
 
 // dump is one binlog connection, read by binlog2ch rather than by
@@ -40,6 +41,12 @@ type dump struct {
 	closed   bool
 	stopOnce sync.Once
 	log      *slog.Logger
+
+	// The reader's state, for compressed transactions (payload.go).
+	newParser func() *replication.BinlogParser    // a parser with the options of the reader's own
+	format    *replication.FormatDescriptionEvent // the last one read
+	file      string                              // the binlog file being read, for messages
+	zr        *zstd.Decoder                       // made at the first compressed transaction
 }
 
 type dumpItem struct {
@@ -54,6 +61,13 @@ const maxAhead = 64 << 20
 // startDump opens a binlog connection and asks for the binlog from pos,
 // or, with gtids, from the first transaction not in gtids.
 func (s *Stream) startDump(ctx context.Context, pos Position, gtids *GTIDSet) (*dump, error) {
+	if s.testDial != nil {
+		conn, err := s.testDial(pos)
+		if err != nil {
+			return nil, err
+		}
+		return s.newDump(conn), nil
+	}
 	addr := net.JoinHostPort(s.host, strconv.Itoa(int(s.port)))
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	connectCtx, cancel := context.WithTimeout(ctx, 10*time.Second+s.cfg.MySQL.StallTimeout)
@@ -74,25 +88,38 @@ func (s *Stream) startDump(ctx context.Context, pos Position, gtids *GTIDSet) (*
 		conn.Close()
 		return nil, err
 	}
-	parser := newBinlogParser(s.srv.Flavor, s.srv.RawRows)
-	d := &dump{conn: conn, events: make(chan dumpItem, max(1, s.EventCache)), log: s.log.With("component", "binlog")}
-	d.room = sync.NewCond(&d.mu)
+	d := s.newDump(conn)
 	d.log.Debug("binlog connection opened", "position", pos.String(), "server_version", conn.GetServerVersion(), "connection_id", conn.GetConnectionID())
-	go d.read(parser)
 	return d, nil
 }
 
-// newBinlogParser is the parser of the binlog connection: times parsed,
+// newBinlogParser is a parser of the binlog connection: times parsed,
 // TIMESTAMPs in UTC, rows decoded by a RowsDecoder (raw: rows of tables
 // binlog2ch decodes itself left as bytes). JSON values are go-mysql's
 // default rendering, which partial JSON updates reproduce (jsondiff.go).
 func newBinlogParser(flavor string, raw bool) *replication.BinlogParser {
+	return newBinlogParserWith(flavor, NewRowsDecoder(raw))
+}
+
+func newBinlogParserWith(flavor string, dec *RowsDecoder) *replication.BinlogParser {
 	parser := replication.NewBinlogParser()
 	parser.SetFlavor(flavor)
 	parser.SetParseTime(true)
 	parser.SetTimestampStringLocation(time.UTC)
-	parser.SetRowsEventDecodeFunc(NewRowsDecoder(raw).Decode)
+	parser.SetRowsEventDecodeFunc(dec.Decode)
 	return parser
+}
+
+// newDump reads the binlog stream of conn, on which prepareDump asked for
+// it, in a goroutine of its own. A compressed transaction's events are
+// parsed by parsers of their own (payload.go), with the same decoder.
+func (s *Stream) newDump(conn *client.Conn) *dump {
+	dec := NewRowsDecoder(s.srv.RawRows)
+	newParser := func() *replication.BinlogParser { return newBinlogParserWith(s.srv.Flavor, dec) }
+	d := &dump{conn: conn, events: make(chan dumpItem, max(1, s.EventCache)), log: s.log.With("component", "binlog"), newParser: newParser}
+	d.room = sync.NewCond(&d.mu)
+	go d.read(newParser())
+	return d
 }
 
 // prepareDump sets the session up as go-mysql's BinlogSyncer does
@@ -194,6 +221,7 @@ func mysqlGTIDDump(serverID uint32, set []byte) []byte {
 // read reads and parses events until the connection fails or is closed.
 func (d *dump) read(parser *replication.BinlogParser) {
 	defer close(d.events)
+	defer d.closePayloads()
 	for {
 		var buf eventBuffer
 		err := d.conn.ReadPacketTo(&buf)
@@ -209,16 +237,44 @@ func (d *dump) read(parser *replication.BinlogParser) {
 			err = io.EOF // the server ended the stream
 		case data[0] != mysql.OK_HEADER:
 			err = fmt.Errorf("binlog stream: packet starting with 0x%02x", data[0])
+		case len(data) > 1+4 && replication.EventType(data[1+4]) == replication.TRANSACTION_PAYLOAD_EVENT:
+			// A compressed transaction: its events one at a time, not
+			// go-mysql's whole payload in memory (payload.go).
+			if !d.payload(data[1:]) {
+				return
+			}
+			continue
 		default:
 			ev, err = parser.Parse(data[1:])
+			d.track(ev)
 		}
-		if !d.wait(len(data)) {
+		if !d.send(dumpItem{ev: ev, size: len(data), err: err}) || err != nil {
 			return
 		}
-		d.events <- dumpItem{ev: ev, size: len(data), err: err}
-		if err != nil {
-			return
-		}
+	}
+}
+
+// send queues an item for GetEvent once the events read ahead leave room
+// for it; it reports false when the dump was closed.
+func (d *dump) send(it dumpItem) bool {
+	if !d.wait(it.size) {
+		return false
+	}
+	d.events <- it
+	return true
+}
+
+// track keeps what reading a compressed transaction needs of the events
+// before it: the format description and the file name.
+func (d *dump) track(ev *replication.BinlogEvent) {
+	if ev == nil {
+		return
+	}
+	switch e := ev.Event.(type) {
+	case *replication.FormatDescriptionEvent:
+		d.format = e
+	case *replication.RotateEvent:
+		d.file = string(e.NextLogName)
 	}
 }
 

@@ -3,7 +3,6 @@ package source
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -235,15 +234,6 @@ func TestStreamTracksMariaDBGTIDs(t *testing.T) {
 	if s.gtids.String() != "0-7-7" {
 		t.Errorf("executed %s, want 0-7-7", s.gtids.String())
 	}
-}
-
-// xaPrepareBody is an XA_PREPARE_LOG_EVENT body for gtrid g.
-func xaPrepareBody(g string) []byte {
-	b := []byte{0}
-	b = binary.LittleEndian.AppendUint32(b, 1)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(g)))
-	b = binary.LittleEndian.AppendUint32(b, 0)
-	return append(b, g...)
 }
 
 // TestHistoryCheck: a stream resuming at a boundary reads the event that

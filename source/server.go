@@ -61,13 +61,8 @@ func Inspect(ctx context.Context, db *sql.DB, cfg *config.Config) (Server, error
 			return srv, fmt.Errorf("MySQL %s: %s is %s; %s", cfg.MySQL.Addr, w.variable, v, w.why)
 		}
 	}
-	// MySQL's compressed transactions (TRANSACTION_PAYLOAD events) are not
-	// handled yet: refuse them rather than skip their rows.
-	var txCompression string
-	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.binlog_transaction_compression").Scan(&txCompression); err == nil &&
-		(txCompression == "1" || strings.EqualFold(txCompression, "ON")) {
-		return srv, fmt.Errorf("MySQL %s: binlog_transaction_compression is ON; binlog2ch does not read compressed transactions yet: SET GLOBAL binlog_transaction_compression = OFF", cfg.MySQL.Addr)
-	}
+	// MySQL's compressed transactions (binlog_transaction_compression=ON)
+	// are read like others (payload.go): nothing to check.
 	// MariaDB's compressed binlog events need go-mysql to decompress them.
 	var compress string
 	srv.RawRows = true

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/pingcap/tidb/pkg/parser"
@@ -148,6 +149,9 @@ type Stream struct {
 	EventCache int
 	// MaxBackoff caps the reconnect backoff.
 	MaxBackoff time.Duration
+	// testDial, in tests, replaces the binlog connection: it returns one
+	// on which a server sends the binlog from pos.
+	testDial func(pos Position) (*client.Conn, error)
 
 	// The reader's state, owned by Run's goroutine.
 	parser  *parser.Parser
@@ -171,6 +175,9 @@ type Stream struct {
 	last        History      // of the event ending at pos
 	boundHist   History      // History at boundary
 	expect      *History     // the history the stream must find at its start
+	// skipTo, while not 0, skips the events of a compressed transaction
+	// up to its last (which ends there): checkHistory consumed it.
+	skipTo uint32
 	boundary    Position     // the last transaction boundary
 	resume      Position     // where to reconnect: boundary, or the oldest prepared XA's start
 	xa          *openXA      // the XA transaction being read, before its XA PREPARE
@@ -179,6 +186,9 @@ type Stream struct {
 	lastTS      int64        // timestamp (Unix ns) of the newest event read
 	tables      map[uint64]*tableState
 	downSince   time.Time // when the stream failed, until an event arrives on a new one
+
+	// payload is the compressed transaction being read (payload.go).
+	payload *payloadState
 }
 
 // tableState is what the reader knows of one table-map id.
@@ -450,7 +460,7 @@ func (s *Stream) stream(ctx context.Context, from Position, fresh bool, h Handle
 		return fatalError{err}
 	}
 	clear(s.tables) // table ids are re-sent after every reconnect
-	s.xa, s.txGTID = nil, nil
+	s.xa, s.txGTID, s.payload, s.skipTo = nil, nil, nil, 0
 	if fresh {
 		s.prepared = nil
 	}
@@ -531,6 +541,12 @@ func (s *Stream) handle(ctx context.Context, ev *replication.BinlogEvent, h Hand
 		s.lastTS = e.Timestamp
 	}
 	h.Event(e)
+	if s.skipTo != 0 && !heartbeat {
+		if hd.LogPos == s.skipTo {
+			s.skipTo = 0
+		}
+		return nil
+	}
 	if s.expect != nil && !heartbeat {
 		if consumed, err := s.checkHistory(ev); err != nil || consumed {
 			return err
@@ -603,8 +619,9 @@ func (s *Stream) handle(ctx context.Context, ev *replication.BinlogEvent, h Hand
 			return s.xaPrepare(e.Data, h)
 		}
 	case *replication.TransactionPayloadEvent:
-		// Checked at start too; the setting may have changed since.
-		return fatalError{fmt.Errorf("binlog %s: a compressed transaction (binlog_transaction_compression=ON); binlog2ch does not read those yet and will not skip its rows: SET GLOBAL binlog_transaction_compression = OFF, then take a new full sync from a later position", s.pos)}
+		// The dump reader's marker: the compressed transaction's events
+		// follow (payload.go).
+		return s.payloadBegins(hd)
 	case *replication.QueryEvent:
 		s.advance(hd)
 		return s.query(ctx, e, h)
@@ -620,8 +637,12 @@ func (s *Stream) handle(ctx context.Context, ev *replication.BinlogEvent, h Hand
 // (format description, MariaDB's GTID list) carry older positions.
 func (s *Stream) advance(h *replication.EventHeader) {
 	if h.LogPos > s.pos.Pos {
+		if p := s.payload; p != nil && s.pos == p.start && h.LogPos == p.end {
+			s.last = p.hist // the compressed transaction's last event
+		} else {
+			s.last = History{LastType: byte(h.EventType), LastTime: h.Timestamp, LastSize: h.EventSize}
+		}
 		s.pos.Pos = h.LogPos
-		s.last = History{LastType: byte(h.EventType), LastTime: h.Timestamp, LastSize: h.EventSize}
 	}
 }
 
@@ -701,6 +722,9 @@ func (s *Stream) checkHistory(ev *replication.BinlogEvent) (consumed bool, err e
 	}
 	s.expect = nil
 	s.last = History{LastType: want.LastType, LastTime: want.LastTime, LastSize: want.LastSize}
+	if _, ok := ev.Event.(*replication.TransactionPayloadEvent); ok {
+		s.skipTo = hd.LogPos // its events follow the marker
+	}
 	return true, nil
 }
 
@@ -791,6 +815,12 @@ func (s *Stream) rows(ctx context.Context, hd *replication.EventHeader, e *repli
 	if !ok {
 		return fatalError{fmt.Errorf("binlog %s: rows event for table id %d without its table-map event", at, e.TableID)}
 	}
+	// Inside a compressed transaction every rows event takes its versions,
+	// replicated or not.
+	first, slots, inPayload, err := s.payloadRows(at, st, hd, e)
+	if err != nil {
+		return fatalError{fmt.Errorf("binlog %s: %w", at, err)}
+	}
 	// A prepared XA transaction's rows wait for its XA COMMIT; reading
 	// one again (replayXA), only its rows are handed on.
 	if st.skip || (s.xa != nil) != s.replaying {
@@ -824,6 +854,9 @@ func (s *Stream) rows(ctx context.Context, hd *replication.EventHeader, e *repli
 		return fatalError{fmt.Errorf("binlog %s: file index %d with the history's version offset %d is outside the 20 bits row versions hold; the versions of this history are used up: re-copy every table with `binlog2ch fullsync -recreate -checkpoint`", at, s.fileIdx, s.offset)}
 	}
 	r := Rows{Table: st.name, Schema: st.schema, Op: op, Version: RowVersion(f, hd.LogPos, 0), Slots: VersionSlots, At: at}
+	if inPayload {
+		r.Version, r.Slots = s.payload.version(f, first), slots
+	}
 	if len(e.Rows) == 1 && len(e.Rows[0]) == 1 {
 		if raw, ok := e.Rows[0][0].(RawRows); ok {
 			r.Raw = raw

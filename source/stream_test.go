@@ -126,9 +126,8 @@ func TestStreamHandsOnEvents(t *testing.T) {
 	}
 }
 
-// TestStreamStopsOnWhatItCannotApply: partial row images, rows without
-// their table map and a compressed transaction stop the stream with the
-// position; never a skip.
+// TestStreamStopsOnWhatItCannotApply: partial row images and rows without
+// their table map stop the stream with the position; never a skip.
 func TestStreamStopsOnWhatItCannotApply(t *testing.T) {
 	for _, c := range []struct {
 		e    *replication.BinlogEvent
@@ -141,7 +140,6 @@ func TestStreamStopsOnWhatItCannotApply(t *testing.T) {
 		{ev(replication.UPDATE_ROWS_EVENTv1, 200, 1, &replication.RowsEvent{TableID: 18, ColumnBitmap1: []byte{0x03}, ColumnBitmap2: []byte{0x7f}, Rows: [][]any{{1}, {2}}}), "(missing c, e, dd, dt, bl)"},
 		{ev(replication.WRITE_ROWS_EVENTv1, 200, 1, &replication.RowsEvent{TableID: 18, ColumnBitmap1: []byte{0x6f}, Rows: [][]any{{1}}}), "(missing dd)"},
 		{ev(replication.WRITE_ROWS_EVENTv1, 200, 1, &replication.RowsEvent{TableID: 99, Rows: [][]any{{1}}}), "binlog.000003:4: rows event for table id 99 without its table-map event"},
-		{ev(replication.TRANSACTION_PAYLOAD_EVENT, 200, 1, &replication.TransactionPayloadEvent{}), "binlog.000003:4: a compressed transaction"},
 	} {
 		s := testStream(t)
 		s.tables = map[uint64]*tableState{}

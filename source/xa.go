@@ -197,8 +197,10 @@ func (s *Stream) xaPrepare(data []byte, h Handler) error {
 // before it to its XA_PREPARE_LOG_EVENT, and hands its rows on with their
 // own positions. The stream's reading state is set aside meanwhile.
 func (s *Stream) replayXA(ctx context.Context, x preparedXA, h Handler) error {
-	pos, idx, tables, open, last := s.pos, s.fileIdx, s.tables, s.xa, s.last
-	defer func() { s.pos, s.fileIdx, s.tables, s.xa, s.replaying, s.last = pos, idx, tables, open, false, last }()
+	pos, idx, tables, open, payload, last := s.pos, s.fileIdx, s.tables, s.xa, s.payload, s.last
+	defer func() {
+		s.pos, s.fileIdx, s.tables, s.xa, s.payload, s.replaying, s.last = pos, idx, tables, open, payload, false, last
+	}()
 	s.pos, s.tables, s.xa, s.replaying = x.start, map[uint64]*tableState{}, nil, true
 	var err error
 	if s.fileIdx, err = FileIndex(x.start.File); err != nil {
@@ -237,6 +239,11 @@ func (s *Stream) replayXA(ctx context.Context, x preparedXA, h Handler) error {
 			if err := s.tableMap(e); err != nil {
 				return fatalError{fmt.Errorf("binlog %s: %w", s.pos, err)}
 			}
+		case *replication.TransactionPayloadEvent: // MySQL's compressed XA transaction (payload.go)
+			if err := s.payloadBegins(hd); err != nil {
+				return err
+			}
+			continue
 		case *replication.RowsEvent:
 			if err := s.rows(ctx, hd, e, h); err != nil {
 				return err
