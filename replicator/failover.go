@@ -13,11 +13,12 @@ import (
 // server does not have. Either mysql.addr now names another server (a
 // failover to a promoted replica, or a DNS name that moved), or the
 // server's own binlog restarted (RESET MASTER, a rebuild from a backup).
-// With GTIDs the daemon finds its place in the new history: it checks the
+// On another server, with GTIDs, the daemon finds its place: it checks the
 // server has every transaction it read (else it names what is missing and
-// the tables those may have changed), then reads by GTID. Versions on the
+// the tables those may have changed), then reads by GTID; versions on the
 // new history start at the checkpoint's version ceiling, above every
-// version written before (docs/replication.md).
+// version written before (docs/replication.md). A restarted binlog stops
+// it: its GTIDs may have been numbered again.
 
 // GTIDGapError: the server lacks transactions binlog2ch read from the old
 // history; ClickHouse may hold their rows, which this server never had.
@@ -56,8 +57,8 @@ func gapsText(gaps []source.GTIDGap) string {
 }
 
 // changeOfHistory is where to read from when the checkpoint's binlog
-// history is not the server's; he is the history check's finding on the
-// same server, nil for another server.
+// history is not the server's: another server is followed by GTID; the
+// same server's restarted binlog (he, the history check's finding) is not.
 func (r *Replicator) changeOfHistory(ctx context.Context, cp *state.Checkpoint, he *source.HistoryError) (source.Start, error) {
 	var none source.Start
 	what := fmt.Sprintf("the checkpoint in %s was saved on MySQL server %s at binlog %s, but %s is %s", r.checkpoints(), cp.Server, cp.Position, r.cfg.MySQL.Addr, r.server.ID)
@@ -65,6 +66,12 @@ func (r *Replicator) changeOfHistory(ctx context.Context, cp *state.Checkpoint, 
 		what = he.Error()
 	}
 	const recopy = "To go on from this server's data: stop binlog2ch, run `binlog2ch fullsync -recreate -checkpoint -config FILE` (it copies every table into emptied tables and moves the checkpoint to this server), and start it again"
+	if he != nil {
+		// The same server's binlog restarted. Its GTIDs cannot show which
+		// transactions binlog2ch has: RESET MASTER restarts their numbers,
+		// so the checkpoint's GTIDs may name other transactions now.
+		return none, fmt.Errorf("%s. binlog2ch cannot tell which of this binlog's transactions it has applied (RESET MASTER restarts GTID numbering, so the checkpoint's GTIDs %q may now name other transactions). %s", what, cp.GTID, recopy)
+	}
 	if cp.GTID == "" {
 		return none, fmt.Errorf("%s. The checkpoint holds no GTID set (the server wrote none: MySQL with gtid_mode OFF, or binlog2ch saved it before it kept GTIDs), so binlog2ch cannot find its place in this binlog. Point mysql.addr back at %s if that is the server meant. %s", what, cp.Server, recopy)
 	}
@@ -82,15 +89,10 @@ func (r *Replicator) changeOfHistory(ctx context.Context, cp *state.Checkpoint, 
 	if err != nil {
 		return none, err
 	}
-	if he == nil {
-		if !want.Shares(have) {
-			return none, fmt.Errorf("%s, whose binlog has no transaction from the checkpoint's GTID origins (%s; the server has %q): it is not a replica of the server binlog2ch followed. Point mysql.addr at the right server. %s", what, cp.GTID, have.String(), recopy)
-		}
+	if !want.Shares(have) {
+		return none, fmt.Errorf("%s, whose binlog has no transaction from the checkpoint's GTID origins (%s; the server has %q): it is not a replica of the server binlog2ch followed. Point mysql.addr at the right server. %s", what, cp.GTID, have.String(), recopy)
 	}
 	if gaps := read.Missing(have); len(gaps) > 0 {
-		if he != nil && have.IsEmpty() {
-			return none, fmt.Errorf("%s, and the server's binlog holds none of the checkpoint's GTIDs (%s). %s", what, cp.GTID, recopy)
-		}
 		e := &GTIDGapError{Addr: r.cfg.MySQL.Addr, Server: r.server.ID, Applied: want.Missing(have), Tables: cp.Touched.Affected(gaps)}
 		if cp.ReadGTID != cp.GTID {
 			e.Read = gaps

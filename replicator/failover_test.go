@@ -16,6 +16,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
+	"github.com/binlog2ch/binlog2ch/state"
 )
 
 // topology is a private MariaDB primary with a GTID replica
@@ -313,8 +314,14 @@ func TestFaultBinlogHistoryRestarted(t *testing.T) {
 	if err := run.stop(t); err != nil {
 		t.Fatal(err)
 	}
+	cp, err := state.LoadFile(h.cfg.StateDir)
+	if err != nil || cp == nil || cp.GTID == "" {
+		t.Fatalf("the checkpoint before RESET MASTER: %+v, %v; want it with GTIDs", cp, err)
+	}
 	h.exec("RESET MASTER")
-	// The new history grows past the old checkpoint's offset.
+	// The new history grows past the old checkpoint's offset, and its
+	// GTIDs, numbered from 1 again, past the checkpoint's: they would seem
+	// to contain them.
 	for i := 100; i < 160; i++ {
 		h.exec(fmt.Sprintf("INSERT INTO %s.t VALUES (%d, REPEAT('y', %d))", a, i, 10+i))
 	}

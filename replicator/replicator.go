@@ -388,7 +388,7 @@ func (r *Replicator) streamError(err error) error {
 	}
 	var history *source.HistoryError
 	if errors.As(err, &history) {
-		return fmt.Errorf("%w. Start binlog2ch again: it then checks whether it can follow the new history by its GTIDs, and otherwise says how to re-copy", err)
+		return fmt.Errorf("%w. binlog2ch cannot tell which of this binlog's transactions it has applied (RESET MASTER restarts GTID numbering). To go on from this server's data: stop binlog2ch, run `binlog2ch fullsync -recreate -checkpoint -config FILE`, and start it again", err)
 	}
 	var xa *source.XAUnknownError
 	if errors.As(err, &xa) {
