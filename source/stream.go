@@ -171,21 +171,21 @@ type Stream struct {
 	txGTID     *GTID // the transaction being read, until its commit
 	// touched: the newest transaction of each GTID origin per table.
 	touched     Touched
-	fileCreated uint32       // header timestamp of the current file's format description
-	last        History      // of the event ending at pos
-	boundHist   History      // History at boundary
-	expect      *History     // the history the stream must find at its start
+	fileCreated uint32   // header timestamp of the current file's format description
+	last        History  // of the event ending at pos
+	boundHist   History  // History at boundary
+	expect      *History // the history the stream must find at its start
 	// skipTo, while not 0, skips the events of a compressed transaction
 	// up to its last (which ends there): checkHistory consumed it.
-	skipTo uint32
-	boundary    Position     // the last transaction boundary
-	resume      Position     // where to reconnect: boundary, or the oldest prepared XA's start
-	xa          *openXA      // the XA transaction being read, before its XA PREPARE
-	prepared    []preparedXA // XA transactions prepared, outcome not read yet; oldest first
-	replaying   bool         // replayXA is reading
-	lastTS      int64        // timestamp (Unix ns) of the newest event read
-	tables      map[uint64]*tableState
-	downSince   time.Time // when the stream failed, until an event arrives on a new one
+	skipTo    uint32
+	boundary  Position     // the last transaction boundary
+	resume    Position     // where to reconnect: boundary, or the oldest prepared XA's start
+	xa        *openXA      // the XA transaction being read, before its XA PREPARE
+	prepared  []preparedXA // XA transactions prepared, outcome not read yet; oldest first
+	replaying bool         // replayXA is reading
+	lastTS    int64        // timestamp (Unix ns) of the newest event read
+	tables    map[uint64]*tableState
+	downSince time.Time // when the stream failed, until an event arrives on a new one
 
 	// payload is the compressed transaction being read (payload.go).
 	payload *payloadState
