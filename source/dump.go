@@ -62,7 +62,7 @@ const maxAhead = 64 << 20
 // or, with gtids, from the first transaction not in gtids.
 func (s *Stream) startDump(ctx context.Context, pos Position, gtids *GTIDSet) (*dump, error) {
 	if s.testDial != nil {
-		conn, err := s.testDial(pos)
+		conn, err := s.testDial(pos, gtids)
 		if err != nil {
 			return nil, err
 		}

@@ -333,7 +333,7 @@ func runTo(t *testing.T, raw bool, stop uint32, h *rowsRecorder, dial func(n int
 	}
 	var mu sync.Mutex
 	n := 0
-	s.testDial = func(pos Position) (*client.Conn, error) {
+	s.testDial = func(pos Position, _ *GTIDSet) (*client.Conn, error) {
 		mu.Lock()
 		n++
 		k := n

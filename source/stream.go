@@ -150,8 +150,8 @@ type Stream struct {
 	// MaxBackoff caps the reconnect backoff.
 	MaxBackoff time.Duration
 	// testDial, in tests, replaces the binlog connection: it returns one
-	// on which a server sends the binlog from pos.
-	testDial func(pos Position) (*client.Conn, error)
+	// on which a server sends the binlog from pos, or from gtids.
+	testDial func(pos Position, gtids *GTIDSet) (*client.Conn, error)
 
 	// The reader's state, owned by Run's goroutine.
 	parser  *parser.Parser
@@ -568,7 +568,8 @@ func (s *Stream) handle(ctx context.Context, ev *replication.BinlogEvent, h Hand
 		s.commit(h)
 		return nil
 	case *replication.GTIDEvent:
-		if t, ok := mysqlGTID(e.SID, e.Tag, e.GNO); ok {
+		// go-mysql parses ANONYMOUS_GTID_EVENT (gtid_mode OFF) as one too.
+		if t, ok := mysqlGTID(e.SID, e.Tag, e.GNO); ok && hd.EventType == replication.GTID_EVENT {
 			s.txGTID = &t
 		}
 	case *replication.GtidTaggedLogEvent:
