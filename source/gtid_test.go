@@ -395,3 +395,43 @@ func TestStreamLearnsGTIDsFromFileHeader(t *testing.T) {
 		t.Errorf("commits %q, want %q", h.commits, want)
 	}
 }
+
+// nopHandler takes events and does nothing.
+type nopHandler struct{ recorder }
+
+func (nopHandler) Event(Event)                                {}
+func (nopHandler) Rows(context.Context, Rows) error           { return nil }
+func (nopHandler) Commit(Commit)                              {}
+func (nopHandler) Statement(context.Context, Statement) error { return nil }
+
+// BenchmarkTransactionGTID is what tracking GTIDs costs per transaction:
+// a GTID event and its commit, each commit rendering the executed set.
+func BenchmarkTransactionGTID(b *testing.B) {
+	for _, flavor := range []string{mysql.MariaDBFlavor, mysql.MySQLFlavor} {
+		b.Run(flavor, func(b *testing.B) {
+			s := testStream(b)
+			s.srv.Flavor = flavor
+			s.tables = map[uint64]*tableState{}
+			s.gtids, s.gtidsKnown = NewGTIDSet(flavor), true
+			s.pos = Position{File: "binlog.000001", Pos: 4}
+			u := uuid.MustParse("5ccc1033-44a8-11ea-bd59-0242ac190003")
+			h := &nopHandler{}
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				at := uint32(100 + 20*i)
+				var g *replication.BinlogEvent
+				if flavor == mysql.MariaDBFlavor {
+					g = hdr(replication.MARIADB_GTID_EVENT, at, 10, 1, &replication.MariadbGTIDEvent{GTID: mysql.MariadbGTID{ServerID: 7, SequenceNumber: uint64(i + 1)}})
+				} else {
+					g = hdr(replication.GTID_EVENT, at, 10, 1, &replication.GTIDEvent{SID: u[:], GNO: int64(i + 1)})
+				}
+				if err := s.handle(context.Background(), g, h); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.handle(context.Background(), hdr(replication.XID_EVENT, at+10, 10, 1, &replication.XIDEvent{}), h); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -41,7 +41,7 @@ func (h *recorder) Commit(c Commit) {
 func (h *recorder) Tick(bool) (time.Duration, error)    { return 0, nil }
 func (h *recorder) Down(error, Position, time.Duration) {}
 
-func testStream(t *testing.T) *Stream {
+func testStream(t testing.TB) *Stream {
 	t.Helper()
 	cfg, err := config.Parse([]byte(`mysql: {addr: "127.0.0.1:3306", user: u, server_id: 7}
 clickhouse: {addr: ["127.0.0.1:9000"]}
