@@ -435,3 +435,35 @@ func BenchmarkTransactionGTID(b *testing.B) {
 		})
 	}
 }
+
+// TestSavepointInsideTransaction: SAVEPOINT and ROLLBACK TO, which the
+// server writes inside a transaction, are not boundaries (a restart there
+// would begin mid-transaction, without its table maps) and do not take
+// its GTID.
+func TestSavepointInsideTransaction(t *testing.T) {
+	s := testStream(t)
+	s.tables = map[uint64]*tableState{}
+	s.gtids, s.gtidsKnown = NewGTIDSet(mysql.MariaDBFlavor), true
+	s.pos = Position{File: "binlog.000001", Pos: 4}
+	h := &gtidRecorder{}
+	full := []byte{0x7f}
+	for _, e := range []*replication.BinlogEvent{
+		hdr(replication.MARIADB_GTID_EVENT, 100, 10, 1, &replication.MariadbGTIDEvent{GTID: mysql.MariadbGTID{ServerID: 7, SequenceNumber: 3}}),
+		hdr(replication.TABLE_MAP_EVENT, 110, 10, 1, mapEvent()),
+		hdr(replication.WRITE_ROWS_EVENTv1, 120, 10, 1, &replication.RowsEvent{TableID: 18, ColumnBitmap1: full, Rows: [][]any{{1}}}),
+		hdr(replication.QUERY_EVENT, 130, 10, 1, &replication.QueryEvent{Query: []byte("SAVEPOINT `a`")}),
+		hdr(replication.TABLE_MAP_EVENT, 140, 10, 1, mapEvent()),
+		hdr(replication.WRITE_ROWS_EVENTv1, 150, 10, 1, &replication.RowsEvent{TableID: 18, ColumnBitmap1: full, Rows: [][]any{{2}}}),
+		hdr(replication.QUERY_EVENT, 160, 10, 1, &replication.QueryEvent{Query: []byte("ROLLBACK TO `a`")}),
+		hdr(replication.QUERY_EVENT, 170, 10, 1, &replication.QueryEvent{Query: []byte("ROLLBACK WORK TO SAVEPOINT b")}),
+		hdr(replication.QUERY_EVENT, 180, 10, 1, &replication.QueryEvent{Query: []byte("RELEASE SAVEPOINT b")}),
+		hdr(replication.XID_EVENT, 190, 10, 1, &replication.XIDEvent{}),
+	} {
+		if err := s.handle(context.Background(), e, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"binlog.000001:190 0-7-3"}; !slices.Equal(h.commits, want) {
+		t.Errorf("commits %q, want %q", h.commits, want)
+	}
+}

@@ -912,7 +912,7 @@ func missingColumns(st *tableState, e *replication.RowsEvent, op Op) string {
 // query hands on a query event: transaction markers and DDL.
 func (s *Stream) query(ctx context.Context, e *replication.QueryEvent, h Handler) error {
 	q := string(e.Query)
-	if q == "BEGIN" {
+	if q == "BEGIN" || inTransaction(q) {
 		return nil
 	}
 	if verb, id, ok := xaStatement(q); ok {
@@ -932,6 +932,20 @@ func (s *Stream) query(ctx context.Context, e *replication.QueryEvent, h Handler
 		return fatalError{err}
 	}
 	return nil
+}
+
+// inTransaction reports whether a query event is a statement the server
+// writes inside a transaction, which neither ends it nor changes a table:
+// SAVEPOINT and ROLLBACK TO [SAVEPOINT] (the rows it undid were never
+// written to the binlog), RELEASE SAVEPOINT.
+func inTransaction(q string) bool {
+	words := strings.Fields(q)
+	if len(words) < 2 {
+		return false
+	}
+	w0, w1 := strings.ToUpper(words[0]), strings.ToUpper(words[1])
+	return w0 == "SAVEPOINT" || w0 == "ROLLBACK" && (w1 == "TO" || w1 == "WORK" && len(words) > 2 && strings.EqualFold(words[2], "TO")) ||
+		w0 == "RELEASE" && w1 == "SAVEPOINT"
 }
 
 // waker interrupts the reader's wait for the next binlog event.
