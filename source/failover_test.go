@@ -43,7 +43,7 @@ func (h *commitRecorder) Commit(c Commit) {
 func TestMySQLFailoverByGTID(t *testing.T) {
 	old := uuid.MustParse("3e11fa47-71ca-11e1-9e33-c80aa9429562")
 	promoted := uuid.MustParse("5ccc1033-44a8-11ea-bd59-0242ac190003")
-	b := newFakeBinlog() // binlog.000003 of the promoted replica
+	b := newFakeBinlog()                                  // binlog.000003 of the promoted replica
 	b.add(replication.GTID_EVENT, mysqlGTIDBody(old, 11)) // replicated from the old primary
 	pStart, pEnd := b.add(replication.TRANSACTION_PAYLOAD_EVENT, payloadBody(t, payloadZSTD, testTransaction(0)...))
 	b.add(replication.GTID_EVENT, mysqlGTIDBody(promoted, 1)) // its own, after the promotion
