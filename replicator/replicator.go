@@ -162,10 +162,8 @@ func (r *Replicator) startPosition(ctx context.Context) (start source.Start, fro
 		if err != nil {
 			return start, nil, nil, err
 		}
+		// No checkpoint: the first history binlog2ch follows, offset 0.
 		snap = &snapshot.State{Server: r.server.ID, Position: p, GTID: gtids, Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, List: tables}
-		if cp != nil && cp.Server == r.server.ID {
-			snap.FileOffset = cp.Offset
-		}
 		r.log.Info("no checkpoint: first start. Copying the existing rows of every selected table (initial snapshot), then following the binlog from the position recorded before the copy",
 			"position", p.String(), "tables", len(tables))
 		// The snapshot state first: a crash before the checkpoint is saved
