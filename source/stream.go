@@ -251,8 +251,14 @@ func (e *HistoryError) Error() string {
 // Offset is the version offset of the history being read.
 func (s *Stream) Offset() int64 { return s.offset }
 
-// GTIDs is the executed GTID set of the stream at its last boundary.
-func (s *Stream) GTIDs() GTIDSet { return s.gtids }
+// GTIDs is the executed GTID set of the stream at its last boundary;
+// empty while the stream does not know the whole set.
+func (s *Stream) GTIDs() GTIDSet {
+	if !s.gtidsKnown {
+		return GTIDSet{}
+	}
+	return s.gtids
+}
 
 // Touched is the stream's per-table record of GTIDs, shared: the caller
 // must not keep it past the Stream's goroutine (the handler may read it).
