@@ -2,9 +2,14 @@ package replicator
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
@@ -44,8 +49,17 @@ func (e *GTIDGapError) Error() string {
 	if len(e.Tables) > 0 {
 		tables = strings.Join(e.Tables, ", ")
 	}
-	fmt.Fprintf(&b, " tables they may have changed: %s. ClickHouse may hold rows this server never had. binlog2ch stops rather than go on from a history that contradicts what it applied. To repair: bring the missing transactions to this server if the old primary's binlog survives (replay them, then start binlog2ch again), or accept the new primary's data: `binlog2ch verify -config FILE` shows what differs, then `binlog2ch fullsync -recreate -checkpoint -config FILE` copies every table from this server and moves the checkpoint to it (see docs/failover.md#failover-of-the-mysql-source)", tables)
+	fmt.Fprintf(&b, " tables they may have changed: %s. ClickHouse may hold rows this server never had. binlog2ch stops rather than go on from a history that contradicts what it applied. To repair: bring the missing transactions to this server if the old primary's binlog survives (replay them, then start binlog2ch again), or accept the new primary's data: `binlog2ch verify -config FILE` shows what differs, then %s (see docs/failover.md#failover-of-the-mysql-source)", tables, e.repair())
 	return b.String()
+}
+
+// repair is the fullsync that accepts the new primary's data.
+func (e *GTIDGapError) repair() string {
+	all := "`binlog2ch fullsync -recreate -checkpoint -config FILE` copies every table from this server and moves the checkpoint to it"
+	if len(e.Tables) == 0 {
+		return all
+	}
+	return "`binlog2ch fullsync -recreate -checkpoint -tables " + strings.Join(e.Tables, ",") + " -config FILE` copies those tables from this server and lets binlog2ch go on from the transactions both servers hold (or, without -tables, " + strings.TrimPrefix(all, "`binlog2ch fullsync -recreate -checkpoint -config FILE` ") + ")"
 }
 
 func gapsText(gaps []source.GTIDGap) string {
@@ -112,4 +126,96 @@ func (r *Replicator) changeOfHistory(ctx context.Context, cp *state.Checkpoint, 
 	r.log.Warn("the binlog history changed: following the server from the checkpoint's GTIDs; its changes get versions above every one written before",
 		"reason", what, "gtid", cp.GTID, "server_gtid", have.String(), "version_ceiling", cp.Ceiling)
 	return source.Start{Position: cp.Position, GTID: cp.GTID, ByGTID: true, Ceiling: cp.Ceiling, Touched: cp.Touched}, nil
+}
+
+// gapRepair is how `fullsync -recreate -checkpoint -tables` repairs a GTID
+// gap: the tables the missing transactions may have changed are copied
+// from the new server at its position P, and run reads on by GTID from
+// what both servers hold (resume), on a new history whose offset puts
+// every file of the new server at or above the old checkpoint's version
+// ceiling. Those tables' events up to P then lose to the copy, the later
+// ones win; the other tables take every event from resume on, all with
+// versions above those written before.
+type gapRepair struct {
+	resume  source.GTIDSet
+	offset  int64
+	ceiling uint32
+	touched source.Touched
+}
+
+// planGapRepair checks that run's checkpoint has a GTID gap on this server
+// that only tables among those listed may be affected by.
+func (r *Replicator) planGapRepair(ctx context.Context, tables []source.TableName) (*gapRepair, error) {
+	cp, err := r.checkpoints().Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	const what = "-checkpoint with -tables repairs a GTID gap after a failover (a copy of every table, without -tables, moves the checkpoint in any case)"
+	if cp == nil || cp.Server == r.server.ID {
+		return nil, fmt.Errorf("%s: run's checkpoint in %s is not of another server", what, r.checkpoints())
+	}
+	_, err = r.changeOfHistory(ctx, cp, nil)
+	var gap *GTIDGapError
+	switch {
+	case err == nil:
+		return nil, fmt.Errorf("%s: this server has every transaction run's checkpoint holds; start `binlog2ch run`, it follows the failover by itself", what)
+	case !errors.As(err, &gap):
+		return nil, err
+	}
+	listed := map[string]bool{}
+	for _, t := range tables {
+		listed[t.String()] = true
+	}
+	var more []string
+	for _, t := range gap.Tables {
+		if !listed[t] {
+			more = append(more, t)
+		}
+	}
+	if len(more) > 0 {
+		return nil, fmt.Errorf("%s: the missing transactions may have changed %s too; copy them as well: -tables %s", what, strings.Join(more, ", "), strings.Join(gap.Tables, ","))
+	}
+	if len(gap.Tables) == 0 {
+		return nil, fmt.Errorf("%s: binlog2ch has no record of the tables the missing transactions changed; copy every table (without -tables)", what)
+	}
+	want, err := source.ParseGTIDSet(r.server.Flavor, cp.GTID)
+	if err != nil {
+		return nil, err
+	}
+	have, err := source.ExecutedGTIDs(ctx, r.my, r.server.Flavor)
+	if err != nil {
+		return nil, err
+	}
+	resume, ok := want.Within(have)
+	if !ok {
+		return nil, fmt.Errorf("%s: this server holds none of the checkpoint's GTIDs %s of some origin; copy every table (without -tables)", what, cp.GTID)
+	}
+	oldest, err := source.OldestBinlogFile(ctx, r.my)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := source.FileIndex(oldest)
+	if err != nil {
+		return nil, err
+	}
+	rp := &gapRepair{resume: resume, offset: int64(cp.Ceiling) - int64(idx), ceiling: cp.Ceiling, touched: cp.Touched}
+	r.log.Warn("repairing a GTID gap: copying the tables the missing transactions may have changed from this server; run then reads on from the transactions both servers hold",
+		"missing", gapsText(append(gap.Applied, gap.Read...)), "tables", strings.Join(gap.Tables, ","), "resume_gtid", resume.String())
+	return rp, nil
+}
+
+// saveRepairedCheckpoint points run at the repaired history: by GTID from
+// the transactions both servers hold.
+func (r *Replicator) saveRepairedCheckpoint(st *snapshot.State, rp *gapRepair) error {
+	if err := os.Remove(filepath.Join(r.cfg.StateDir, snapshot.InitialFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the initial snapshot's state: %w", err)
+	}
+	f, _ := source.VersionFile(source.MustFileIndex(st.Position.File), rp.offset)
+	cp := state.Checkpoint{Position: st.Position, Server: r.server.ID, SavedAt: time.Now().UTC(), Ext: state.Ext{
+		GTID: rp.resume.String(), Offset: rp.offset, Ceiling: max(rp.ceiling, f+ceilingGap), Touched: rp.touched, ResumeByGTID: true}}
+	if err := r.checkpoints().Save(context.Background(), cp); err != nil {
+		return err
+	}
+	r.log.Warn("run's checkpoint moved to this server: run reads on from its GTIDs", "gtid", cp.GTID, "copy_position", st.Position.String())
+	return nil
 }

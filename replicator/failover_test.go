@@ -217,12 +217,15 @@ func (c *continuation) run(t *testing.T, from, to int, ddl string) {
 // TestFaultFailoverToReplicaThatMissedTransactions promotes a replica
 // that stopped replicating before the primary's last transactions, which
 // the daemon had applied: the daemon stops, naming the missing GTIDs and
-// the tables they changed; the documented repair (fullsync -recreate
-// -checkpoint) then brings ClickHouse equal to the new primary.
+// the tables they changed; the repair it names (fullsync -recreate
+// -checkpoint -tables, the table it names copied again) then lets it go on
+// from the new primary, and ClickHouse ends equal to it.
 func TestFaultFailoverToReplicaThatMissedTransactions(t *testing.T) {
 	tp := newTopology(t)
 	h := tp.h
 	a := h.dbs[0]
+	// The old primary's binlog files ahead of the replica's.
+	h.exec("FLUSH BINARY LOGS", "FLUSH BINARY LOGS", "FLUSH BINARY LOGS")
 	h.exec("CREATE TABLE "+a+".early (id INT PRIMARY KEY, v INT)", "CREATE TABLE "+a+".late (id INT PRIMARY KEY, v INT)",
 		"INSERT INTO "+a+".early VALUES (1, 1), (2, 2)", "INSERT INTO "+a+".late VALUES (1, 1)")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -259,19 +262,30 @@ func TestFaultFailoverToReplicaThatMissedTransactions(t *testing.T) {
 		"lacks transactions binlog2ch read",
 		"domain 0 sequence numbers " + from + " to " + seq(lost.Binlog) + " (the last " + lost.Binlog + ")",
 		"tables they may have changed: " + a + ".late.",
-		"binlog2ch fullsync -recreate -checkpoint",
+		"binlog2ch fullsync -recreate -checkpoint -tables " + a + ".late -config FILE",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not say %q:\n%v", want, err)
 		}
 	}
 
-	// The repair the message names.
+	// Written on the new primary before the repair: applied from its binlog
+	// (early) or by the copy (late).
+	h.exec("UPDATE "+a+".early SET v = 11 WHERE id = 2", "UPDATE "+a+".late SET v = 12 WHERE id = 1")
+	// The repair the message names: copy the table it names again from
+	// the new primary; not one table fewer.
 	cfg := *h.cfg
-	if _, err := h.fullSync(&cfg, &syncBuffer{}, FullSyncOptions{Recreate: true, SetCheckpoint: true}); err != nil {
-		t.Fatal(err)
+	_, err = h.fullSync(&cfg, &syncBuffer{}, FullSyncOptions{Tables: []source.TableName{{Database: a, Table: "early"}}, Recreate: true, SetCheckpoint: true})
+	if err == nil || !strings.Contains(err.Error(), "may have changed "+a+".late too") {
+		t.Fatalf("a repair without the table the gap names: %v", err)
 	}
-	h.exec("INSERT INTO " + a + ".early VALUES (3, 3)")
+	statuses, err := h.fullSync(&cfg, &syncBuffer{}, FullSyncOptions{Tables: []source.TableName{{Database: a, Table: "late"}}, Recreate: true, SetCheckpoint: true})
+	if err != nil || len(statuses) != 1 {
+		t.Fatalf("repair: %v, %+v", err, statuses)
+	}
+	// The new primary goes on; both tables change, the one not copied
+	// again too (its new versions must outrank the old primary's).
+	h.exec("INSERT INTO "+a+".early VALUES (3, 3)", "UPDATE "+a+".early SET v = 20 WHERE id = 1", "UPDATE "+a+".late SET v = 30 WHERE id = 1", "INSERT INTO "+a+".late VALUES (4, 4)")
 	run := h.start()
 	h.waitCaughtUp(run, 90*time.Second)
 	if err := run.stop(t); err != nil {

@@ -32,6 +32,11 @@ type FullSyncOptions struct {
 	// table, since events before the position are skipped: only a full
 	// copy into emptied tables holds their effects (rows deleted meanwhile
 	// included). run must be stopped meanwhile.
+	//
+	// With Tables it repairs a GTID gap instead (failover.go): run's
+	// checkpoint is of the server before a failover, and this server lacks
+	// transactions that changed those tables. They are copied from this
+	// server, and run goes on by GTID from what both servers hold.
 	SetCheckpoint bool
 }
 
@@ -39,7 +44,7 @@ type FullSyncOptions struct {
 // interrupted run recorded in state_dir. A table that fails does not stop
 // the others; the error names every failed table.
 func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snapshot.TableStatus, error) {
-	if opts.SetCheckpoint && (!opts.Recreate || opts.Tables != nil) {
+	if opts.SetCheckpoint && !opts.Recreate {
 		return nil, errors.New("setting run's checkpoint needs a -recreate copy of every configured table (no -tables): events before the copy's position are skipped")
 	}
 	if opts.SetCheckpoint && r.cfg.State.Lease == config.LeaseZooKeeper {
@@ -51,6 +56,13 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snap
 		}
 		r.lease = l
 		defer l.Release()
+	}
+	var repair *gapRepair
+	if opts.SetCheckpoint && opts.Tables != nil {
+		var err error
+		if repair, err = r.planGapRepair(ctx, opts.Tables); err != nil {
+			return nil, err
+		}
 	}
 	st, err := snapshot.Load(r.cfg.StateDir, snapshot.FullSyncFile)
 	if err != nil {
@@ -80,6 +92,8 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snap
 			return nil, err
 		}
 		switch {
+		case repair != nil:
+			st.FileOffset = repair.offset
 		case cp == nil:
 		case cp.Server == r.server.ID:
 			st.FileOffset = cp.Offset
@@ -101,7 +115,10 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snap
 		st.Complete = true
 		err = snapshot.Save(r.cfg.StateDir, snapshot.FullSyncFile, st)
 	}
-	if err == nil && opts.SetCheckpoint {
+	switch {
+	case err == nil && repair != nil:
+		err = r.saveRepairedCheckpoint(st, repair)
+	case err == nil && opts.SetCheckpoint:
 		err = r.resetCheckpoint(st)
 	}
 	return statuses, err

@@ -131,6 +131,13 @@ func (r *Replicator) startPosition(ctx context.Context) (start source.Start, fro
 		// saved: the lag is at least the time since.
 		r.m.Durable.Store(cp.SavedAt.UnixNano())
 		start = source.Start{Position: cp.Position, GTID: cp.GTID, History: cp.History, Offset: cp.Offset, Touched: cp.Touched}
+		if cp.Server == r.server.ID && cp.ResumeByGTID {
+			// Set by the repair of a GTID gap: read on from the GTIDs, on
+			// the new history's offset.
+			start.ByGTID, start.GTIDKnown = true, true
+			r.log.Info("resuming from the checkpoint's GTIDs (a GTID gap repaired)", "gtid", cp.GTID, "version_offset", cp.Offset)
+			return start, cp, nil, nil
+		}
 		if cp.Server != r.server.ID {
 			start, err = r.changeOfHistory(ctx, cp, nil)
 			return start, cp, nil, err
@@ -339,7 +346,7 @@ func (r *Replicator) run(ctx context.Context) error {
 	defer cancelRead(nil)
 
 	var s *router
-	s = newRouter(r, r.stream, start, from.Server, from.Ceiling, func(w *sink.Writer) {
+	s = newRouter(r, r.stream, start, from, func(w *sink.Writer) {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()

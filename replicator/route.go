@@ -71,6 +71,7 @@ type commitPoint struct {
 	gtid   string
 	hist   source.History
 	offset int64
+	byGTID bool // resume by gtid (state.Ext.ResumeByGTID)
 }
 
 // ceilingGap is how many binlog files past the one being read a saved
@@ -89,8 +90,9 @@ func (rw retiredWriter) past() bool { return rw.w.Done() || rw.w.Flushed() >= rw
 
 // newRouter routes a stream that starts at st, from a checkpoint saved by
 // server with version ceiling ceiling (0: none saved yet).
-func newRouter(r *Replicator, stream *source.Stream, st source.Start, server string, ceiling uint32, run func(*sink.Writer)) *router {
-	first := commitPoint{seq: 0, pos: st.Position, server: server, gtid: st.GTID, hist: st.History, offset: st.Offset}
+func newRouter(r *Replicator, stream *source.Stream, st source.Start, from *state.Checkpoint, run func(*sink.Writer)) *router {
+	first := commitPoint{seq: 0, pos: st.Position, server: from.Server, gtid: st.GTID, hist: st.History, offset: st.Offset, byGTID: from.ResumeByGTID}
+	ceiling := from.Ceiling
 	return &router{r: r, stream: stream, writers: map[source.TableName]*route{}, start: run, partitions: map[source.TableName]*source.Partitions{},
 		commits: []commitPoint{first}, lastSaved: time.Now(), saved: st.Position, ceiling: ceiling}
 }
@@ -572,7 +574,7 @@ func (s *router) save(final, force bool) error {
 	}
 	point := s.commits[0]
 	ceiling := max(s.ceiling, s.readF+ceilingGap)
-	ext := state.Ext{GTID: point.gtid, History: point.hist, Offset: point.offset, Ceiling: ceiling, Touched: s.stream.Touched()}
+	ext := state.Ext{GTID: point.gtid, History: point.hist, Offset: point.offset, Ceiling: ceiling, Touched: s.stream.Touched(), ResumeByGTID: point.byGTID}
 	if g := s.stream.GTIDs(); !g.IsEmpty() {
 		ext.ReadGTID = g.String()
 	}

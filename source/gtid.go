@@ -423,3 +423,69 @@ func CurrentGTIDPosition(ctx context.Context, db *sql.DB, flavor string) (Positi
 	g, _, err := GTIDsAt(ctx, db, flavor, p)
 	return p, g, err
 }
+
+// Within is the part of g that have holds, as a set to read on from: on
+// MySQL the intersection; on MariaDB, per domain, the last transaction of
+// g's server that have has (its binlog state). ok is false when have has
+// none of a domain's.
+func (g GTIDSet) Within(have GTIDSet) (GTIDSet, bool) {
+	out := NewGTIDSet(g.flavor)
+	if g.maria != nil {
+		for d, id := range g.maria {
+			last, found := have.seen[[2]uint32{d, id.ServerID}]
+			if have.seen == nil {
+				h, ok := have.maria[d]
+				last, found = h.SequenceNumber, ok
+			}
+			if !found {
+				return out, false
+			}
+			id.SequenceNumber = min(id.SequenceNumber, last)
+			out.maria[d] = id
+		}
+		return out, true
+	}
+	for sid, tags := range g.my {
+		for tag, ivs := range tags {
+			var hv mysql.IntervalSlice
+			if have.my != nil {
+				hv = have.my[sid][tag]
+			}
+			keep := subtract(ivs, subtract(ivs, hv))
+			if len(keep) == 0 {
+				continue
+			}
+			if out.my[sid] == nil {
+				out.my[sid] = map[mysql.Tag]mysql.IntervalSlice{}
+			}
+			out.my[sid][tag] = keep
+		}
+	}
+	return out, !out.IsEmpty()
+}
+
+// OldestBinlogFile is the first file SHOW BINARY LOGS lists.
+func OldestBinlogFile(ctx context.Context, db *sql.DB) (string, error) {
+	rows, err := db.QueryContext(ctx, "SHOW BINARY LOGS")
+	if err != nil {
+		return "", fmt.Errorf("SHOW BINARY LOGS: %w", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return "", err
+	}
+	if !rows.Next() {
+		return "", fmt.Errorf("SHOW BINARY LOGS lists no file: %w", rows.Err())
+	}
+	var name string
+	dest := make([]any, len(cols))
+	for i := range dest {
+		dest[i] = new(sql.RawBytes)
+	}
+	dest[0] = &name
+	if err := rows.Scan(dest...); err != nil {
+		return "", err
+	}
+	return name, nil
+}

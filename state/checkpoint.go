@@ -50,6 +50,10 @@ type Ext struct {
 	// Touched is, per table, the newest transaction of each GTID origin
 	// that changed it (source.Touched).
 	Touched source.Touched `json:"touched,omitempty"`
+	// ResumeByGTID: read on from GTID, not from the position, which is
+	// only where a copy was taken (the repair of a GTID gap after a
+	// failover; Offset is then the new history's).
+	ResumeByGTID bool `json:"resume_by_gtid,omitempty"`
 }
 
 // LoadFile reads the checkpoint from dir. It returns nil and no error

@@ -25,7 +25,7 @@ func fullsyncCmd(ctx context.Context, e *env, args []string) int {
 	cf.register(fs)
 	tables := fs.String("tables", "", "comma-separated db.table list to copy (default: every table the config includes)")
 	recreate := fs.Bool("recreate", false, "drop each target table and copy it from the start (once per copy: an interrupted -recreate copy run again with -recreate resumes)")
-	setCheckpoint := fs.Bool("checkpoint", false, "with -recreate and every table: afterwards, set run's checkpoint to this copy's binlog position (after run's binlog was purged; stop run first)")
+	setCheckpoint := fs.Bool("checkpoint", false, "with -recreate and every table: afterwards, set run's checkpoint to this copy's binlog position (after run's binlog was purged; stop run first); with -tables, repair a GTID gap after a failover: copy the tables the gap names and let run go on by GTID")
 	progress := fs.String("progress", "auto", "progress display: bars (live, per table), log (a line every 5s), or auto (bars on a terminal)")
 	if code, done := parseFlags(e, fs, args); done {
 		return code
@@ -80,8 +80,8 @@ func fullsyncCmd(ctx context.Context, e *env, args []string) int {
 		return exitError
 	}
 	defer r.Close()
-	if *setCheckpoint && (!*recreate || names != nil) {
-		fmt.Fprintln(e.stderr, "binlog2ch fullsync: -checkpoint needs -recreate and every table (no -tables): run skips the events before the copy, so only a full copy into emptied tables holds their effects")
+	if *setCheckpoint && !*recreate {
+		fmt.Fprintln(e.stderr, "binlog2ch fullsync: -checkpoint needs -recreate (and every table, no -tables, except to repair a GTID gap after a failover): run skips the events before the copy, so only a copy into emptied tables holds their effects")
 		return exitUsage
 	}
 	opts := replicator.FullSyncOptions{Tables: names, Recreate: *recreate, SetCheckpoint: *setCheckpoint}
