@@ -29,22 +29,32 @@ type topology struct {
 
 func newTopology(t *testing.T) *topology {
 	t.Helper()
-	srv := servertest.Need(t)
+	h, primary := newPrivateHarness(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	primary, err := localserver.StartMariaDB(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = primary.Stop() })
 	replica, err := localserver.StartReplica(ctx, primary, localserver.MariaDBOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = replica.Stop() })
-	h := newHarnessOn(t, &localserver.Servers{MySQL: primary, ClickHouse: srv.ClickHouse}, mysqlSection(primary)+fmt.Sprintf("clickhouse: {addr: [%q], user: %q, password: %q}\n",
-		srv.ClickHouse.Addr(), srv.ClickHouse.User, srv.ClickHouse.Password), 1, "")
 	return &topology{h: h, primary: primary, replica: replica}
+}
+
+// newPrivateHarness is a harness on a MariaDB of its own (the test may
+// kill it or reset its binlog) and the shared ClickHouse.
+func newPrivateHarness(t *testing.T) (*harness, *localserver.Server) {
+	t.Helper()
+	srv := servertest.Need(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	my, err := localserver.StartMariaDB(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = my.Stop() })
+	h := newHarnessOn(t, &localserver.Servers{MySQL: my, ClickHouse: srv.ClickHouse}, mysqlSection(my)+fmt.Sprintf("clickhouse: {addr: [%q], user: %q, password: %q}\n",
+		srv.ClickHouse.Addr(), srv.ClickHouse.User, srv.ClickHouse.Password), 1, "")
+	return h, my
 }
 
 func mysqlSection(s *localserver.Server) string {
@@ -308,16 +318,7 @@ func mustAtoi(t *testing.T, s string) int {
 // max_allowed_packet, not a purge) and the re-copy, and never applies the
 // new binlog from the old offset.
 func TestFaultBinlogHistoryRestarted(t *testing.T) {
-	srv := servertest.Need(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	my, err := localserver.StartMariaDB(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = my.Stop() })
-	h := newHarnessOn(t, &localserver.Servers{MySQL: my, ClickHouse: srv.ClickHouse}, mysqlSection(my)+fmt.Sprintf("clickhouse: {addr: [%q], user: %q, password: %q}\n",
-		srv.ClickHouse.Addr(), srv.ClickHouse.User, srv.ClickHouse.Password), 1, "")
+	h, _ := newPrivateHarness(t)
 	a := h.dbs[0]
 	h.exec("CREATE TABLE " + a + ".t (id INT PRIMARY KEY, s VARCHAR(200))")
 	run := h.start()
