@@ -503,3 +503,32 @@ func mustCheckpoint(t *testing.T, h *harness) source.Position {
 	}
 	return cp.Position
 }
+
+// TestFullSyncBelowVersionCeiling: a fullsync whose position is past run's
+// saved version ceiling (run far behind, or stopped long ago) is refused:
+// its rows' versions would reach where a failover starts the next history.
+func TestFullSyncBelowVersionCeiling(t *testing.T) {
+	h := newHarness(t, 1, "")
+	a := h.dbs[0]
+	h.exec("CREATE TABLE " + a + ".t (id INT PRIMARY KEY)")
+	cp, err := state.LoadFile(h.cfg.StateDir)
+	if err != nil || cp == nil {
+		t.Fatal(cp, err)
+	}
+	cp.Ceiling = source.MustFileIndex(cp.File) // run's ceiling: this very file
+	if err := state.SaveFile(h.cfg.StateDir, *cp); err != nil {
+		t.Fatal(err)
+	}
+	cfg := *h.cfg
+	_, err = h.fullSync(&cfg, &syncBuffer{}, FullSyncOptions{Tables: []source.TableName{{Database: a, Table: "t"}}})
+	if err == nil || !strings.Contains(err.Error(), "let it catch up first") {
+		t.Fatalf("a copy past run's version ceiling: %v", err)
+	}
+	cp.Ceiling += ceilingGap
+	if err := state.SaveFile(h.cfg.StateDir, *cp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.fullSync(&cfg, &syncBuffer{}, FullSyncOptions{Tables: []source.TableName{{Database: a, Table: "t"}}}); err != nil {
+		t.Fatalf("a copy below run's ceiling: %v", err)
+	}
+}

@@ -97,6 +97,11 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snap
 		case cp == nil:
 		case cp.Server == r.server.ID:
 			st.FileOffset = cp.Offset
+			// The copy's versions must stay below run's saved version
+			// ceiling, where a failover would start the next history.
+			if f, _ := source.VersionFile(source.MustFileIndex(pos.File), cp.Offset); cp.Ceiling != 0 && f >= cp.Ceiling && !opts.SetCheckpoint {
+				return nil, fmt.Errorf("run's checkpoint in %s is at %s, more than %d binlog files behind this copy's position %s: start `binlog2ch run` and let it catch up first (the copy's row versions would reach past what run has saved as its version ceiling)", r.checkpoints(), cp.Position, ceilingGap, pos)
+			}
 		case !opts.SetCheckpoint:
 			return nil, fmt.Errorf("run's checkpoint in %s is on MySQL server %s, not %s: start `binlog2ch run` first, so it moves to this server's binlog (or, copying every table, use -recreate -checkpoint)", r.checkpoints(), cp.Server, r.server.ID)
 		}
