@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strconv"
@@ -17,7 +18,7 @@ type Capabilities struct {
 	Version        string
 	DateTime64     bool // 20.1
 	Date32         bool // 21.9
-	Decimal256     bool // 20.8: Decimal with P up to 76
+	Decimal256     bool // Decimal with P up to 76: 20.8, without a setting from 21.6
 	Bool           bool // 21.12
 	LowCardinality bool // 19.x without the experimental setting
 	// IsDeleted is ReplacingMergeTree(ver, is_deleted), 23.2.
@@ -73,6 +74,14 @@ func DetectCapabilities(ctx context.Context, conn driver.Conn) (Capabilities, er
 	c.DateTime64 = types["DateTime64"]
 	c.Date32 = types["Date32"]
 	c.Decimal256 = types["Decimal256"]
+	if c.Decimal256 && !at(21, 6) {
+		var v string
+		err := conn.QueryRow(ctx, "SELECT value FROM system.settings WHERE name = 'allow_experimental_bigint_types'").Scan(&v)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return c, fmt.Errorf("ClickHouse: read system.settings: %w", err)
+		}
+		c.Decimal256 = bigTypesAllowed(major, minor, v)
+	}
 	c.Bool = types["Bool"]
 	// LowCardinality exists in 18.16 behind allow_experimental_low_cardinality_type.
 	c.LowCardinality = types["LowCardinality"] && at(19, 9)
@@ -89,6 +98,15 @@ func DetectCapabilities(ctx context.Context, conn driver.Conn) (Capabilities, er
 		return c, fmt.Errorf("ClickHouse: check cityHash64 on Decimal: %w", err)
 	}
 	return c, nil
+}
+
+// bigTypesAllowed reports whether a server that lists Decimal256 in
+// system.data_type_families also creates tables with it: the type came in
+// 20.8 behind the user setting allow_experimental_bigint_types (setting is
+// its value in system.settings, "" where the server has none), and 21.6
+// made the big types production ready (ClickHouse #23631).
+func bigTypesAllowed(major, minor int, setting string) bool {
+	return major > 21 || (major == 21 && minor >= 6) || setting == "1"
 }
 
 // isException reports whether err is the server's answer to the query (as

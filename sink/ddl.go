@@ -69,20 +69,19 @@ func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
 	} else if o := w.c.cfg.TableOptions(w.name.Database, w.name.Table); o.Name != "" {
 		name = o.Name
 	}
-	full := schema.QuoteIdent(db) + "." + schema.QuoteIdent(name)
+	table := w.c.cfg.SchemaOptions().Table(db, name)
 	var stmts []string
-	on := w.c.onCluster()
 	// In a cluster the Distributed table goes with the local one; it names
 	// the local table, so a rename recreates it under the new name.
-	dist := w.c.cfg.SchemaOptions().DistributedName(name)
+	dist, inCluster := table.Distributed()
 	switch m.DDL {
 	case source.DDLTruncate:
-		stmts = append(stmts, "TRUNCATE TABLE IF EXISTS "+full+on)
+		stmts = append(stmts, table.TruncateSQL())
 	case source.DDLDrop:
-		if dist != "" {
-			stmts = append(stmts, "DROP TABLE IF EXISTS "+schema.QuoteIdent(db)+"."+schema.QuoteIdent(dist)+on)
+		if inCluster {
+			stmts = append(stmts, dist.DropSQL())
 		}
-		stmts = append(stmts, "DROP TABLE IF EXISTS "+full+on)
+		stmts = append(stmts, table.DropSQL())
 		defer w.c.m.Forget(w.name)
 		defer func() {
 			if err == nil {
@@ -99,26 +98,26 @@ func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
 			return err
 		}
 		var key string // the Distributed table's sharding key, kept
-		if dist != "" {
+		if inCluster {
 			err := w.c.Retry(ctx, w.log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) error {
-				engine, err := w.c.engine(ctx, db, dist)
+				engine, err := w.c.engine(ctx, db, dist.Name)
 				key = shardingExpr(engine)
 				return err
 			})
 			if err != nil {
 				return err
 			}
-			stmts = append(stmts, "DROP TABLE IF EXISTS "+schema.QuoteIdent(db)+"."+schema.QuoteIdent(dist)+on)
+			stmts = append(stmts, dist.DropSQL())
 		}
 		if exists { // on a replay the rename may already be done
-			stmts = append(stmts, "RENAME TABLE "+full+" TO "+schema.QuoteIdent(db)+"."+schema.QuoteIdent(newName)+on)
+			stmts = append(stmts, table.RenameSQL(newName))
 			defer func() {
 				if err == nil {
 					err = w.c.reg.rename(db, name, newName, nil)
 				}
 			}()
 		}
-		if dist != "" && w.target != nil {
+		if inCluster && w.target != nil {
 			renamed := *w.target
 			renamed.Name = newName
 			defer func() {
@@ -213,8 +212,7 @@ func (w *Writer) deletePartitions(ctx context.Context, m Message, db, name strin
 	if err != nil {
 		return fmt.Errorf("%s at binlog %s: partition maintenance cannot be applied by its bounds: %v. Set replication.on_partition_maintenance: recopy (the table is copied again instead), or stop binlog2ch and run binlog2ch fullsync -recreate -tables %s", w.name, m.At, err, w.name)
 	}
-	full := schema.QuoteIdent(db) + "." + schema.QuoteIdent(name)
-	if err := w.c.Exec(ctx, w.log, "ALTER TABLE "+full+w.c.onCluster()+" DELETE WHERE "+where, "binlog", m.At.String()); err != nil {
+	if err := w.c.Exec(ctx, w.log, w.c.cfg.SchemaOptions().Table(db, name).DeleteWhereSQL(where), "binlog", m.At.String()); err != nil {
 		return err
 	}
 	return w.c.awaitMutations(ctx, w.log, db, name)

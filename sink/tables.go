@@ -151,7 +151,6 @@ func targetColumns(t *schema.Target) []string {
 // created that is missing then stops it (TargetChangedError); a copy,
 // which brings every row, passes "".
 func (c *ClickHouse) EnsureTable(ctx context.Context, log *slog.Logger, t *schema.Target, drop []string, defaults map[string]string, mysql string) error {
-	full := schema.QuoteIdent(t.Database) + "." + schema.QuoteIdent(t.Name)
 	var stmts []string
 	var changed error
 	err := c.Retry(ctx, log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) error {
@@ -166,7 +165,7 @@ func (c *ClickHouse) EnsureTable(ctx context.Context, log *slog.Logger, t *schem
 			}
 		}
 		if len(cols) == 0 {
-			stmts = append(stmts, "CREATE DATABASE IF NOT EXISTS "+schema.QuoteIdent(t.Database)+t.OnCluster(), t.CreateTableSQL())
+			stmts = append(stmts, t.CreateDatabaseSQL(), t.CreateTableSQL())
 			return nil
 		}
 		have := map[string]string{}
@@ -175,7 +174,7 @@ func (c *ClickHouse) EnsureTable(ctx context.Context, log *slog.Logger, t *schem
 		}
 		for _, name := range drop {
 			if _, ok := have[name]; ok {
-				stmts = append(stmts, "ALTER TABLE "+full+t.OnCluster()+" DROP COLUMN "+schema.QuoteIdent(name))
+				stmts = append(stmts, t.DropColumnSQL(name))
 			}
 		}
 		prev := ""
@@ -183,17 +182,10 @@ func (c *ClickHouse) EnsureTable(ctx context.Context, log *slog.Logger, t *schem
 			typ, ok := have[c.Name]
 			switch {
 			case !ok:
-				s := "ALTER TABLE " + full + t.OnCluster() + " ADD COLUMN " + schema.QuoteIdent(c.Name) + " " + c.Type.String()
-				if d, ok := defaults[c.Name]; ok {
-					s += " DEFAULT " + d
-				}
-				if prev != "" {
-					s += " AFTER " + schema.QuoteIdent(prev)
-				}
-				stmts = append(stmts, s)
+				stmts = append(stmts, t.AddColumnSQL(c, defaults[c.Name], prev))
 			case typ != c.Type.String():
 				log.Warn("ClickHouse column type differs from the mapping; changing it", "column", c.Name, "clickhouse", typ, "mapping", c.Type.String())
-				stmts = append(stmts, "ALTER TABLE "+full+t.OnCluster()+" MODIFY COLUMN "+schema.QuoteIdent(c.Name)+" "+c.Type.String())
+				stmts = append(stmts, t.ModifyColumnSQL(c))
 			}
 			prev = c.Name
 		}
@@ -233,19 +225,11 @@ func (c *ClickHouse) addColumns(ctx context.Context, log *slog.Logger, t *schema
 	for _, c := range cols {
 		have[c.name] = true
 	}
-	full := schema.QuoteIdent(t.Database) + "." + schema.QuoteIdent(t.Name)
 	var added []string
 	prev := ""
 	for _, tc := range t.Columns {
 		if !have[tc.Name] && slices.Contains(names, tc.Name) {
-			s := "ALTER TABLE " + full + t.OnCluster() + " ADD COLUMN " + schema.QuoteIdent(tc.Name) + " " + tc.Type.String()
-			if d, ok := defaults[tc.Name]; ok {
-				s += " DEFAULT " + d
-			}
-			if prev != "" {
-				s += " AFTER " + schema.QuoteIdent(prev)
-			}
-			if err := c.Exec(ctx, log, s, "binlog", at); err != nil {
+			if err := c.Exec(ctx, log, t.AddColumnSQL(tc, defaults[tc.Name], prev), "binlog", at); err != nil {
 				return err
 			}
 			have[tc.Name] = true
@@ -319,7 +303,7 @@ func (c *ClickHouse) ensureDistributed(ctx context.Context, log *slog.Logger, t 
 	var stmts []string
 	if len(dist) > 0 {
 		keep = shardingExpr(engine)
-		stmts = append(stmts, "DROP TABLE IF EXISTS "+schema.QuoteIdent(t.Database)+"."+schema.QuoteIdent(t.ReadName())+t.OnCluster())
+		stmts = append(stmts, t.ReadRef().DropSQL())
 	}
 	stmts = append(stmts, t.CreateDistributedSQL(defs, keep))
 	for _, s := range stmts {
@@ -340,15 +324,6 @@ func (c *ClickHouse) engine(ctx context.Context, db, table string) (string, erro
 	return engine, err
 }
 
-// onCluster is " ON CLUSTER `name`" in cluster mode, for DDL without a
-// target at hand.
-func (c *ClickHouse) onCluster() string {
-	if c := c.cfg.SchemaOptions().Cluster; c != nil {
-		return " ON CLUSTER " + schema.QuoteIdent(c.Name)
-	}
-	return ""
-}
-
 // renameColumns renames ClickHouse columns after MySQL renamed them. It
 // needs RENAME COLUMN (ClickHouse 20.4+): without it a rename could only be
 // a drop and an add, losing the column's data, so it stops instead.
@@ -361,16 +336,14 @@ func (c *ClickHouse) renameColumns(ctx context.Context, log *slog.Logger, t *sch
 	for _, c := range cols {
 		have[c.name] = true
 	}
-	full := schema.QuoteIdent(t.Database) + "." + schema.QuoteIdent(t.Name)
 	for from, to := range renames {
 		if from == to || !have[from] || have[to] {
 			continue // done already (a replay), or nothing to rename
 		}
-		if !c.caps.RenameColumn {
-			return fmt.Errorf("MySQL renamed column %s to %s, and ClickHouse %s cannot rename a column (RENAME COLUMN needs 20.4); renaming by drop and add would lose its data. Rename it by hand (add %s, copy %s into it, drop %s) and restart binlog2ch",
-				from, to, c.caps.Version, to, from, from)
+		s, err := t.RenameColumnSQL(from, to) // a *schema.RenameColumnError before 20.4
+		if err != nil {
+			return err
 		}
-		s := "ALTER TABLE " + full + t.OnCluster() + " RENAME COLUMN " + schema.QuoteIdent(from) + " TO " + schema.QuoteIdent(to)
 		if err := c.Exec(ctx, log, s); err != nil {
 			return err
 		}

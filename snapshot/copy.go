@@ -424,9 +424,9 @@ func (c *copier) prepare(ctx context.Context, t *tableCopy) (complete bool, err 
 	}
 
 	if drop {
-		stmts := []string{"DROP TABLE IF EXISTS " + schema.QuoteIdent(target.Database) + "." + schema.QuoteIdent(target.Name) + target.OnCluster()}
+		stmts := []string{target.Ref().DropSQL()}
 		if target.ReadName() != target.Name {
-			stmts = append([]string{"DROP TABLE IF EXISTS " + schema.QuoteIdent(target.Database) + "." + schema.QuoteIdent(target.ReadName()) + target.OnCluster()}, stmts...)
+			stmts = append([]string{target.ReadRef().DropSQL()}, stmts...)
 		}
 		for _, stmt := range stmts {
 			t.log.Info("-recreate: dropping the target", "statement", stmt)
@@ -478,9 +478,7 @@ func (c *copier) prepare(ctx context.Context, t *tableCopy) (complete bool, err 
 // deleteSnapshotRows deletes the rows an interrupted copy of a changelog
 // table wrote, and waits until ClickHouse has.
 func (c *copier) deleteSnapshotRows(ctx context.Context, t *tableCopy) error {
-	full := schema.QuoteIdent(t.target.Database) + "." + schema.QuoteIdent(t.target.Name)
-	stmt := fmt.Sprintf("ALTER TABLE %s DELETE WHERE %s = %d AND %s = %d", full, schema.QuoteIdent(schema.VersionColumn),
-		c.version, schema.QuoteIdent(schema.OpColumn), schema.OpInsert)
+	stmt := t.target.DeleteCopyRowsSQL(c.version)
 	t.log.Info("removing the rows of the interrupted copy before copying again", "statement", stmt)
 	if err := c.Sink.Retry(ctx, t.log, metrics.StageDDL, "DDL", func(ctx context.Context) error { return c.Sink.Conn().Exec(ctx, stmt) }); err != nil {
 		return fmt.Errorf("%s: %w", stmt, err)

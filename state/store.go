@@ -61,25 +61,15 @@ func (s *chStore) table() string {
 }
 
 // create makes the table if missing. In cluster mode every server holds
-// a replica of it (one ZooKeeper path for all shards), so any host
-// reading from any server finds the checkpoint.
+// a replica of it (see checkpointDDL), so any host reading from any server
+// finds the checkpoint.
 func (s *chStore) create(ctx context.Context) error {
 	if s.ready {
 		return nil
 	}
 	db, table, _ := strings.Cut(s.cfg.State.Table, ".")
-	onCluster, engine := "", "ReplacingMergeTree(seq)"
-	if c := s.cfg.ClickHouse.Cluster; c != "" {
-		onCluster = " ON CLUSTER " + schema.QuoteIdent(c)
-		engine = fmt.Sprintf("ReplicatedReplacingMergeTree('/clickhouse/binlog2ch/%s/%s', '{shard}_{replica}', seq)", db, table)
-	}
-	for _, q := range []string{
-		"CREATE DATABASE IF NOT EXISTS " + schema.QuoteIdent(db) + onCluster,
-		"CREATE TABLE IF NOT EXISTS " + s.table() + onCluster + ` (
-  name String, fence Int64, seq UInt64,
-  file String, pos UInt32, server String, saved_at DateTime, holder String, ext String
-) ENGINE = ` + engine + " ORDER BY (name, fence)",
-	} {
+	create, addExt := checkpointDDL(db, table, s.cfg.ClickHouse.Cluster)
+	for _, q := range create {
 		if err := s.ch.Exec(ctx, q); err != nil {
 			return fmt.Errorf("checkpoint table %s: %w", s.cfg.State.Table, err)
 		}
@@ -90,12 +80,33 @@ func (s *chStore) create(ctx context.Context) error {
 		return fmt.Errorf("checkpoint table %s: %w", s.cfg.State.Table, err)
 	}
 	if n == 0 {
-		if err := s.ch.Exec(ctx, "ALTER TABLE "+s.table()+onCluster+" ADD COLUMN ext String"); err != nil {
+		if err := s.ch.Exec(ctx, addExt); err != nil {
 			return fmt.Errorf("checkpoint table %s: add column ext: %w", s.cfg.State.Table, err)
 		}
 	}
 	s.ready = true
 	return nil
+}
+
+// checkpointDDL is the checkpoint table's DDL, the same on every server
+// profile (its types are 18.16's): create makes the database and the table
+// if missing, addExt adds the column ext to a table made before it existed.
+// In cluster mode every server holds a replica of the table under one
+// ZooKeeper path for all shards.
+func checkpointDDL(db, table, cluster string) (create []string, addExt string) {
+	full := schema.QuoteIdent(db) + "." + schema.QuoteIdent(table)
+	onCluster, engine := "", "ReplacingMergeTree(seq)"
+	if cluster != "" {
+		onCluster = " ON CLUSTER " + schema.QuoteIdent(cluster)
+		engine = fmt.Sprintf("ReplicatedReplacingMergeTree('/clickhouse/binlog2ch/%s/%s', '{shard}_{replica}', seq)", db, table)
+	}
+	return []string{
+		"CREATE DATABASE IF NOT EXISTS " + schema.QuoteIdent(db) + onCluster,
+		"CREATE TABLE IF NOT EXISTS " + full + onCluster + ` (
+  name String, fence Int64, seq UInt64,
+  file String, pos UInt32, server String, saved_at DateTime, holder String, ext String
+) ENGINE = ` + engine + " ORDER BY (name, fence)",
+	}, "ALTER TABLE " + full + onCluster + " ADD COLUMN ext String"
 }
 
 func (s *chStore) Load(ctx context.Context) (*Checkpoint, error) {

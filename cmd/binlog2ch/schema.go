@@ -79,7 +79,7 @@ func schemaCmd(ctx context.Context, e *env, args []string) int {
 		}
 		if !created[target.Database] {
 			created[target.Database] = true
-			fmt.Fprintf(e.stdout, "\nCREATE DATABASE IF NOT EXISTS %s%s;\n", schema.QuoteIdent(target.Database), target.OnCluster())
+			fmt.Fprintf(e.stdout, "\n%s;\n", target.CreateDatabaseSQL())
 		}
 		fmt.Fprintf(e.stdout, "\n-- from MySQL %s\n%s;\n", n, target.CreateTableSQL())
 		if target.ReadName() != target.Name {

@@ -1,0 +1,80 @@
+CREATE TABLE IF NOT EXISTS `analytics`.`every_type` ON CLUSTER `c1`
+(
+    `id` Int32,
+    `ti` Nullable(Int8),
+    `tiu` Nullable(UInt8),
+    `b1` Nullable(Int8),
+    `si` Nullable(Int16),
+    `mi` Nullable(Int32),
+    `miu` Nullable(UInt32),
+    `bi` Nullable(Int64),
+    `biu` Nullable(UInt64),
+    `d92` Nullable(Decimal(9, 2)),
+    `d3810` Nullable(Decimal(38, 10)),
+    `d6530` Nullable(String),
+    `f` Nullable(Float32),
+    `dbl` Nullable(Float64),
+    `bit64` Nullable(UInt64),
+    `dt` Nullable(Date),
+    `dtm` Nullable(DateTime('UTC')),
+    `dtm6` Nullable(String),
+    `ts` Nullable(DateTime('UTC')),
+    `ts3` Nullable(String),
+    `tm` Nullable(String),
+    `yr` Nullable(UInt16),
+    `c` Nullable(String),
+    `txt` Nullable(String),
+    `bin` Nullable(FixedString(4)),
+    `blb` Nullable(String),
+    `e` Nullable(Enum8('' = 0, 'a,b' = 1, 'x' = 2, 'é' = 3)),
+    `eq` Nullable(String),
+    `s` Nullable(String),
+    `j` Nullable(String),
+    `g` Nullable(String),
+    `_version` UInt64,
+    `_is_deleted` UInt8
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', `_version`)
+ORDER BY (`id`);
+
+CREATE TABLE IF NOT EXISTS `analytics`.`every_type_all` ON CLUSTER `c1`
+(
+    `id` Int32,
+    `ti` Nullable(Int8),
+    `tiu` Nullable(UInt8),
+    `b1` Nullable(Int8),
+    `si` Nullable(Int16),
+    `mi` Nullable(Int32),
+    `miu` Nullable(UInt32),
+    `bi` Nullable(Int64),
+    `biu` Nullable(UInt64),
+    `d92` Nullable(Decimal(9, 2)),
+    `d3810` Nullable(Decimal(38, 10)),
+    `d6530` Nullable(String),
+    `f` Nullable(Float32),
+    `dbl` Nullable(Float64),
+    `bit64` Nullable(UInt64),
+    `dt` Nullable(Date),
+    `dtm` Nullable(DateTime('UTC')),
+    `dtm6` Nullable(String),
+    `ts` Nullable(DateTime('UTC')),
+    `ts3` Nullable(String),
+    `tm` Nullable(String),
+    `yr` Nullable(UInt16),
+    `c` Nullable(String),
+    `txt` Nullable(String),
+    `bin` Nullable(FixedString(4)),
+    `blb` Nullable(String),
+    `e` Nullable(Enum8('' = 0, 'a,b' = 1, 'x' = 2, 'é' = 3)),
+    `eq` Nullable(String),
+    `s` Nullable(String),
+    `j` Nullable(String),
+    `g` Nullable(String),
+    `_version` UInt64,
+    `_is_deleted` UInt8
+)
+ENGINE = Distributed(`c1`, `analytics`, `every_type`, cityHash64(`id`));
+
+INSERT INTO `analytics`.`every_type` (`id`, `ti`, `tiu`, `b1`, `si`, `mi`, `miu`, `bi`, `biu`, `d92`, `d3810`, `d6530`, `f`, `dbl`, `bit64`, `dt`, `dtm`, `dtm6`, `ts`, `ts3`, `tm`, `yr`, `c`, `txt`, `bin`, `blb`, `e`, `eq`, `s`, `j`, `g`, `_version`, `_is_deleted`);
+
+INSERT INTO `analytics`.`every_type_all` (`id`, `ti`, `tiu`, `b1`, `si`, `mi`, `miu`, `bi`, `biu`, `d92`, `d3810`, `d6530`, `f`, `dbl`, `bit64`, `dt`, `dtm`, `dtm6`, `ts`, `ts3`, `tm`, `yr`, `c`, `txt`, `bin`, `blb`, `e`, `eq`, `s`, `j`, `g`, `_version`, `_is_deleted`);

@@ -1,0 +1,40 @@
+CREATE TABLE IF NOT EXISTS `analytics`.`every_type_options`
+(
+    `id` Int32,
+    `ti` Nullable(Int8),
+    `tiu` Nullable(UInt8),
+    `b1` Nullable(Bool),
+    `si` Nullable(Int16),
+    `mi` Nullable(Int32),
+    `miu` Nullable(UInt32),
+    `bi` Nullable(Int64),
+    `biu` Nullable(UInt64),
+    `d92` Nullable(Decimal(9, 2)),
+    `d3810` Nullable(Decimal(38, 10)),
+    `d6530` Nullable(Decimal(65, 30)),
+    `f` Nullable(Float32),
+    `dbl` Nullable(Float64),
+    `bit64` Nullable(UInt64),
+    `dt` Nullable(Date32),
+    `dtm` Nullable(DateTime64(0, 'UTC')),
+    `dtm6` Nullable(DateTime64(6, 'UTC')),
+    `ts` Nullable(DateTime64(0, 'UTC')),
+    `ts3` Nullable(DateTime64(3, 'UTC')),
+    `tm` Nullable(Int64),
+    `yr` Nullable(UInt16),
+    `c` Nullable(String),
+    `txt` Nullable(String),
+    `bin` Nullable(FixedString(4)),
+    `blb` Nullable(String),
+    `e` LowCardinality(Nullable(String)),
+    `eq` LowCardinality(Nullable(String)),
+    `s` Nullable(String),
+    `j` Nullable(String),
+    `g` Nullable(String),
+    `_version` UInt64,
+    `_is_deleted` UInt8
+)
+ENGINE = ReplacingMergeTree(`_version`, `_is_deleted`)
+ORDER BY (`id`);
+
+INSERT INTO `analytics`.`every_type_options` (`id`, `ti`, `tiu`, `b1`, `si`, `mi`, `miu`, `bi`, `biu`, `d92`, `d3810`, `d6530`, `f`, `dbl`, `bit64`, `dt`, `dtm`, `dtm6`, `ts`, `ts3`, `tm`, `yr`, `c`, `txt`, `bin`, `blb`, `e`, `eq`, `s`, `j`, `g`, `_version`, `_is_deleted`);
