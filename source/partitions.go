@@ -218,6 +218,12 @@ func (p *Partitions) partitionCond(i int, expr string, typ schema.CHType) (strin
 		}
 		conds = append(conds, expr+" < "+lit)
 	}
+	if i == 0 && len(conds) > 0 {
+		// MySQL puts the rows whose expression is NULL in the first RANGE
+		// partition (NULL is below every value); NULL < x is not true in
+		// ClickHouse.
+		return "(" + conds[0] + " OR isNull(" + expr + "))", nil
+	}
 	if i > 0 {
 		lit, err := literal(p.Parts[i-1].Desc, typ)
 		if err != nil {

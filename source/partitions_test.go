@@ -30,11 +30,11 @@ func TestPartitionsWhere(t *testing.T) {
 		names []string
 		want  string
 	}{
-		{rng("`id`", "10", "20", "MAXVALUE"), []string{"p0"}, "(`id` < 10)"},
+		{rng("`id`", "10", "20", "MAXVALUE"), []string{"p0"}, "((`id` < 10 OR isNull(`id`)))"},
 		{rng("`id`", "10", "20", "MAXVALUE"), []string{"P1", "p2"}, "(`id` < 20 AND `id` >= 10) OR (`id` >= 20)"},
 		{&Partitions{Method: "RANGE COLUMNS", Expr: "`d`", Parts: []Partition{{"a", "'2024-01-01'"}, {"b", "MAXVALUE"}}}, []string{"b"}, "(`d` >= '2024-01-01')"},
-		{&Partitions{Method: "RANGE COLUMNS", Expr: "`dt`", Parts: []Partition{{"a", "'2024-01-01'"}}}, []string{"a"}, "(`dt` < '2024-01-01 00:00:00')"},
-		{rng("to_days(`d`)", "739251", "MAXVALUE"), []string{"p0"}, "((toUInt32(toDate(`d`)) + 719528) < 739251)"},
+		{&Partitions{Method: "RANGE COLUMNS", Expr: "`dt`", Parts: []Partition{{"a", "'2024-01-01'"}}}, []string{"a"}, "((`dt` < '2024-01-01 00:00:00' OR isNull(`dt`)))"},
+		{rng("to_days(`d`)", "739251", "MAXVALUE"), []string{"p0"}, "(((toUInt32(toDate(`d`)) + 719528) < 739251 OR isNull((toUInt32(toDate(`d`)) + 719528))))"},
 		{rng("year(`dt`)", "2024", "2025"), []string{"p1"}, "(toYear(`dt`) < 2025 AND toYear(`dt`) >= 2024)"},
 		{&Partitions{Method: "LIST", Expr: "`id`", Parts: []Partition{{"a", "1,2"}, {"b", "NULL,3"}}}, []string{"b"}, "(`id` IN (3) OR isNull(`id`))"},
 		// No exact translation.
