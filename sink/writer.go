@@ -468,7 +468,7 @@ func (w *Writer) refuseNative(t *schema.Target, err error) bool {
 // insertDriver sends a block through clickhouse-go, into the table (in a
 // cluster, its Distributed table, which routes each row to its shard).
 func (w *Writer) insertDriver(ctx context.Context, b *block.Block) error {
-	batch, err := w.c.conn.PrepareBatch(ctx, b.Target().InsertSQL())
+	batch, err := w.c.conn.PrepareBatch(w.c.driverContext(ctx), b.Target().InsertSQL())
 	if err != nil {
 		return err
 	}
