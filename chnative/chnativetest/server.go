@@ -443,7 +443,7 @@ func (s *session) exception(e Exception) {
 }
 
 func (s *session) serve() error {
-	if err := s.handshake(); err != nil {
+	if ok, err := s.handshake(); !ok {
 		return err
 	}
 	for {
@@ -467,37 +467,38 @@ func (s *session) serve() error {
 	}
 }
 
-// handshake reads the client's hello and answers as TCPHandler::sendHello.
-func (s *session) handshake() error {
+// handshake reads the client's hello and answers as TCPHandler::sendHello;
+// ok when the client may go on (not after refusing its credentials).
+func (s *session) handshake() (ok bool, err error) {
 	sc := &s.srv.script
 	kind, err := s.readUvarint()
 	if err != nil {
-		return err
+		return false, err
 	}
 	if kind != clientHello {
-		return fmt.Errorf("packet %d instead of a hello", kind)
+		return false, fmt.Errorf("packet %d instead of a hello", kind)
 	}
 	name, err := s.readStr()
 	if err != nil {
-		return err
+		return false, err
 	}
 	var ver [3]uint64
 	for i := range ver {
 		if ver[i], err = s.readUvarint(); err != nil {
-			return err
+			return false, err
 		}
 	}
 	var db, user, pass string
 	for _, p := range []*string{&db, &user, &pass} {
 		if *p, err = s.readStr(); err != nil {
-			return err
+			return false, err
 		}
 	}
 	s.hello = fmt.Sprintf("%s %d.%d revision %d", name, ver[0], ver[1], ver[2])
 	s.rev = min(ver[2], sc.Revision)
 	if sc.User != "" && (user != sc.User || pass != sc.Password) {
 		s.exception(Exception{516, "AUTHENTICATION_FAILED", user + ": Authentication failed"})
-		return s.w.Flush()
+		return false, s.w.Flush()
 	}
 	s.uvarint(serverHello)
 	s.str(sc.Name)
@@ -533,12 +534,12 @@ func (s *session) handshake() error {
 		s.uvarint(1)
 	}
 	if err := s.w.Flush(); err != nil {
-		return err
+		return false, err
 	}
 	if s.rev >= revAddendum {
-		return fmt.Errorf("client revision %d sends an addendum this server does not read", ver[2])
+		return false, fmt.Errorf("client revision %d sends an addendum this server does not read", ver[2])
 	}
-	return nil
+	return true, nil
 }
 
 // query reads a query packet after its type, then plays an INSERT.
