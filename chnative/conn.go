@@ -19,8 +19,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/ClickHouse/ch-go/compress"
 )
 
 // Revision is the protocol revision binlog2ch speaks; both sides use the
@@ -30,15 +28,45 @@ import (
 // ClickHouse keeps accepting old clients.
 const Revision = 54420
 
-// Revisions at which the protocol gained what this client reads or writes.
+// Revisions at which the protocol gained what this client reads or writes
+// (ClickHouse's src/Core/ProtocolDefines.h). A server gates every field and
+// packet on the client's revision, so at Revision it sends none of what
+// came later: no parallel-replicas version, chunked-packet capabilities,
+// password rules, nonce, server settings or query-plan version in its
+// hello, no custom-serialization byte in blocks, no total bytes or elapsed
+// time in Progress, no ProfileEvents or TimezoneUpdate packets.
 const (
 	revClientInfo     = 54032
 	revServerTimezone = 54058
 	revQuotaKey       = 54060
 	revDisplayName    = 54372
 	revVersionPatch   = 54401
+	revServerLogs     = 54406 // Log packets, when the user's send_logs_level asks for them
+	revColumnDefaults = 54410 // TableColumns before an INSERT's header
 	revClientWrite    = 54420 // Progress carries written rows and bytes
 	revTotalRows      = 51554
+	// revSettingsAsStrings is where query settings start to travel as
+	// strings with flags. Below it (this client) they travel in the old
+	// binary format, typed by the server's own definition of each setting:
+	// a name the server does not know is skipped as if its value were a
+	// string, so an unknown integer setting desynchronises the rest of the
+	// query packet (BaseSettings::read, SettingsWriteFormat::BINARY). The
+	// caller sends only settings the server knows (Options.Settings).
+	revSettingsAsStrings = 54429
+)
+
+// The settings format above holds only while this client stays below
+// revSettingsAsStrings: raising Revision past it must change writeQuery.
+const _ = uint(revSettingsAsStrings - Revision - 1)
+
+// The client's name and version, the same in the hello and in every
+// query's client info: since 23.8 a server with validate_tcp_client_information
+// refuses a query whose client name, major, minor or revision differ from
+// the hello's (TCPHandler's validateClientInfo).
+const (
+	clientName  = "binlog2ch"
+	clientMajor = 1
+	clientMinor = 0
 )
 
 // Client and server packet types.
@@ -47,17 +75,19 @@ const (
 	clientQuery = 1
 	clientData  = 2
 
-	serverHello         = 0
-	serverData          = 1
-	serverException     = 2
-	serverProgress      = 3
-	serverEndOfStream   = 5
-	serverProfileInfo   = 6
-	serverTotals        = 7
-	serverExtremes      = 8
-	serverLog           = 10
-	serverTableColumns  = 11
-	serverProfileEvents = 14
+	serverHello        = 0
+	serverData         = 1
+	serverException    = 2
+	serverProgress     = 3
+	serverEndOfStream  = 5
+	serverProfileInfo  = 6
+	serverTotals       = 7
+	serverExtremes     = 8
+	serverLog          = 10
+	serverTableColumns = 11
+	// Later packet types (ProfileEvents 14 from 54451, TimezoneUpdate 17
+	// from 54464, ...) are never sent to a client at Revision: one arriving
+	// is a protocol surprise, not something to skip.
 )
 
 const (
@@ -84,14 +114,18 @@ type Options struct {
 	// server's secure native port (tcp_port_secure, usually 9440). An empty
 	// ServerName verifies each address against its own host.
 	TLS *tls.Config
-	// Settings go with every query. Only integer and boolean settings:
-	// at the revision this client speaks, settings travel in binary, typed
-	// by the server's definition, and those are varints.
-	Settings []Setting
+	// Settings, when set, chooses the settings that go with every query
+	// of a connection, from what its server said in the hello. It must
+	// return only settings that server knows, of type Bool or UInt64: at
+	// the revision this client speaks, settings travel in the old binary
+	// format typed by the server's definition (those two are varints), and
+	// a name the server does not know desynchronises the query packet (see
+	// revSettingsAsStrings).
+	Settings func(Server) []Setting
 }
 
 // Setting is a query setting with an unsigned integer value (1/0 for
-// booleans), e.g. insert_distributed_sync=1.
+// booleans), e.g. async_insert=0.
 type Setting struct {
 	Name  string
 	Value uint64
@@ -116,7 +150,9 @@ type Conn struct {
 	server   Server
 	revision uint64 // the one both sides speak
 	opts     Options
+	settings []Setting // chosen for this server at connect
 	enc      Encoder
+	frames   frameReader // the server's compressed blocks
 }
 
 // Dial connects and performs the handshake.
@@ -140,7 +176,8 @@ func Dial(ctx context.Context, opts Options) (*Conn, error) {
 			return c, nil
 		}
 		var ex *Exception
-		if errors.As(err, &ex) {
+		var pe *ProtocolError
+		if errors.As(err, &ex) || errors.As(err, &pe) {
 			return nil, err // the server answered: another address will too
 		}
 		errs = append(errs, err)
@@ -170,8 +207,7 @@ func dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 		}
 		nc = tc
 	}
-	c := &Conn{conn: nc, raw: raw, r: bufio.NewReaderSize(nc, 64<<10), w: bufio.NewWriterSize(nc, 64<<10), opts: opts}
-	c.enc.w = c.w
+	c := newConn(nc, raw, opts)
 	if err := c.handshake(); err != nil {
 		raw.Close()
 		if opts.TLS == nil && errors.Is(err, syscall.ECONNRESET) {
@@ -182,6 +218,13 @@ func dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 	}
 	_ = nc.SetDeadline(time.Time{})
 	return c, nil
+}
+
+func newConn(nc, raw net.Conn, opts Options) *Conn {
+	c := &Conn{conn: nc, raw: raw, r: bufio.NewReaderSize(nc, 64<<10), w: bufio.NewWriterSize(nc, 64<<10), opts: opts}
+	c.enc.w = c.w
+	c.frames.r = c.r
+	return c
 }
 
 // tlsHandshake runs the client side of TLS over nc, verifying the server
@@ -217,9 +260,9 @@ func (c *Conn) Close() error { return c.raw.Close() }
 func (c *Conn) handshake() error {
 	w := c.w
 	putUvarint(w, clientHello)
-	putString(w, "binlog2ch")
-	putUvarint(w, 1) // client version major, minor
-	putUvarint(w, 0)
+	putString(w, clientName)
+	putUvarint(w, clientMajor)
+	putUvarint(w, clientMinor)
 	putUvarint(w, Revision)
 	putString(w, c.opts.Database)
 	putString(w, c.opts.User)
@@ -240,9 +283,9 @@ func (c *Conn) handshake() error {
 			// Secure ports usually reset instead (see dial), but may answer.
 			return errors.New("the server answered with a TLS alert: this is a secure native port, TLS must be on")
 		}
-		fallthrough
-	default:
 		return fmt.Errorf("unexpected packet %d instead of the server's hello", kind)
+	default:
+		return &ProtocolError{Reason: ReasonUnknownPacket, Err: fmt.Errorf("packet %d instead of the server's hello", kind)}
 	}
 	s := &c.server
 	if s.Name, err = c.readString(); err != nil {
@@ -270,6 +313,9 @@ func (c *Conn) handshake() error {
 		}
 	} else {
 		s.Patch = s.Revision
+	}
+	if c.opts.Settings != nil {
+		c.settings = c.opts.Settings(*s)
 	}
 	return nil
 }
@@ -338,14 +384,17 @@ func (c *Conn) insert(ctx context.Context, query string, header func([]Column) e
 	for {
 		kind, err := c.readPacket()
 		if err != nil {
+			var pe *ProtocolError
+			if errors.As(err, &pe) {
+				// The block went out whole: the server may have stored
+				// it before the answer this client cannot follow.
+				pe.DataSent = true
+			}
 			return err
 		}
-		switch kind {
-		case serverEndOfStream:
+		if kind == serverEndOfStream {
 			_ = c.conn.SetDeadline(time.Time{})
 			return nil
-		case serverData:
-			return errors.New("the server sent data after the insert")
 		}
 	}
 }
@@ -367,16 +416,24 @@ func (c *Conn) writeQuery(query string) {
 	putString(w, "") // query id: the server assigns one
 	if c.revision >= revClientInfo {
 		w.WriteByte(1) // initial query
+		// Initial user and query id: the server's own for an initial query.
 		putString(w, "")
 		putString(w, "")
+		// The initial address: an IP literal with a numeric port, which
+		// every server parses (current ones refuse anything else in a
+		// secondary query and replace it with the peer's address in an
+		// initial one; older ones hand it to Poco's SocketAddress, which
+		// would resolve a host name).
 		putString(w, "0.0.0.0:0")
 		w.WriteByte(1) // TCP
 		putString(w, os.Getenv("USER"))
 		host, _ := os.Hostname()
 		putString(w, host)
-		putString(w, "binlog2ch")
-		putUvarint(w, 1)
-		putUvarint(w, 0)
+		// As in the hello: a server checking one against the other
+		// refuses the query when they differ.
+		putString(w, clientName)
+		putUvarint(w, clientMajor)
+		putUvarint(w, clientMinor)
 		putUvarint(w, Revision)
 		if c.revision >= revQuotaKey {
 			putString(w, "")
@@ -385,7 +442,7 @@ func (c *Conn) writeQuery(query string) {
 			putUvarint(w, 0)
 		}
 	}
-	for _, st := range c.opts.Settings {
+	for _, st := range c.settings {
 		putString(w, st.Name)
 		putUvarint(w, st.Value)
 	}
@@ -412,13 +469,26 @@ func (c *Conn) readHeader() ([]Column, error) {
 		if _, err := c.readString(); err != nil { // table name
 			return nil, err
 		}
-		cr := &reader{r: bufio.NewReader(compress.NewReader(c.r))}
+		cr := &reader{r: bufio.NewReader(&c.frames)}
 		cols, rows, err := cr.blockColumns()
-		if err != nil {
+		var fe *formatError
+		switch {
+		case errors.As(err, &fe):
+			return nil, &ProtocolError{Reason: ReasonHeaderType, Err: fmt.Errorf("the insert's header block: %w", err)}
+		case err != nil:
 			return nil, fmt.Errorf("the insert's header block: %w", err)
+		case rows != 0:
+			return nil, &ProtocolError{Reason: ReasonHeaderType, Err: fmt.Errorf("the insert's header block has %d rows", rows)}
 		}
-		if rows != 0 {
-			return nil, fmt.Errorf("the insert's header block has %d rows", rows)
+		// Only names and types: a header has no values to decode, so any
+		// type a server has (LowCardinality, Map, JSON, Variant, ...) reads
+		// the same. Which of them binlog2ch can write is the caller's
+		// decision; a string that cannot be a type name means the block
+		// was not what this client takes it for.
+		for _, col := range cols {
+			if !validTypeName(col.Type) {
+				return nil, &ProtocolError{Reason: ReasonHeaderType, Err: fmt.Errorf("the insert's header block names column %q's type %q, which is not a type name", col.Name, col.Type)}
+			}
 		}
 		return cols, nil
 	}
@@ -431,19 +501,24 @@ func (c *Conn) readPacket() (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if kind == serverEndOfStream || kind == serverData {
+	switch kind {
+	case serverEndOfStream:
 		return kind, nil
+	case serverData:
+		return kind, &ProtocolError{Reason: ReasonUnknownPacket, Err: errors.New("the server sent data after the insert")}
 	}
 	return kind, c.skipPacket(kind)
 }
 
-// skipPacket reads the body of a packet binlog2ch has no use for.
+// skipPacket reads the body of a packet binlog2ch has no use for. A packet
+// type the server may not send at the revision spoken is a protocol
+// surprise: its body's format is unknown, so nothing after it can be read.
 func (c *Conn) skipPacket(kind uint64) error {
 	rd := &reader{r: c.r}
-	switch kind {
-	case serverException:
+	switch {
+	case kind == serverException:
 		return c.readException()
-	case serverProgress:
+	case kind == serverProgress:
 		n := 3
 		if c.revision >= revClientWrite {
 			n = 5
@@ -456,7 +531,7 @@ func (c *Conn) skipPacket(kind uint64) error {
 			}
 		}
 		return nil
-	case serverProfileInfo:
+	case kind == serverProfileInfo:
 		for _, f := range []byte{'u', 'u', 'u', 'b', 'u', 'b'} {
 			var err error
 			if f == 'u' {
@@ -469,27 +544,69 @@ func (c *Conn) skipPacket(kind uint64) error {
 			}
 		}
 		return nil
-	case serverTableColumns:
+	case kind == serverTableColumns && c.revision >= revColumnDefaults:
 		for i := 0; i < 2; i++ {
 			if _, err := c.readString(); err != nil {
 				return err
 			}
 		}
 		return nil
-	case serverLog, serverProfileEvents:
-		// Never compressed.
+	case kind == serverLog && c.revision >= revServerLogs:
+		// Never compressed at this revision.
 		if _, err := c.readString(); err != nil {
 			return err
 		}
-		return rd.skipBlock()
-	case serverTotals, serverExtremes:
+		return packetFormat(kind, rd.skipBlock())
+	case kind == serverTotals, kind == serverExtremes:
 		if _, err := c.readString(); err != nil {
 			return err
 		}
-		return (&reader{r: bufio.NewReader(compress.NewReader(c.r))}).skipBlock()
+		return packetFormat(kind, (&reader{r: bufio.NewReader(&c.frames)}).skipBlock())
 	}
-	return fmt.Errorf("unexpected packet %d from the server", kind)
+	return &ProtocolError{Reason: ReasonUnknownPacket, Err: fmt.Errorf("packet type %d, which a server does not send to a client at revision %d", kind, c.revision)}
 }
+
+// packetFormat turns a block this client cannot read, in a packet it may
+// get, into a protocol surprise: it cannot tell where the packet ends.
+func packetFormat(kind uint64, err error) error {
+	var fe *formatError
+	if errors.As(err, &fe) {
+		return &ProtocolError{Reason: ReasonUnknownPacket, Err: fmt.Errorf("packet type %d: %w", kind, err)}
+	}
+	return err
+}
+
+// Reasons for a ProtocolError, also the values of the
+// binlog2ch_native_fallbacks_total metric's reason label.
+const (
+	// ReasonUnknownPacket: a packet type the server may not send at the
+	// revision spoken, or one whose body this client cannot read.
+	ReasonUnknownPacket = "unknown_packet"
+	// ReasonCompression: a frame compressed with a method this client
+	// does not know, or one it cannot decode.
+	ReasonCompression = "compression"
+	// ReasonHeaderType: an INSERT's header block that is not a list of
+	// column names and type names.
+	ReasonHeaderType = "header_type"
+)
+
+// ProtocolError is an answer from the server this client cannot follow: a
+// packet, compression method or block format it does not know. Nothing
+// after it can be read, so the connection must be closed; the insert
+// should go through a driver that speaks the server's current protocol.
+type ProtocolError struct {
+	Reason string // one of the Reason constants
+	// DataSent: the block was sent whole before the surprise, so the
+	// server may have stored it; the insert's outcome is unknown.
+	DataSent bool
+	Err      error
+}
+
+func (e *ProtocolError) Error() string {
+	return fmt.Sprintf("native protocol surprise (%s): %v", e.Reason, e.Err)
+}
+
+func (e *ProtocolError) Unwrap() error { return e.Err }
 
 // Exception is an error the server reported.
 type Exception struct {

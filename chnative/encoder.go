@@ -3,7 +3,6 @@ package chnative
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -221,13 +220,23 @@ func (e *Encoder) Uint128(lo, hi uint64) {
 // reader parses server blocks, only as far as an INSERT needs.
 type reader struct{ r *bufio.Reader }
 
+// formatError is a block that is not in the format this client reads (as
+// opposed to a connection that failed while reading it).
+type formatError struct{ msg string }
+
+func (e *formatError) Error() string { return e.msg }
+
+func errFormat(format string, args ...any) error {
+	return &formatError{fmt.Sprintf(format, args...)}
+}
+
 func (r *reader) string() (string, error) {
 	n, err := binary.ReadUvarint(r.r)
 	if err != nil {
 		return "", err
 	}
 	if n > maxString {
-		return "", fmt.Errorf("a string of %d bytes from the server: the stream is corrupt", n)
+		return "", errFormat("a string of %d bytes from the server: the stream is corrupt", n)
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(r.r, b); err != nil {
@@ -251,7 +260,7 @@ func (r *reader) blockInfo() error {
 		case 2:
 			_, err = r.r.Discard(4)
 		default:
-			return fmt.Errorf("unknown block info field %d", field)
+			return errFormat("unknown block info field %d", field)
 		}
 		if err != nil {
 			return err
@@ -274,7 +283,7 @@ func (r *reader) blockColumns() ([]Column, uint64, error) {
 		return nil, 0, err
 	}
 	if ncols > 1<<16 {
-		return nil, 0, fmt.Errorf("a block of %d columns: the stream is corrupt", ncols)
+		return nil, 0, errFormat("a block of %d columns: the stream is corrupt", ncols)
 	}
 	cols := make([]Column, ncols)
 	for i := range cols {
@@ -311,7 +320,7 @@ var fixedWidth = map[string]int{
 func (r *reader) skipColumn(typ string, rows uint64) error {
 	if w, ok := fixedWidth[typ]; ok {
 		if rows > math.MaxInt32 {
-			return errors.New("too many rows")
+			return errFormat("too many rows")
 		}
 		_, err := r.r.Discard(w * int(rows))
 		return err
@@ -324,7 +333,7 @@ func (r *reader) skipColumn(typ string, rows uint64) error {
 				return err
 			}
 			if n > maxString {
-				return errors.New("corrupt string length")
+				return errFormat("corrupt string length")
 			}
 			if _, err := r.r.Discard(int(n)); err != nil {
 				return err
@@ -333,11 +342,50 @@ func (r *reader) skipColumn(typ string, rows uint64) error {
 		return nil
 	case strings.HasPrefix(typ, "FixedString("):
 		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(typ, "FixedString("), ")"))
-		if err != nil {
-			return err
+		if err != nil || n < 0 || rows > math.MaxInt32 {
+			return errFormat("cannot skip a %s column", typ)
 		}
 		_, err = r.r.Discard(n * int(rows))
 		return err
 	}
-	return fmt.Errorf("cannot skip a %s column", typ)
+	return errFormat("cannot skip a %s column", typ)
 }
+
+// validTypeName reports whether s can be a ClickHouse type name: a name,
+// then arguments in balanced parentheses (names, numbers, nested types,
+// quoted strings such as time zones and Enum labels, key=value settings as
+// JSON takes). It accepts every type a server has; what it refuses is a
+// block this client misread (binary-encoded types, a format it does not
+// know), whose "type names" are bytes.
+func validTypeName(s string) bool {
+	if s == "" || len(s) > 1<<20 || !isLetter(s[0]) {
+		return false
+	}
+	depth := 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '`' || c == '"':
+			quote = c
+		case c == '(':
+			depth++
+		case c == ')':
+			if depth--; depth < 0 {
+				return false
+			}
+		case isLetter(c), c >= '0' && c <= '9', strings.IndexByte(" ,._=-+", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return depth == 0 && quote == 0
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' }

@@ -188,8 +188,7 @@ func TestProtocolWithNewerServer(t *testing.T) {
 		srv.putUvarint(serverEndOfStream)
 		srv.w.Flush()
 	}()
-	c := &Conn{conn: cc, raw: cc, r: bufio.NewReader(cc), w: bufio.NewWriter(cc), opts: Options{User: "u", Password: "p", Database: "default", ReadTimeout: 10e9}}
-	c.enc.w = c.w
+	c := newConn(cc, cc, Options{User: "u", Password: "p", Database: "default", ReadTimeout: 10e9})
 	if err := c.handshake(); err != nil {
 		t.Fatal(err)
 	}

@@ -50,6 +50,7 @@ var (
 		"binlog2ch_shard_rows_total":              {"counter", map[string][]string{"shard": nil}},
 		"binlog2ch_xa_prepared_transactions":      {"gauge", nil},
 		"binlog2ch_statements_without_rows_total": {"counter", map[string][]string{"action": {"apply", "recopy", "keep"}}},
+		"binlog2ch_native_fallbacks_total":        {"counter", map[string][]string{"reason": {"unknown_packet", "compression", "header_type", "header_mismatch"}}},
 	}
 	// Labels Prometheus adds to every scraped series.
 	targetLabels = []string{"job", "instance"}

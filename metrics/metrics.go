@@ -35,6 +35,20 @@ const (
 	DDLNotUnderstood = "not_understood" // may change a table, not parsed: logged at WARN
 )
 
+// Native fallback reasons, the values of binlog2ch_native_fallbacks_total's
+// reason label: why a table's inserts left binlog2ch's native inserter for
+// clickhouse-go. The first three are chnative's protocol surprises (its
+// Reason constants), the last the sink's header check.
+const (
+	FallbackUnknownPacket  = "unknown_packet"  // a packet the server may not send at chnative's revision
+	FallbackCompression    = "compression"     // a compression method chnative cannot decode
+	FallbackHeaderType     = "header_type"     // an INSERT header that is not names and type names
+	FallbackHeaderMismatch = "header_mismatch" // the table's columns differ on the wire from the mapping
+)
+
+// FallbackReasons lists every reason, each a series from the start.
+var FallbackReasons = []string{FallbackUnknownPacket, FallbackCompression, FallbackHeaderType, FallbackHeaderMismatch}
+
 // Metrics are the daemon's Prometheus metrics, in its own registry (no
 // global state). Names and meanings are documented in
 // docs/operations.md ("Metrics and health").
@@ -58,6 +72,7 @@ type Metrics struct {
 	ShardRows                     *prometheus.CounterVec
 	XAPrepared                    prometheus.Gauge
 	StatementsWithoutRows         *prometheus.CounterVec
+	NativeFallbacks               *prometheus.CounterVec
 
 	// Durable is the commit time (Unix ns) of the newest event durably in
 	// ClickHouse, or the time of a heartbeat that found nothing pending:
@@ -114,6 +129,8 @@ func New() *Metrics {
 		Help: "XA transactions read up to their XA PREPARE whose XA COMMIT or ROLLBACK is not read yet: their rows wait, and the checkpoint stays before the oldest."})
 	m.StatementsWithoutRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_statements_without_rows_total",
 		Help: "Statements that changed a replicated table's rows without row events, acted on by replication.on_statement_dml or on_partition_maintenance: apply (a partition's rows deleted by its bounds), recopy (the table copied again) or keep (ClickHouse kept the rows)."}, []string{"action"})
+	m.NativeFallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_native_fallbacks_total",
+		Help: "Tables whose inserts switched from binlog2ch's native inserter to clickhouse-go, by reason: unknown_packet, compression, header_type (the server answered with something the native inserter cannot read), header_mismatch (the table's columns differ on the wire from binlog2ch's mapping). Each switch is logged at WARN."}, []string{"reason"})
 	lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "binlog2ch_lag_seconds",
 		Help: "Now minus the commit time of the newest event durably in ClickHouse; keeps growing while nothing gets through, about 0 when idle and caught up."},
 		func() float64 { return Since(m.Durable.Load()) })
@@ -129,7 +146,7 @@ func New() *Metrics {
 			return 0
 		})
 	m.Registry.MustRegister(m.Rows, m.EventsRead, m.FlushDuration, m.BatchRows, m.QueueRows, m.CheckpointTS, m.CheckpointFile, m.CheckpointPos,
-		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, lag, sourceLag, ready,
+		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, m.NativeFallbacks, lag, sourceLag, ready,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every stage and DDL result exists from the start, at 0, so rate()
 	// and increase() see the first failure.
@@ -141,6 +158,9 @@ func New() *Metrics {
 	}
 	for _, a := range []string{"apply", "recopy", "keep"} {
 		m.StatementsWithoutRows.WithLabelValues(a)
+	}
+	for _, r := range FallbackReasons {
+		m.NativeFallbacks.WithLabelValues(r)
 	}
 	return m
 }

@@ -39,16 +39,10 @@ type idleConn struct {
 }
 
 func newInserters(cfg *config.Config) *inserters {
+	// The settings that go with each insert are set once the server's
+	// are known (ClickHouse.useSettings).
 	opts := chnative.Options{Addr: cfg.ClickHouse.Addr, User: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password.Reveal(),
 		TLS: cfg.ClickHouseTLS()}
-	if cfg.ClickHouse.Cluster != "" {
-		// In a cluster, blocks that go into the Distributed table go
-		// synchronously: the insert returns once every shard has stored
-		// its rows, so the checkpoint never passes rows still queued on the
-		// server we talk to (the asynchronous default), which its loss
-		// would lose. Inserts into the shards' local tables ignore it.
-		opts.Settings = []chnative.Setting{{Name: "insert_distributed_sync", Value: 1}}
-	}
 	return &inserters{opts: opts, idle: map[string][]idleConn{}}
 }
 

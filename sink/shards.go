@@ -505,10 +505,13 @@ func (w *Writer) sendPart(ctx context.Context, sh *shardHosts, b *block.Block, s
 		rows = len(sel)
 	}
 	return w.c.Retry(ctx, w.log, metrics.StageInsert, "insert into ClickHouse shard "+strconv.Itoa(sh.num), func(ctx context.Context) error {
-		if w.nativeRefused.Load() != t {
+		if w.native(t) {
 			addr := sh.addr()
 			err := w.c.ins.insertNative(ctx, addr, t.InsertLocalSQL(), b, sel)
-			if !w.refuseNative(t, err) {
+			// A protocol surprise sends these rows, all of them, through
+			// the Distributed table, which puts them on this same shard
+			// (see protocolSurprise on rows the shard may already hold).
+			if !w.protocolSurprise(err) && !w.refuseNative(t, err) {
 				if err != nil {
 					// Another replica may take the rows; not after a
 					// cancel or an error about the statement itself.

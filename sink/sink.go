@@ -42,6 +42,10 @@ type ClickHouse struct {
 	live   LiveTable
 	reg    *Registry   // nil: tables are not tracked (no state_dir)
 	up     atomic.Bool // the last insert, DDL or ping succeeded
+	// settings are those binlog2ch may send that the server knows;
+	// driverSettings those of clickhouse-go's inserts (settings.go).
+	settings       serverSettings
+	driverSettings clickhouse.Settings
 
 	// MaxBackoff caps the retry backoff.
 	MaxBackoff time.Duration
@@ -67,6 +71,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.M
 		c.Close()
 		return nil, err
 	}
+	known, err := readServerSettings(ctx, c.conn)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.useSettings(known)
+	c.ins.opts.Settings = c.nativeSettings
 	c.up.Store(true)
 	return c, nil
 }

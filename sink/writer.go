@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/block"
+	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/source"
@@ -95,6 +96,11 @@ type Writer struct {
 	// nativeRefused is a target whose ClickHouse table differs from the
 	// mapping, so its blocks go through clickhouse-go.
 	nativeRefused atomic.Pointer[schema.Target]
+	// nativeOff: the server answered the native inserter with something
+	// it cannot follow (chnative.ProtocolError). Every later block of the
+	// table goes through clickhouse-go, whatever its target: the server's
+	// protocol does not change with the table's schema.
+	nativeOff atomic.Bool
 	// flushedHook, if set, is called when blocks sent advance flushed.
 	flushedHook  func()
 	tm           *metrics.Table
@@ -402,22 +408,29 @@ func (w *Writer) send(ctx context.Context, b *block.Block, rt *route, sc *shardS
 	rows := b.Rows()
 	t := b.Target()
 	var err error
-	if rt != nil && w.nativeRefused.Load() != t {
+	if rt != nil && w.native(t) {
 		err = w.sendShards(ctx, b, rt, sc)
 	} else {
 		err = w.c.Retry(ctx, w.log, metrics.StageInsert, "insert into ClickHouse", func(ctx context.Context) error {
-			if b.NativeOK() && w.nativeRefused.Load() != t {
+			if b.NativeOK() && w.native(t) {
 				err := w.c.ins.insertNative(ctx, "", t.InsertSQL(), b, nil)
 				var mismatch *headerMismatch
-				if !errors.As(err, &mismatch) {
+				switch {
+				case w.protocolSurprise(err):
+					// The whole block goes again, through clickhouse-go
+					// below (see protocolSurprise on what the server may
+					// already hold).
+				case errors.As(err, &mismatch):
+					// The server's columns differ from the block's: the
+					// table changed by hand, or only the wire names a type
+					// otherwise.
+					if changed := w.c.changedOnline(ctx, t, w.name.String()); changed != nil {
+						return permanent(changed)
+					}
+					w.refuseNative(t, err)
+				default:
 					return w.explain(ctx, t, err)
 				}
-				// The server's columns differ from the block's: the table
-				// changed by hand, or only the wire names a type otherwise.
-				if changed := w.c.changedOnline(ctx, t, w.name.String()); changed != nil {
-					return permanent(changed)
-				}
-				w.refuseNative(t, err)
 			}
 			return w.explain(ctx, t, w.insertDriver(ctx, b))
 		})
@@ -451,16 +464,52 @@ func (w *Writer) explain(ctx context.Context, t *schema.Target, err error) error
 	return err
 }
 
+// native reports whether blocks of target t go through chnative.
+func (w *Writer) native(t *schema.Target) bool {
+	return w.nativeRefused.Load() != t && !w.nativeOff.Load()
+}
+
 // refuseNative reports whether err says the ClickHouse table differs from
-// the mapping; from then on the target's blocks go through clickhouse-go.
+// the mapping; from then on the target's blocks go through clickhouse-go
+// (a new target, after a schema change, tries chnative again).
 func (w *Writer) refuseNative(t *schema.Target, err error) bool {
 	var mismatch *headerMismatch
 	if !errors.As(err, &mismatch) {
 		return false
 	}
 	if w.nativeRefused.Swap(t) != t {
-		w.log.Info("the ClickHouse table's columns differ from binlog2ch's mapping; inserting through clickhouse-go, which converts",
-			"detail", mismatch.detail)
+		w.c.m.NativeFallbacks.WithLabelValues(metrics.FallbackHeaderMismatch).Inc()
+		w.log.Warn("the ClickHouse table's columns differ on the wire from binlog2ch's mapping; inserting through clickhouse-go, which converts",
+			"reason", metrics.FallbackHeaderMismatch, "detail", mismatch.detail)
+	}
+	return true
+}
+
+// protocolSurprise reports whether err is a protocol surprise from the
+// native inserter (chnative.ProtocolError: a packet, compression method
+// or header it cannot read). The first one switches the table to
+// clickhouse-go for good, with one WARN and binlog2ch_native_fallbacks_total;
+// the daemon goes on, and the caller sends the block that met it again,
+// whole, through clickhouse-go.
+//
+// A surprise before the data went out leaves nothing on the server (the
+// connection is closed mid-query, which cancels the INSERT). One after it
+// (DataSent) is ambiguous: the server may have stored the block before the
+// answer chnative could not follow. Sending it again is then what every
+// retried insert does (Retry sends a failed block whole again, the native
+// path included): each row carries the same _version both times, so
+// ReplacingMergeTree keeps one (FINAL reads, merges) and the state is
+// exact; a changelog table (no key) keeps both, as it keeps a replay's
+// (docs/guarantees.md).
+func (w *Writer) protocolSurprise(err error) bool {
+	var pe *chnative.ProtocolError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	if w.nativeOff.CompareAndSwap(false, true) {
+		w.c.m.NativeFallbacks.WithLabelValues(pe.Reason).Inc()
+		w.log.Warn("ClickHouse answered the native inserter with something it cannot read; this table is inserting through clickhouse-go from now on",
+			"reason", pe.Reason, "error", pe.Err, "block_sent", pe.DataSent)
 	}
 	return true
 }
@@ -468,7 +517,7 @@ func (w *Writer) refuseNative(t *schema.Target, err error) bool {
 // insertDriver sends a block through clickhouse-go, into the table (in a
 // cluster, its Distributed table, which routes each row to its shard).
 func (w *Writer) insertDriver(ctx context.Context, b *block.Block) error {
-	batch, err := w.c.conn.PrepareBatch(ctx, b.Target().InsertSQL())
+	batch, err := w.c.conn.PrepareBatch(w.c.driverContext(ctx), b.Target().InsertSQL())
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,163 @@
+package sink
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/binlog2ch/binlog2ch/chnative"
+	"github.com/binlog2ch/binlog2ch/schema"
+)
+
+// The settings that go with binlog2ch's inserts are chosen from the server
+// at start, never assumed: the native inserter speaks a protocol revision
+// at which settings travel in the old binary format, where a setting the
+// server does not know desynchronises the query packet (chnative's
+// revSettingsAsStrings), and a server of another age may lack a setting
+// or have it under another type.
+
+// insertSetting is a setting binlog2ch sends with its inserts wherever the
+// server has it.
+type insertSetting struct {
+	name  string
+	value uint64
+	// since is the first ClickHouse version (major, minor) that has the
+	// setting. The servers' list is read from the configured server; a
+	// cluster's shards, which the native inserts may reach directly, can
+	// be of another version, told by their hello.
+	since [2]uint64
+	// cluster: only with clickhouse.cluster.
+	cluster bool
+}
+
+var insertSettings = []insertSetting{
+	// ClickHouse 26.3 turned async_insert on by default (ClickHouse PR
+	// #97590, backported to 26.2.4). The server would then queue each
+	// batch to merge it with others: binlog2ch batches by itself, and a
+	// batch must be in the table when its insert returns for the
+	// checkpoint to pass it (with wait_for_async_insert=0 it would not
+	// be). A table's own MergeTree setting async_insert=1 still wins; the
+	// tables binlog2ch creates do not have it.
+	{name: "async_insert", value: 0, since: [2]uint64{21, 11}},
+	// In a cluster, blocks that go into the Distributed table go
+	// synchronously: the insert returns once every shard has stored its
+	// rows, so the checkpoint never passes rows still queued on the server
+	// we talk to (the asynchronous default), which its loss would lose.
+	// Inserts into the shards' local tables ignore it. The old name, an
+	// alias of distributed_foreground_insert since that was added, is the
+	// one every version knows.
+	{name: "insert_distributed_sync", value: 1, cluster: true},
+}
+
+// serverSettings are the settings a server knows, by name, with the type
+// system.settings gives them ("" from servers whose system.settings has no
+// type column, such as 18.16: theirs are typed by the old names, and the
+// ones binlog2ch sends are all integers there).
+type serverSettings map[string]string
+
+// readServerSettings asks the server which of the settings binlog2ch may
+// send it knows, and their types.
+func readServerSettings(ctx context.Context, conn driver.Conn) (serverSettings, error) {
+	names := make([]string, len(insertSettings))
+	for i, s := range insertSettings {
+		names[i] = schema.QuoteString(s.name)
+	}
+	var typed uint64
+	if err := conn.QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = 'system' AND table = 'settings' AND name = 'type'").Scan(&typed); err != nil {
+		return nil, fmt.Errorf("ClickHouse: read system.columns: %w", err)
+	}
+	typ := "''"
+	if typed > 0 {
+		typ = "type"
+	}
+	rows, err := conn.Query(ctx, "SELECT name, "+typ+" FROM system.settings WHERE name IN ("+strings.Join(names, ", ")+")")
+	if err != nil {
+		return nil, fmt.Errorf("ClickHouse: read system.settings: %w", err)
+	}
+	defer rows.Close()
+	known := serverSettings{}
+	for rows.Next() {
+		var name, t string
+		if err := rows.Scan(&name, &t); err != nil {
+			return nil, fmt.Errorf("ClickHouse: read system.settings: %w", err)
+		}
+		known[name] = t
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ClickHouse: read system.settings: %w", err)
+	}
+	return known, nil
+}
+
+// varint reports whether a setting of type typ travels as a varint in the
+// old binary format (SettingFieldNumber of an unsigned integer or bool):
+// the only values chnative sends. A setting of another type (Int64 is a
+// zigzag varint, floats and strings are strings) is not sent.
+func varint(typ string) bool {
+	switch typ {
+	case "", "Bool", "UInt64":
+		return true
+	}
+	return false
+}
+
+// chooseSettings is what goes with inserts into a server of version
+// major.minor that knows the settings known: each insertSetting it has,
+// of a type sent as a varint, cluster ones only in a cluster.
+func chooseSettings(known serverSettings, cluster bool, major, minor uint64) []chnative.Setting {
+	var out []chnative.Setting
+	for _, s := range insertSettings {
+		typ, ok := known[s.name]
+		if !ok || !varint(typ) || s.cluster && !cluster ||
+			major < s.since[0] || major == s.since[0] && minor < s.since[1] {
+			continue
+		}
+		out = append(out, chnative.Setting{Name: s.name, Value: s.value})
+	}
+	return out
+}
+
+// nativeSettings chooses the settings of a native connection from its
+// server's hello.
+func (c *ClickHouse) nativeSettings(s chnative.Server) []chnative.Setting {
+	return chooseSettings(c.settings, c.cfg.ClickHouse.Cluster != "", s.Major, s.Minor)
+}
+
+// driverContext adds the insert settings to the context of a clickhouse-go
+// insert into the configured servers, the ones whose settings were read.
+// clickhouse-go sends them as strings to current servers, and as varints
+// (the old format) to those below the strings revision, like chnative.
+func (c *ClickHouse) driverContext(ctx context.Context) context.Context {
+	if len(c.driverSettings) == 0 {
+		return ctx
+	}
+	return clickhouse.Context(ctx, clickhouse.WithSettings(c.driverSettings))
+}
+
+// useSettings records the server's settings and chooses those of the
+// clickhouse-go inserts; the native ones are chosen per connection.
+func (c *ClickHouse) useSettings(known serverSettings) {
+	c.settings = known
+	c.driverSettings = clickhouse.Settings{}
+	// The configured servers' version is the one the settings came from:
+	// every setting they list applies.
+	for _, s := range chooseSettings(known, c.cfg.ClickHouse.Cluster != "", ^uint64(0), 0) {
+		c.driverSettings[s.Name] = int(s.Value)
+	}
+	if c.cfg.ClickHouse.Cluster != "" {
+		if _, ok := c.driverSettings["insert_distributed_sync"]; !ok {
+			c.log.Warn("ClickHouse does not know insert_distributed_sync: inserts into a Distributed table may return before the shards have the rows, and a server lost then loses them",
+				"cluster", c.cfg.ClickHouse.Cluster)
+		}
+	}
+	var sent []string
+	for name, v := range c.driverSettings {
+		sent = append(sent, fmt.Sprintf("%s=%v", name, v))
+	}
+	slices.Sort(sent)
+	c.log.Debug("settings sent with inserts", "settings", strings.Join(sent, ","), "server_settings", fmt.Sprint(known))
+}
