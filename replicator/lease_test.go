@@ -68,7 +68,7 @@ func TestLeaseFailover(t *testing.T) {
 		t.Fatalf("harness checkpoint: %v", err)
 	}
 	start.SavedAt = time.Now().UTC()
-	if err := state.NewStore(h.cfg, h.ch, 0, nil).Save(context.Background(), *start); err != nil {
+	if err := state.NewStore(h.cfg, h.ch, 0, nil, nil).Save(context.Background(), *start); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Remove(filepath.Join(h.cfg.StateDir, state.CheckpointFile)); err != nil {

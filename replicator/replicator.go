@@ -304,7 +304,7 @@ func (r *Replicator) checkpoints() state.Store {
 			}
 			valid = r.lease.Valid
 		}
-		r.store = state.NewStore(r.cfg, r.sink.Conn(), fence, valid)
+		r.store = state.NewStore(r.cfg, r.sink.Conn(), fence, valid, r.sink.InsertSettings())
 	}
 	return r.store
 }

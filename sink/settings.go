@@ -127,6 +127,17 @@ func (c *ClickHouse) nativeSettings(s chnative.Server) []chnative.Setting {
 	return chooseSettings(c.settings, c.cfg.ClickHouse.Cluster != "", s.Major, s.Minor)
 }
 
+// InsertSettings are the settings binlog2ch's clickhouse-go inserts take
+// on the configured servers (a copy), for other inserts such as the
+// checkpoint store's.
+func (c *ClickHouse) InsertSettings() clickhouse.Settings {
+	out := clickhouse.Settings{}
+	for k, v := range c.driverSettings {
+		out[k] = v
+	}
+	return out
+}
+
 // driverContext adds the insert settings to the context of a clickhouse-go
 // insert into the configured servers, the ones whose settings were read.
 // clickhouse-go sends them as strings to current servers, and as varints

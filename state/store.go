@@ -25,9 +25,13 @@ type Store interface {
 // NewStore is the store cfg names; fence is the lease's token (0 without a
 // lease) and valid reports whether the lease is still held: a holder that
 // lost it must not move the checkpoint.
-func NewStore(cfg *config.Config, ch driver.Conn, fence int64, valid func() bool) Store {
+//
+// settings go with the ClickHouse store's inserts: the ones binlog2ch's
+// inserts take on this server (async_insert=0 where it has it, so a saved
+// checkpoint is in the table when Save returns), nil for none.
+func NewStore(cfg *config.Config, ch driver.Conn, fence int64, valid func() bool, settings clickhouse.Settings) Store {
 	if cfg.State.Store == config.StoreClickHouse {
-		return &chStore{cfg: cfg, ch: ch, fence: fence, valid: valid}
+		return &chStore{cfg: cfg, ch: ch, fence: fence, valid: valid, settings: settings}
 	}
 	return fileStore{dir: cfg.StateDir}
 }
@@ -43,12 +47,13 @@ func (f fileStore) String() string                              { return f.dir }
 // ZooKeeper creation zxid, larger for every later lease, so a stale holder
 // that writes after losing its lease never overrides its successor.
 type chStore struct {
-	cfg   *config.Config
-	ch    driver.Conn
-	fence int64
-	valid func() bool
-	seq   atomic.Uint64
-	ready bool
+	cfg      *config.Config
+	ch       driver.Conn
+	fence    int64
+	valid    func() bool
+	settings clickhouse.Settings
+	seq      atomic.Uint64
+	ready    bool
 }
 
 func (s *chStore) String() string {
@@ -149,8 +154,15 @@ func (s *chStore) Save(ctx context.Context, cp Checkpoint) error {
 	if err := s.create(ctx); err != nil {
 		return err
 	}
+	settings := clickhouse.Settings{}
+	for k, v := range s.settings {
+		settings[k] = v
+	}
 	if q := s.cfg.State.InsertQuorum; q > 0 {
-		ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"insert_quorum": q}))
+		settings["insert_quorum"] = q
+	}
+	if len(settings) > 0 {
+		ctx = clickhouse.Context(ctx, clickhouse.WithSettings(settings))
 	}
 	ext, err := json.Marshal(cp.Ext)
 	if err != nil {
@@ -173,5 +185,5 @@ func (s *chStore) Save(ctx context.Context, cp Checkpoint) error {
 // Read reads the checkpoint from the store cfg names (ch is only used by
 // store clickhouse); nil without error when there is none.
 func Read(ctx context.Context, cfg *config.Config, ch driver.Conn) (*Checkpoint, error) {
-	return NewStore(cfg, ch, 0, nil).Load(ctx)
+	return NewStore(cfg, ch, 0, nil, nil).Load(ctx)
 }

@@ -60,7 +60,7 @@ state_dir: state
 	}
 	// The store alone (the lease config requires is not what is tested).
 	cfg.State.Store, cfg.State.Table, cfg.State.Name = config.StoreClickHouse, db+".cp", "r"
-	store := NewStore(cfg, ch, 0, nil)
+	store := NewStore(cfg, ch, 0, nil, nil)
 	old, err := store.Load(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -72,10 +72,10 @@ state_dir: state
 		Ext: Ext{GTID: "0-8-12", ReadGTID: "0-8-14", History: source.History{FileCreated: 5, LastType: 16, LastTime: 6, LastSize: 31},
 			Offset: 21, Ceiling: 46, Touched: source.Touched{"d.t": {"0": 14}}}}
 	// A later lease's holder saves it (store clickhouse runs with a lease).
-	if err := NewStore(cfg, ch, 1, nil).Save(ctx, want); err != nil {
+	if err := NewStore(cfg, ch, 1, nil, nil).Save(ctx, want); err != nil {
 		t.Fatal(err)
 	}
-	got, err := NewStore(cfg, ch, 0, nil).Load(ctx)
+	got, err := NewStore(cfg, ch, 0, nil, nil).Load(ctx)
 	if err != nil || got == nil || !reflect.DeepEqual(*got, want) {
 		t.Fatalf("got %+v, %v\nwant %+v", got, err, want)
 	}
