@@ -81,6 +81,15 @@ type BatchConfig struct {
 	// MaxInFlight is how many inserts of one table may be in flight at
 	// once, while one more batch fills; memory grows with it.
 	MaxInFlight int `yaml:"max_inflight"`
+	// MaxInsertsPerSecond is the daemon's insert budget, over all tables:
+	// batches that waited out their interval go when it allows, oldest
+	// first (full batches go at once). 0: no budget.
+	MaxInsertsPerSecond float64 `yaml:"max_inserts_per_second"`
+	// LiveFlushInterval replaces FlushInterval while the reader is live
+	// (the binlog's newest events read) and nothing more is queued for
+	// the table: low lag when the load is light, within the budget. One
+	// above FlushInterval acts as FlushInterval.
+	LiveFlushInterval time.Duration `yaml:"live_flush_interval"`
 }
 
 // CheckpointConfig sets how often the binlog position is saved.
@@ -227,7 +236,7 @@ func defaultConfig() Config {
 			ReplicatedPath: schema.DefaultZooKeeperPath, ReplicaName: schema.DefaultReplica,
 			DistributedTable: schema.DefaultDistributedTable, ClusterInsert: ClusterInsertShards},
 		Metrics:     MetricsConfig{Listen: "127.0.0.1:9188", ReadyMaxLag: time.Minute},
-		Batch:       BatchConfig{MaxRows: 100000, MaxBytes: 64 << 20, FlushInterval: time.Second, MaxInFlight: 2},
+		Batch:       BatchConfig{MaxRows: 100000, MaxBytes: 64 << 20, FlushInterval: time.Second, MaxInFlight: 2, MaxInsertsPerSecond: 30, LiveFlushInterval: 200 * time.Millisecond},
 		Checkpoint:  CheckpointConfig{Interval: time.Second},
 		FullSync:    FullSyncConfig{ChunkRows: 50000, Workers: 4},
 		Replication: ReplicationConfig{OnStatementDML: OnStop, OnPartitionMaintenance: OnStop},
@@ -415,6 +424,12 @@ func (c *Config) validate(d *decoder, dir string) {
 	}
 	if c.Batch.FlushInterval < time.Millisecond {
 		d.problem("batch.flush_interval", "must be >= 1ms")
+	}
+	if c.Batch.MaxInsertsPerSecond < 0 || c.Batch.MaxInsertsPerSecond > 100000 {
+		d.problem("batch.max_inserts_per_second", "must be from 0 (no budget) to 100000")
+	}
+	if c.Batch.LiveFlushInterval < time.Millisecond {
+		d.problem("batch.live_flush_interval", "must be >= 1ms")
 	}
 	if c.Checkpoint.Interval < time.Millisecond {
 		d.problem("checkpoint.interval", "must be >= 1ms")

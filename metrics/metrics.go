@@ -73,6 +73,11 @@ type Metrics struct {
 	XAPrepared                    prometheus.Gauge
 	StatementsWithoutRows         *prometheus.CounterVec
 	NativeFallbacks               *prometheus.CounterVec
+	// The insert budget (sink/budget.go).
+	BudgetRate    prometheus.Gauge
+	BudgetGranted *prometheus.CounterVec
+	BudgetWaiting prometheus.Gauge
+	OldestUnsent  *prometheus.GaugeVec
 
 	// Durable is the commit time (Unix ns) of the newest event durably in
 	// ClickHouse, or the time of a heartbeat that found nothing pending:
@@ -131,6 +136,14 @@ func New() *Metrics {
 		Help: "Statements that changed a replicated table's rows without row events, acted on by replication.on_statement_dml or on_partition_maintenance: apply (a partition's rows deleted by its bounds), recopy (the table copied again) or keep (ClickHouse kept the rows)."}, []string{"action"})
 	m.NativeFallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_native_fallbacks_total",
 		Help: "Tables whose inserts switched from binlog2ch's native inserter to clickhouse-go, by reason: unknown_packet, compression, header_type (the server answered with something the native inserter cannot read), header_mismatch (the table's columns differ on the wire from binlog2ch's mapping). Each switch is logged at WARN."}, []string{"reason"})
+	m.BudgetRate = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_insert_budget_per_second",
+		Help: "The insert budget over all tables, batch.max_inserts_per_second (0: none)."})
+	m.BudgetGranted = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_insert_budget_granted_total",
+		Help: "Inserts the budget counted, by why the batch went: full (max_rows or max_bytes, at once), interval (flush_interval waited out), live (live_flush_interval, the reader live and the table's queue empty), drain (DDL, a schema change, shutdown: at once)."}, []string{"reason"})
+	m.BudgetWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_insert_budget_waiting_tables",
+		Help: "Tables whose batch waits for the insert budget."})
+	m.OldestUnsent = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlog2ch_oldest_unsent_row_timestamp_seconds",
+		Help: "Unix time a table's oldest row not yet handed to an insert was taken into its batch; 0 when none waits. time() minus it is how long the budget or the interval has held it."}, perTable)
 	lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "binlog2ch_lag_seconds",
 		Help: "Now minus the commit time of the newest event durably in ClickHouse; keeps growing while nothing gets through, about 0 when idle and caught up."},
 		func() float64 { return Since(m.Durable.Load()) })
@@ -146,7 +159,8 @@ func New() *Metrics {
 			return 0
 		})
 	m.Registry.MustRegister(m.Rows, m.EventsRead, m.FlushDuration, m.BatchRows, m.QueueRows, m.CheckpointTS, m.CheckpointFile, m.CheckpointPos,
-		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, m.NativeFallbacks, lag, sourceLag, ready,
+		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, m.NativeFallbacks,
+		m.BudgetRate, m.BudgetGranted, m.BudgetWaiting, m.OldestUnsent, lag, sourceLag, ready,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every stage and DDL result exists from the start, at 0, so rate()
 	// and increase() see the first failure.
@@ -161,6 +175,9 @@ func New() *Metrics {
 	}
 	for _, r := range FallbackReasons {
 		m.NativeFallbacks.WithLabelValues(r)
+	}
+	for _, r := range []string{"full", "interval", "live", "drain"} {
+		m.BudgetGranted.WithLabelValues(r)
 	}
 	return m
 }
@@ -189,6 +206,7 @@ type Table struct {
 	FlushDuration prometheus.Observer
 	BatchRows     prometheus.Observer
 	QueueRows     prometheus.Gauge
+	OldestUnsent  prometheus.Gauge
 	Fixups        [block.NumFixups]prometheus.Counter
 }
 
@@ -198,6 +216,7 @@ func (m *Metrics) ForTable(t source.TableName) *Table {
 		FlushDuration: m.FlushDuration.WithLabelValues(t.Database, t.Table),
 		BatchRows:     m.BatchRows.WithLabelValues(t.Database, t.Table),
 		QueueRows:     m.QueueRows.WithLabelValues(t.Database, t.Table),
+		OldestUnsent:  m.OldestUnsent.WithLabelValues(t.Database, t.Table),
 	}
 	for op, name := range map[schema.Op]string{schema.OpInsert: "insert", schema.OpUpdate: "update", schema.OpDelete: "delete"} {
 		tm.Rows[op] = m.Rows.WithLabelValues(t.Database, t.Table, name)
@@ -213,7 +232,7 @@ func (m *Metrics) ForTable(t source.TableName) *Table {
 func (m *Metrics) Forget(t source.TableName) {
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{m.Rows, m.FlushDuration, m.BatchRows, m.QueueRows, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated} {
+	}{m.Rows, m.FlushDuration, m.BatchRows, m.QueueRows, m.OldestUnsent, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated} {
 		v.DeletePartialMatch(prometheus.Labels{"database": t.Database, "table": t.Table})
 	}
 }

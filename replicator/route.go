@@ -106,6 +106,7 @@ func (s *router) Event(e source.Event) {
 	if e.Heartbeat {
 		// The server has nothing newer: the reader is at its end, and
 		// with nothing pending in the writers, so is ClickHouse.
+		r.sink.SetCaughtUp(true)
 		metrics.AdvanceTo(&r.m.Read, now)
 		if !s.pending() {
 			metrics.AdvanceTo(&r.m.Durable, now)
@@ -116,6 +117,9 @@ func (s *router) Event(e source.Event) {
 	if e.Timestamp != 0 {
 		s.lastTS = e.Timestamp
 		metrics.AdvanceTo(&r.m.Read, e.Timestamp)
+		// Live: reading events of the last seconds (binlog timestamps are
+		// whole seconds), so writers may send small batches early.
+		r.sink.SetCaughtUp(now-e.Timestamp < liveWithin)
 	}
 }
 
@@ -125,6 +129,10 @@ func (s *router) Down(error, source.Position, time.Duration) {
 	s.r.m.Errors.WithLabelValues(metrics.StageRead).Inc()
 	s.r.checkIn()
 }
+
+// liveWithin is how recent (ns) the events read must be for the reader to
+// count as live.
+const liveWithin = int64(3 * time.Second)
 
 // Commit records a transaction boundary.
 func (s *router) Commit(c source.Commit) {

@@ -46,6 +46,10 @@ type ClickHouse struct {
 	// driverSettings those of clickhouse-go's inserts (settings.go).
 	settings       serverSettings
 	driverSettings clickhouse.Settings
+	// budget is the insert rate all writers share (budget.go); caughtUp:
+	// the reader has read the binlog's newest events.
+	budget   *Budget
+	caughtUp atomic.Bool
 
 	// MaxBackoff caps the retry backoff.
 	MaxBackoff time.Duration
@@ -54,6 +58,12 @@ type ClickHouse struct {
 // New connects to the ClickHouse servers and reads what they support.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.Metrics, live LiveTable) (*ClickHouse, error) {
 	c := &ClickHouse{cfg: cfg, log: log, ins: newInserters(cfg), m: m, live: live, MaxBackoff: 30 * time.Second}
+	c.budget = NewBudget(cfg.Batch.MaxInsertsPerSecond, max(1, int(cfg.Batch.MaxInsertsPerSecond)))
+	if m != nil {
+		c.budget.granted = func(reason string) { m.BudgetGranted.WithLabelValues(reason).Inc() }
+		c.budget.waitingTables = func(n int) { m.BudgetWaiting.Set(float64(n)) }
+		m.BudgetRate.Set(cfg.Batch.MaxInsertsPerSecond)
+	}
 	var err error
 	// With the checkpoint in ClickHouse, hosts take turns and each keeps
 	// its own registry: one host's may list a table another dropped with
@@ -86,6 +96,15 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.M
 func (c *ClickHouse) Close() {
 	c.ins.close()
 	c.conn.Close()
+}
+
+// SetCaughtUp says whether the reader has read the binlog's newest
+// events: writers then send a batch live_flush_interval after its first
+// row when nothing more is queued for its table.
+func (c *ClickHouse) SetCaughtUp(v bool) {
+	if c.caughtUp.Load() != v {
+		c.caughtUp.Store(v)
+	}
 }
 
 // Conn is the clickhouse-go connection, for queries outside the writers

@@ -72,6 +72,11 @@ type Writer struct {
 	target *schema.Target
 	block  *block.Block
 
+	// ticket asks the insert budget for the current batch's turn (nil:
+	// none asked); due is when its timer fires.
+	ticket *Ticket
+	due    time.Time
+
 	lastSeq  uint64        // seq of the last message taken from in
 	flushed  atomic.Uint64 // every message with seq <= flushed is in ClickHouse
 	done     atomic.Bool   // Run has returned nil
@@ -209,18 +214,30 @@ func (w *Writer) run(parent context.Context) error {
 			w.noteQueue()
 			if w.block != nil && w.block.Rows() > 0 {
 				if w.block.Rows() >= w.c.cfg.Batch.MaxRows || w.block.Size() >= w.c.cfg.Batch.MaxBytes {
+					w.c.budget.Take(GrantFull)
 					if err := w.handOff(ctx); err != nil {
 						return err
 					}
-				} else if w.firstRow.IsZero() {
-					w.firstRow = time.Now()
-					timer.Reset(w.c.cfg.Batch.FlushInterval)
+				} else {
+					w.schedule(timer)
 				}
 			} else if w.inflight == 0 {
 				// Nothing pending: everything taken so far is durable.
 				w.flushed.Store(w.lastSeq)
 			}
 		case <-timer.C:
+			// The batch waited out its interval: its turn comes from the
+			// insert budget.
+			w.due = time.Time{}
+			if w.ticket == nil && w.block != nil && w.block.Rows() > 0 {
+				reason := GrantInterval
+				if time.Since(w.firstRow) < w.c.cfg.Batch.FlushInterval {
+					reason = GrantLive
+				}
+				w.ticket = w.c.budget.Request(w.firstRow, reason)
+			}
+		case <-w.ticketC():
+			w.ticket = nil
 			if err := w.handOff(ctx); err != nil {
 				return err
 			}
@@ -231,8 +248,38 @@ func (w *Writer) run(parent context.Context) error {
 		}
 		if w.firstRow.IsZero() {
 			timer.Stop()
+			w.due = time.Time{}
 		}
 	}
+}
+
+// schedule sets the batch's flush: flush_interval after its first row, or
+// live_flush_interval when the reader is live and nothing more is queued
+// for the table.
+func (w *Writer) schedule(timer *time.Timer) {
+	now := time.Now()
+	if w.firstRow.IsZero() {
+		w.firstRow = now
+		w.tm.OldestUnsent.Set(float64(now.UnixNano()) / 1e9)
+		w.due = now.Add(w.c.cfg.Batch.FlushInterval)
+		timer.Reset(w.c.cfg.Batch.FlushInterval)
+	}
+	if w.ticket != nil || !w.c.caughtUp.Load() || len(w.in) > 0 {
+		return
+	}
+	if live := w.firstRow.Add(min(w.c.cfg.Batch.LiveFlushInterval, w.c.cfg.Batch.FlushInterval)); !w.due.IsZero() && live.Before(w.due) {
+		w.due = live
+		timer.Reset(max(0, live.Sub(now)))
+	}
+}
+
+// ticketC is the channel the budget grants the batch's turn on; nil (never
+// ready) when none was asked.
+func (w *Writer) ticketC() <-chan struct{} {
+	if w.ticket == nil {
+		return nil
+	}
+	return w.ticket.C
 }
 
 // noteQueue updates binlog2ch_queue_rows: rows converted and not yet in
@@ -313,6 +360,14 @@ func (w *Writer) recycle(job *sendJob) {
 // handOff queues the current block for sending and continues with another,
 // waiting for one to come back when both are in flight.
 func (w *Writer) handOff(ctx context.Context) error {
+	if w.ticket != nil {
+		// Going out another way (full, drained): no turn needed.
+		w.c.budget.Cancel(w.ticket)
+		w.ticket = nil
+	}
+	if !w.firstRow.IsZero() {
+		w.tm.OldestUnsent.Set(0)
+	}
 	w.firstRow = time.Time{}
 	if w.block == nil || w.block.Rows() == 0 {
 		if w.inflight == 0 {
@@ -367,6 +422,9 @@ func (w *Writer) await(ctx context.Context) error {
 // drain sends everything pending and waits until ClickHouse has it: before
 // DDL, a schema change, and at shutdown.
 func (w *Writer) drain(ctx context.Context) error {
+	if w.block != nil && w.block.Rows() > 0 {
+		w.c.budget.Take(GrantDrain)
+	}
 	if err := w.handOff(ctx); err != nil {
 		return err
 	}
