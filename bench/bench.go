@@ -1,9 +1,10 @@
 // Package bench runs binlog2ch's benchmark: it fills MySQL with loadgen,
 // runs the daemon as a child process, and measures rows/minute, lag, the
-// daemon's CPU and memory, and the parts ClickHouse created, in two
-// scenarios: catch-up (the rows are in the binlog before the daemon starts)
-// and live (the daemon follows loadgen at a fixed rate, then at full
-// speed).
+// daemon's CPU and memory, and the parts ClickHouse created, in three
+// scenarios: catch-up (the rows are in the binlog before the daemon starts),
+// live (the daemon follows loadgen at a fixed rate, then at full speed) and
+// many-tables (single-row inserts spread over hundreds of tables, against
+// the same rate into one table: what ClickHouse spends, see tables.go).
 package bench
 
 import (
@@ -16,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,6 +28,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	binlog2ch "github.com/binlog2ch/binlog2ch"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
 	"github.com/binlog2ch/binlog2ch/loadgen"
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -51,14 +54,45 @@ type Options struct {
 	// ClusterInsert is the daemon's clickhouse.cluster_insert ("": its
 	// default).
 	ClusterInsert string
+
+	// Scenarios are the scenarios to run, of ScenarioCatchUp, ScenarioLive
+	// and ScenarioManyTables (none: all three).
+	Scenarios []string
+	// Tables, TablesRate and TablesDuration size the many-tables scenario:
+	// TablesRate single-row INSERTs per second in all, spread evenly over
+	// Tables tables, for TablesDuration (and as many into one table).
+	Tables         int
+	TablesRate     float64
+	TablesDuration time.Duration
+	// ClickHousePid is the clickhouse-server process, when known (a
+	// private server), for its CPU time; 0: from system.events instead.
+	ClickHousePid int
+}
+
+// The scenarios, as Options.Scenarios and `binlog2ch bench -scenario` name
+// them.
+const (
+	ScenarioCatchUp    = "catch-up"
+	ScenarioLive       = "live"
+	ScenarioManyTables = "many-tables"
+)
+
+// Scenarios are every scenario, in the order they run.
+var Scenarios = []string{ScenarioCatchUp, ScenarioLive, ScenarioManyTables}
+
+// runs says whether the scenario is to run.
+func (o *Options) runs(name string) bool {
+	return len(o.Scenarios) == 0 || slices.Contains(o.Scenarios, name)
 }
 
 // Defaults are the full benchmark's sizes; Short ones take under two
 // minutes.
 func Defaults(short bool) Options {
-	o := Options{CatchUpRows: 2_000_000, LiveRate: 20000, LiveDuration: 60 * time.Second, MaxLen: 8, Conns: 4}
+	o := Options{CatchUpRows: 2_000_000, LiveRate: 20000, LiveDuration: 60 * time.Second, MaxLen: 8, Conns: 4,
+		Tables: 500, TablesRate: 400, TablesDuration: 60 * time.Second}
 	if short {
 		o.CatchUpRows, o.LiveRate, o.LiveDuration = 200_000, 5000, 10*time.Second
+		o.Tables, o.TablesRate, o.TablesDuration = 50, 100, 10*time.Second
 	}
 	return o
 }
@@ -105,6 +139,11 @@ type Report struct {
 	Binlog2ch  string     `json:"binlog2ch_version"`
 	Settings   string     `json:"settings"`
 	Scenarios  []Scenario `json:"scenarios"`
+	// ManyTables are the many-tables scenario's runs: one table, then
+	// Options.Tables; ManyTablesCPURatio is ClickHouse's CPU seconds of
+	// the second over the first's.
+	ManyTables         []TablesRun `json:"many_tables,omitempty"`
+	ManyTablesCPURatio float64     `json:"many_tables_clickhouse_cpu_ratio,omitempty"`
 }
 
 // keptUpLag is the largest lag at which a live phase counts as kept up:
@@ -123,12 +162,23 @@ type run struct {
 	daemon *exec.Cmd
 	exited chan struct{}
 	log    io.Writer
+	// logOffset is the daemon log's size when the daemon last started:
+	// its lines from there on are that process's.
+	logOffset int64
 }
 
-// Run runs both scenarios and returns the report.
+// Run runs the scenarios and returns the report.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Progress == nil {
 		o.Progress = io.Discard
+	}
+	for _, s := range o.Scenarios {
+		if !slices.Contains(Scenarios, s) {
+			return nil, fmt.Errorf("no scenario %q (there are %s)", s, strings.Join(Scenarios, ", "))
+		}
+	}
+	if o.Cluster != "" && o.runs(ScenarioManyTables) {
+		return nil, errors.New("the many-tables scenario measures one ClickHouse server's CPU: it does not run on a cluster")
 	}
 	r := &run{o: o, db: "b2c_bench_" + strconv.FormatInt(time.Now().Unix(), 36), log: o.Progress}
 	var err error
@@ -171,20 +221,34 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := r.stopDaemon(); err != nil {
 		return nil, err
 	}
-	catchUp, err := r.catchUp(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rep.Scenarios = append(rep.Scenarios, catchUp)
-	for i, rate := range []float64{o.LiveRate, 0} {
-		s, err := r.live(ctx, "binlog_field_test_"+strconv.Itoa(i+2), rate)
+	if o.runs(ScenarioCatchUp) {
+		catchUp, err := r.catchUp(ctx)
 		if err != nil {
 			return nil, err
 		}
-		rep.Scenarios = append(rep.Scenarios, s)
+		rep.Scenarios = append(rep.Scenarios, catchUp)
+	}
+	if o.runs(ScenarioLive) {
+		if r.daemon == nil { // catch-up leaves it running
+			if err := r.startDaemon(ctx); err != nil {
+				return nil, err
+			}
+		}
+		for i, rate := range []float64{o.LiveRate, 0} {
+			s, err := r.live(ctx, "binlog_field_test_"+strconv.Itoa(i+2), rate)
+			if err != nil {
+				return nil, err
+			}
+			rep.Scenarios = append(rep.Scenarios, s)
+		}
 	}
 	if err := r.stopDaemon(); err != nil {
 		return nil, err
+	}
+	if o.runs(ScenarioManyTables) {
+		if err := r.manyTables(ctx, rep); err != nil {
+			return nil, err
+		}
 	}
 	return rep, nil
 }
@@ -239,6 +303,9 @@ func (r *run) startDaemon(ctx context.Context) error {
 	logFile, err := os.OpenFile(filepath.Join(r.o.Dir, "daemon.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
+	}
+	if st, err := logFile.Stat(); err == nil {
+		r.logOffset = st.Size()
 	}
 	cmd := r.o.Daemon(r.configPath())
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -368,8 +435,10 @@ func (r *run) live(ctx context.Context, table string, rate float64) (Scenario, e
 	lo.Table, lo.Rate, lo.Duration = table, rate, r.o.LiveDuration
 	var inserted atomic.Uint64
 	lo.Inserted = &inserted
-	// The table exists before the clock starts, so the phase measures rows.
-	if _, err := r.my.ExecContext(ctx, "CREATE TABLE "+r.db+"."+table+" LIKE "+r.db+".binlog_field_test_1"); err != nil {
+	// The table exists before the clock starts, so the phase measures rows
+	// (created from the DDL, not LIKE the catch-up table: live may run
+	// without catch-up).
+	if _, err := r.my.ExecContext(ctx, strings.Replace(binlog2ch.BinlogFieldTestDDL, "`binlog_field_test_1`", "`"+r.db+"`.`"+table+"`", 1)); err != nil {
 		return s, err
 	}
 	fmt.Fprintf(r.log, "%s: loadgen for %s while the daemon follows\n", name, r.o.LiveDuration)
@@ -553,18 +622,24 @@ func (m *meter) read(rows uint64) (float64, float64) {
 
 // procCPU is a process's user+system CPU time so far.
 func procCPU(pid int) time.Duration {
+	user, sys := procCPUSplit(pid)
+	return user + sys
+}
+
+// procCPUSplit is a process's user and system CPU time so far.
+func procCPUSplit(pid int) (user, sys time.Duration) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	s := string(data)
 	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	if len(fields) < 13 {
-		return 0
+		return 0, 0
 	}
 	utime, _ := strconv.ParseInt(fields[11], 10, 64)
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+	return time.Duration(utime) * time.Second / 100, time.Duration(stime) * time.Second / 100 // USER_HZ
 }
 
 // peakRSS is VmHWM in MiB.

@@ -7,16 +7,34 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
-// Table writes the scenarios as an aligned text table.
+// Table writes the scenarios as aligned text tables.
 func (rep *Report) Table(w io.Writer) {
 	fmt.Fprintf(w, "binlog2ch %s on %s\nMySQL %s, ClickHouse %s\n%s\n\n", rep.Binlog2ch, rep.Host, rep.MySQL, rep.ClickHouse, rep.Settings)
-	rows := [][]string{{"scenario", "rows", "seconds", "load rows/min", "replicated rows/min", "lag p50/p99/max", "kept up", "daemon CPU-s/Mrows", "peak RSS", "CH parts"}}
-	for _, s := range rep.Scenarios {
-		rows = append(rows, s.cells())
+	if len(rep.Scenarios) > 0 {
+		rows := [][]string{{"scenario", "rows", "seconds", "load rows/min", "replicated rows/min", "lag p50/p99/max", "kept up", "daemon CPU-s/Mrows", "peak RSS", "CH parts"}}
+		for _, s := range rep.Scenarios {
+			rows = append(rows, s.cells())
+		}
+		alignRows(w, rows)
 	}
+	if len(rep.ManyTables) > 0 {
+		if len(rep.Scenarios) > 0 {
+			fmt.Fprintln(w)
+		}
+		rows := [][]string{tablesHeader}
+		for _, t := range rep.ManyTables {
+			rows = append(rows, t.cells())
+		}
+		alignRows(w, rows)
+		fmt.Fprintf(w, "\n%s\n", rep.manyTablesNotes())
+	}
+}
+
+func alignRows(w io.Writer, rows [][]string) {
 	width := make([]int, len(rows[0]))
 	for _, r := range rows {
 		for i, c := range r {
@@ -49,16 +67,82 @@ func (s Scenario) cells() []string {
 		fmt.Sprintf("%.2f", s.CPUPerMRows), fmt.Sprintf("%.0f MiB", s.PeakRSSMiB), fmt.Sprint(s.Parts)}
 }
 
+// tablesHeader are the many-tables runs' columns.
+var tablesHeader = []string{"many tables", "rows", "load rows/s", "seconds", "CH CPU-s (system)", "CH inserts/s", "CH parts created/active", "daemon CPU-s", "peak RSS", "goroutines", "lag p50/p99/max", "worst table p99", "daemon lag max", "every row"}
+
+func (t TablesRun) cells() []string {
+	lag, worst, dlag, every := "-", "-", "-", "yes"
+	if t.Lag != nil && t.Lag.Samples > 0 {
+		lag = fmt.Sprintf("%.2f/%.2f/%.2f s", t.Lag.P50, t.Lag.P99, t.Lag.Max)
+		worst = fmt.Sprintf("%.2f s", t.WorstTableP99)
+	}
+	if t.DaemonLag != nil {
+		dlag = fmt.Sprintf("%.0f s", t.DaemonLag.Max)
+	}
+	if t.TablesDiffering > 0 {
+		every = fmt.Sprintf("no: %d tables differ", t.TablesDiffering)
+	}
+	return []string{t.Name, fmt.Sprint(t.LoadRows), fmt.Sprintf("%.0f", t.LoadRowsPerSec), fmt.Sprintf("%.2f", t.Seconds), fmt.Sprintf("%.2f (%.2f)", t.CHCPUSeconds, t.CHSystemCPUSeconds), fmt.Sprintf("%.1f", t.CHInsertsPerSec),
+		fmt.Sprintf("%d/%d", t.PartsCreated, t.PartsActive), fmt.Sprintf("%.2f", t.DaemonCPUSeconds), fmt.Sprintf("%.0f MiB", t.DaemonPeakRSSMiB),
+		fmt.Sprintf("%.0f", t.DaemonGoroutines), lag, worst, dlag, every}
+}
+
+// manyTablesNotes are the ratio and how each figure was measured.
+func (rep *Report) manyTablesNotes() string {
+	var b strings.Builder
+	if rep.ManyTablesCPURatio > 0 && len(rep.ManyTables) == 2 {
+		fmt.Fprintf(&b, "ClickHouse CPU, %d tables / 1 table: %.1fx. ", rep.ManyTables[1].Tables, rep.ManyTablesCPURatio)
+	}
+	for _, t := range rep.ManyTables {
+		if t.LoadRowsPerSec < 0.95*t.Rate {
+			fmt.Fprintf(&b, "The %s run's load reached only %.0f rows/s (the machine was saturated): its figures are for fewer rows than asked. ", t.Name, t.LoadRowsPerSec)
+		}
+	}
+	for i, t := range rep.ManyTables {
+		if i == 0 {
+			fmt.Fprintf(&b, "ClickHouse CPU from the %s; at rest before each run: %.1f%% of a core", t.CHCPUSource, 100*t.CHIdleCPUShare)
+		} else {
+			fmt.Fprintf(&b, ", %.1f%%", 100*t.CHIdleCPUShare)
+		}
+	}
+	b.WriteString(".\n")
+	b.WriteString("Many tables: single-row INSERTs (autocommit) at a fixed total rate, the tables taking turns, for a fixed time after one warm-up row per table (so tables and writers exist before the clock starts); measured from the first INSERT until ClickHouse held every row. ")
+	fmt.Fprintf(&b, "Inserts: system.events InsertQuery. Parts: level-0 parts made during the run (system.parts, merged-away ones included) / active parts at the end. Daemon: CPU and peak RSS from /proc, goroutines from its /metrics (go_goroutines, the largest of its reads every %s; a read costs the daemon ~23 ms of CPU with 500 tables). ", scrapeEvery)
+	b.WriteString("Lag: from each row's commit (when its INSERT returned) to its arrival in ClickHouse, rows matched by count within their table; arrivals observed by ")
+	var sources []string
+	for _, t := range rep.ManyTables {
+		if !slices.Contains(sources, t.LagSource) {
+			sources = append(sources, t.LagSource)
+		}
+	}
+	b.WriteString(strings.Join(sources, "; "))
+	b.WriteString(". ")
+	fmt.Fprintf(&b, "Daemon lag: binlog2ch_lag_seconds, read every %s (whole-second binlog timestamps: up to 1 s high). Every row: each table's count in ClickHouse equals MySQL's.", scrapeEvery)
+	return b.String()
+}
+
 // Markdown writes the report as a Markdown summary.
 func (rep *Report) Markdown(w io.Writer, chart string) {
 	fmt.Fprintf(w, "# binlog2ch benchmark, %s\n\n", rep.Date.Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(w, "- binlog2ch %s\n- %s\n- MySQL %s, ClickHouse %s, on the same machine\n- %s\n\n", rep.Binlog2ch, rep.Host, rep.MySQL, rep.ClickHouse, rep.Settings)
-	fmt.Fprintln(w, "| scenario | rows | seconds | load rows/min | replicated rows/min | lag p50/p99/max | kept up | daemon CPU-s per 1M rows | peak RSS | ClickHouse parts |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
-	for _, s := range rep.Scenarios {
-		fmt.Fprintf(w, "| %s |\n", strings.Join(s.cells(), " | "))
+	if len(rep.Scenarios) > 0 {
+		fmt.Fprintln(w, "| scenario | rows | seconds | load rows/min | replicated rows/min | lag p50/p99/max | kept up | daemon CPU-s per 1M rows | peak RSS | ClickHouse parts |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+		for _, s := range rep.Scenarios {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(s.cells(), " | "))
+		}
+		fmt.Fprintf(w, "\nCatch-up: the rows are in the binlog before the daemon starts; timed until ClickHouse holds them all. Live: loadgen writes for a fixed time while the daemon follows, timed until ClickHouse holds every row; lag is the time from a row's commit in MySQL to its visibility in ClickHouse (sampled every %s), and a phase kept up when no row took longer than %s.\n", sampleEvery, keptUpLag)
 	}
-	fmt.Fprintf(w, "\nCatch-up: the rows are in the binlog before the daemon starts; timed until ClickHouse holds them all. Live: loadgen writes for a fixed time while the daemon follows, timed until ClickHouse holds every row; lag is the time from a row's commit in MySQL to its visibility in ClickHouse (sampled every %s), and a phase kept up when no row took longer than %s.\n", sampleEvery, keptUpLag)
+	if len(rep.ManyTables) > 0 {
+		if len(rep.Scenarios) > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(tablesHeader, " | "), strings.Repeat("---|", len(tablesHeader)))
+		for _, t := range rep.ManyTables {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(t.cells(), " | "))
+		}
+		fmt.Fprintf(w, "\n%s\n", rep.manyTablesNotes())
+	}
 	if chart != "" {
 		fmt.Fprintf(w, "\n![rows/s and lag over time](%s)\n", chart)
 	}
@@ -93,29 +177,44 @@ func (rep *Report) WriteFiles(dir string) ([]string, error) {
 // panel per scenario.
 func (rep *Report) SVG(w io.Writer) {
 	const pw, ph, left, top, gap = 640.0, 160.0, 60.0, 30.0, 50.0
-	height := top + float64(len(rep.Scenarios))*(ph+gap)
+	type panel struct {
+		name   string
+		series []Point
+	}
+	var panels []panel
+	for _, s := range rep.Scenarios {
+		panels = append(panels, panel{s.Name, s.Series})
+	}
+	for _, t := range rep.ManyTables {
+		panels = append(panels, panel{t.Name, t.Series})
+	}
+	height := top + float64(len(panels))*(ph+gap)
 	fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="11">`+"\n", left+pw+70, height)
 	fmt.Fprintf(w, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	for i, s := range rep.Scenarios {
+	for i, s := range panels {
 		y0 := top + float64(i)*(ph+gap)
 		maxRate, maxLag := 1.0, 1.0
-		for _, p := range s.Series {
+		for _, p := range s.series {
 			maxRate = math.Max(maxRate, p.RowsPerSec)
 			maxLag = math.Max(maxLag, p.LagSeconds)
 		}
-		n := math.Max(1, float64(len(s.Series)))
-		fmt.Fprintf(w, `<text x="%.0f" y="%.0f" font-weight="bold">%s</text>`+"\n", left, y0-8, escape(s.Name))
+		n := math.Max(1, float64(len(s.series)))
+		fmt.Fprintf(w, `<text x="%.0f" y="%.0f" font-weight="bold">%s</text>`+"\n", left, y0-8, escape(s.name))
 		fmt.Fprintf(w, `<rect x="%.0f" y="%.0f" width="%.0f" height="%.0f" fill="none" stroke="#999"/>`+"\n", left, y0, pw, ph)
-		fmt.Fprintf(w, `<text x="%.0f" y="%.0f" text-anchor="end" fill="#3366aa">%.0fk rows/s</text>`+"\n", left-4, y0+10, maxRate/1000)
+		rate := fmt.Sprintf("%.0fk", maxRate/1000)
+		if maxRate < 1000 {
+			rate = fmt.Sprintf("%.0f", maxRate)
+		}
+		fmt.Fprintf(w, `<text x="%.0f" y="%.0f" text-anchor="end" fill="#3366aa">%s rows/s</text>`+"\n", left-4, y0+10, rate)
 		fmt.Fprintf(w, `<text x="%.0f" y="%.0f" fill="#cc3333">%.1f s lag</text>`+"\n", left+pw+4, y0+10, maxLag)
 		fmt.Fprintf(w, `<text x="%.0f" y="%.0f" text-anchor="end">%.0f s</text>`+"\n", left+pw, y0+ph+14, n)
 		bw := pw / n
-		for j, p := range s.Series {
+		for j, p := range s.series {
 			h := p.RowsPerSec / maxRate * ph
 			fmt.Fprintf(w, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#88aadd"/>`+"\n", left+float64(j)*bw, y0+ph-h, math.Max(bw-1, 0.5), h)
 		}
 		var pts []string
-		for j, p := range s.Series {
+		for j, p := range s.series {
 			if p.LagSeconds >= 0 {
 				pts = append(pts, fmt.Sprintf("%.1f,%.1f", left+(float64(j)+0.5)*bw, y0+ph-p.LagSeconds/maxLag*ph))
 			}

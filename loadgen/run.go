@@ -25,8 +25,12 @@ import (
 // With Tables > 1 every table gets exactly Count rows (when counting) and
 // every connection writes to every table: connection i takes its
 // statements from the tables in turn, round-robin, starting at table
-// i mod Tables, so the tables fill at the same pace whatever Conns is
-// (fewer, as many, or more connections than tables). Each INSERT goes to
+// i*Tables/Conns, so the tables fill at the same pace whatever Conns is
+// (fewer, as many, or more connections than tables). The connections
+// start spread over the tables rather than side by side: side by side,
+// they would follow each other round, and each table would get a burst
+// of one statement per connection and then nothing for a whole round,
+// where a table's statements should come evenly spaced. Each INSERT goes to
 // one table and holds BatchSize rows, except a table's last one, which
 // holds what is left of its Count; the run makes ceil(Count/BatchSize)
 // INSERTs per table. Updates and deletes go to the table whose turn it is.
@@ -62,6 +66,15 @@ type Options struct {
 	// Inserted, if set, counts committed inserted rows as they commit, for
 	// a caller that samples the run (the benchmark's lag measurement).
 	Inserted *atomic.Uint64
+	// Started, if set, is called once the tables are checked and just
+	// before the first statement, so a caller's measurements leave out
+	// the checks (one information_schema query per table).
+	Started func()
+	// Committed, if set, is called after each INSERT commits, with its
+	// table and row count, from the connection's goroutine (so it must be
+	// safe for concurrent use): a caller timing each table's rows (the
+	// benchmark's many-tables lag) learns when they were committed.
+	Committed func(table string, rows int)
 }
 
 // Result is what a run did.
@@ -203,6 +216,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		t.maxID.Store(uint64(maxID.Int64))
 		tables[i] = t
 	}
+	if o.Started != nil {
+		o.Started() // before the clock of Duration starts
+	}
 	if o.Duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.Duration)
@@ -217,7 +233,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			w := worker{o: &o, db: db, tables: tables, next: i % len(tables), st: &st,
+			w := worker{o: &o, db: db, tables: tables, next: startTable(i, o.Conns, len(tables)), st: &st,
 				gen: NewFieldTestGen(o.Seed + uint64(i) + 1).Compact(o.MaxLen).WithExtraColumns(o.ExtraColumns).WithFullRange(o.FullRange),
 				rnd: rand.New(rand.NewPCG(o.Seed, uint64(i)))}
 			// -rate is over all connections.
@@ -237,6 +253,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	return res, nil
 }
+
+// startTable is the table connection i of conns starts at: the
+// connections spread evenly over the tables (see Options).
+func startTable(i, conns, tables int) int { return i * tables / conns }
 
 // prepare drops and creates the tables as asked, and checks they have the
 // columns the generator writes.
@@ -473,6 +493,9 @@ func (w *worker) insert(ctx, stmtCtx context.Context, t *table, counting bool) e
 	w.st.insStmt.Add(1)
 	if w.o.Inserted != nil {
 		w.o.Inserted.Add(uint64(n))
+	}
+	if w.o.Committed != nil {
+		w.o.Committed(t.name, n)
 	}
 	if first, err := res.LastInsertId(); err == nil && first > 0 {
 		// A multi-row INSERT gets consecutive ids from the first.

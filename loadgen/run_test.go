@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -237,5 +238,71 @@ func TestRunWithoutCountSpreadsOverTables(t *testing.T) {
 	}
 	if total != res.Inserted {
 		t.Fatalf("MySQL holds %d rows, the run counted %d", total, res.Inserted)
+	}
+}
+
+// TestRunHooks: Started is called once, before the first statement, and
+// Committed once per committed INSERT with its table and rows, so the
+// per-table totals it gives equal what MySQL holds.
+func TestRunHooks(t *testing.T) {
+	o := options(t)
+	o.Create, o.Tables, o.Conns, o.Count, o.BatchSize, o.MaxLen = true, 3, 2, 20, 3, 8
+	var mu sync.Mutex
+	started := 0
+	perTable := map[string]int{}
+	calls := 0
+	o.Started = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if calls > 0 {
+			t.Errorf("Started after %d commits", calls)
+		}
+		started++
+	}
+	o.Committed = func(table string, rows int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if started == 0 {
+			t.Errorf("Committed before Started")
+		}
+		calls++
+		perTable[table] += rows
+	}
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if started != 1 || uint64(calls) != res.InsertStatements {
+		t.Fatalf("Started %d times, Committed %d times for %d INSERTs", started, calls, res.InsertStatements)
+	}
+	db, err := Open(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, table := range o.TableNames() {
+		if n := countRows(t, db, o.Schema, table); n != uint64(perTable[table]) || n != uint64(o.Count) {
+			t.Errorf("%s holds %d rows; Committed reported %d", table, n, perTable[table])
+		}
+	}
+}
+
+// TestStartTableSpreads: the connections start spread over the tables, so
+// each table's statements come evenly spaced, and never past the last.
+func TestStartTableSpreads(t *testing.T) {
+	for _, c := range []struct {
+		conns, tables int
+		want          []int
+	}{
+		{4, 500, []int{0, 125, 250, 375}},
+		{3, 7, []int{0, 2, 4}},
+		{5, 2, []int{0, 0, 0, 1, 1}},
+		{1, 3, []int{0}},
+	} {
+		for i, w := range c.want {
+			if got := startTable(i, c.conns, c.tables); got != w {
+				t.Errorf("conns %d, tables %d: connection %d starts at %d, want %d", c.conns, c.tables, i, got, w)
+			}
+		}
 	}
 }

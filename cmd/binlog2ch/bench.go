@@ -6,6 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/bench"
@@ -15,10 +19,15 @@ import (
 // benchCmd runs the benchmark scenarios against throwaway servers (or the
 // given ones) and writes the report.
 func benchCmd(ctx context.Context, e *env, args []string) int {
-	fs := newFlagSet(e, "bench", "[-short] [-mysql URL -clickhouse URL [-cluster NAME]] [-cluster-shards N] [flags]")
-	short := fs.Bool("short", false, "small sizes: 200k catch-up rows, 10 s live phases at 5000 rows/s (under two minutes)")
-	d := bench.Defaults(false)
-	rows := fs.Int("rows", 0, fmt.Sprintf("catch-up rows (default %d, -short %d)", d.CatchUpRows, bench.Defaults(true).CatchUpRows))
+	fs := newFlagSet(e, "bench", "[-short] [-scenario LIST] [-mysql URL -clickhouse URL [-cluster NAME]] [-cluster-shards N] [flags]")
+	short := fs.Bool("short", false, "small sizes: 200k catch-up rows, 10 s live phases at 5000 rows/s, 50 tables at 100 rows/s for 10 s")
+	d, ds := bench.Defaults(false), bench.Defaults(true)
+	scenarios := fs.String("scenario", "", fmt.Sprintf("comma-separated scenarios to run, of %s (default all; %s and %s on a cluster)",
+		strings.Join(bench.Scenarios, ", "), bench.ScenarioCatchUp, bench.ScenarioLive))
+	tables := fs.Int("tables", 0, fmt.Sprintf("many-tables: tables (default %d, -short %d)", d.Tables, ds.Tables))
+	tablesRate := fs.Float64("rate", 0, fmt.Sprintf("many-tables: single-row INSERTs per second over all the tables, and into the one table of the companion run (default %.0f, -short %.0f)", d.TablesRate, ds.TablesRate))
+	tablesDur := fs.Duration("duration", 0, fmt.Sprintf("many-tables: length of each run (default %s, -short %s)", d.TablesDuration, ds.TablesDuration))
+	rows := fs.Int("rows", 0, fmt.Sprintf("catch-up rows (default %d, -short %d)", d.CatchUpRows, ds.CatchUpRows))
 	rate := fs.Float64("live-rate", 0, fmt.Sprintf("rows/s of the fixed-rate live phase (default %.0f)", d.LiveRate))
 	dur := fs.Duration("live-duration", 0, fmt.Sprintf("length of each live phase (default %s)", d.LiveDuration))
 	maxLen := fs.Int("max-len", d.MaxLen, "cap on string and blob lengths (8: rows the size of Bifrost's insertDataTest rows)")
@@ -42,7 +51,33 @@ func benchCmd(ctx context.Context, e *env, args []string) int {
 	if *dur > 0 {
 		o.LiveDuration = *dur
 	}
+	if *tables > 0 {
+		o.Tables = *tables
+	}
+	if *tablesRate > 0 {
+		o.TablesRate = *tablesRate
+	}
+	if *tablesDur > 0 {
+		o.TablesDuration = *tablesDur
+	}
 	o.MaxLen, o.Conns = *maxLen, *conns
+	clustered := *cluster != "" || *shards > 0
+	if *scenarios != "" {
+		for _, s := range strings.Split(*scenarios, ",") {
+			s = strings.TrimSpace(s)
+			if !slices.Contains(bench.Scenarios, s) {
+				fmt.Fprintf(e.stderr, "binlog2ch bench: -scenario: no scenario %q (there are %s)\n", s, strings.Join(bench.Scenarios, ", "))
+				return exitUsage
+			}
+			o.Scenarios = append(o.Scenarios, s)
+		}
+		if clustered && slices.Contains(o.Scenarios, bench.ScenarioManyTables) {
+			fmt.Fprintln(e.stderr, "binlog2ch bench: the many-tables scenario measures one ClickHouse server; it does not run on a cluster")
+			return exitUsage
+		}
+	} else if clustered {
+		o.Scenarios = []string{bench.ScenarioCatchUp, bench.ScenarioLive}
+	}
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "binlog2ch bench: %v\n", err)
@@ -78,6 +113,10 @@ func benchCmd(ctx context.Context, e *env, args []string) int {
 		return exitUsage
 	}
 	o.Cluster, o.ClusterInsert = *cluster, *clusterInsert
+	limitNote := ""
+	if *mysqlURL == "" {
+		limitNote = raiseOpenFiles(e)
+	}
 	if *mysqlURL != "" {
 		if servers.MySQL, err = localserver.External("-mysql", *mysqlURL); err == nil {
 			servers.ClickHouse, err = localserver.External("-clickhouse", *chURL)
@@ -117,12 +156,14 @@ func benchCmd(ctx context.Context, e *env, args []string) int {
 		servers = *s
 	}
 	o.MySQL, o.ClickHouse = servers.MySQL.Endpoint, servers.ClickHouse.Endpoint
+	o.ClickHousePid = servers.ClickHouse.Pid() // 0 for an external server
 	rep, err := bench.Run(ctx, o)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "binlog2ch bench: %v\n", err)
 		return exitError
 	}
 	rep.Binlog2ch = buildVersion()
+	rep.Settings += limitNote
 	fmt.Fprintln(e.stdout)
 	rep.Table(e.stdout)
 	paths, err := rep.WriteFiles(*out)
@@ -137,4 +178,41 @@ func benchCmd(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stdout, "wrote %s\n", p)
 	}
 	return exitOK
+}
+
+// serverOpenFiles is the open-files limit the throwaway servers get when
+// this process may raise it: systemd's default hard limit, which
+// ClickHouse raises its own soft limit to at start when run as a service.
+// Each concurrent insert holds two files per column open (a 30-column
+// part: 60), so hundreds of tables flushing at once exhaust a sandbox's
+// lower limit (20000 on the development machine: "Too many open files",
+// and the daemon stops), which a service would not meet.
+const serverOpenFiles = 524288
+
+// raiseOpenFiles raises this process's open-files limit, which the
+// servers it starts inherit, to serverOpenFiles (as far as
+// /proc/sys/fs/nr_open allows), and returns a note for the report's
+// settings ("" when it was already that high or may not be raised).
+func raiseOpenFiles(e *env) string {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return ""
+	}
+	want := uint64(serverOpenFiles)
+	if data, err := os.ReadFile("/proc/sys/fs/nr_open"); err == nil {
+		if n, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64); err == nil {
+			want = min(want, n)
+		}
+	}
+	if lim.Max >= want {
+		return ""
+	}
+	was := lim.Max
+	// Raising the hard limit needs CAP_SYS_RESOURCE; without it the
+	// servers keep the limit they have.
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: want, Max: want}); err != nil {
+		fmt.Fprintf(e.stderr, "the throwaway servers keep the open-files limit %d (raising it to %d: %v)\n", was, want, err)
+		return fmt.Sprintf("; throwaway servers' open-files limit %d", was)
+	}
+	return fmt.Sprintf("; throwaway servers' open-files limit raised to %d (systemd's default; was %d)", want, was)
 }

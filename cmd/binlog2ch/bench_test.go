@@ -19,7 +19,7 @@ func TestBenchShort(t *testing.T) {
 	out := t.TempDir()
 	my := "mysql://" + srv.MySQL.User + ":" + srv.MySQL.Password + "@" + srv.MySQL.Addr()
 	ch := "clickhouse://" + srv.ClickHouse.User + ":" + srv.ClickHouse.Password + "@" + srv.ClickHouse.Addr()
-	code, stdout, stderr := runCLI(t, "bench", "-short", "-mysql", my, "-clickhouse", ch, "-out", out)
+	code, stdout, stderr := runCLI(t, "bench", "-short", "-scenario", "catch-up,live", "-mysql", my, "-clickhouse", ch, "-out", out)
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -53,6 +53,46 @@ func TestBenchCluster(t *testing.T) {
 	checkScenarios(t, rep)
 }
 
+// TestBenchManyTables runs the many-tables scenario alone, tiny, on
+// throwaway servers (so ClickHouse's pid is known): every row arrives and
+// every figure is filled and consistent. No speed is checked.
+func TestBenchManyTables(t *testing.T) {
+	servertest.Need(t)
+	t.Setenv(envAsMain, "1")
+	out := t.TempDir()
+	code, stdout, stderr := runCLI(t, "bench", "-scenario", "many-tables", "-tables", "3", "-rate", "30", "-duration", "3s", "-out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"1 table, 30 rows/s", "3 tables, 30 rows/s", "wrote "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	rep := readReport(t, out)
+	if len(rep.Scenarios) != 0 || len(rep.ManyTables) != 2 || rep.ManyTables[0].Tables != 1 || rep.ManyTables[1].Tables != 3 {
+		t.Fatalf("report: %+v", rep)
+	}
+	for _, r := range rep.ManyTables {
+		if r.LoadRows == 0 || r.TablesDiffering != 0 || r.RowsInCH != r.RowsInMySQL || r.RowsInMySQL != r.LoadRows+uint64(r.Tables) {
+			t.Errorf("%s: %d rows loaded, %d in MySQL, %d in ClickHouse, %d tables differ", r.Name, r.LoadRows, r.RowsInMySQL, r.RowsInCH, r.TablesDiffering)
+		}
+		if r.Seconds <= 0 || r.CHInserts == 0 || r.CHInsertsPerSec <= 0 || r.PartsCreated == 0 || r.PartsActive == 0 ||
+			r.DaemonCPUSeconds <= 0 || r.DaemonPeakRSSMiB <= 0 || r.DaemonGoroutines <= 0 || r.CHSystemCPUSeconds > r.CHCPUSeconds ||
+			!strings.Contains(r.CHCPUSource, "process") || len(r.Series) == 0 {
+			t.Errorf("%s: a figure is missing: %+v", r.Name, r)
+		}
+		// inotify times every row of every table.
+		if r.Lag == nil || r.Lag.Samples != int(r.LoadRows) || r.LagTables != r.Tables || r.Lag.P50 > r.Lag.P99 || r.Lag.P99 > r.Lag.Max ||
+			r.WorstTableP99 < r.Lag.P99 || !strings.Contains(r.LagSource, "inotify") || r.DaemonLag == nil {
+			t.Errorf("%s: lag not measured: %+v %+v", r.Name, r.Lag, r.DaemonLag)
+		}
+	}
+	if one := rep.ManyTables[0].CHCPUSeconds; one > 0 && rep.ManyTablesCPURatio != rep.ManyTables[1].CHCPUSeconds/one {
+		t.Errorf("ratio %v of %v and %v", rep.ManyTablesCPURatio, rep.ManyTables[1].CHCPUSeconds, one)
+	}
+}
+
 func readReport(t *testing.T, dir string) *bench.Report {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
@@ -83,6 +123,23 @@ func checkScenarios(t *testing.T, rep *bench.Report) {
 		}
 		if s.Name != "catch-up" && (s.Lag == nil || s.Lag.Samples == 0 || s.Lag.Max < s.Lag.P50 || s.KeptUp == nil || s.LoadRowsPerMin <= 0) {
 			t.Errorf("%s: lag not measured: %+v", s.Name, s)
+		}
+	}
+}
+
+// TestBenchScenarioFlag: an unknown scenario, and many-tables on a
+// cluster, are usage errors, found before any server starts.
+func TestBenchScenarioFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-scenario", "live,nope"}, `no scenario "nope"`},
+		{[]string{"-scenario", "many-tables", "-cluster-shards", "2"}, "does not run on a cluster"},
+	} {
+		code, _, stderr := runCLI(t, append([]string{"bench"}, c.args...)...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q", c.args, code, stderr)
 		}
 	}
 }
