@@ -70,28 +70,23 @@ func gapsText(gaps []source.GTIDGap) string {
 	return strings.Join(parts, ", ")
 }
 
-// changeOfHistory is where to read from when the checkpoint's binlog
-// history is not the server's: another server is followed by GTID; the
-// same server's restarted binlog (he, the history check's finding) is not.
-func (r *Replicator) changeOfHistory(ctx context.Context, cp *state.Checkpoint, he *source.HistoryError) (source.Start, error) {
+// recopyOnThisServer is the way on when the checkpoint cannot be followed
+// on this server's binlog.
+const recopyOnThisServer = "To go on from this server's data: stop binlog2ch, run `binlog2ch fullsync -recreate -checkpoint -config FILE` (it copies every table into emptied tables and moves the checkpoint to this server), and start it again"
+
+// changeOfHistory is where to read from when the checkpoint is of another
+// server: by GTID, once the server is found to hold what binlog2ch read.
+// (The same server's restarted binlog is not followed by GTID: RESET
+// MASTER numbers them again; see streamError.)
+func (r *Replicator) changeOfHistory(ctx context.Context, cp *state.Checkpoint) (source.Start, error) {
 	var none source.Start
 	what := fmt.Sprintf("the checkpoint in %s was saved on MySQL server %s at binlog %s, but %s is %s", r.checkpoints(), cp.Server, cp.Position, r.cfg.MySQL.Addr, r.server.ID)
-	if he != nil {
-		what = he.Error()
-	}
-	const recopy = "To go on from this server's data: stop binlog2ch, run `binlog2ch fullsync -recreate -checkpoint -config FILE` (it copies every table into emptied tables and moves the checkpoint to this server), and start it again"
-	if he != nil {
-		// The same server's binlog restarted. Its GTIDs cannot show which
-		// transactions binlog2ch has: RESET MASTER restarts their numbers,
-		// so the checkpoint's GTIDs may name other transactions now.
-		return none, fmt.Errorf("%s. binlog2ch cannot tell which of this binlog's transactions it has applied (RESET MASTER restarts GTID numbering, so the checkpoint's GTIDs %q may now name other transactions). %s", what, cp.GTID, recopy)
-	}
 	if cp.GTID == "" {
-		return none, fmt.Errorf("%s. The checkpoint holds no GTID set (the server wrote none: MySQL with gtid_mode OFF, or binlog2ch saved it before it kept GTIDs), so binlog2ch cannot find its place in this binlog. Point mysql.addr back at %s if that is the server meant. %s", what, cp.Server, recopy)
+		return none, fmt.Errorf("%s. The checkpoint holds no GTID set (the server wrote none: MySQL with gtid_mode OFF, or binlog2ch saved it before it kept GTIDs), so binlog2ch cannot find its place in this binlog. Point mysql.addr back at %s if that is the server meant. %s", what, cp.Server, recopyOnThisServer)
 	}
 	want, err := source.ParseGTIDSet(r.server.Flavor, cp.GTID)
 	if err != nil {
-		return none, fmt.Errorf("%s, and the checkpoint's GTIDs do not read as %s's: %w. %s", what, r.server.Flavor, err, recopy)
+		return none, fmt.Errorf("%s, and the checkpoint's GTIDs do not read as %s's: %w. %s", what, r.server.Flavor, err, recopyOnThisServer)
 	}
 	read := want
 	if cp.ReadGTID != "" {
@@ -104,7 +99,7 @@ func (r *Replicator) changeOfHistory(ctx context.Context, cp *state.Checkpoint, 
 		return none, err
 	}
 	if !want.Shares(have) {
-		return none, fmt.Errorf("%s, whose binlog has no transaction from the checkpoint's GTID origins (%s; the server has %q): it is not a replica of the server binlog2ch followed. Point mysql.addr at the right server. %s", what, cp.GTID, have.String(), recopy)
+		return none, fmt.Errorf("%s, whose binlog has no transaction from the checkpoint's GTID origins (%s; the server has %q): it is not a replica of the server binlog2ch followed. Point mysql.addr at the right server. %s", what, cp.GTID, have.String(), recopyOnThisServer)
 	}
 	if gaps := read.Missing(have); len(gaps) > 0 {
 		e := &GTIDGapError{Addr: r.cfg.MySQL.Addr, Server: r.server.ID, Applied: want.Missing(have), Tables: cp.Touched.Affected(gaps)}
@@ -118,10 +113,10 @@ func (r *Replicator) changeOfHistory(ctx context.Context, cp *state.Checkpoint, 
 		return none, err
 	}
 	if gaps := purged.Missing(want); len(gaps) > 0 {
-		return none, fmt.Errorf("%s, and the server purged from its binlog transactions binlog2ch has not read: %s. Their changes are lost to replication. %s", what, gapsText(gaps), recopy)
+		return none, fmt.Errorf("%s, and the server purged from its binlog transactions binlog2ch has not read: %s. Their changes are lost to replication. %s", what, gapsText(gaps), recopyOnThisServer)
 	}
 	if cp.Ceiling == 0 {
-		return none, fmt.Errorf("%s, and the checkpoint has no version ceiling, so versions on the new history could fall below those written. %s", what, recopy)
+		return none, fmt.Errorf("%s, and the checkpoint has no version ceiling, so versions on the new history could fall below those written. %s", what, recopyOnThisServer)
 	}
 	r.log.Warn("the binlog history changed: following the server from the checkpoint's GTIDs; its changes get versions above every one written before",
 		"reason", what, "gtid", cp.GTID, "server_gtid", have.String(), "version_ceiling", cp.Ceiling)
@@ -154,7 +149,7 @@ func (r *Replicator) planGapRepair(ctx context.Context, tables []source.TableNam
 	if cp == nil || cp.Server == r.server.ID {
 		return nil, fmt.Errorf("%s: run's checkpoint in %s is not of another server", what, r.checkpoints())
 	}
-	_, err = r.changeOfHistory(ctx, cp, nil)
+	_, err = r.changeOfHistory(ctx, cp)
 	var gap *GTIDGapError
 	switch {
 	case err == nil:

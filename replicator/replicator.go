@@ -139,7 +139,7 @@ func (r *Replicator) startPosition(ctx context.Context) (start source.Start, fro
 			return start, cp, nil, nil
 		}
 		if cp.Server != r.server.ID {
-			start, err = r.changeOfHistory(ctx, cp, nil)
+			start, err = r.changeOfHistory(ctx, cp)
 			return start, cp, nil, err
 		}
 		herr := source.CheckHistory(ctx, r.my, cp.Position)
@@ -147,12 +147,7 @@ func (r *Replicator) startPosition(ctx context.Context) (start source.Start, fro
 			herr = r.stream.VerifyHistory(ctx, cp.Position, cp.History)
 		}
 		if herr != nil {
-			var he *source.HistoryError
-			if !errors.As(herr, &he) {
-				return start, nil, nil, herr
-			}
-			start, err = r.changeOfHistory(ctx, cp, he)
-			return start, cp, nil, err
+			return start, nil, nil, r.streamError(herr)
 		}
 		if err := r.fillGTIDs(ctx, &start); err != nil {
 			return start, nil, nil, err
@@ -393,7 +388,10 @@ func (r *Replicator) streamError(err error) error {
 	}
 	var history *source.HistoryError
 	if errors.As(err, &history) {
-		return fmt.Errorf("%w. binlog2ch cannot tell which of this binlog's transactions it has applied (RESET MASTER restarts GTID numbering). To go on from this server's data: stop binlog2ch, run `binlog2ch fullsync -recreate -checkpoint -config FILE`, and start it again", err)
+		// GTIDs cannot show which of this binlog's transactions binlog2ch
+		// has: RESET MASTER numbers them again, so the checkpoint's may
+		// name other transactions now.
+		return fmt.Errorf("%w. binlog2ch cannot tell which of this binlog's transactions it has applied (RESET MASTER restarts GTID numbering). %s", err, recopyOnThisServer)
 	}
 	var xa *source.XAUnknownError
 	if errors.As(err, &xa) {

@@ -139,7 +139,7 @@ func (s *router) Commit(c source.Commit) {
 	// A restart must start at Resume: it is behind Position while an XA
 	// transaction prepared before is still open.
 	s.commits = append(s.commits, commitPoint{seq: s.seq, pos: c.Resume, at: c.At, server: s.r.server.ID, gtid: c.GTID, hist: c.History, offset: c.Offset})
-	s.readF = c.VersionFile
+	s.readF, _ = source.VersionFile(c.File, c.Offset)
 	s.r.m.XAPrepared.Set(float64(c.Prepared))
 	pos := c.Position
 	s.r.readPos.Store(&pos)

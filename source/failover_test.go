@@ -82,7 +82,7 @@ func TestMySQLFailoverByGTID(t *testing.T) {
 	// start may be before the checkpoint's transactions.
 	var got []string
 	for _, c := range h.full {
-		got = append(got, fmt.Sprintf("%s %s F=%d offset=%d", c.Position, c.GTID, c.VersionFile, c.Offset))
+		got = append(got, fmt.Sprintf("%s %s F=%d offset=%d", c.Position, c.GTID, mustF(c.File, c.Offset), c.Offset))
 	}
 	want := []string{
 		fmt.Sprintf("%s:%d %s:1-11 F=40 offset=37", testFile, pEnd, old),
@@ -102,4 +102,9 @@ func TestMySQLFailoverByGTID(t *testing.T) {
 	if s.touched["d.t"][old.String()] != 11 || s.touched["d.t"][promoted.String()] != 1 {
 		t.Errorf("touched %v", s.touched)
 	}
+}
+
+func mustF(idx uint32, off int64) uint32 {
+	f, _ := VersionFile(idx, off)
+	return f
 }

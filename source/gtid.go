@@ -68,9 +68,6 @@ func ParseGTIDSet(flavor, s string) (GTIDSet, error) {
 	return g, nil
 }
 
-// Flavor is the set's flavour, "" for the zero value.
-func (g GTIDSet) Flavor() string { return g.flavor }
-
 // IsEmpty reports whether the set holds no transaction.
 func (g GTIDSet) IsEmpty() bool { return len(g.my) == 0 && len(g.maria) == 0 }
 
@@ -89,34 +86,15 @@ func (g GTIDSet) String() string {
 	return g.my.String()
 }
 
-// Clone is a copy that later additions to g do not change.
-func (g GTIDSet) Clone() GTIDSet {
-	c := GTIDSet{flavor: g.flavor}
-	if g.maria != nil {
-		c.maria = make(map[uint32]mysql.MariadbGTID, len(g.maria))
-		for k, v := range g.maria {
-			c.maria[k] = v
-		}
-	}
-	if g.my != nil {
-		c.my = *g.my.Clone().(*mysql.MysqlGTIDSet)
-	}
-	return c
-}
-
 // GTID is one transaction's identity: its origin (a MySQL uuid[:tag], a
 // MariaDB domain) and its number there.
 type GTID struct {
 	Origin string
 	N      int64
-	// the transaction's own text, as the server prints it
-	text  string
-	sid   uuid.UUID
-	tag   mysql.Tag
-	maria mysql.MariadbGTID
+	sid    uuid.UUID
+	tag    mysql.Tag
+	maria  mysql.MariadbGTID
 }
-
-func (t GTID) String() string { return t.text }
 
 // mysqlGTID is a MySQL transaction's GTID; ok is false for an anonymous
 // one (gtid_mode OFF).
@@ -129,11 +107,11 @@ func mysqlGTID(sid []byte, tag mysql.Tag, gno int64) (GTID, bool) {
 	if tag != (mysql.Tag{}) {
 		origin += ":" + tag.String()
 	}
-	return GTID{Origin: origin, N: gno, text: origin + ":" + strconv.FormatInt(gno, 10), sid: u, tag: tag}, true
+	return GTID{Origin: origin, N: gno, sid: u, tag: tag}, true
 }
 
 func mariadbGTID(id mysql.MariadbGTID) GTID {
-	return GTID{Origin: strconv.FormatUint(uint64(id.DomainID), 10), N: int64(id.SequenceNumber), text: id.String(), maria: id}
+	return GTID{Origin: strconv.FormatUint(uint64(id.DomainID), 10), N: int64(id.SequenceNumber), maria: id}
 }
 
 // add records a transaction as executed.

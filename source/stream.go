@@ -99,10 +99,9 @@ type Commit struct {
 	// no GTIDs), History identifies the binlog Resume is on.
 	GTID    string
 	History History
-	// VersionFile is F of Position's file (RowVersion); Offset is the
-	// history's version offset.
-	VersionFile uint32
-	Offset      int64
+	// Offset is the history's version offset: F of Position's file is
+	// VersionFile(File, Offset).
+	Offset int64
 }
 
 // UnreadableError: the source cannot send the binlog from a position,
@@ -674,9 +673,8 @@ func (s *Stream) commit(h Handler) {
 	} else if !s.gtids.IsEmpty() && s.gtidsKnown {
 		gtids = s.gtids.String()
 	}
-	f, _ := VersionFile(s.fileIdx, s.offset)
 	h.Commit(Commit{Position: s.pos, File: s.fileIdx, Resume: s.resume, Prepared: len(s.prepared), At: s.lastTS,
-		GTID: gtids, History: hist, VersionFile: f, Offset: s.offset})
+		GTID: gtids, History: hist, Offset: s.offset})
 }
 
 // historyAt is the History of a boundary the stream resumes at.
