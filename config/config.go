@@ -90,6 +90,10 @@ type BatchConfig struct {
 	// the table: low lag when the load is light, within the budget. One
 	// above FlushInterval acts as FlushInterval.
 	LiveFlushInterval time.Duration `yaml:"live_flush_interval"`
+	// MaxBufferBytes bounds the bytes of rows all writers hold in batches
+	// (filling and in flight): past it a writer sends its batch at once
+	// and waits for it before filling more. 0: no bound.
+	MaxBufferBytes int64 `yaml:"max_buffer_bytes"`
 }
 
 // CheckpointConfig sets how often the binlog position is saved.
@@ -236,7 +240,7 @@ func defaultConfig() Config {
 			ReplicatedPath: schema.DefaultZooKeeperPath, ReplicaName: schema.DefaultReplica,
 			DistributedTable: schema.DefaultDistributedTable, ClusterInsert: ClusterInsertShards},
 		Metrics:     MetricsConfig{Listen: "127.0.0.1:9188", ReadyMaxLag: time.Minute},
-		Batch:       BatchConfig{MaxRows: 100000, MaxBytes: 64 << 20, FlushInterval: time.Second, MaxInFlight: 2, MaxInsertsPerSecond: 30, LiveFlushInterval: 200 * time.Millisecond},
+		Batch:       BatchConfig{MaxRows: 100000, MaxBytes: 64 << 20, FlushInterval: time.Second, MaxInFlight: 2, MaxInsertsPerSecond: 30, LiveFlushInterval: 200 * time.Millisecond, MaxBufferBytes: 256 << 20},
 		Checkpoint:  CheckpointConfig{Interval: time.Second},
 		FullSync:    FullSyncConfig{ChunkRows: 50000, Workers: 4},
 		Replication: ReplicationConfig{OnStatementDML: OnStop, OnPartitionMaintenance: OnStop},
@@ -430,6 +434,9 @@ func (c *Config) validate(d *decoder, dir string) {
 	}
 	if c.Batch.LiveFlushInterval < time.Millisecond {
 		d.problem("batch.live_flush_interval", "must be >= 1ms")
+	}
+	if c.Batch.MaxBufferBytes != 0 && (c.Batch.MaxBufferBytes < 1<<20 || c.Batch.MaxBufferBytes > 1<<40) {
+		d.problem("batch.max_buffer_bytes", "must be 0 (no bound) or from 1 MiB to 1 TiB")
 	}
 	if c.Checkpoint.Interval < time.Millisecond {
 		d.problem("checkpoint.interval", "must be >= 1ms")

@@ -52,9 +52,12 @@ var (
 		"binlog2ch_statements_without_rows_total":       {"counter", map[string][]string{"action": {"apply", "recopy", "keep"}}},
 		"binlog2ch_native_fallbacks_total":              {"counter", map[string][]string{"reason": {"unknown_packet", "compression", "header_type", "header_mismatch"}}},
 		"binlog2ch_insert_budget_per_second":            {"gauge", nil},
-		"binlog2ch_insert_budget_granted_total":         {"counter", map[string][]string{"reason": {"full", "interval", "live", "drain"}}},
+		"binlog2ch_insert_budget_granted_total":         {"counter", map[string][]string{"reason": {"full", "interval", "live", "drain", "memory"}}},
 		"binlog2ch_insert_budget_waiting_tables":        {"gauge", nil},
 		"binlog2ch_oldest_unsent_row_timestamp_seconds": {"gauge", tableLabels},
+		"binlog2ch_batch_buffer_bytes":                  {"gauge", nil},
+		"binlog2ch_batch_buffer_limit_bytes":            {"gauge", nil},
+		"binlog2ch_writers":                             {"gauge", map[string][]string{"state": {"running", "parked"}}},
 	}
 	// Labels Prometheus adds to every scraped series.
 	targetLabels = []string{"job", "instance"}

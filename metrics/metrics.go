@@ -78,6 +78,10 @@ type Metrics struct {
 	BudgetGranted *prometheus.CounterVec
 	BudgetWaiting prometheus.Gauge
 	OldestUnsent  *prometheus.GaugeVec
+	// The writers' batch memory (sink/memory.go) and goroutines.
+	BufferBytes      prometheus.Gauge
+	BufferLimitBytes prometheus.Gauge
+	Writers          *prometheus.GaugeVec
 
 	// Durable is the commit time (Unix ns) of the newest event durably in
 	// ClickHouse, or the time of a heartbeat that found nothing pending:
@@ -139,11 +143,17 @@ func New() *Metrics {
 	m.BudgetRate = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_insert_budget_per_second",
 		Help: "The insert budget over all tables, batch.max_inserts_per_second (0: none)."})
 	m.BudgetGranted = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_insert_budget_granted_total",
-		Help: "Inserts the budget counted, by why the batch went: full (max_rows or max_bytes, at once), interval (flush_interval waited out), live (live_flush_interval, the reader live and the table's queue empty), drain (DDL, a schema change, shutdown: at once)."}, []string{"reason"})
+		Help: "Inserts the budget counted, by why the batch went: full (max_rows or max_bytes, at once), interval (flush_interval waited out), live (live_flush_interval, the reader live and the table's queue empty), drain (DDL, a schema change, shutdown: at once), memory (the writers' batches over batch.max_buffer_bytes: at once)."}, []string{"reason"})
 	m.BudgetWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_insert_budget_waiting_tables",
 		Help: "Tables whose batch waits for the insert budget."})
 	m.OldestUnsent = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlog2ch_oldest_unsent_row_timestamp_seconds",
 		Help: "Unix time a table's oldest row not yet handed to an insert was taken into its batch; 0 when none waits. time() minus it is how long the budget or the interval has held it."}, perTable)
+	m.BufferBytes = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_batch_buffer_bytes",
+		Help: "Bytes of rows the writers hold in batches, filling and in flight, over all tables."})
+	m.BufferLimitBytes = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_batch_buffer_limit_bytes",
+		Help: "batch.max_buffer_bytes: above it a writer sends its batch at once and waits for it (0: no limit)."})
+	m.Writers = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlog2ch_writers",
+		Help: "Table writers by state: running (a goroutine, batch buffers), parked (quiet for a while: neither, until its table's next rows)."}, []string{"state"})
 	lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "binlog2ch_lag_seconds",
 		Help: "Now minus the commit time of the newest event durably in ClickHouse; keeps growing while nothing gets through, about 0 when idle and caught up."},
 		func() float64 { return Since(m.Durable.Load()) })
@@ -160,7 +170,7 @@ func New() *Metrics {
 		})
 	m.Registry.MustRegister(m.Rows, m.EventsRead, m.FlushDuration, m.BatchRows, m.QueueRows, m.CheckpointTS, m.CheckpointFile, m.CheckpointPos,
 		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, m.NativeFallbacks,
-		m.BudgetRate, m.BudgetGranted, m.BudgetWaiting, m.OldestUnsent, lag, sourceLag, ready,
+		m.BudgetRate, m.BudgetGranted, m.BudgetWaiting, m.OldestUnsent, m.BufferBytes, m.BufferLimitBytes, m.Writers, lag, sourceLag, ready,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every stage and DDL result exists from the start, at 0, so rate()
 	// and increase() see the first failure.
@@ -176,11 +186,20 @@ func New() *Metrics {
 	for _, r := range FallbackReasons {
 		m.NativeFallbacks.WithLabelValues(r)
 	}
-	for _, r := range []string{"full", "interval", "live", "drain"} {
+	for _, r := range []string{"full", "interval", "live", "drain", "memory"} {
 		m.BudgetGranted.WithLabelValues(r)
+	}
+	for _, s := range []string{WriterRunning, WriterParked} {
+		m.Writers.WithLabelValues(s)
 	}
 	return m
 }
+
+// Writer states, binlog2ch_writers' label.
+const (
+	WriterRunning = "running"
+	WriterParked  = "parked"
+)
 
 // Since is the seconds from a Unix-ns time to now; 0 when unset.
 func Since(ns int64) float64 {

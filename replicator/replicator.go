@@ -43,6 +43,7 @@ type Replicator struct {
 	httpAddr atomic.Value // string
 
 	queueLen        int           // messages a writer may have queued
+	parkAfter       time.Duration // how long a writer idles before it parks
 	maxBackoff      time.Duration // cap of the retry backoff
 	shutdownTimeout time.Duration // how long a shutdown may spend flushing
 
@@ -51,6 +52,13 @@ type Replicator struct {
 
 	hooks testHooks
 }
+
+// writerParkAfter is how long a table's writer holds nothing before its
+// goroutine exits and its batch buffers go (sink.Writer.ParkWhenIdle):
+// schemas have hundreds of tables, most of them quiet, and a quiet one
+// then costs neither. Its next rows start it again (a new block: about
+// what one row's conversion costs in allocations).
+const writerParkAfter = time.Minute
 
 // testHooks are pause points for tests, which interrupt work at a chosen
 // step instead of racing the clock. All nil outside tests; set before Run
@@ -65,12 +73,14 @@ type testHooks struct {
 	// checkpointed runs after each checkpoint pass, whether or not it
 	// saved a new position.
 	checkpointed func()
+	// parkAfter, when set, replaces writerParkAfter.
+	parkAfter time.Duration
 }
 
 // New connects to both servers and checks the source writes a binlog
 // binlog2ch can follow.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Replicator, error) {
-	r := &Replicator{cfg: cfg, log: log, m: metrics.New(), queueLen: 256, maxBackoff: 30 * time.Second, shutdownTimeout: 30 * time.Second}
+	r := &Replicator{cfg: cfg, log: log, m: metrics.New(), queueLen: 256, parkAfter: writerParkAfter, maxBackoff: 30 * time.Second, shutdownTimeout: 30 * time.Second}
 	var err error
 	if r.my, err = source.OpenMySQL(ctx, cfg, log); err != nil {
 		return nil, err

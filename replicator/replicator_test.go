@@ -163,6 +163,9 @@ func (h *harness) startLogged(logs *syncBuffer, log *slog.Logger, hooks testHook
 		h.t.Fatal(err)
 	}
 	r.hooks = hooks
+	if hooks.parkAfter > 0 {
+		r.parkAfter = hooks.parkAfter
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	run := &running{cancel: cancel, done: make(chan error, 1), logs: logs, r: r}
 	go func() {

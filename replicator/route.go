@@ -236,6 +236,7 @@ func (s *router) dispatch(ctx context.Context, name source.TableName, m sink.Mes
 		}
 		w := s.r.sink.NewWriter(name, s.r.queueLen)
 		w.OnFlushed(s.stream.Wake)
+		w.ParkWhenIdle(s.r.parkAfter)
 		rt = &route{w: w}
 		s.writers[name] = rt
 		s.all = append(s.all, rt)
@@ -246,6 +247,7 @@ func (s *router) dispatch(ctx context.Context, name source.TableName, m sink.Mes
 	select {
 	case rt.w.In() <- m:
 		rt.dispatched = m.Seq
+		s.wake(rt.w)
 		return nil
 	default:
 	}
@@ -257,6 +259,7 @@ func (s *router) dispatch(ctx context.Context, name source.TableName, m sink.Mes
 		select {
 		case rt.w.In() <- m:
 			rt.dispatched = m.Seq
+			s.wake(rt.w)
 			return nil
 		case <-tick.C:
 			s.r.checkIn()
@@ -473,6 +476,7 @@ func (s *router) recopy(ctx context.Context, t source.TableName, st source.State
 func (s *router) stopWriter(name source.TableName) {
 	if rt := s.writers[name]; rt != nil {
 		close(rt.w.In())
+		s.wake(rt.w)
 		rt.closed = true
 		delete(s.writers, name)
 		s.retire(name, rt.w, rt.dispatched)
@@ -484,8 +488,17 @@ func (s *router) closeAll() {
 	for _, rt := range s.all {
 		if !rt.closed {
 			close(rt.w.In())
+			s.wake(rt.w)
 			rt.closed = true
 		}
+	}
+}
+
+// wake runs a parked writer again after a message was sent to it or its
+// queue closed.
+func (s *router) wake(w *sink.Writer) {
+	if w.Wake() {
+		s.start(w)
 	}
 }
 

@@ -111,7 +111,7 @@ func TestXAPreparedBeforeStart(t *testing.T) {
 	h.verifyEqual("t")
 }
 
-func gaugeValue(t *testing.T, g prometheus.Gauge) float64 {
+func gaugeValue(t testing.TB, g prometheus.Gauge) float64 {
 	t.Helper()
 	var m dto.Metric
 	if err := g.Write(&m); err != nil {

@@ -38,6 +38,7 @@ const (
 	GrantInterval = "interval" // a batch waited out its flush interval
 	GrantLive     = "live"     // the reader is live and the table's queue empty
 	GrantDrain    = "drain"    // DDL, a schema change, shutdown
+	GrantMemory   = "memory"   // the writers' batches over batch.max_buffer_bytes
 )
 
 // NewBudget is a budget of rate inserts per second (0: unlimited) with

@@ -50,6 +50,8 @@ type ClickHouse struct {
 	// the reader has read the binlog's newest events.
 	budget   *Budget
 	caughtUp atomic.Bool
+	// mem is the writers' batch memory (memory.go).
+	mem *memory
 
 	// MaxBackoff caps the retry backoff.
 	MaxBackoff time.Duration
@@ -63,6 +65,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.M
 		c.budget.granted = func(reason string) { m.BudgetGranted.WithLabelValues(reason).Inc() }
 		c.budget.waitingTables = func(n int) { m.BudgetWaiting.Set(float64(n)) }
 		m.BudgetRate.Set(cfg.Batch.MaxInsertsPerSecond)
+	}
+	c.mem = newMemory(cfg.Batch.MaxBufferBytes)
+	if m != nil {
+		c.mem.gauge = m.BufferBytes.Set
+		m.BufferLimitBytes.Set(float64(cfg.Batch.MaxBufferBytes))
 	}
 	var err error
 	// With the checkpoint in ClickHouse, hosts take turns and each keeps

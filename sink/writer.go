@@ -82,12 +82,13 @@ type Writer struct {
 	done     atomic.Bool   // Run has returned nil
 	firstRow time.Time     // when the block got its first row
 
-	sendq    chan *sendJob // blocks to send, to the sender goroutine
-	returned chan *sendJob // blocks sent, back from it
-	sendErr  chan error    // the sender's fatal error
-	inflight int           // blocks handed off and not yet returned
-	order    []*sendJob    // blocks handed off, oldest first, until sent in order
-	waited   time.Duration // time spent waiting for ClickHouse to take a block
+	returned chan *sendJob // blocks sent, back from their senders
+	sendErr  chan error    // a sender's fatal error
+	sending  sync.WaitGroup
+	scratch  []*shardScratch // senders' buffers, kept between blocks
+	inflight int             // blocks handed off and not yet returned
+	order    []*sendJob      // blocks handed off, oldest first, until sent in order
+	waited   time.Duration   // time spent waiting for ClickHouse to take a block
 	// fixups count values changed by schema.invalid_dates, by kind, in
 	// batches sent; the senders update them.
 	fixups       [block.NumFixups]atomic.Uint64
@@ -113,18 +114,49 @@ type Writer struct {
 	// route sends the target's blocks straight to a cluster's shards; nil:
 	// to the configured servers (in a cluster, the Distributed table).
 	route *route
+	// held is the current block's bytes counted in the daemon's buffer
+	// budget (memory.go).
+	held int
+	// parkAfter, when set, lets the writer's goroutine exit after that
+	// long with nothing pending; parked says it has (see Wake).
+	parkAfter time.Duration
+	parkMu    sync.Mutex // orders parking with Wake
+	parked    bool
 }
 
 // NewWriter returns the writer of MySQL table name, which may have queue
 // messages waiting. Run runs it.
 func (c *ClickHouse) NewWriter(name source.TableName, queue int) *Writer {
 	return &Writer{
-		c:    c,
-		name: name,
-		in:   make(chan Message, queue),
-		log:  c.log.With("table", name.String()),
-		tm:   c.m.ForTable(name),
+		c:        c,
+		name:     name,
+		in:       make(chan Message, queue),
+		log:      c.log.With("table", name.String()),
+		tm:       c.m.ForTable(name),
+		returned: make(chan *sendJob, c.cfg.Batch.MaxInFlight),
+		sendErr:  make(chan error, c.cfg.Batch.MaxInFlight),
 	}
+}
+
+// ParkWhenIdle lets Run return after d with nothing pending and nothing
+// queued, its batch buffers let go: a table that went quiet costs no
+// goroutine and no batch memory. The writer keeps its schema and
+// counters; whoever sends it a message calls Wake afterwards and runs it
+// again if Wake says so. Set it before Run.
+func (w *Writer) ParkWhenIdle(d time.Duration) { w.parkAfter = d }
+
+// Wake reports whether the writer was parked and is no longer: the caller
+// must then call Run (in a new goroutine) for the messages it sent. Call it
+// after every send to In, and after closing In.
+func (w *Writer) Wake() bool {
+	w.parkMu.Lock()
+	was := w.parked
+	w.parked = false
+	w.parkMu.Unlock()
+	if was {
+		w.c.m.Writers.WithLabelValues(metrics.WriterParked).Dec()
+	}
+	return was
 }
 
 // In is the writer's queue. Closing it stops the writer once it has
@@ -150,42 +182,52 @@ func (w *Writer) Name() source.TableName { return w.name }
 // rows are flushed) or an error stops it. Batches are sent by other
 // goroutines while the next one fills.
 func (w *Writer) Run(parent context.Context) error {
+	running := w.c.m.Writers.WithLabelValues(metrics.WriterRunning)
+	running.Inc()
+	defer running.Dec()
 	err := w.run(parent)
-	if err == nil {
+	switch {
+	case err == errParked:
+		w.c.m.Writers.WithLabelValues(metrics.WriterParked).Inc()
+		return nil
+	case err == nil:
 		w.done.Store(true)
 	}
 	return err
 }
 
+// errParked is run's return when the writer parked (ParkWhenIdle).
+var errParked = errors.New("parked")
+
 func (w *Writer) run(parent context.Context) error {
 	// Canceled when run returns, before it waits for the senders: a sender
 	// retrying a failed insert must not keep a writer that is stopping for
-	// another error.
+	// another error. Up to batch.max_inflight batches of a table are sent
+	// at once, each by a goroutine of its own while it is in flight
+	// (ClickHouse works on each insert mostly on one thread; order does
+	// not matter, every row carries its version) while one more fills.
+	// Those are all the blocks a writer has: when every one is in flight
+	// or full, the writer waits.
 	ctx, cancel := context.WithCancel(parent)
-	// Up to batch.max_inflight batches of a table are sent at once
-	// (ClickHouse works on each insert mostly on one thread; order does not
-	// matter, every row carries its version) while one more fills. Those
-	// are all the blocks a writer has: when every one is in flight or
-	// full, the writer waits.
-	senders := w.c.cfg.Batch.MaxInFlight
-	w.sendq = make(chan *sendJob, senders)
-	w.returned = make(chan *sendJob, senders)
-	w.sendErr = make(chan error, senders)
-	var sendersDone sync.WaitGroup
-	for i := 0; i < senders; i++ {
-		sendersDone.Add(1)
-		go func() {
-			defer sendersDone.Done()
-			w.sender(ctx)
-		}()
-	}
+	parked := false
 	defer func() {
 		cancel()
-		close(w.sendq)
-		sendersDone.Wait()
+		if !parked {
+			// Parked, none is in flight; and a Wait could then overlap
+			// the next run's first Add.
+			w.sending.Wait()
+		}
 	}()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	// idle fires parkAfter after the writer last had nothing pending.
+	var idle *time.Timer
+	var idleC <-chan time.Time
+	if w.parkAfter > 0 {
+		idle = time.NewTimer(w.parkAfter)
+		defer idle.Stop()
+		idleC = idle.C
+	}
 	for {
 		select {
 		case m, ok := <-w.in:
@@ -213,12 +255,20 @@ func (w *Writer) run(parent context.Context) error {
 			w.busy += time.Since(start)
 			w.noteQueue()
 			if w.block != nil && w.block.Rows() > 0 {
-				if w.block.Rows() >= w.c.cfg.Batch.MaxRows || w.block.Size() >= w.c.cfg.Batch.MaxBytes {
+				size := w.block.Size()
+				w.c.mem.add(size - w.held)
+				w.held = size
+				switch {
+				case w.block.Rows() >= w.c.cfg.Batch.MaxRows || size >= w.c.cfg.Batch.MaxBytes:
 					w.c.budget.Take(GrantFull)
 					if err := w.handOff(ctx); err != nil {
 						return err
 					}
-				} else {
+				case w.c.mem.over():
+					if err := w.relieveMemory(ctx); err != nil {
+						return err
+					}
+				default:
 					w.schedule(timer)
 				}
 			} else if w.inflight == 0 {
@@ -245,12 +295,61 @@ func (w *Writer) run(parent context.Context) error {
 			w.recycle(job)
 		case err := <-w.sendErr:
 			return err
+		case <-idleC:
+			if parked = w.park(); parked {
+				return errParked
+			}
 		}
 		if w.firstRow.IsZero() {
 			timer.Stop()
 			w.due = time.Time{}
 		}
+		if idle != nil && w.idle() {
+			idle.Reset(w.parkAfter)
+		}
 	}
+}
+
+// idle reports whether the writer holds nothing: no rows, none in flight.
+func (w *Writer) idle() bool {
+	return w.inflight == 0 && (w.block == nil || w.block.Rows() == 0)
+}
+
+// park lets the writer's buffers go and marks it parked when it holds
+// nothing and nothing is queued; false: it goes on (busy again, or a
+// message came in while it parked and it took the writer back first).
+func (w *Writer) park() bool {
+	if !w.idle() {
+		return false
+	}
+	if w.block != nil {
+		// A new block is made from the target when rows come again.
+		w.block, w.blocks = nil, 0
+	}
+	w.free, w.scratch = nil, nil
+	// A sender puts its message in before it calls Wake, which takes the
+	// lock: either the message is seen here, or Wake sees parked.
+	w.parkMu.Lock()
+	defer w.parkMu.Unlock()
+	w.parked = len(w.in) == 0
+	return w.parked
+}
+
+// relieveMemory sends the batch now because the writers' buffers together
+// are over batch.max_buffer_bytes, and waits for this writer's batches in
+// flight while they stay over: the memory is then in inserts that are
+// finishing, not in batches that keep growing.
+func (w *Writer) relieveMemory(ctx context.Context) error {
+	w.c.budget.Take(GrantMemory)
+	if err := w.handOff(ctx); err != nil {
+		return err
+	}
+	for w.inflight > 0 && w.c.mem.over() {
+		if err := w.await(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // schedule sets the batch's flush: flush_interval after its first row, or
@@ -295,12 +394,13 @@ func (w *Writer) noteQueue() {
 // sendJob is a block on its way to ClickHouse; seq is the last message
 // whose rows it holds.
 type sendJob struct {
-	block *block.Block
-	route *route
-	seq   uint64
-	rows  int
-	bytes int // the block's size when handed off
-	sent  bool
+	block   *block.Block
+	route   *route
+	seq     uint64
+	rows    int
+	bytes   int // the block's size when handed off
+	sent    bool
+	scratch *shardScratch
 }
 
 // largeEvent is the size of a rows event after which the writer collects
@@ -312,16 +412,15 @@ const largeEvent = 32 << 20
 // let go rather than reused.
 const largeRow = 4 << 20
 
-// sender sends the blocks handed off and returns them.
-func (w *Writer) sender(ctx context.Context) {
-	var sc shardScratch // kept across this sender's blocks
-	for job := range w.sendq {
-		if err := w.send(ctx, job.block, job.route, &sc); err != nil {
-			w.sendErr <- err
-			return
-		}
-		w.returned <- job
+// sendOne sends a block handed off, in a goroutine of its own, and
+// returns it; the channels have room for every block in flight.
+func (w *Writer) sendOne(ctx context.Context, job *sendJob) {
+	defer w.sending.Done()
+	if err := w.send(ctx, job.block, job.route, job.scratch); err != nil {
+		w.sendErr <- err
+		return
 	}
+	w.returned <- job
 }
 
 // recycle takes back a sent block. Blocks may come back out of order: the
@@ -330,6 +429,8 @@ func (w *Writer) sender(ctx context.Context) {
 func (w *Writer) recycle(job *sendJob) {
 	w.inflight--
 	w.inflightRows -= job.rows
+	w.c.mem.add(-job.bytes)
+	w.scratch = append(w.scratch, job.scratch)
 	defer w.noteQueue()
 	job.sent = true
 	for len(w.order) > 0 && w.order[0].sent {
@@ -392,13 +493,16 @@ func (w *Writer) handOff(ctx context.Context) error {
 		w.blocks++
 	}
 	job := &sendJob{block: w.block, route: w.route, seq: w.lastSeq, rows: w.block.Rows(), bytes: w.block.Size()}
-	select {
-	case w.sendq <- job:
-	case err := <-w.sendErr:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
+	// The block's bytes stay counted until it comes back.
+	w.c.mem.add(job.bytes - w.held)
+	w.held = 0
+	if n := len(w.scratch); n > 0 {
+		job.scratch, w.scratch = w.scratch[n-1], w.scratch[:n-1]
+	} else {
+		job.scratch = &shardScratch{}
 	}
+	w.sending.Add(1)
+	go w.sendOne(ctx, job)
 	w.order = append(w.order, job)
 	w.inflight++
 	w.inflightRows += job.rows
@@ -453,6 +557,11 @@ func (w *Writer) handle(ctx context.Context, m Message) error {
 		}
 	}
 	w.source = m.Schema
+	if w.block == nil {
+		// Let go while the writer was parked.
+		w.block = block.NewBlock(w.target)
+		w.blocks++
+	}
 	if err := w.appendRows(m); err != nil {
 		return fmt.Errorf("%s: %w", m.where(), err)
 	}
