@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -107,11 +108,15 @@ type Scenario struct {
 	// LoadRowsPerMin is loadgen's rate (live scenarios).
 	LoadRowsPerMin float64 `json:"load_rows_per_min,omitempty"`
 	Lag            *Lag    `json:"lag,omitempty"`
-	KeptUp         *bool   `json:"kept_up,omitempty"`
-	CPUPerMRows    float64 `json:"daemon_cpu_seconds_per_million_rows"`
-	PeakRSSMiB     float64 `json:"daemon_peak_rss_mib"`
-	Parts          uint64  `json:"clickhouse_parts_created"`
-	Series         []Point `json:"series"`
+	// SampledLag is the lag from ClickHouse's count sampled every
+	// sampleEvery, where Lag is timed by each row's part (the figure
+	// earlier reports gave).
+	SampledLag  *Lag    `json:"sampled_lag,omitempty"`
+	KeptUp      *bool   `json:"kept_up,omitempty"`
+	CPUPerMRows float64 `json:"daemon_cpu_seconds_per_million_rows"`
+	PeakRSSMiB  float64 `json:"daemon_peak_rss_mib"`
+	Parts       uint64  `json:"clickhouse_parts_created"`
+	Series      []Point `json:"series"`
 }
 
 // Lag is the time from a row's commit in MySQL to its visibility in
@@ -121,6 +126,7 @@ type Lag struct {
 	P99     float64 `json:"p99_seconds"`
 	Max     float64 `json:"max_seconds"`
 	Samples int     `json:"samples"`
+	Source  string  `json:"source,omitempty"` // how the rows' arrivals were observed
 }
 
 // Point is one second of a scenario.
@@ -441,6 +447,43 @@ func (r *run) live(ctx context.Context, table string, rate float64) (Scenario, e
 	if _, err := r.my.ExecContext(ctx, strings.Replace(binlog2ch.BinlogFieldTestDDL, "`binlog_field_test_1`", "`"+r.db+"`.`"+table+"`", 1)); err != nil {
 		return s, err
 	}
+	// Rows timed to the millisecond where the table's directory can be
+	// watched here (arrivals.go): sampling ClickHouse's count every
+	// sampleEvery adds up to a sample period plus the query to each
+	// lag, too coarse for a lag of a few hundred milliseconds. The
+	// watcher needs the table and a part: one warm-up row first.
+	var (
+		arr     *partWatcher
+		warm    uint64
+		mu      sync.Mutex
+		commits []time.Time
+	)
+	if r.o.Cluster == "" {
+		wo := *lo
+		wo.Count, wo.BatchSize, wo.Rate, wo.Duration, wo.Inserted, wo.Progress = 1, 1, 0, 0, nil, nil
+		if _, err := loadgen.Run(ctx, wo); err != nil {
+			return s, err
+		}
+		warm = 1
+		if err := r.awaitRows(ctx, "^"+table+"$", warm, 10*time.Minute); err != nil {
+			return s, fmt.Errorf("%s: warm-up: %w", name, err)
+		}
+		w, err := r.newPartWatcher(ctx, "^"+table+"$", 1)
+		if err != nil {
+			fmt.Fprintf(r.log, "%s: cannot watch the table's directory (%v); lag from ClickHouse's count sampled every %s\n", name, err, sampleEvery)
+		} else {
+			arr = w
+			defer arr.stop()
+			lo.Committed = func(_ string, rows int) {
+				now := time.Now()
+				mu.Lock()
+				for range rows {
+					commits = append(commits, now)
+				}
+				mu.Unlock()
+			}
+		}
+	}
 	fmt.Fprintf(r.log, "%s: loadgen for %s while the daemon follows\n", name, r.o.LiveDuration)
 	m := r.newMeter()
 	start := time.Now()
@@ -476,7 +519,7 @@ func (r *run) live(ctx context.Context, table string, rate float64) (Scenario, e
 			default:
 			}
 		}
-		if finished && n >= s.Rows {
+		if finished && n >= s.Rows+warm {
 			break
 		}
 		if err := r.alive(); err != nil {
@@ -488,16 +531,33 @@ func (r *run) live(ctx context.Context, table string, rate float64) (Scenario, e
 		time.Sleep(sampleEvery)
 	}
 	el := chSide[len(chSide)-1].t
-	s.RowsInCH = chSide[len(chSide)-1].n
+	s.RowsInCH = chSide[len(chSide)-1].n - warm
 	s.Seconds = el.Seconds()
 	s.RowsPerMin = float64(s.Rows) / el.Minutes()
 	s.CPUPerMRows, s.PeakRSSMiB = m.read(s.Rows)
 	lags := lagSamples(mysqlSide, chSide)
 	s.Lag = summarize(lags)
+	s.Lag.Source = "ClickHouse's count sampled every " + sampleEvery.String()
+	s.Series = series(lags, chSide)
+	if arr != nil {
+		mu.Lock()
+		want := map[string]uint64{table: uint64(len(commits))}
+		mu.Unlock()
+		if _, err := arr.awaitAll(ctx, want, 0, r.alive); err != nil {
+			return s, fmt.Errorf("%s: watching the table's parts: %w", name, err)
+		}
+		exact, _ := tableLags(start, map[string][]time.Time{table: commits}, arr.arrivals())
+		if len(exact) == 0 {
+			return s, fmt.Errorf("%s: no row's arrival observed in the table's directory", name)
+		}
+		s.SampledLag = s.Lag
+		s.Lag = summarize(exact)
+		s.Lag.Source = "each row, by the part it arrived in (inotify)"
+		s.Series = arrivalSeries(start, start.Add(el), exact, arr.arrivals())
+	}
 	kept := s.Lag.Max <= keptUpLag.Seconds()
 	s.KeptUp = &kept
-	s.Series = series(lags, chSide)
-	s.Parts = r.parts(ctx, table)
+	s.Parts = r.parts(ctx, table) - warm
 	return s, nil
 }
 

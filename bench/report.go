@@ -131,7 +131,17 @@ func (rep *Report) Markdown(w io.Writer, chart string) {
 		for _, s := range rep.Scenarios {
 			fmt.Fprintf(w, "| %s |\n", strings.Join(s.cells(), " | "))
 		}
-		fmt.Fprintf(w, "\nCatch-up: the rows are in the binlog before the daemon starts; timed until ClickHouse holds them all. Live: loadgen writes for a fixed time while the daemon follows, timed until ClickHouse holds every row; lag is the time from a row's commit in MySQL to its visibility in ClickHouse (sampled every %s), and a phase kept up when no row took longer than %s.\n", sampleEvery, keptUpLag)
+		fmt.Fprintf(w, "\nCatch-up: the rows are in the binlog before the daemon starts; timed until ClickHouse holds them all. Live: loadgen writes for a fixed time while the daemon follows, timed until ClickHouse holds every row; lag is the time from a row's commit in MySQL to its visibility in ClickHouse, and a phase kept up when no row took longer than %s.\n", keptUpLag)
+		for _, sc := range rep.Scenarios {
+			if sc.Lag == nil || sc.Lag.Source == "" {
+				continue
+			}
+			fmt.Fprintf(w, "- %s: lag observed by %s", sc.Name, sc.Lag.Source)
+			if l := sc.SampledLag; l != nil {
+				fmt.Fprintf(w, " (by %s: %.2f/%.2f/%.2f s)", l.Source, l.P50, l.P99, l.Max)
+			}
+			fmt.Fprintln(w, ".")
+		}
 	}
 	if len(rep.ManyTables) > 0 {
 		if len(rep.Scenarios) > 0 {
