@@ -41,6 +41,9 @@ type Options struct {
 	// Daemon returns the command that runs `binlog2ch run` on a config.
 	Daemon func(config string) *exec.Cmd
 	Dir    string // for the daemon's config, state and log
+	// DaemonBatch, when set, is the daemon's batch section (flow-style
+	// YAML keys, e.g. "live_flush_interval: 100ms") instead of defaults.
+	DaemonBatch string
 
 	CatchUpRows  int           // rows in the binlog before the daemon starts
 	LiveRate     float64       // rows/s of the fixed-rate live phase
@@ -116,7 +119,10 @@ type Scenario struct {
 	CPUPerMRows float64 `json:"daemon_cpu_seconds_per_million_rows"`
 	PeakRSSMiB  float64 `json:"daemon_peak_rss_mib"`
 	Parts       uint64  `json:"clickhouse_parts_created"`
-	Series      []Point `json:"series"`
+	// CHCPUSeconds is what ClickHouse spent during a live phase (its
+	// count queries included), as chCPU reads it.
+	CHCPUSeconds float64 `json:"clickhouse_cpu_seconds,omitempty"`
+	Series       []Point `json:"series"`
 }
 
 // Lag is the time from a row's commit in MySQL to its visibility in
@@ -199,6 +205,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	defer r.ch.Close()
 	rep := &Report{Date: time.Now().UTC(), Host: hostDescription(),
 		Settings: fmt.Sprintf("binlog_field_test, strings capped at %d characters, loadgen %d connections x 1000-row INSERTs; daemon defaults (batch.max_rows 100000, flush_interval 1s, max_inflight 2)", o.MaxLen, o.Conns)}
+	if o.DaemonBatch != "" {
+		rep.Settings += "; daemon batch: {" + o.DaemonBatch + "}"
+	}
 	if o.Cluster != "" {
 		insert := o.ClusterInsert
 		if insert == "" {
@@ -287,6 +296,9 @@ tables: {include: ["%s.*"]}
 state_dir: state
 metrics: {listen: "127.0.0.1:0"}
 `, r.o.MySQL.Addr(), r.o.MySQL.User, r.o.MySQL.Password, r.o.ClickHouse.Addr(), r.o.ClickHouse.User, r.o.ClickHouse.Password, r.clusterKeys(), r.db)
+	if r.o.DaemonBatch != "" {
+		conf += "batch: {" + r.o.DaemonBatch + "}\n"
+	}
 	return os.WriteFile(r.configPath(), []byte(conf), 0o600)
 }
 

@@ -140,7 +140,7 @@ func (rep *Report) Markdown(w io.Writer, chart string) {
 			if l := sc.SampledLag; l != nil {
 				fmt.Fprintf(w, " (by %s: %.2f/%.2f/%.2f s)", l.Source, l.P50, l.P99, l.Max)
 			}
-			fmt.Fprintln(w, ".")
+			fmt.Fprintf(w, "; ClickHouse spent %.1f CPU-s in the phase.\n", sc.CHCPUSeconds)
 		}
 	}
 	if len(rep.ManyTables) > 0 {

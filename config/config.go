@@ -85,10 +85,12 @@ type BatchConfig struct {
 	// batches that waited out their interval go when it allows, oldest
 	// first (full batches go at once). 0: no budget.
 	MaxInsertsPerSecond float64 `yaml:"max_inserts_per_second"`
-	// LiveFlushInterval replaces FlushInterval while the reader is live
-	// (the binlog's newest events read) and nothing more is queued for
-	// the table: low lag when the load is light, within the budget. One
-	// above FlushInterval acts as FlushInterval.
+	// LiveFlushInterval: while the reader is live (the binlog's newest
+	// events read) and nothing more is queued for the table, a batch goes
+	// at once, but no sooner than this after the table's last insert:
+	// low lag when the load is light, at most one insert per interval per
+	// table, within the budget. One above FlushInterval acts as
+	// FlushInterval.
 	LiveFlushInterval time.Duration `yaml:"live_flush_interval"`
 	// MaxBufferBytes bounds the bytes of rows all writers hold in batches
 	// (filling and in flight): past it a writer sends its batch at once

@@ -236,9 +236,14 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			w := worker{o: &o, db: db, tables: tables, next: startTable(i, o.Conns, len(tables)), st: &st,
 				gen: NewFieldTestGen(o.Seed + uint64(i) + 1).Compact(o.MaxLen).WithExtraColumns(o.ExtraColumns).WithFullRange(o.FullRange),
 				rnd: rand.New(rand.NewPCG(o.Seed, uint64(i)))}
-			// -rate is over all connections.
+			// -rate is over all connections. Their paces start staggered
+			// (connection i a 1/Conns share of a period later): started
+			// together, they would commit in bursts of Conns statements
+			// and then nothing for a period, where a rate means statements
+			// evenly spaced.
 			if o.Rate > 0 {
 				w.perConnRate = o.Rate / float64(o.Conns)
+				w.paceNext = time.Now().Add(time.Duration(float64(i) * float64(o.BatchSize) / o.Rate * float64(time.Second)))
 			}
 			if !w.run(ctx) {
 				failed.Add(1)

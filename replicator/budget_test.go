@@ -40,3 +40,27 @@ func TestInsertBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLightLoadGoesAtOnce: with the reader live, a quiet table's rows go
+// out without waiting out any interval (both an hour here): only the
+// insert stands between a light load's commit and ClickHouse.
+func TestLightLoadGoesAtOnce(t *testing.T) {
+	h := newHarness(t, 1, "batch: {flush_interval: 1h, live_flush_interval: 1h}\ncheckpoint: {interval: 100ms}\n")
+	a := h.dbs[0]
+	const tables = 3
+	names := make([]string, tables)
+	for i := range names {
+		names[i] = fmt.Sprintf("q%d", i)
+		h.exec(fmt.Sprintf("CREATE TABLE %s.%s (id INT PRIMARY KEY, v INT)", a, names[i]))
+	}
+	run := h.start()
+	h.waitCaughtUp(run, time.Minute) // live: the reader has read the newest events
+	for i, n := range names {
+		h.exec(fmt.Sprintf("INSERT INTO %s.%s VALUES (1, %d), (2, %d)", a, n, i, 2*i))
+	}
+	h.waitCaughtUp(run, time.Minute)
+	h.verifyEqual(names...)
+	if g := counterOf(t, run.r.m.BudgetGranted.WithLabelValues("live")); g < tables {
+		t.Errorf("%v batches went live, want one per table (%d)", g, tables)
+	}
+}

@@ -81,6 +81,7 @@ type Writer struct {
 	flushed  atomic.Uint64 // every message with seq <= flushed is in ClickHouse
 	done     atomic.Bool   // Run has returned nil
 	firstRow time.Time     // when the block got its first row
+	lastSend time.Time     // when the last batch was handed off
 
 	returned chan *sendJob // blocks sent, back from their senders
 	sendErr  chan error    // a sender's fatal error
@@ -352,9 +353,12 @@ func (w *Writer) relieveMemory(ctx context.Context) error {
 	return nil
 }
 
-// schedule sets the batch's flush: flush_interval after its first row, or
-// live_flush_interval when the reader is live and nothing more is queued
-// for the table.
+// schedule sets the batch's flush: flush_interval after its first row; or,
+// when the reader is live and nothing more is queued for the table, at
+// once, but no sooner than live_flush_interval after the table's last
+// insert. A light load's rows then wait for nothing but the insert, and
+// a busy table makes at most one insert per live_flush_interval, whose
+// rows waited at most that long.
 func (w *Writer) schedule(timer *time.Timer) {
 	now := time.Now()
 	if w.firstRow.IsZero() {
@@ -366,9 +370,13 @@ func (w *Writer) schedule(timer *time.Timer) {
 	if w.ticket != nil || !w.c.caughtUp.Load() || len(w.in) > 0 {
 		return
 	}
-	if live := w.firstRow.Add(min(w.c.cfg.Batch.LiveFlushInterval, w.c.cfg.Batch.FlushInterval)); !w.due.IsZero() && live.Before(w.due) {
+	live := w.lastSend.Add(w.c.cfg.Batch.LiveFlushInterval)
+	if live.Before(now) {
+		live = now
+	}
+	if !w.due.IsZero() && live.Before(w.due) {
 		w.due = live
-		timer.Reset(max(0, live.Sub(now)))
+		timer.Reset(live.Sub(now))
 	}
 }
 
@@ -492,6 +500,7 @@ func (w *Writer) handOff(ctx context.Context) error {
 		next = block.NewBlock(w.target)
 		w.blocks++
 	}
+	w.lastSend = time.Now()
 	job := &sendJob{block: w.block, route: w.route, seq: w.lastSeq, rows: w.block.Rows(), bytes: w.block.Size()}
 	// The block's bytes stay counted until it comes back.
 	w.c.mem.add(job.bytes - w.held)

@@ -38,6 +38,7 @@ func benchCmd(ctx context.Context, e *env, args []string) int {
 	shards := fs.Int("cluster-shards", 0, "instead of a throwaway ClickHouse server, a throwaway cluster of this many shards (1 replica each) and a ZooKeeper")
 	clusterInsert := fs.String("cluster-insert", "", "the daemon's clickhouse.cluster_insert in a cluster: shards (default) or distributed")
 	out := fs.String("out", "bench-results", "directory for the JSON, Markdown and SVG reports")
+	batch := fs.String("daemon-batch", "", "the daemon's batch settings instead of its defaults, as YAML flow keys: -daemon-batch 'live_flush_interval: 100ms, max_inflight: 4'")
 	if code, done := parseFlags(e, fs, args); done {
 		return code
 	}
@@ -60,7 +61,7 @@ func benchCmd(ctx context.Context, e *env, args []string) int {
 	if *tablesDur > 0 {
 		o.TablesDuration = *tablesDur
 	}
-	o.MaxLen, o.Conns = *maxLen, *conns
+	o.MaxLen, o.Conns, o.DaemonBatch = *maxLen, *conns, *batch
 	clustered := *cluster != "" || *shards > 0
 	if *scenarios != "" {
 		for _, s := range strings.Split(*scenarios, ",") {
