@@ -498,6 +498,7 @@ func (r *run) live(ctx context.Context, table string, rate float64) (Scenario, e
 	}
 	fmt.Fprintf(r.log, "%s: loadgen for %s while the daemon follows\n", name, r.o.LiveDuration)
 	m := r.newMeter()
+	cpu0 := r.chCPU(ctx)
 	start := time.Now()
 	type result struct {
 		res loadgen.Result
@@ -543,6 +544,7 @@ func (r *run) live(ctx context.Context, table string, rate float64) (Scenario, e
 		time.Sleep(sampleEvery)
 	}
 	el := chSide[len(chSide)-1].t
+	s.CHCPUSeconds = (r.chCPU(ctx).cpu - cpu0.cpu).Seconds()
 	s.RowsInCH = chSide[len(chSide)-1].n - warm
 	s.Seconds = el.Seconds()
 	s.RowsPerMin = float64(s.Rows) / el.Minutes()
