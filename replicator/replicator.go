@@ -75,6 +75,11 @@ type testHooks struct {
 	checkpointed func()
 	// parkAfter, when set, replaces writerParkAfter.
 	parkAfter time.Duration
+	// beforeCascade runs in the reader once a cascading parent event's
+	// tables are flushed, before its rows are derived; afterCascade once
+	// they are written, before the event goes to its writer. Either may
+	// block.
+	beforeCascade, afterCascade func(parent source.TableName)
 }
 
 // New connects to both servers and checks the source writes a binlog
@@ -322,6 +327,13 @@ func (r *Replicator) run(ctx context.Context) error {
 	r.savedPos.Store(&start.Position)
 	r.readPos.Store(&start.Position)
 	r.checkIn()
+	// Before an initial snapshot: the keys then are those of the copy's
+	// position, give or take the DDL of the copy's duration.
+	fks, err := r.loadForeignKeys(ctx, from)
+	if err != nil {
+		return err
+	}
+	r.reportForeignKeys(fks)
 	stopHTTP, err := r.serveHTTP(ctx)
 	if err != nil {
 		return err
@@ -362,6 +374,7 @@ func (r *Replicator) run(ctx context.Context) error {
 			}
 		}()
 	})
+	s.fks = fks
 	readErr := r.streamError(r.stream.Run(readCtx, start, s))
 
 	// Stop: close every queue; writers flush what they hold and exit.

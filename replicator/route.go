@@ -52,6 +52,12 @@ type router struct {
 	// queued is the bytes of rows events sent to writers and not yet taken
 	// into their blocks (see maxQueuedBytes).
 	queued atomic.Int64
+	// fks are the foreign keys as of the event being read; fkBefore the
+	// keys before each change the checkpoint has not passed (cascade.go).
+	fks                *source.ForeignKeys
+	fkBefore           []fkChange
+	cascadeParents     map[source.TableName]cascadeKinds
+	warnedUnreplicated map[source.TableName]bool
 }
 
 // route is a writer and what the router sent it.
@@ -186,6 +192,13 @@ func (s *router) Rows(ctx context.Context, e source.Rows) error {
 			return err
 		}
 	}
+	// InnoDB's cascades, unless the session had foreign_key_checks=0 (none
+	// then) or the server wrote them itself (MySQL 9.6+'s SQL-layer keys).
+	if s.fks != nil && e.Flags&(source.RowsNoForeignKeyChecks|source.RowsSQLForeignKeys) == 0 && s.cascades(e.Table, e.Op) {
+		if err := s.cascade(ctx, e); err != nil {
+			return err
+		}
+	}
 	m := sink.Message{Schema: e.Schema, Rows: e.Rows, Raw: e.Raw, Op: e.Op, Version: e.Version, Slots: e.Slots, At: e.At}
 	if size := int64(len(e.Raw)); size > 0 {
 		if err := s.awaitQueueRoom(ctx, size); err != nil {
@@ -288,6 +301,9 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 			return nil
 		}
 		// Its words still show a change the table maps will not: act on it.
+	}
+	if err := s.followForeignKeys(ctx, st); err != nil {
+		return err
 	}
 	applied := false
 	defer func() {
@@ -442,9 +458,16 @@ const recopyFile = "recopy.json"
 // reads it again and copies again.
 func (s *router) recopy(ctx context.Context, t source.TableName, st source.Statement) error {
 	r := s.r
-	s.stopWriter(t)
-	if err := s.awaitRetired(ctx, t); err != nil {
-		return err
+	// The tables t's rows cascade to are copied with it: their cascades
+	// through t cannot be derived from a copy of t (cascade.go).
+	tables := append([]source.TableName{t}, s.cascadeDescendants(t)...)
+	for _, x := range tables {
+		s.stopWriter(x)
+	}
+	for _, x := range tables {
+		if err := s.awaitRetired(ctx, x); err != nil {
+			return err
+		}
 	}
 	pos, err := r.currentPosition(ctx)
 	if err != nil {
@@ -452,17 +475,20 @@ func (s *router) recopy(ctx context.Context, t source.TableName, st source.State
 	}
 	log := r.log.With("component", "recopy", "table", t.String())
 	log.Warn("a statement changed the table's rows without row events; copying it again from MySQL (replication.on_... recopy)",
-		"statement", truncate(st.Text, 300), "binlog", st.At.String(), "copy_position", pos.String())
+		"statement", truncate(st.Text, 300), "binlog", st.At.String(), "copy_position", pos.String(), "with_cascade_children", len(tables)-1)
 	// The server's position is on the history the stream reads: its
 	// versions take the same offset.
 	snap := &snapshot.State{Server: r.server.ID, Position: pos, FileOffset: s.stream.Offset(), Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, Recreate: true}
 	opts := r.copyOptions(log, snap, recopyFile)
 	opts.Recreate = true
-	statuses, err := snapshot.Copy(ctx, opts, []source.TableName{t})
+	statuses, err := snapshot.Copy(ctx, opts, tables)
 	if err != nil {
 		return fmt.Errorf("binlog %s: %s: copying the table again after a statement that changed its rows without row events: %w", st.At, t, err)
 	}
 	_ = os.Remove(filepath.Join(r.cfg.StateDir, recopyFile))
+	for _, x := range tables {
+		r.sink.ForgetCascadeHorizon(x)
+	}
 	r.m.StatementsWithoutRows.WithLabelValues(config.OnRecopy).Inc()
 	var rows uint64
 	for _, x := range statuses {
@@ -596,6 +622,9 @@ func (s *router) save(final, force bool) error {
 	point := s.commits[0]
 	ceiling := max(s.ceiling, s.readF+ceilingGap)
 	ext := state.Ext{GTID: point.gtid, History: point.hist, Offset: point.offset, Ceiling: ceiling, Touched: s.stream.Touched(), ResumeByGTID: point.byGTID}
+	if s.fks != nil {
+		ext.ForeignKeys = s.foreignKeysAt(cp)
+	}
 	if g := s.stream.GTIDs(); !g.IsEmpty() {
 		ext.ReadGTID = g.String()
 	}

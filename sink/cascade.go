@@ -1032,8 +1032,8 @@ func (c *ClickHouse) RunCascade(ctx context.Context, log *slog.Logger, plan *Cas
 			return res, fmt.Errorf("binlog %s: cascade of %s into %s: %w", plan.ev.At, plan.ev.Table, t, err)
 		}
 		res.Rows[t] = counts
-		log.Debug("cascade derived", "parent", plan.ev.Table.String(), "table", t.String(), "binlog", plan.ev.At.String(), "rows", counts, "replay", b.replay)
 	}
+	log.Debug("cascade derived", "parent", plan.ev.Table.String(), "binlog", plan.ev.At.String(), "rows", res.Rows, "replay", b.replay)
 	return res, nil
 }
 

@@ -1,0 +1,246 @@
+package replicator
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/binlog2ch/binlog2ch/state"
+)
+
+// cascadeTables are the test schema's tables and their columns.
+var cascadeTables = map[string][]string{
+	"parent":         {"id", "code", "name"},
+	"child":          {"id", "parent_id", "note"},
+	"grandchild":     {"id", "child_id", "v"},
+	"nullable_child": {"id", "parent_id", "code"},
+	"restricted":     {"id", "parent_id"},
+	"composite":      {"id", "pid", "pcode", "v"},
+	"keyed":          {"parent_id", "n", "v"},
+	"keyed_child":    {"id", "parent_id", "n"},
+	"tree":           {"id", "parent", "label"},
+	"late_child":     {"id", "parent_id"},
+}
+
+// cascadeSchema creates the test schema in db: two-level CASCADE
+// (parent → child → grandchild), ON UPDATE CASCADE, SET NULL on delete
+// and on update (by id, and by a UNIQUE code), RESTRICT, a composite key
+// (id, code), a child whose primary key holds the key (an update cascade
+// changes its sorting key) with a grandchild through both columns, and a
+// self-referencing tree.
+func cascadeSchema(db string) []string {
+	return []string{
+		"CREATE TABLE " + db + ".parent (id INT PRIMARY KEY, code VARCHAR(10) NOT NULL, name VARCHAR(20), UNIQUE KEY (code), UNIQUE KEY (id, code))",
+		"CREATE TABLE " + db + ".child (id INT PRIMARY KEY, parent_id INT, note VARCHAR(20), CONSTRAINT child_parent FOREIGN KEY (parent_id) REFERENCES parent (id) ON DELETE CASCADE ON UPDATE CASCADE)",
+		"CREATE TABLE " + db + ".grandchild (id BIGINT PRIMARY KEY, child_id INT, v INT, FOREIGN KEY (child_id) REFERENCES child (id) ON DELETE CASCADE)",
+		"CREATE TABLE " + db + ".nullable_child (id INT PRIMARY KEY, parent_id INT NULL, code VARCHAR(10) NULL, " +
+			"FOREIGN KEY (parent_id) REFERENCES parent (id) ON DELETE SET NULL ON UPDATE SET NULL, FOREIGN KEY (code) REFERENCES parent (code) ON DELETE SET NULL ON UPDATE CASCADE)",
+		"CREATE TABLE " + db + ".restricted (id INT PRIMARY KEY, parent_id INT, FOREIGN KEY (parent_id) REFERENCES parent (id) ON DELETE RESTRICT ON UPDATE RESTRICT)",
+		"CREATE TABLE " + db + ".composite (id INT PRIMARY KEY, pid INT, pcode VARCHAR(10), v INT, FOREIGN KEY (pid, pcode) REFERENCES parent (id, code) ON DELETE CASCADE ON UPDATE CASCADE)",
+		"CREATE TABLE " + db + ".keyed (parent_id INT, n INT, v VARCHAR(10), PRIMARY KEY (parent_id, n), FOREIGN KEY (parent_id) REFERENCES parent (id) ON DELETE CASCADE ON UPDATE CASCADE)",
+		"CREATE TABLE " + db + ".keyed_child (id INT PRIMARY KEY, parent_id INT, n INT, FOREIGN KEY (parent_id, n) REFERENCES keyed (parent_id, n) ON DELETE CASCADE ON UPDATE CASCADE)",
+		"CREATE TABLE " + db + ".tree (id INT PRIMARY KEY, parent INT NULL, label VARCHAR(10), FOREIGN KEY (parent) REFERENCES tree (id) ON DELETE CASCADE)",
+	}
+}
+
+// cascadeRows fills parents 1..n with children, grandchildren and the
+// other tables' rows, and a tree; ids derive from the parent's.
+func cascadeRows(db string, from, to int) []string {
+	var q []string
+	for p := from; p <= to; p++ {
+		q = append(q, fmt.Sprintf("INSERT INTO %s.parent VALUES (%d, 'c%d', 'p%d')", db, p, p, p))
+		for c := 0; c < 3; c++ {
+			cid := p*10 + c
+			q = append(q, fmt.Sprintf("INSERT INTO %s.child VALUES (%d, %d, 'n%d')", db, cid, p, cid))
+			q = append(q, fmt.Sprintf("INSERT INTO %s.grandchild VALUES (%d, %d, %d), (%d, %d, %d)", db, cid*10, cid, cid, cid*10+1, cid, cid))
+		}
+		q = append(q,
+			fmt.Sprintf("INSERT INTO %s.nullable_child VALUES (%d, %d, 'c%d'), (%d, %d, NULL)", db, p*10, p, p, p*10+1, p),
+			fmt.Sprintf("INSERT INTO %s.composite VALUES (%d, %d, 'c%d', 1)", db, p, p, p),
+			fmt.Sprintf("INSERT INTO %s.keyed VALUES (%d, 1, 'a'), (%d, 2, 'b')", db, p, p),
+			fmt.Sprintf("INSERT INTO %s.keyed_child VALUES (%d, %d, 1), (%d, %d, 2)", db, p*10, p, p*10+1, p))
+	}
+	return q
+}
+
+// cascadeWorkload runs the parent changes that cascade, and the ones
+// that must not; mid is called between its two halves (nil: nothing).
+func (h *harness) cascadeWorkload(db string, mid func()) {
+	h.t.Helper()
+	h.exec(
+		// A two-level CASCADE delete; SET NULL by id and by code; the
+		// composite and the keyed rows deleted with their children.
+		"DELETE FROM "+db+".parent WHERE id = 1",
+		// ON UPDATE CASCADE: child, composite, keyed (its sorting key
+		// changes) and keyed_child through it; SET NULL on update by id,
+		// CASCADE on update by code does nothing (code unchanged).
+		"UPDATE "+db+".parent SET id = 1000 WHERE id = 2",
+		// A code change: composite and nullable_child.code follow.
+		"UPDATE "+db+".parent SET code = 'x3' WHERE id = 3",
+		// A re-inserted parent key, and the key reused by an update.
+		"DELETE FROM "+db+".parent WHERE id = 4",
+		"INSERT INTO "+db+".parent VALUES (4, 'c4', 'again')",
+		"INSERT INTO "+db+".child VALUES (4000, 4, 'new')",
+		"UPDATE "+db+".parent SET id = 2 WHERE id = 1000",
+		// Several parents in one event.
+		"DELETE FROM "+db+".parent WHERE id IN (7, 8)",
+		// A tree: deleting the root takes every level below.
+		"INSERT INTO "+db+".tree VALUES (1, NULL, 'root'), (2, 1, 'a'), (3, 2, 'b'), (4, 3, 'c'), (5, 1, 'd'), (6, NULL, 'other'), (7, 6, 'x')",
+		"DELETE FROM "+db+".tree WHERE id = 1",
+	)
+	// RESTRICT refuses; nothing changes.
+	h.exec("INSERT INTO " + db + ".restricted VALUES (1, 9)")
+	if _, err := h.my.Exec("DELETE FROM " + db + ".parent WHERE id = 9"); err == nil {
+		h.t.Fatal("a RESTRICT key did not refuse the delete")
+	}
+	if mid != nil {
+		mid()
+	}
+	// Cascades inside a larger transaction, around rows of the same
+	// transaction; a parent deleted and inserted again in it.
+	tx, err := h.my.Begin()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, q := range []string{
+		"INSERT INTO " + db + ".child VALUES (5000, 5, 'in tx')",
+		"INSERT INTO " + db + ".grandchild VALUES (50000, 5000, 1)",
+		"UPDATE " + db + ".child SET note = 'touched' WHERE parent_id = 5",
+		"DELETE FROM " + db + ".parent WHERE id = 5",
+		"INSERT INTO " + db + ".parent VALUES (5, 'c5', 'back')",
+		"INSERT INTO " + db + ".child VALUES (5001, 5, 'after')",
+		"UPDATE " + db + ".parent SET id = 6000, code = 'x6' WHERE id = 6",
+		"UPDATE " + db + ".child SET note = 'moved' WHERE parent_id = 6000",
+		"INSERT INTO " + db + ".parent VALUES (6, 'c6', 'reused')",
+	} {
+		if _, err := tx.Exec(q); err != nil {
+			h.t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		h.t.Fatal(err)
+	}
+	// Keys that change: a new child table with a key, its key dropped (no
+	// cascade after), RESTRICT replaced by CASCADE.
+	h.exec(
+		"CREATE TABLE "+db+".late_child (id INT PRIMARY KEY, parent_id INT, FOREIGN KEY (parent_id) REFERENCES parent (id) ON DELETE CASCADE)",
+		"INSERT INTO "+db+".late_child VALUES (1, 10), (2, 11), (3, 12)",
+		"DELETE FROM "+db+".parent WHERE id = 10",
+		"ALTER TABLE "+db+".late_child DROP FOREIGN KEY late_child_ibfk_1",
+		"DELETE FROM "+db+".parent WHERE id = 11",
+		"ALTER TABLE "+db+".restricted DROP FOREIGN KEY restricted_ibfk_1, ADD CONSTRAINT r2 FOREIGN KEY (parent_id) REFERENCES parent (id) ON DELETE CASCADE",
+		"DELETE FROM "+db+".parent WHERE id = 9",
+	)
+	// foreign_key_checks=0: InnoDB cascades nothing; the children stay.
+	h.session(db, "SET SESSION foreign_key_checks = 0", "DELETE FROM %s.parent WHERE id = 12")
+}
+
+// assertCascadeTables compares every table of the schema, then verify.
+func (h *harness) assertCascadeTables(db string) {
+	h.t.Helper()
+	var names []string
+	for table, cols := range cascadeTables {
+		h.assertEqual(db, table, cols)
+		names = append(names, table)
+	}
+	h.verifyEqual(names...)
+}
+
+func counterSum(t testing.TB, c *prometheus.CounterVec) float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 100)
+	c.Collect(ch)
+	close(ch)
+	sum := 0.0
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		sum += d.GetCounter().GetValue()
+	}
+	return sum
+}
+
+// TestCascades: the cascades InnoDB applies without row events reach
+// ClickHouse, live: tables and keys created while the daemon runs (the
+// keys from the binlog's DDL), two levels of CASCADE, ON UPDATE CASCADE,
+// SET NULL on delete and on update, RESTRICT, a composite key, a key in
+// the child's primary key, a tree, re-inserted and reused parent keys,
+// cascades inside a larger transaction, keys added and dropped, and
+// foreign_key_checks=0. Then a replay of the whole binlog from the first
+// checkpoint gives the same tables.
+func TestCascades(t *testing.T) {
+	h := newHarness(t, 1, "")
+	a := h.dbs[0]
+	first, err := os.ReadFile(filepath.Join(h.cfg.StateDir, state.CheckpointFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := h.start()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", tail(run.logs.String(), 8000))
+		}
+	})
+	h.exec(cascadeSchema(a)...)
+	h.exec(cascadeRows(a, 1, 12)...)
+	start := time.Now()
+	h.cascadeWorkload(a, nil)
+	h.waitCaughtUp(run, 60*time.Second)
+	t.Logf("workload replicated in %s", time.Since(start).Round(time.Millisecond))
+	h.assertCascadeTables(a)
+	if strings.Contains(run.logs.String(), "replay=true") {
+		t.Errorf("a live cascade read as a replay")
+	}
+	if n := counterSum(t, run.r.m.CascadedRows); n < 50 {
+		t.Errorf("binlog2ch_cascaded_rows_total = %v; want the cascades' rows counted", n)
+	}
+	if err := run.stop(t); err != nil {
+		t.Fatal(err)
+	}
+
+	// The same binlog again, from the first checkpoint: every row and every
+	// derived row is written again with the same version.
+	if err := os.WriteFile(filepath.Join(h.cfg.StateDir, state.CheckpointFile), first, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run = h.start()
+	h.waitCaughtUp(run, 60*time.Second)
+	h.assertCascadeTables(a)
+	if !strings.Contains(run.logs.String(), "replay=true") {
+		t.Errorf("the replay's cascades did not read as a replay")
+	}
+}
+
+// TestCascadesAfterSnapshot: tables, keys and rows there before the
+// daemon's first start (the keys from information_schema, the rows from
+// the initial snapshot), then the same workload.
+func TestCascadesAfterSnapshot(t *testing.T) {
+	h := newHarness(t, 1, "")
+	a := h.dbs[0]
+	h.exec(cascadeSchema(a)...)
+	h.exec(cascadeRows(a, 1, 12)...)
+	if err := os.Remove(filepath.Join(h.cfg.StateDir, state.CheckpointFile)); err != nil {
+		t.Fatal(err)
+	}
+	run := h.start()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", tail(run.logs.String(), 8000))
+		}
+	})
+	h.waitCaughtUp(run, 60*time.Second)
+	if !strings.Contains(run.logs.String(), "cascading foreign key:") {
+		t.Errorf("no start report of the cascading keys")
+	}
+	h.cascadeWorkload(a, nil)
+	h.waitCaughtUp(run, 60*time.Second)
+	h.assertCascadeTables(a)
+}
