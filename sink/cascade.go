@@ -860,7 +860,14 @@ func (b *cascadeSQL) writeOrder() (order []source.TableName, cyclic bool) {
 type cascadeState struct {
 	mu      sync.Mutex
 	horizon map[source.TableName]uint64
+	// afterInsert, in tests, runs after each table's derived rows are
+	// written (it may block: a test kills the daemon there).
+	afterInsert func(source.TableName)
 }
+
+// SetCascadeTestHook sets a function run after each table's derived rows
+// are written, for tests that stop the daemon in the middle of a cascade.
+func (c *ClickHouse) SetCascadeTestHook(f func(source.TableName)) { c.cascades.afterInsert = f }
 
 // ForgetCascadeHorizon drops what is known of a table's newest version:
 // it was copied again, at versions ahead of the reader.
@@ -1032,6 +1039,9 @@ func (c *ClickHouse) RunCascade(ctx context.Context, log *slog.Logger, plan *Cas
 			return res, fmt.Errorf("binlog %s: cascade of %s into %s: %w", plan.ev.At, plan.ev.Table, t, err)
 		}
 		res.Rows[t] = counts
+		if hook := c.cascades.afterInsert; hook != nil {
+			hook(t)
+		}
 	}
 	log.Debug("cascade derived", "parent", plan.ev.Table.String(), "binlog", plan.ev.At.String(), "rows", res.Rows, "replay", b.replay)
 	return res, nil
