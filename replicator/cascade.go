@@ -192,8 +192,8 @@ func (s *router) cascade(ctx context.Context, e source.Rows) error {
 	// The as-of reads need every earlier row of these tables in ClickHouse.
 	var waits []chan struct{}
 	for _, t := range plan.Tables {
-		if s.writers[t] == nil {
-			continue // no rows of it read since the start: nothing pending
+		if rt := s.writers[t]; rt == nil || rt.w.Flushed() >= rt.dispatched {
+			continue // nothing pending
 		}
 		done := make(chan struct{})
 		if err := s.dispatch(ctx, t, sink.Message{Flushed: done, At: e.At}); err != nil {

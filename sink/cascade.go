@@ -758,10 +758,10 @@ func (b *cascadeSQL) mapped(n *cascadeNode, comp int, c chCol) (string, error) {
 	return "[" + strings.Join(news, ", ") + "][indexOf([" + strings.Join(olds, ", ") + "], " + key + ")]", nil
 }
 
-// countSQL counts a table's derived rows by action.
-func (b *cascadeSQL) countSQL(t *chTable, d *derived) string {
-	return "SELECT multiIf(" + d.del + ", '" + CascadeDelete + "', " + d.upd + ", '" + CascadeUpdate + "', '" + CascadeSetNull + "') AS _b2c_a, count() FROM " +
-		d.from + " WHERE " + d.any + " GROUP BY _b2c_a ORDER BY _b2c_a"
+// countSQL counts the tombstones and the other rows a table has at Ve:
+// the rows the cascade wrote (and, on a replay, an earlier attempt).
+func (b *cascadeSQL) countSQL(t *chTable) string {
+	return "SELECT countIf(" + t.deleted() + "), countIf(NOT (" + t.deleted() + ")) FROM " + t.ref + " PREWHERE _version = " + b.last
 }
 
 // insertSQL writes a table's derived rows at Ve; a row whose sorting key
@@ -860,6 +860,9 @@ func (b *cascadeSQL) writeOrder() (order []source.TableName, cyclic bool) {
 type cascadeState struct {
 	mu      sync.Mutex
 	horizon map[source.TableName]uint64
+	// tables caches the tables' ClickHouse columns; a writer forgets its
+	// table's when it changes them (ddl.go).
+	tables map[source.TableName]*chTable
 	// afterInsert, in tests, runs after each table's derived rows are
 	// written (it may block: a test kills the daemon there).
 	afterInsert func(source.TableName)
@@ -877,14 +880,42 @@ func (c *ClickHouse) ForgetCascadeHorizon(t source.TableName) {
 	c.cascades.mu.Unlock()
 }
 
+// forgetCascadeTable drops a table's cached columns: its writer is
+// changing them.
+func (c *ClickHouse) forgetCascadeTable(t source.TableName) {
+	c.cascades.mu.Lock()
+	delete(c.cascades.tables, t)
+	c.cascades.mu.Unlock()
+}
+
 // CascadeResult is what one cascade derived: rows per table and action.
 type CascadeResult struct {
 	Rows map[source.TableName]map[string]uint64
 }
 
-// tableInfo reads a replicated table's ClickHouse columns; nil when it
-// has no ClickHouse table (no rows there to derive from).
+// cascadeTable is a replicated table's ClickHouse columns, cached; nil
+// when it has no ClickHouse table (no rows there to derive from).
 func (c *ClickHouse) cascadeTable(ctx context.Context, t source.TableName) (*chTable, error) {
+	c.cascades.mu.Lock()
+	ct, ok := c.cascades.tables[t]
+	c.cascades.mu.Unlock()
+	if ok {
+		return ct, nil
+	}
+	ct, err := c.readCascadeTable(ctx, t)
+	if err != nil || ct == nil {
+		return ct, err // a table missing now may be created: not cached
+	}
+	c.cascades.mu.Lock()
+	if c.cascades.tables == nil {
+		c.cascades.tables = map[source.TableName]*chTable{}
+	}
+	c.cascades.tables[t] = ct
+	c.cascades.mu.Unlock()
+	return ct, nil
+}
+
+func (c *ClickHouse) readCascadeTable(ctx context.Context, t source.TableName) (*chTable, error) {
 	db := c.cfg.ClickHouseDatabase(t.Database)
 	name := t.Table
 	if o := c.cfg.TableOptions(t.Database, t.Table); o.Name != "" {
@@ -1004,39 +1035,37 @@ func (c *ClickHouse) RunCascade(ctx context.Context, log *slog.Logger, plan *Cas
 		if err != nil {
 			return res, &CascadeError{At: plan.ev.At, Table: plan.ev.Table, Msg: err.Error()}
 		}
-		counts := map[string]uint64{}
-		total := uint64(0)
-		q := b.countSQL(ct, d)
-		err = c.Retry(ctx, log, metrics.StageCascade, "read a cascade's rows", func(context.Context) error {
-			rows, err := c.conn.Query(qctx, q)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			clear(counts)
-			total = 0
-			for rows.Next() {
-				var action string
-				var n uint64
-				if err := rows.Scan(&action, &n); err != nil {
-					return err
-				}
-				counts[action] = n
-				total += n
-			}
-			return rows.Err()
-		})
-		if err != nil {
-			return res, fmt.Errorf("binlog %s: cascade of %s into %s: %w", plan.ev.At, plan.ev.Table, t, err)
-		}
-		if total == 0 {
-			continue
-		}
 		ins := b.insertSQL(ct, d)
 		if err := c.Retry(ctx, log, metrics.StageCascade, "write a cascade's rows", func(context.Context) error {
 			return c.conn.Exec(qctx, ins)
 		}); err != nil {
 			return res, fmt.Errorf("binlog %s: cascade of %s into %s: %w", plan.ev.At, plan.ev.Table, t, err)
+		}
+		// What was written, for the metric: the rows at Ve (reading only
+		// _version, and the flags of the rows it finds).
+		var dead, live uint64
+		q := b.countSQL(ct)
+		if err := c.Retry(ctx, log, metrics.StageCascade, "count a cascade's rows", func(context.Context) error {
+			return c.conn.QueryRow(qctx, q).Scan(&dead, &live)
+		}); err != nil {
+			return res, fmt.Errorf("binlog %s: cascade of %s into %s: %w", plan.ev.At, plan.ev.Table, t, err)
+		}
+		counts := map[string]uint64{}
+		switch {
+		case d.del != "0":
+			counts[CascadeDelete], counts[CascadeSetNull] = dead, live
+		case d.upd != "0":
+			counts[CascadeUpdate] = live // the tombstones are of old sorting keys
+		default:
+			counts[CascadeSetNull] = live
+		}
+		for k, n := range counts {
+			if n == 0 {
+				delete(counts, k)
+			}
+		}
+		if len(counts) == 0 {
+			continue
 		}
 		res.Rows[t] = counts
 		if hook := c.cascades.afterInsert; hook != nil {

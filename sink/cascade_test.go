@@ -105,8 +105,8 @@ func TestCascadeSQL(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %s: %v", title, tn, err)
 			}
-			out.WriteString("-- " + tn.Table + " count\n" + b.countSQL(tables[tn], d) + "\n")
 			out.WriteString("-- " + tn.Table + " insert\n" + b.insertSQL(tables[tn], d) + "\n")
+			out.WriteString("-- " + tn.Table + " count\n" + b.countSQL(tables[tn]) + "\n")
 		}
 		out.WriteString("\n")
 	}
