@@ -255,4 +255,3 @@ func (s *router) cascadeDescendants(t source.TableName) []source.TableName {
 	}
 	return out
 }
-
