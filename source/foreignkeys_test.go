@@ -2,9 +2,13 @@ package source
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/pingcap/tidb/pkg/parser"
 )
 
@@ -110,5 +114,47 @@ func TestForeignKeyState(t *testing.T) {
 	now.Restore(&back)
 	if !now.Equal(m) {
 		t.Fatalf("restored: %v; want %v", now.All(), m.All())
+	}
+}
+
+// TestRowsEventFlags feeds MySQL-shaped rows events built from bytes (no
+// MySQL 9.6 runs here): a DELETE as MySQL 9.6+ with SQL-layer foreign
+// keys writes it (USE_SQL_FOREIGN_KEY_F: the children's rows came as
+// events of their own, before it), one written with foreign_key_checks=0
+// (NO_FOREIGN_KEY_CHECKS_F), and a plain one. Their flags reach the
+// handler, and their rows decode on demand whether the stream left them
+// raw or not.
+func TestRowsEventFlags(t *testing.T) {
+	for _, raw := range []bool{true, false} {
+		b := newFakeBinlog()
+		b.add(replication.ANONYMOUS_GTID_EVENT, gtidBody(1))
+		b.add(replication.QUERY_EVENT, queryBody("d", "BEGIN"))
+		b.add(replication.TABLE_MAP_EVENT, tableMapBody(18, "d", "t"))
+		b.add(replication.DELETE_ROWS_EVENTv2, rowsBody(18, stmtEnd|RowsSQLForeignKeys, false, image(1, "a", 1), image(2, "", 2)))
+		b.add(replication.TABLE_MAP_EVENT, tableMapBody(18, "d", "t")) // each statement maps its tables
+		b.add(replication.DELETE_ROWS_EVENTv2, rowsBody(18, stmtEnd|RowsNoForeignKeyChecks, false, image(3, "c", 3)))
+		b.add(replication.TABLE_MAP_EVENT, tableMapBody(18, "d", "t"))
+		b.add(replication.UPDATE_ROWS_EVENTv2, rowsBody(18, stmtEnd, true, image(4, "d", 4), image(40, "d", 4)))
+		_, end := b.add(replication.XID_EVENT, xidBody(1))
+		var flags []uint16
+		var values [][][]any
+		h := &rowsRecorder{onRows: func(r Rows) error {
+			flags = append(flags, r.Flags)
+			v, err := r.Values()
+			if err != nil {
+				return err
+			}
+			values = append(values, v)
+			return nil
+		}}
+		runTo(t, raw, end, h, func(_ int, pos Position) *client.Conn { return b.dial(t, pos) })
+		want := []uint16{stmtEnd | RowsSQLForeignKeys, stmtEnd | RowsNoForeignKeyChecks, stmtEnd}
+		if !slices.Equal(flags, want) {
+			t.Errorf("raw %v: flags %v, want %v", raw, flags, want)
+		}
+		got := fmt.Sprint(values)
+		if wantRows := "[[[1 a 1] [2 <nil> 2]] [[3 c 3]] [[4 d 4] [40 d 4]]]"; got != wantRows {
+			t.Errorf("raw %v: rows %s, want %s", raw, got, wantRows)
+		}
 	}
 }
