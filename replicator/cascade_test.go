@@ -1,7 +1,9 @@
 package replicator
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
@@ -347,4 +350,67 @@ func TestFaultCascadeKilled(t *testing.T) {
 	}()
 	h.waitCaughtUpProcess(d, logPath, 90*time.Second)
 	h.assertCascadeTables(a)
+}
+
+// TestForeignKeyModelMatchesServer follows DDL through the key model as
+// the router does (parsed from the statement, not read back) and compares
+// it with the keys MariaDB reports afterwards: names InnoDB generates,
+// column and table renames, a key dropped by its generated name, a
+// column's REFERENCES.
+func TestForeignKeyModelMatchesServer(t *testing.T) {
+	h := newHarness(t, 1, "")
+	a := h.dbs[0]
+	r := h.newReplicator(io.Discard)
+	defer r.Close()
+	ctx := context.Background()
+	model, err := r.loadForeignKeys(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := parser.New()
+	for _, q := range []string{
+		"CREATE TABLE p (id INT PRIMARY KEY, code VARCHAR(10) NOT NULL UNIQUE, UNIQUE KEY (id, code))",
+		"CREATE TABLE c (id INT PRIMARY KEY, a INT REFERENCES p (id) ON DELETE CASCADE, b INT, FOREIGN KEY (b) REFERENCES p (id) ON UPDATE CASCADE, " +
+			"x VARCHAR(10) REFERENCES p (code) ON DELETE SET NULL, CONSTRAINT named FOREIGN KEY idx (a, x) REFERENCES p (id, code), FOREIGN KEY ixname (b) REFERENCES p (id))",
+		"ALTER TABLE c DROP FOREIGN KEY c_ibfk_2, ADD FOREIGN KEY (b) REFERENCES p (id) ON DELETE SET NULL",
+		"ALTER TABLE c CHANGE COLUMN a aa INT",
+		"ALTER TABLE p RENAME COLUMN code TO label",
+		"RENAME TABLE c TO c2",
+		"ALTER TABLE c2 DROP FOREIGN KEY c2_ibfk_1",
+		"CREATE TABLE g (id INT PRIMARY KEY, c_id INT, FOREIGN KEY (c_id) REFERENCES c2 (id) ON DELETE CASCADE)",
+		"CREATE TABLE IF NOT EXISTS g (id INT PRIMARY KEY)",
+		"ALTER TABLE g RENAME TO g2, ADD COLUMN z INT, ADD FOREIGN KEY (z) REFERENCES p (id)",
+		"DROP TABLE g2",
+	} {
+		if _, err := h.my.Exec("USE " + a); err != nil {
+			t.Fatal(err)
+		}
+		conn, err := h.my.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ExecContext(ctx, "USE "+a); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		conn.Close()
+		effects, ok := source.ParseDDL(p, a, q)
+		if !ok {
+			t.Fatalf("%s: not parsed", q)
+		}
+		if _, unknown := model.ApplyDDL(effects); len(unknown) > 0 {
+			t.Errorf("%s: the model did not know %v", q, unknown)
+		}
+	}
+	now, err := r.loadForeignKeys(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := func(x source.TableName) bool { return x.Database == a }
+	got, want := model.State(mine), now.State(mine)
+	if fmt.Sprint(got.Keys) != fmt.Sprint(want.Keys) {
+		t.Errorf("keys followed from the DDL:\n%v\ninformation_schema's:\n%v", got.Keys, want.Keys)
+	}
 }

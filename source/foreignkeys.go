@@ -386,6 +386,7 @@ func (m *ForeignKeys) addNamed(t TableName, keys []ForeignKey) {
 			k.Name = t.Table + "_ibfk_" + strconv.Itoa(next)
 			next++
 		}
+		k.Inline, k.IndexName = false, false // how it was declared, not what it is
 		m.byChild[t] = append(m.byChild[t], k.clone())
 	}
 	m.tracked[t] = true
