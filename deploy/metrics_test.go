@@ -54,7 +54,7 @@ var (
 		"binlog2ch_cascaded_rows_total":                 {"counter", map[string][]string{"database": nil, "table": nil, "action": {"delete", "set_null", "update"}}},
 		"binlog2ch_cascade_duration_seconds":            {"histogram", nil},
 		"binlog2ch_insert_budget_per_second":            {"gauge", nil},
-		"binlog2ch_insert_budget_granted_total":         {"counter", map[string][]string{"reason": {"full", "interval", "live", "drain", "memory"}}},
+		"binlog2ch_insert_budget_granted_total":         {"counter", map[string][]string{"reason": {"full", "interval", "live", "drain", "memory", "cascade"}}},
 		"binlog2ch_insert_budget_waiting_tables":        {"gauge", nil},
 		"binlog2ch_oldest_unsent_row_timestamp_seconds": {"gauge", tableLabels},
 		"binlog2ch_batch_buffer_bytes":                  {"gauge", nil},

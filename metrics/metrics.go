@@ -152,7 +152,7 @@ func New() *Metrics {
 	m.BudgetRate = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_insert_budget_per_second",
 		Help: "The insert budget over all tables, batch.max_inserts_per_second (0: none)."})
 	m.BudgetGranted = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_insert_budget_granted_total",
-		Help: "Inserts the budget counted, by why the batch went: full (max_rows or max_bytes, at once), interval (flush_interval waited out), live (the reader live and the table's queue empty: at once, or live_flush_interval after its last insert), drain (DDL, a schema change, shutdown: at once), memory (the writers' batches over batch.max_buffer_bytes: at once)."}, []string{"reason"})
+		Help: "Inserts the budget counted, by why the batch went: full (max_rows or max_bytes, at once), interval (flush_interval waited out), live (the reader live and the table's queue empty: at once, or live_flush_interval after its last insert), drain (DDL, a schema change, shutdown: at once), memory (the writers' batches over batch.max_buffer_bytes: at once), cascade (a foreign-key cascade's derived rows, one insert per child table: at once)."}, []string{"reason"})
 	m.BudgetWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_insert_budget_waiting_tables",
 		Help: "Tables whose batch waits for the insert budget."})
 	m.OldestUnsent = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlog2ch_oldest_unsent_row_timestamp_seconds",
@@ -196,7 +196,7 @@ func New() *Metrics {
 	for _, r := range FallbackReasons {
 		m.NativeFallbacks.WithLabelValues(r)
 	}
-	for _, r := range []string{"full", "interval", "live", "drain", "memory"} {
+	for _, r := range []string{"full", "interval", "live", "drain", "memory", "cascade"} {
 		m.BudgetGranted.WithLabelValues(r)
 	}
 	for _, s := range []string{WriterRunning, WriterParked} {

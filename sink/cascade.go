@@ -1036,6 +1036,9 @@ func (c *ClickHouse) RunCascade(ctx context.Context, log *slog.Logger, plan *Cas
 			return res, &CascadeError{At: plan.ev.At, Table: plan.ev.Table, Msg: err.Error()}
 		}
 		ins := b.insertSQL(ct, d)
+		// A part like any insert's: counted, so the writers' batches make
+		// room for it.
+		c.budget.Take(GrantCascade)
 		if err := c.Retry(ctx, log, metrics.StageCascade, "write a cascade's rows", func(context.Context) error {
 			return c.conn.Exec(qctx, ins)
 		}); err != nil {
