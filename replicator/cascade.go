@@ -189,6 +189,9 @@ func (s *router) cascade(ctx context.Context, e source.Rows) error {
 	if len(plan.Tables) == 0 {
 		return nil
 	}
+	// An XA transaction's rows come at its XA COMMIT with the versions of
+	// their XA PREPARE, below rows written since.
+	plan.Replay = e.Version <= s.newestVersion
 	// The as-of reads need every earlier row of these tables in ClickHouse.
 	var waits []chan struct{}
 	for _, t := range plan.Tables {

@@ -58,6 +58,7 @@ type router struct {
 	fkBefore           []fkChange
 	cascadeParents     map[source.TableName]cascadeKinds
 	warnedUnreplicated map[source.TableName]bool
+	newestVersion      uint64 // of the rows dispatched
 }
 
 // route is a writer and what the router sent it.
@@ -199,6 +200,7 @@ func (s *router) Rows(ctx context.Context, e source.Rows) error {
 			return err
 		}
 	}
+	s.newestVersion = max(s.newestVersion, e.Version+uint64(max(1, e.Slots)-1))
 	m := sink.Message{Schema: e.Schema, Rows: e.Rows, Raw: e.Raw, Op: e.Op, Version: e.Version, Slots: e.Slots, At: e.At}
 	if size := int64(len(e.Raw)); size > 0 {
 		if err := s.awaitQueueRoom(ctx, size); err != nil {

@@ -125,7 +125,11 @@ type CascadePlan struct {
 	// Unreplicated are tables the cascade reaches that are not
 	// replicated: nothing is derived for them, nor through them.
 	Unreplicated []source.TableName
-	cyclic       bool // a table is read after it is written
+	// Replay says the event is older than rows already written (an XA
+	// transaction's rows, applied at its XA COMMIT): the reads must leave
+	// out the keys those rows may have merged with.
+	Replay bool
+	cyclic bool // a table is read after it is written
 }
 
 // CascadeError: a cascade binlog2ch cannot derive exactly. It stops
@@ -971,7 +975,7 @@ func (c *ClickHouse) RunCascade(ctx context.Context, log *slog.Logger, plan *Cas
 		return res, &CascadeError{At: plan.ev.At, Table: plan.ev.Table, Msg: "binlog2ch does not derive foreign-key cascades into a ClickHouse cluster yet; the children's rows would stay in ClickHouse. Exclude the child tables, or replicate them to a single server"}
 	}
 	tables := map[source.TableName]*chTable{}
-	replay := false
+	replay := plan.Replay
 	for _, t := range plan.Tables {
 		ct, err := c.cascadeTable(ctx, t)
 		if err != nil {
