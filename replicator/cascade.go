@@ -166,13 +166,21 @@ func (s *router) foreignKeysAt(p source.Position) *source.FKState {
 // cascade derives the rows a parent event's cascades changed, before the
 // event goes to its writer.
 func (s *router) cascade(ctx context.Context, e source.Rows) error {
-	start := time.Now()
 	values, err := e.Values()
 	if err != nil {
 		return err
 	}
 	ev := sink.CascadeEvent{Table: e.Table, Schema: e.Schema, Delete: e.Op == source.OpDelete, Rows: values,
 		First: e.Version, Last: e.Version + uint64(max(1, e.Slots)-1), At: e.At}
+	return s.derive(ctx, ev, ev.First <= s.newestVersion)
+}
+
+// derive plans and runs one cascade: the rows of one parent event, or of
+// a batch of its DELETEs. older: rows newer than the event were written
+// already (an XA transaction's, applied at its XA COMMIT with the
+// versions of its XA PREPARE).
+func (s *router) derive(ctx context.Context, ev sink.CascadeEvent, older bool) error {
+	start := time.Now()
 	plan, err := sink.PlanCascade(s.fks, ev, s.r.replicates)
 	if err != nil || plan == nil {
 		return err
@@ -183,15 +191,13 @@ func (s *router) cascade(ctx context.Context, e source.Rows) error {
 				s.warnedUnreplicated = map[source.TableName]bool{}
 			}
 			s.warnedUnreplicated[t] = true
-			s.r.log.Warn("a cascade reaches a table that is not replicated: nothing is derived for it, nor for tables it cascades to", "parent", e.Table.String(), "table", t.String(), "binlog", e.At.String())
+			s.r.log.Warn("a cascade reaches a table that is not replicated: nothing is derived for it, nor for tables it cascades to", "parent", ev.Table.String(), "table", t.String(), "binlog", ev.At.String())
 		}
 	}
 	if len(plan.Tables) == 0 {
 		return nil
 	}
-	// An XA transaction's rows come at its XA COMMIT with the versions of
-	// their XA PREPARE, below rows written since.
-	plan.Replay = e.Version <= s.newestVersion
+	plan.Replay = older
 	// The as-of reads need every earlier row of these tables in ClickHouse.
 	var waits []chan struct{}
 	for _, t := range plan.Tables {
@@ -199,7 +205,7 @@ func (s *router) cascade(ctx context.Context, e source.Rows) error {
 			continue // nothing pending
 		}
 		done := make(chan struct{})
-		if err := s.dispatch(ctx, t, sink.Message{Flushed: done, At: e.At}); err != nil {
+		if err := s.dispatch(ctx, t, sink.Message{Flushed: done, At: ev.At}); err != nil {
 			return err
 		}
 		waits = append(waits, done)
@@ -212,7 +218,7 @@ func (s *router) cascade(ctx context.Context, e source.Rows) error {
 		}
 	}
 	if hook := s.r.hooks.beforeCascade; hook != nil {
-		hook(e.Table)
+		hook(ev.Table)
 	}
 	res, err := s.r.sink.RunCascade(ctx, s.r.log, plan)
 	if err != nil {
@@ -229,9 +235,164 @@ func (s *router) cascade(ctx context.Context, e source.Rows) error {
 	}
 	s.r.m.CascadeDuration.Observe(time.Since(start).Seconds())
 	if hook := s.r.hooks.afterCascade; hook != nil {
-		hook(e.Table)
+		hook(ev.Table)
 	}
 	return nil
+}
+
+// Batches. A parent table's DELETEs one by one (each its own transaction,
+// or statement) would each cost the reader an insert round trip per child
+// table and ClickHouse a part. The router instead holds back a run of the
+// stream: DELETEs of one parent table that cascade, with the commits and
+// the events of unrelated tables between them, until the run ends, then
+// derives the whole run's cascades at once (read as of the first event's
+// first version, written at the last one's last version) and lets the run
+// go on in order. Nothing between may touch the tables the deletes cascade
+// to, or the parent: such an event, a statement (DDL), another kind of
+// parent event, maxBatchEvents held deletes or cascadeBatchWindow end the
+// run first. The commits are held too, so the checkpoint cannot pass a
+// held delete before its derived rows are in. Where a run ends depends on
+// timing, so a replay may cut it elsewhere and write the same derived rows
+// at another version; the replay reads (sink/cascade.go) do not depend on
+// where earlier attempts cut.
+
+// cascadeBatchWindow is how long a run may be held after its first delete.
+const cascadeBatchWindow = 20 * time.Millisecond
+
+// maxBatchEvents and maxBatchBytes bound a run's held deletes.
+const (
+	maxBatchEvents = 512
+	maxBatchBytes  = 16 << 20
+)
+
+// cascadeBatch is a run held back.
+type cascadeBatch struct {
+	parent   source.TableName
+	involved map[source.TableName]bool // the parent and every table its rows cascade to
+	ev       sink.CascadeEvent         // the held deletes' rows, merged
+	items    []batchItem               // everything held, in order
+	deletes  int
+	bytes    int
+	started  time.Time
+}
+
+// batchItem is a held rows event or commit.
+type batchItem struct {
+	rows   *source.Rows
+	commit *source.Commit
+}
+
+// hold takes a cascading DELETE into the run, starting one if none is
+// held; false when it cannot be batched (the caller derives it alone).
+func (s *router) hold(ctx context.Context, e source.Rows) (bool, error) {
+	if e.Op != source.OpDelete || e.Version <= s.newestVersion {
+		return false, nil
+	}
+	b := s.batch
+	if b != nil && b.parent != e.Table {
+		if err := s.flushBatch(ctx); err != nil {
+			return false, err
+		}
+		b = nil
+	}
+	values, err := e.Values()
+	if err != nil {
+		return false, err
+	}
+	if b == nil {
+		b = &cascadeBatch{parent: e.Table, involved: map[source.TableName]bool{e.Table: true}, started: time.Now(),
+			ev: sink.CascadeEvent{Table: e.Table, Schema: e.Schema, Delete: true, First: e.Version, At: e.At}}
+		for _, t := range s.cascadeDescendants(e.Table) {
+			b.involved[t] = true
+		}
+		s.batch = b
+	}
+	if e.Schema != b.ev.Schema && !source.SameColumns(e.Schema, b.ev.Schema) {
+		// Rows of another shape (a table map changed without DDL read):
+		// the run so far goes first.
+		if err := s.flushBatch(ctx); err != nil {
+			return false, err
+		}
+		return s.hold(ctx, e)
+	}
+	b.ev.Rows = append(b.ev.Rows, values...)
+	b.ev.Last = e.Version + uint64(max(1, e.Slots)-1)
+	b.items = append(b.items, batchItem{rows: &e})
+	b.deletes++
+	b.bytes += len(e.Raw)
+	if b.deletes >= maxBatchEvents || b.bytes >= maxBatchBytes {
+		return true, s.flushBatch(ctx)
+	}
+	return true, nil
+}
+
+// flushBatch derives the held run's cascades, then lets its events and
+// commits go on in order.
+func (s *router) flushBatch(ctx context.Context) error {
+	b := s.batch
+	if b == nil {
+		return nil
+	}
+	s.batch = nil
+	if len(b.items) == 0 {
+		return nil
+	}
+	if b.deletes > 0 {
+		if err := s.derive(ctx, b.ev, false); err != nil {
+			return err
+		}
+	}
+	for _, it := range b.items {
+		if it.commit != nil {
+			s.commit(*it.commit)
+			continue
+		}
+		if err := s.send(ctx, *it.rows); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// endBatchOn reports whether a rows event must wait for the held run's
+// cascades: it touches a table they change (or the parent).
+func (s *router) endBatchOn(e source.Rows) bool {
+	return s.batch != nil && s.batch.involved[e.Table]
+}
+
+// trimBatch drops the held events of the transaction a broken stream was
+// reading: the stream reads them again from its last commit. The complete
+// transactions held stay, to be flushed by the next call that can.
+func (s *router) trimBatch() {
+	b := s.batch
+	if b == nil {
+		return
+	}
+	last := -1
+	for i, it := range b.items {
+		if it.commit != nil {
+			last = i
+		}
+	}
+	if last < 0 {
+		s.batch = nil
+		return
+	}
+	b.items = b.items[:last+1]
+	// The merged rows must match the events kept.
+	b.ev.Rows, b.deletes, b.bytes = nil, 0, 0
+	for _, it := range b.items {
+		if it.rows == nil {
+			continue
+		}
+		values, err := it.rows.Values()
+		if err != nil {
+			continue // decoded once already: cannot fail now
+		}
+		b.ev.Rows = append(b.ev.Rows, values...)
+		b.ev.Last = it.rows.Version + uint64(max(1, it.rows.Slots)-1)
+		b.deletes++
+	}
 }
 
 // cascadeDescendants are the replicated tables a table's rows cascade to,

@@ -59,6 +59,10 @@ type router struct {
 	cascadeParents     map[source.TableName]cascadeKinds
 	warnedUnreplicated map[source.TableName]bool
 	newestVersion      uint64 // of the rows dispatched
+	// batch is a run of cascading deletes held back (cascade.go); ctx is
+	// the stream's, for the Tick that ends it.
+	batch *cascadeBatch
+	ctx   context.Context
 }
 
 // route is a writer and what the router sent it.
@@ -132,6 +136,7 @@ func (s *router) Event(e source.Event) {
 
 // Down counts a failed binlog connection.
 func (s *router) Down(error, source.Position, time.Duration) {
+	s.trimBatch()
 	s.r.mysqlUp.Store(false)
 	s.r.m.Errors.WithLabelValues(metrics.StageRead).Inc()
 	s.r.checkIn()
@@ -143,6 +148,16 @@ const liveWithin = int64(3 * time.Second)
 
 // Commit records a transaction boundary.
 func (s *router) Commit(c source.Commit) {
+	if s.batch != nil {
+		// Held with the run: the checkpoint must not pass its deletes yet.
+		s.batch.items = append(s.batch.items, batchItem{commit: &c})
+		return
+	}
+	s.commit(c)
+}
+
+// commit records a transaction boundary.
+func (s *router) commit(c source.Commit) {
 	// A restart must start at Resume: it is behind Position while an XA
 	// transaction prepared before is still open.
 	s.commits = append(s.commits, commitPoint{seq: s.seq, pos: c.Resume, at: c.At, server: s.r.server.ID, gtid: c.GTID, hist: c.History, offset: c.Offset})
@@ -157,15 +172,24 @@ func (s *router) Commit(c source.Commit) {
 // Tick checkpoints once checkpoint.interval has passed since the last
 // save; woken early by a writer's flush, it asks to be called again then.
 func (s *router) Tick(woken bool) (time.Duration, error) {
+	var hold time.Duration // until the held run of cascading deletes ends
+	if b := s.batch; b != nil {
+		if hold = cascadeBatchWindow - time.Since(b.started); hold <= 0 {
+			hold = 0
+			if err := s.flushBatch(s.ctx); err != nil {
+				return 0, err
+			}
+		}
+	}
 	interval := s.r.cfg.Checkpoint.Interval
 	since := time.Since(s.lastSaved)
 	if since >= interval {
-		return 0, s.checkpoint(false)
+		return hold, s.checkpoint(false)
 	}
-	if woken {
+	if woken && (hold == 0 || interval-since < hold) {
 		return interval - since, nil
 	}
-	return 0, nil
+	return hold, nil
 }
 
 // pending reports whether any writer holds rows not yet in ClickHouse.
@@ -196,10 +220,27 @@ func (s *router) Rows(ctx context.Context, e source.Rows) error {
 	// InnoDB's cascades, unless the session had foreign_key_checks=0 (none
 	// then) or the server wrote them itself (MySQL 9.6+'s SQL-layer keys).
 	if s.fks != nil && e.Flags&(source.RowsNoForeignKeyChecks|source.RowsSQLForeignKeys) == 0 && s.cascades(e.Table, e.Op) {
+		s.ctx = ctx
+		held, err := s.hold(ctx, e)
+		if err != nil || held {
+			return err
+		}
+		if err := s.flushBatch(ctx); err != nil {
+			return err
+		}
 		if err := s.cascade(ctx, e); err != nil {
 			return err
 		}
+	} else if s.endBatchOn(e) {
+		if err := s.flushBatch(ctx); err != nil {
+			return err
+		}
 	}
+	return s.send(ctx, e)
+}
+
+// send hands a rows event to its table's writer.
+func (s *router) send(ctx context.Context, e source.Rows) error {
 	s.newestVersion = max(s.newestVersion, e.Version+uint64(max(1, e.Slots)-1))
 	m := sink.Message{Schema: e.Schema, Rows: e.Rows, Raw: e.Raw, Op: e.Op, Version: e.Version, Slots: e.Slots, At: e.At}
 	if size := int64(len(e.Raw)); size > 0 {
@@ -288,6 +329,11 @@ func (s *router) dispatch(ctx context.Context, name source.TableName, m sink.Mes
 // writer, in order with the table's rows.
 func (s *router) Statement(ctx context.Context, st source.Statement) error {
 	r := s.r
+	// The held run of cascading deletes goes first: DDL may change the
+	// keys or the tables.
+	if err := s.flushBatch(ctx); err != nil {
+		return err
+	}
 	if st.NoTable != "" {
 		// Routines, triggers, views, events, accounts, grants: routine
 		// when a schema is loaded, and nothing for replication to do. Not

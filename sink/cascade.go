@@ -607,7 +607,11 @@ func (b *cascadeSQL) deletedRows(n *cascadeNode, cols []string) (string, error) 
 	}
 	sel := "SELECT " + strings.Join(names, ", ") + " FROM (" + b.asOf(t, pre) + ") WHERE _b2c_del = 0 AND " + m
 	if b.replay {
-		sel += " UNION ALL SELECT " + strings.Join(names, ", ") + " FROM " + t.ref + " WHERE _version = " + b.last + " AND " + t.deleted()
+		// Tombstones at or above the event: an earlier attempt's (written
+		// at the last version of the run it was part of, which may have
+		// ended elsewhere), or later events' (their consequences, written
+		// here below their own, change no final state).
+		sel += " UNION ALL SELECT " + strings.Join(names, ", ") + " FROM " + t.ref + " WHERE _version >= " + b.first + " AND " + t.deleted()
 	}
 	return sel, nil
 }
