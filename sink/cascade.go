@@ -48,8 +48,10 @@ import (
 // Vs, or the cascade reads a table it has written), the reads leave out
 // the keys that have rows at or above Vs (written by an earlier attempt of
 // this event, or by later events: their rows outrank what this event
-// would write), and a deleted row's children also match the tombstones an
-// earlier attempt wrote at Ve.
+// would write), and a deleted row's children also match the tombstones at
+// or above Vs (an earlier attempt's, wherever the run of events it derived
+// together ended; or later events', whose consequences written here, below
+// their own, change no final state).
 
 // CascadeEvent is a parent rows event whose cascades are derived.
 type CascadeEvent struct {
