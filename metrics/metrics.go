@@ -147,7 +147,7 @@ func New() *Metrics {
 	m.CascadedRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_cascaded_rows_total",
 		Help: "Child rows changed by foreign-key cascades that InnoDB applied without row events, derived and written by binlog2ch, by child table and action (delete, set_null, update)."}, []string{"database", "table", "action"})
 	m.CascadeDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "binlog2ch_cascade_duration_seconds",
-		Help:    "Time to derive one cascading parent event's child rows (flushing the tables involved, reading, writing), during which the binlog reader waits.",
+		Help:    "Time to derive one cascade's child rows (a parent event, or a run of a parent table's deletes derived together: flushing the tables involved, reading, writing), during which the binlog reader waits.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)})
 	m.BudgetRate = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_insert_budget_per_second",
 		Help: "The insert budget over all tables, batch.max_inserts_per_second (0: none)."})

@@ -135,6 +135,18 @@ func (h *harness) cascadeWorkload(db string, mid func()) {
 	if err := tx.Commit(); err != nil {
 		h.t.Fatal(err)
 	}
+	// Parents deleted one by one, each its own transaction: derived in
+	// runs, which an unrelated table's rows do not end and a child's row
+	// does.
+	for p := 20; p < 40; p++ {
+		h.exec(fmt.Sprintf("DELETE FROM %s.parent WHERE id = %d", db, p))
+		switch p {
+		case 25:
+			h.exec("INSERT INTO " + db + ".tree VALUES (100, NULL, 'unrelated')")
+		case 30:
+			h.exec("INSERT INTO " + db + ".child VALUES (9000, 35, 'involved')")
+		}
+	}
 	// Keys that change: a new child table with a key, its key dropped (no
 	// cascade after), RESTRICT replaced by CASCADE.
 	h.exec(
@@ -209,11 +221,11 @@ func TestCascades(t *testing.T) {
 		}
 	})
 	h.exec(cascadeSchema(a)...)
-	h.exec(cascadeRows(a, 1, 12)...)
+	h.exec(cascadeRows(a, 1, 40)...)
 	start := time.Now()
 	h.cascadeWorkload(a, nil)
 	h.waitCaughtUp(run, 60*time.Second)
-	t.Logf("workload replicated in %s", time.Since(start).Round(time.Millisecond))
+	t.Logf("workload replicated in %s; %d cascades derived (runs of deletes count once)", time.Since(start).Round(time.Millisecond), strings.Count(run.logs.String(), `msg="cascade derived"`))
 	h.assertCascadeTables(a)
 	// Only the XA transaction's cascade, older than rows written since.
 	if n := strings.Count(run.logs.String(), "replay=true"); n != 1 {
@@ -248,7 +260,7 @@ func TestCascadesAfterSnapshot(t *testing.T) {
 	h := newHarness(t, 1, "")
 	a := h.dbs[0]
 	h.exec(cascadeSchema(a)...)
-	h.exec(cascadeRows(a, 1, 12)...)
+	h.exec(cascadeRows(a, 1, 40)...)
 	if err := os.Remove(filepath.Join(h.cfg.StateDir, state.CheckpointFile)); err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +320,7 @@ func TestFaultCascadeKilled(t *testing.T) {
 	h := newHarness(t, 1, "")
 	a := h.dbs[0]
 	h.exec(cascadeSchema(a)...)
-	h.exec(cascadeRows(a, 1, 12)...)
+	h.exec(cascadeRows(a, 1, 40)...)
 	h.cascadeWorkload(a, nil)
 	logPath := filepath.Join(t.TempDir(), "daemon.log")
 	var logs []string
