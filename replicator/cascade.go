@@ -109,7 +109,7 @@ func (s *router) followForeignKeys(ctx context.Context, st source.Statement) err
 	if s.fks == nil {
 		return nil
 	}
-	before := s.fks.State(s.r.replicates)
+	before := s.fkState()
 	changed, unknown := s.fks.ApplyDDL(st.Effects)
 	if len(unknown) > 0 {
 		// Named otherwise by the server than binlog2ch named it (a name
@@ -128,7 +128,7 @@ func (s *router) followForeignKeys(ctx context.Context, st source.Statement) err
 	}
 	if changed {
 		s.fkBefore = append(s.fkBefore, fkChange{at: st.At, before: before})
-		s.cascadeParents = nil
+		s.cascadeParents, s.fkSaved = nil, nil
 	}
 	return nil
 }
@@ -147,6 +147,7 @@ func (s *router) reloadForeignKeys(ctx context.Context, t source.TableName) erro
 		}
 	}
 	s.fks.Restore(&source.FKState{Tracked: []source.TableName{t}, Keys: keep})
+	s.fkSaved = nil
 	return nil
 }
 
@@ -160,7 +161,16 @@ func (s *router) foreignKeysAt(p source.Position) *source.FKState {
 	if len(s.fkBefore) > 0 {
 		return s.fkBefore[0].before
 	}
-	return s.fks.State(s.r.replicates)
+	return s.fkState()
+}
+
+// fkState is the keys' state as the checkpoint keeps it, made again only
+// when they change.
+func (s *router) fkState() *source.FKState {
+	if s.fkSaved == nil {
+		s.fkSaved = s.fks.State(s.r.replicates)
+	}
+	return s.fkSaved
 }
 
 // cascade derives the rows a parent event's cascades changed, before the

@@ -441,3 +441,28 @@ func TestForeignKeyModelMatchesServer(t *testing.T) {
 		t.Errorf("keys followed from the DDL:\n%v\ninformation_schema's:\n%v", got.Keys, want.Keys)
 	}
 }
+
+// TestCascadeKeysOfTheCheckpoint: a restart replays the binlog with the
+// keys of the checkpoint's position, not information_schema's of now. A
+// parent deleted while the child had no key (its children stay in MySQL),
+// then a key added (with foreign_key_checks=0, over the orphans), then
+// another parent deleted (its children go): replayed with today's keys,
+// the first delete would take its children too.
+func TestCascadeKeysOfTheCheckpoint(t *testing.T) {
+	h := newHarness(t, 1, "")
+	a := h.dbs[0]
+	h.exec("CREATE TABLE "+a+".parent (id INT PRIMARY KEY)", "CREATE TABLE "+a+".child (id INT PRIMARY KEY, parent_id INT, KEY (parent_id))",
+		"INSERT INTO "+a+".parent VALUES (1), (2), (3)", "INSERT INTO "+a+".child VALUES (10, 1), (11, 1), (20, 2), (30, 3)")
+	run := h.start()
+	h.waitCaughtUp(run, 60*time.Second)
+	if err := run.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	h.exec("DELETE FROM " + a + ".parent WHERE id = 1")
+	h.session(a, "SET SESSION foreign_key_checks = 0", "ALTER TABLE %s.child ADD CONSTRAINT child_parent FOREIGN KEY (parent_id) REFERENCES parent (id) ON DELETE CASCADE")
+	h.exec("DELETE FROM " + a + ".parent WHERE id = 2")
+	run = h.start()
+	h.waitCaughtUp(run, 60*time.Second)
+	h.assertEqual(a, "child", []string{"id", "parent_id"})
+	h.verifyEqual("parent", "child")
+}

@@ -56,6 +56,7 @@ type router struct {
 	// keys before each change the checkpoint has not passed (cascade.go).
 	fks                *source.ForeignKeys
 	fkBefore           []fkChange
+	fkSaved            *source.FKState // fkState's
 	cascadeParents     map[source.TableName]cascadeKinds
 	warnedUnreplicated map[source.TableName]bool
 	newestVersion      uint64 // of the rows dispatched

@@ -253,7 +253,9 @@ func (m *ForeignKeys) Equal(o *ForeignKeys) bool {
 }
 
 // LoadForeignKeys reads every foreign key of the server's tables (the
-// system databases' aside) from information_schema.
+// system databases' aside) from information_schema. Every table is
+// tracked, those without keys too: the checkpoint then records that they
+// had none, which a key added since must not change for a replay.
 func LoadForeignKeys(ctx context.Context, db *sql.DB) (*ForeignKeys, error) {
 	type ruleKey struct{ db, table, name string }
 	rules := map[ruleKey][2]FKAction{}
@@ -275,6 +277,25 @@ func LoadForeignKeys(ctx context.Context, db *sql.DB) (*ForeignKeys, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read foreign keys: %w", err)
 	}
+	m := NewForeignKeys()
+	rows, err = db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE'`)
+	if err != nil {
+		return nil, fmt.Errorf("read foreign keys (information_schema.TABLES): %w", err)
+	}
+	for rows.Next() {
+		var t TableName
+		if err := rows.Scan(&t.Database, &t.Table); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read foreign keys: %w", err)
+		}
+		if !SystemDatabase(t.Database) {
+			m.tracked[t] = true
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read foreign keys: %w", err)
+	}
 	rows, err = db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, COLUMN_NAME,
 		REFERENCED_TABLE_SCHEMA, REFERENCED_TABLE_NAME, REFERENCED_COLUMN_NAME
 		FROM information_schema.KEY_COLUMN_USAGE WHERE REFERENCED_TABLE_NAME IS NOT NULL
@@ -283,7 +304,6 @@ func LoadForeignKeys(ctx context.Context, db *sql.DB) (*ForeignKeys, error) {
 		return nil, fmt.Errorf("read foreign keys (information_schema.KEY_COLUMN_USAGE): %w", err)
 	}
 	defer rows.Close()
-	m := NewForeignKeys()
 	var cur *ForeignKey
 	for rows.Next() {
 		var db, table, name, col, refDB, refTable, refCol string
