@@ -270,6 +270,9 @@ func TestCascadesAfterSnapshot(t *testing.T) {
 	a := h.dbs[0]
 	h.exec(cascadeSchema(a)...)
 	h.exec(cascadeRows(a, 1, 40)...)
+	// A replicated child of a parent that is not (tables skip_* are not).
+	h.exec("CREATE TABLE "+a+".skip_parent (id INT PRIMARY KEY)",
+		"CREATE TABLE "+a+".orphan_child (id INT PRIMARY KEY, p INT, FOREIGN KEY (p) REFERENCES skip_parent (id) ON DELETE CASCADE)")
 	if err := os.Remove(filepath.Join(h.cfg.StateDir, state.CheckpointFile)); err != nil {
 		t.Fatal(err)
 	}
@@ -282,6 +285,10 @@ func TestCascadesAfterSnapshot(t *testing.T) {
 	h.waitCaughtUp(run, 60*time.Second)
 	if !strings.Contains(run.logs.String(), "cascading foreign key:") {
 		t.Errorf("no start report of the cascading keys")
+	}
+	if !strings.Contains(run.logs.String(), "replicated table with a cascading foreign key to a table that is not replicated") ||
+		!strings.Contains(run.logs.String(), "orphan_child") {
+		t.Errorf("no warning for the replicated child of a parent that is not replicated")
 	}
 	h.cascadeWorkload(a, nil)
 	h.waitCaughtUp(run, 60*time.Second)
