@@ -207,6 +207,11 @@ func (s *router) derive(ctx context.Context, ev sink.CascadeEvent, older bool) e
 	if len(plan.Tables) == 0 {
 		return nil
 	}
+	if !ev.Delete && ev.First < s.r.copyEnd && !s.warnedCopyWindow {
+		s.warnedCopyWindow = true
+		s.r.log.Warn("an ON UPDATE CASCADE or SET NULL ran while the initial snapshot copied its child tables: a row the copy read after it shows the change already, and applying it again is wrong only if the update moved a key to a value another cascade of that time released. Run binlog2ch verify on the child tables; copy one again (binlog2ch fullsync -recreate -tables) if it differs",
+			"parent", ev.Table.String(), "tables", fmt.Sprint(plan.Tables), "binlog", ev.At.String())
+	}
 	plan.Replay = older
 	// The as-of reads need every earlier row of these tables in ClickHouse.
 	var waits []chan struct{}

@@ -51,6 +51,9 @@ type Replicator struct {
 	store state.Store  // where the checkpoint lives (state.store)
 
 	hooks testHooks
+	// copyEnd is the version of the binlog position when this process's
+	// initial snapshot ended (0: none).
+	copyEnd uint64
 }
 
 // writerParkAfter is how long a table's writer holds nothing before its
@@ -250,6 +253,15 @@ func (r *Replicator) initialSnapshot(ctx context.Context, st *snapshot.State) er
 		rows += s.Rows
 	}
 	st.Complete = true
+	// The copy read its tables between its position and now: an ON UPDATE
+	// CASCADE in that window may show in the copy already (cascade.go).
+	if end, err := r.currentPosition(ctx); err == nil {
+		if idx, err := source.FileIndex(end.File); err == nil {
+			if f, ok := source.VersionFile(idx, st.FileOffset); ok {
+				r.copyEnd = source.RowVersion(f, end.Pos, source.MaxVersionRow)
+			}
+		}
+	}
 	if err := snapshot.Save(r.cfg.StateDir, snapshot.InitialFile, st); err != nil {
 		return err
 	}

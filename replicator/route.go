@@ -59,6 +59,7 @@ type router struct {
 	fkSaved            *source.FKState // fkState's
 	cascadeParents     map[source.TableName]cascadeKinds
 	warnedUnreplicated map[source.TableName]bool
+	warnedCopyWindow   bool
 	newestVersion      uint64 // of the rows dispatched
 	// batch is a run of cascading deletes held back (cascade.go); ctx is
 	// the stream's, for the Tick that ends it.
