@@ -119,7 +119,6 @@ const maxCascadeNodes = 256
 // CascadePlan is what one parent event cascades to.
 type CascadePlan struct {
 	ev    CascadeEvent
-	roots []*rootKeys
 	nodes []*cascadeNode // in expansion order: a node after its parent
 	// Tables are the tables rows may be derived for, sorted: the caller
 	// has each one's pending rows flushed first.
@@ -131,7 +130,6 @@ type CascadePlan struct {
 	// transaction's rows, applied at its XA COMMIT): the reads must leave
 	// out the keys those rows may have merged with.
 	Replay bool
-	cyclic bool // a table is read after it is written
 }
 
 // CascadeError: a cascade binlog2ch cannot derive exactly. It stops
@@ -183,7 +181,6 @@ func PlanCascade(keys *source.ForeignKeys, ev CascadeEvent, replicated func(sour
 		default:
 			n.kind = nodeUpdate
 		}
-		p.roots = append(p.roots, rk)
 		frontier = append(frontier, n)
 	}
 	unreplicated := map[source.TableName]bool{}
@@ -334,10 +331,12 @@ func rootKeysOf(fk *source.ForeignKey, ev CascadeEvent) (*rootKeys, error) {
 			if !ok {
 				continue
 			}
-			new, _ := values(ev.Rows[i+1])
-			if new == nil {
-				// Changed to NULL: the children's CASCADE writes NULL too.
-				new = make([]any, len(idx))
+			// A column changed to NULL: the children's CASCADE writes NULL.
+			new := make([]any, len(idx))
+			for k, j := range idx {
+				if j < len(ev.Rows[i+1]) {
+					new[k] = ev.Rows[i+1][j]
+				}
 			}
 			if !slices.EqualFunc(old, new, equalValue) {
 				add(old, new)
