@@ -18,10 +18,11 @@ import (
 // by the initial snapshot; then single-parent DELETEs (each cascading to
 // ten children) from one connection, timed until the checkpoint passes
 // them, against the same DELETEs of parents whose child table has no key
-// (nothing to derive); then one DELETE of 1000 parents. It reports the
-// parent deletes per second each way and the mean time the reader waits
-// per cascading event (binlog2ch_cascade_duration_seconds). Run it with
-// -benchtime 1x.
+// (nothing to derive); then 100 single-parent key UPDATEs (ON UPDATE
+// CASCADE, derived one event at a time); then one DELETE of 1000 parents.
+// It reports the parent deletes per second each way and the mean time the
+// reader waits per cascade (binlog2ch_cascade_duration_seconds). Run it
+// with -benchtime 1x.
 func BenchmarkCascade(b *testing.B) {
 	children := 1_000_000
 	if v := os.Getenv("BINLOG2CH_BENCH_CHILDREN"); v != "" {
@@ -35,7 +36,7 @@ func BenchmarkCascade(b *testing.B) {
 		parents := children / 10
 		h.exec(
 			"CREATE TABLE "+db+".parent (id INT PRIMARY KEY, name VARCHAR(20))",
-			"CREATE TABLE "+db+".child (id INT PRIMARY KEY, parent_id INT, note VARCHAR(40), KEY (parent_id), FOREIGN KEY (parent_id) REFERENCES parent (id) ON DELETE CASCADE)",
+			"CREATE TABLE "+db+".child (id INT PRIMARY KEY, parent_id INT, note VARCHAR(40), KEY (parent_id), FOREIGN KEY (parent_id) REFERENCES parent (id) ON DELETE CASCADE ON UPDATE CASCADE)",
 			"CREATE TABLE "+db+".plain_parent (id INT PRIMARY KEY, name VARCHAR(20))",
 			"CREATE TABLE "+db+".plain_child (id INT PRIMARY KEY, parent_id INT, note VARCHAR(40), KEY (parent_id))",
 			fmt.Sprintf("INSERT INTO %s.parent SELECT seq, CONCAT('p', seq) FROM %s.seq_1_to_%d", db, db, parents),
@@ -68,13 +69,25 @@ func BenchmarkCascade(b *testing.B) {
 		n0, sum0 := histogram(b, run)
 		cascading := timed("ON DELETE CASCADE, 10 children each", "parent")
 		n1, sum1 := histogram(b, run)
-		b.Logf("per cascading event the reader waited %.1f ms on average (%d events)", (sum1-sum0)/float64(n1-n0)*1000, n1-n0)
+		b.Logf("the reader waited %.1f ms per cascade on average (%d cascades: runs of deletes)", (sum1-sum0)/float64(n1-n0)*1000, n1-n0)
 
+		// Updates of the key are derived one event at a time.
+		updates := 100
 		start := time.Now()
-		h.exec(fmt.Sprintf("DELETE FROM %s.parent WHERE id BETWEEN %d AND %d", db, deletes+1, deletes+1000))
+		for p := deletes + 1; p <= deletes+updates; p++ {
+			h.exec(fmt.Sprintf("UPDATE %s.parent SET id = %d WHERE id = %d", db, p+10_000_000, p))
+		}
+		h.waitCaughtUp(run, 10*time.Minute)
+		nu, sumu := histogram(b, run)
+		b.Logf("ON UPDATE CASCADE: %d single-parent key UPDATEs in %s: %.0f/s, %.1f ms each", updates, time.Since(start).Round(time.Millisecond),
+			float64(updates)/time.Since(start).Seconds(), (sumu-sum1)/float64(nu-n1)*1000)
+		n1, sum1 = nu, sumu
+
+		start = time.Now()
+		h.exec(fmt.Sprintf("DELETE FROM %s.parent WHERE id BETWEEN %d AND %d", db, deletes+updates+1, deletes+updates+1000))
 		h.waitCaughtUp(run, 10*time.Minute)
 		n2, sum2 := histogram(b, run)
-		b.Logf("one DELETE of 1000 parents (10000 children): %s, %d cascading events, %.1f ms each", time.Since(start).Round(time.Millisecond), n2-n1, (sum2-sum1)/float64(n2-n1)*1000)
+		b.Logf("one DELETE of 1000 parents (10000 children): %s, %d cascades, %.1f ms each", time.Since(start).Round(time.Millisecond), n2-n1, (sum2-sum1)/float64(n2-n1)*1000)
 		b.StopTimer()
 		h.assertEqual(db, "child", []string{"id", "parent_id", "note"})
 		b.ReportMetric(plain, "plain_deletes/s")
