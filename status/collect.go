@@ -55,6 +55,7 @@ type Collector struct {
 	builtAt time.Time
 	rings   map[*metrics.Table]*ring
 	window  time.Duration // span of the newest rate
+	sampled int64         // when the last sample was taken (Unix ns)
 }
 
 // NewCollector reads m and asks info for the rest.
@@ -114,10 +115,16 @@ func (c *Collector) Sample() {
 		if r == nil {
 			r = &ring{}
 			c.rings[tm] = r
+			if c.sampled != 0 {
+				// Absent from the last sample, the table had no rows then:
+				// its rate shows from this sample on.
+				r.add(c.sampled, 0)
+			}
 		}
 		r.add(now, st.Rows[schema.OpInsert]+st.Rows[schema.OpUpdate]+st.Rows[schema.OpDelete])
 		seen[tm] = true
 	}
+	c.sampled = now
 	for tm, r := range c.rings {
 		if !seen[tm] {
 			delete(c.rings, tm)

@@ -294,3 +294,19 @@ func TestPageLoadsNothingAndWritesNoMarkup(t *testing.T) {
 		}
 	}
 }
+
+// TestRateOfANewTable: a table absent from the last sample had no rows
+// then, so its rate shows from its first sample.
+func TestRateOfANewTable(t *testing.T) {
+	m := metrics.New()
+	c := NewCollector(m, func() Info { return Info{} })
+	now := time.Now()
+	c.now = func() time.Time { return now }
+	c.Sample()
+	m.ForTable(source.TableName{Database: "shop", Table: "fresh"}).AddRows(schema.OpInsert, 40)
+	now = now.Add(2 * time.Second)
+	c.Sample()
+	if st := c.Status(Query{}); len(st.Tables) != 1 || st.Tables[0].RowsPerSecond != 20 {
+		t.Fatalf("a new table's rate: %+v, want 20 rows/s", st.Tables)
+	}
+}

@@ -150,7 +150,7 @@ func server(s Server, up, down string) string {
 		out += " at " + clean(strings.Join(s.Addr, ", "))
 	}
 	if s.ID != "" {
-		out += ", server " + clean(s.ID)
+		out += " (" + clean(s.ID) + ")"
 	}
 	if s.Cluster != "" {
 		out += ", cluster " + clean(s.Cluster)

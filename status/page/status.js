@@ -56,7 +56,7 @@ function lagClass(sec) { return sec >= 300 ? "bad" : sec >= 10 ? "warn" : ""; }
 function server(s, up, down) {
   let out = (s.product || "") + (s.version ? " " + s.version : "");
   if (s.addr && s.addr.length) out += " at " + s.addr.join(", ");
-  if (s.id) out += ", server " + s.id;
+  if (s.id) out += " (" + s.id + ")";
   if (s.cluster) out += ", cluster " + s.cluster;
   return out + ": " + (s.up ? up : down);
 }
