@@ -233,3 +233,54 @@ func TestStatusPage(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusTableLag: with ClickHouse down, a table with a row waiting
+// shows a lag counted from that row's commit, growing, and its failed
+// inserts with the last error; a table with nothing waiting shows only
+// the reader's lag. After ClickHouse is back and the row is in, the
+// table's lag is the reader's again.
+func TestStatusTableLag(t *testing.T) {
+	h := newHarness(t, 1, "")
+	if h.srv.ClickHouse.External {
+		t.Skip("needs a private ClickHouse it can kill")
+	}
+	a := h.dbs[0]
+	run := h.start()
+	var addr string
+	waitFor(t, 60*time.Second, "metrics endpoint", func() bool { addr = run.r.MetricsAddr(); return addr != "" })
+	h.exec("CREATE TABLE "+a+".busy (id INT PRIMARY KEY)", "CREATE TABLE "+a+".idle (id INT PRIMARY KEY)",
+		"INSERT INTO "+a+".busy VALUES (1)", "INSERT INTO "+a+".idle VALUES (1)")
+	h.waitCaughtUp(run, 30*time.Second)
+
+	if err := h.srv.ClickHouse.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	h.exec("INSERT INTO " + a + ".busy VALUES (2)")
+	committed := time.Now() // the row's commit is before this
+	var busy, idle *status.Table
+	var st status.Status
+	waitFor(t, 60*time.Second, "the waiting row's lag growing and its failed inserts shown", func() bool {
+		st = fetchStatus(t, addr)
+		busy, idle = statusTable(st, a, "busy"), statusTable(st, a, "idle")
+		return busy != nil && idle != nil && busy.LagSeconds >= idle.LagSeconds+2 && busy.Errors > 0
+	})
+	if least := st.GeneratedAt.Sub(committed).Seconds(); busy.LagSeconds < least {
+		t.Errorf("busy's lag %.2f s, less than the %.2f s since its row was committed", busy.LagSeconds, least)
+	}
+	if busy.LastError == "" || busy.LastErrorAt.IsZero() || st.Totals.TablesWithErrors != 1 || st.Errors["insert"] == 0 || st.Target.Up || st.Ready {
+		t.Errorf("with ClickHouse down: busy %+v; status %+v", busy, st)
+	}
+	if idle.Errors != 0 || idle.LagSeconds != st.SourceLagSeconds {
+		t.Errorf("idle: %+v, want no errors and the reader's lag %.2f s", idle, st.SourceLagSeconds)
+	}
+
+	if err := h.srv.ClickHouse.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.waitCaughtUp(run, 90*time.Second)
+	waitFor(t, 30*time.Second, "busy's lag back to the reader's", func() bool {
+		st = fetchStatus(t, addr)
+		busy = statusTable(st, a, "busy")
+		return busy != nil && busy.LagSeconds == st.SourceLagSeconds && busy.Inserted == 2 && busy.QueuedRows == 0
+	})
+}
