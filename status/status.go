@@ -179,11 +179,13 @@ func (q Query) Normalize() Query {
 // before the limit. tables is not changed.
 func (q Query) Apply(tables []Table) ([]Table, int) {
 	q = q.Normalize()
-	out := make([]Table, 0, min(len(tables), max(q.Limit, 16)))
+	// Pointers are sorted, not the tables: thousands of them are copied
+	// once, those shown.
+	match := make([]*Table, 0, len(tables))
 	f := strings.ToLower(q.Filter)
-	for _, t := range tables {
-		if f == "" || strings.Contains(strings.ToLower(t.Name()), f) {
-			out = append(out, t)
+	for i := range tables {
+		if f == "" || strings.Contains(strings.ToLower(tables[i].Name()), f) {
+			match = append(match, &tables[i])
 		}
 	}
 	byName := func(a, b *Table) int {
@@ -210,10 +212,14 @@ func (q Query) Apply(tables []Table) ([]Table, int) {
 	default:
 		order = byName
 	}
-	slices.SortFunc(out, func(a, b Table) int { return order(&a, &b) })
-	matched := len(out)
-	if q.Limit > 0 && len(out) > q.Limit {
-		out = out[:q.Limit]
+	slices.SortFunc(match, order)
+	matched := len(match)
+	if q.Limit > 0 && len(match) > q.Limit {
+		match = match[:q.Limit]
+	}
+	out := make([]Table, len(match))
+	for i, t := range match {
+		out[i] = *t
 	}
 	return out, matched
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -308,5 +309,40 @@ func TestRateOfANewTable(t *testing.T) {
 	c.Sample()
 	if st := c.Status(Query{}); len(st.Tables) != 1 || st.Tables[0].RowsPerSecond != 20 {
 		t.Fatalf("a new table's rate: %+v, want 20 rows/s", st.Tables)
+	}
+}
+
+// BenchmarkStatus5000Tables: a status of 5000 tables, built anew each
+// time (as once a second in the daemon), the default query applied.
+func BenchmarkStatus5000Tables(b *testing.B) {
+	m := metrics.New()
+	for i := range 5000 {
+		tm := m.ForTable(source.TableName{Database: "db" + strconv.Itoa(i%20), Table: "t" + strconv.Itoa(i)})
+		tm.AddRows(schema.OpInsert, uint64(i))
+	}
+	c := NewCollector(m, func() Info { return Info{} })
+	now := time.Now()
+	c.now = func() time.Time { return now }
+	c.Sample()
+	b.ResetTimer()
+	for range b.N {
+		now = now.Add(maxAge)
+		st := c.Status(Query{Limit: DefaultLimit})
+		if len(st.Tables) != DefaultLimit {
+			b.Fatal(len(st.Tables))
+		}
+	}
+}
+
+// BenchmarkSample5000Tables: one rows/s sample of 5000 tables (every 2 s
+// in the daemon).
+func BenchmarkSample5000Tables(b *testing.B) {
+	m := metrics.New()
+	for i := range 5000 {
+		m.ForTable(source.TableName{Database: "db", Table: "t" + strconv.Itoa(i)})
+	}
+	c := NewCollector(m, func() Info { return Info{} })
+	for range b.N {
+		c.Sample()
 	}
 }
