@@ -13,10 +13,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/snapshot"
+	"github.com/binlog2ch/binlog2ch/source"
+	"github.com/binlog2ch/binlog2ch/state"
 	"github.com/binlog2ch/binlog2ch/status"
 )
 
@@ -282,5 +286,58 @@ func TestStatusTableLag(t *testing.T) {
 		st = fetchStatus(t, addr)
 		busy = statusTable(st, a, "busy")
 		return busy != nil && busy.LagSeconds == st.SourceLagSeconds && busy.Inserted == 2 && busy.QueuedRows == 0
+	})
+}
+
+// TestStatusDuringInitialSnapshot: while the initial snapshot copies (held
+// after a few chunks), the status says so and shows the table's copy in
+// progress; once it is done, the phase is replicating and the table's copy
+// done with every row.
+func TestStatusDuringInitialSnapshot(t *testing.T) {
+	h := newHarness(t, 1, "fullsync: {chunk_rows: 100, workers: 1}\n")
+	a := h.dbs[0]
+	h.exec("CREATE TABLE " + a + ".s (id INT PRIMARY KEY, v INT)")
+	var vals []string
+	for i := range 1000 {
+		vals = append(vals, fmt.Sprintf("(%d, %d)", i, i))
+	}
+	h.exec("INSERT INTO " + a + ".s VALUES " + strings.Join(vals, ","))
+	if err := os.Remove(filepath.Join(h.cfg.StateDir, state.CheckpointFile)); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var chunks atomic.Int64
+	run := h.startWith(testHooks{beforeChunk: func(ctx context.Context, _ source.TableName) {
+		if chunks.Add(1) > 3 {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+	}})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	var addr string
+	waitFor(t, 60*time.Second, "metrics endpoint", func() bool { addr = run.r.MetricsAddr(); return addr != "" })
+	var st status.Status
+	waitFor(t, 60*time.Second, "the copy in progress on the status", func() bool {
+		st = fetchStatus(t, addr)
+		s := statusTable(st, a, "s")
+		return st.Phase == phaseSnapshot && s != nil && s.Snapshot != nil && s.Snapshot.State == snapshot.StateCopying && s.Snapshot.Copied > 0
+	})
+	if s := statusTable(st, a, "s"); s.Snapshot.Copied > 300 || st.Totals.TablesCopying != 1 || st.Totals.SnapshotEstimated == 0 {
+		t.Errorf("held after 3 chunks of 100: %+v, totals %+v", s.Snapshot, st.Totals)
+	}
+	close(release)
+	h.waitCaughtUp(run, 60*time.Second)
+	waitFor(t, 30*time.Second, "the copy done on the status", func() bool {
+		st = fetchStatus(t, addr)
+		s := statusTable(st, a, "s")
+		return st.Phase == phaseReplicating && s != nil && s.Snapshot != nil && s.Snapshot.Done() && s.Snapshot.Copied == 1000 && st.Totals.TablesCopying == 0
 	})
 }
