@@ -23,6 +23,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
+	"github.com/binlog2ch/binlog2ch/status"
 )
 
 // Replicator is the `binlog2ch run` daemon.
@@ -41,6 +42,14 @@ type Replicator struct {
 	readPos  atomic.Pointer[source.Position]
 	savedPos atomic.Pointer[source.Position]
 	httpAddr atomic.Value // string
+
+	// For the status page (status.go).
+	version          string
+	started          time.Time
+	phase            atomic.Pointer[string]
+	savedCP          atomic.Pointer[status.Checkpoint]
+	snapshotProgress atomic.Pointer[[]snapshot.TableStatus] // the initial snapshot's, latest
+	statusPage       *status.Collector
 
 	queueLen        int           // messages a writer may have queued
 	parkAfter       time.Duration // how long a writer idles before it parks
@@ -80,7 +89,10 @@ type testHooks struct {
 // New connects to both servers and checks the source writes a binlog
 // binlog2ch can follow.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Replicator, error) {
-	r := &Replicator{cfg: cfg, log: log, m: metrics.New(), queueLen: 256, parkAfter: writerParkAfter, maxBackoff: 30 * time.Second, shutdownTimeout: 30 * time.Second}
+	r := &Replicator{cfg: cfg, log: log, m: metrics.New(), queueLen: 256, parkAfter: writerParkAfter, maxBackoff: 30 * time.Second, shutdownTimeout: 30 * time.Second,
+		started: time.Now()}
+	r.setPhase(phaseStarting)
+	r.statusPage = status.NewCollector(r.m, r.statusInfo)
 	var err error
 	if r.my, err = source.OpenMySQL(ctx, cfg, log); err != nil {
 		return nil, err
@@ -230,7 +242,7 @@ func (r *Replicator) initialSnapshot(ctx context.Context, st *snapshot.State) er
 	log := r.log.With("component", "snapshot")
 	opts := r.copyOptions(log, st, snapshot.InitialFile)
 	opts.RunMode = true
-	opts.Progress = snapshot.LogProgress(log, 10*time.Second)
+	opts.Progress = r.trackSnapshot(snapshot.LogProgress(log, 10*time.Second))
 	start := time.Now()
 	statuses, err := snapshot.Copy(ctx, opts, st.List)
 	if ctx.Err() != nil {
@@ -248,9 +260,11 @@ func (r *Replicator) initialSnapshot(ctx context.Context, st *snapshot.State) er
 	if err := snapshot.Save(r.cfg.StateDir, snapshot.InitialFile, st); err != nil {
 		return err
 	}
-	if err := r.checkpoints().Save(ctx, *snapshotCheckpoint(st, r.server.ID)); err != nil {
+	cp := snapshotCheckpoint(st, r.server.ID)
+	if err := r.checkpoints().Save(ctx, *cp); err != nil {
 		return err
 	}
+	r.noteCheckpoint(cp)
 	r.log.Info("initial snapshot done; following the binlog from the recorded position", "tables", len(statuses), "rows", rows,
 		"seconds", time.Since(start).Seconds(), "position", st.Position.String())
 	return nil
@@ -321,6 +335,9 @@ func (r *Replicator) run(ctx context.Context) error {
 	}
 	r.savedPos.Store(&start.Position)
 	r.readPos.Store(&start.Position)
+	if snap == nil || r.cfg.State.Store == config.StoreFile {
+		r.noteCheckpoint(from) // a shared one is saved after the initial snapshot
+	}
 	r.checkIn()
 	stopHTTP, err := r.serveHTTP(ctx)
 	if err != nil {
@@ -336,6 +353,7 @@ func (r *Replicator) run(ctx context.Context) error {
 		}
 		// Served and ready meanwhile: a copy can take hours, and the lag
 		// metric shows it catching up.
+		r.setPhase(phaseSnapshot)
 		if err := r.initialSnapshot(ctx, snap); err != nil {
 			return err
 		}
@@ -343,6 +361,7 @@ func (r *Replicator) run(ctx context.Context) error {
 			return nil // stopped during the snapshot; the next start resumes it
 		}
 	}
+	r.setPhase(phaseReplicating)
 	// Writers talk to ClickHouse with their own context: a shutdown signal
 	// stops reading, not the flush of what was read.
 	workCtx, cancelWork := context.WithCancelCause(context.Background())

@@ -15,7 +15,8 @@ import (
 
 // Server is what binlog2ch needs to know of the source server.
 type Server struct {
-	Flavor string // mysql.MySQLFlavor or mysql.MariaDBFlavor
+	Flavor  string // mysql.MySQLFlavor or mysql.MariaDBFlavor
+	Version string // SELECT VERSION()
 	// ID is the server's identity, stored with the checkpoint: a binlog
 	// position means nothing on another server.
 	ID string
@@ -42,7 +43,7 @@ func Inspect(ctx context.Context, db *sql.DB, cfg *config.Config) (Server, error
 	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
 		return srv, fmt.Errorf("MySQL %s: %w", cfg.MySQL.Addr, err)
 	}
-	srv.Flavor = mysql.MySQLFlavor
+	srv.Flavor, srv.Version = mysql.MySQLFlavor, version
 	if strings.Contains(strings.ToLower(version), "mariadb") {
 		srv.Flavor = mysql.MariaDBFlavor
 	}
