@@ -83,8 +83,15 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Replicator
 		r.my.Close()
 		return nil, err
 	}
+	// The daemon's statements are short and few at once: bounded, with
+	// idle connections kept rather than one opened per statement. Writers
+	// starting together (a thousand tables' first events) read their
+	// definitions together, through one loader.
+	r.my.SetMaxOpenConns(8)
+	r.my.SetMaxIdleConns(4)
+	loader := schema.NewLoader(r.my)
 	live := func(ctx context.Context, t source.TableName) (*schema.Table, error) {
-		return schema.LoadTable(ctx, r.my, t.Database, t.Table)
+		return loader.Load(ctx, t.Database, t.Table)
 	}
 	if r.sink, err = sink.New(ctx, cfg, log, r.m, live); err != nil {
 		r.my.Close()
@@ -220,7 +227,7 @@ func (r *Replicator) initialSnapshot(ctx context.Context, st *snapshot.State) er
 	log := r.log.With("component", "snapshot")
 	opts := r.copyOptions(log, st, snapshot.InitialFile)
 	opts.RunMode = true
-	opts.Progress = snapshot.LogProgress(log, 10*time.Second)
+	opts.Progress = snapshot.LogProgress(log, 5*time.Second)
 	start := time.Now()
 	statuses, err := snapshot.Copy(ctx, opts, st.List)
 	if ctx.Err() != nil {
