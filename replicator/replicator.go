@@ -46,6 +46,8 @@ type Replicator struct {
 	maxBackoff      time.Duration // cap of the retry backoff
 	shutdownTimeout time.Duration // how long a shutdown may spend flushing
 
+	loader *schema.Loader // the writers' live table definitions
+
 	lease *state.Lease // the ZooKeeper lease while held (state.lease zookeeper)
 	store state.Store  // where the checkpoint lives (state.store)
 
@@ -65,6 +67,10 @@ type testHooks struct {
 	// checkpointed runs after each checkpoint pass, whether or not it
 	// saved a new position.
 	checkpointed func()
+	// beforeDefinitions runs before the writers' definitions are read
+	// from MySQL (one read serves the writers that asked meanwhile) with
+	// the number of tables read; it may block.
+	beforeDefinitions func(tables int)
 }
 
 // New connects to both servers and checks the source writes a binlog
@@ -89,9 +95,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Replicator
 	// definitions together, through one loader.
 	r.my.SetMaxOpenConns(8)
 	r.my.SetMaxIdleConns(4)
-	loader := schema.NewLoader(r.my)
+	r.loader = schema.NewLoader(r.my)
+	r.loader.BeforeRead = func(tables int) {
+		if f := r.hooks.beforeDefinitions; f != nil {
+			f(tables)
+		}
+	}
 	live := func(ctx context.Context, t source.TableName) (*schema.Table, error) {
-		return loader.Load(ctx, t.Database, t.Table)
+		return r.loader.Load(ctx, t.Database, t.Table)
 	}
 	if r.sink, err = sink.New(ctx, cfg, log, r.m, live); err != nil {
 		r.my.Close()

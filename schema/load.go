@@ -229,9 +229,10 @@ type Loader struct {
 	mu      sync.Mutex
 	queue   []*loadRequest
 	reading bool
-	// beforeRead, a pause point for tests (nil otherwise), runs before
-	// each read with the number of tables it reads.
-	beforeRead func(tables int)
+	// BeforeRead, a pause point for tests (nil otherwise; set before the
+	// first Load), runs before each read with the number of tables it
+	// reads; it may block.
+	BeforeRead func(tables int)
 }
 
 // NewLoader reads definitions through db.
@@ -285,6 +286,13 @@ func (l *Loader) Load(ctx context.Context, database, table string) (*Table, erro
 	}
 }
 
+// Queued is how many requests wait for the next read.
+func (l *Loader) Queued() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue)
+}
+
 // serve reads the queued tables until none is left.
 func (l *Loader) serve() {
 	for {
@@ -310,8 +318,8 @@ func (l *Loader) serve() {
 			names[i] = r.name
 		}
 		l.mu.Unlock()
-		if l.beforeRead != nil {
-			l.beforeRead(len(names))
+		if l.BeforeRead != nil {
+			l.BeforeRead(len(names))
 		}
 		var got map[Name]Loaded
 		var err error

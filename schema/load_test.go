@@ -149,7 +149,7 @@ func TestLoaderReadsTogether(t *testing.T) {
 	l := schema.NewLoader(my)
 	var mu sync.Mutex
 	var reads []int
-	schema.SetBeforeRead(l, func(tables int) {
+	l.BeforeRead = func(tables int) {
 		mu.Lock()
 		first := len(reads) == 0
 		reads = append(reads, tables)
@@ -159,13 +159,13 @@ func TestLoaderReadsTogether(t *testing.T) {
 		}
 		// Hold the first read until every other caller waits for the
 		// next one.
-		for deadline := time.Now().Add(time.Minute); tables+schema.Queued(l) < callers; time.Sleep(time.Millisecond) {
+		for deadline := time.Now().Add(time.Minute); tables+l.Queued() < callers; time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Error("the callers did not queue within a minute")
 				return
 			}
 		}
-	})
+	}
 	before := comSelect(t, my)
 	type answer struct {
 		t   *schema.Table
