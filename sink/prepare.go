@@ -17,11 +17,14 @@ import (
 // thousand for two thousand tables.
 
 // Existing is what ClickHouse held in some databases when it was read:
-// each table's columns, and the databases created since.
+// each table's columns; and the databases created since.
 type Existing struct {
 	mu     sync.Mutex
 	tables map[string][]chColumn // by key(db, table)
-	dbs    map[string]bool       // databases that exist
+	// dbs were created (IF NOT EXISTS) by PrepareTable. A database the
+	// read saw is created too, once: in a cluster, the one server read
+	// may have it where others lack it.
+	dbs map[string]bool
 }
 
 // ReadExisting reads the columns of every table in databases, with one
@@ -40,7 +43,6 @@ func (c *ClickHouse) ReadExisting(ctx context.Context, log *slog.Logger, databas
 	q := "SELECT database, table, name, type FROM system.columns WHERE database IN (" + strings.Join(quoted, ", ") + ")"
 	err := c.Retry(ctx, log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) error {
 		clear(ex.tables)
-		clear(ex.dbs)
 		rows, err := c.conn.Query(ctx, q)
 		if err != nil {
 			return err
@@ -53,7 +55,6 @@ func (c *ClickHouse) ReadExisting(ctx context.Context, log *slog.Logger, databas
 				return err
 			}
 			ex.tables[key(db, table)] = append(ex.tables[key(db, table)], col)
-			ex.dbs[db] = true
 		}
 		return rows.Err()
 	})
@@ -93,7 +94,7 @@ func (c *ClickHouse) PrepareTable(ctx context.Context, log *slog.Logger, t *sche
 	return nil
 }
 
-// ensureDatabase creates t's database unless ex has it, once.
+// ensureDatabase creates t's database, once per Existing.
 func (c *ClickHouse) ensureDatabase(ctx context.Context, log *slog.Logger, t *schema.Target, ex *Existing) error {
 	// Held while creating: the other tables of the database wait for it
 	// rather than create it too.
