@@ -404,7 +404,7 @@ func (c *copier) prepareTable(ctx context.Context, t *tableCopy) bool {
 	}
 	complete, err := c.prepare(ctx, t)
 	switch {
-	case err != nil && c.RunMode && errors.Is(err, schema.ErrNoTable):
+	case err != nil && c.RunMode && errors.Is(err, errTableGone):
 		t.log.Warn("table no longer exists: dropped or renamed since the snapshot began. A drop is replayed from the binlog; the rows of a table renamed into the replicated set are not copied: copy it with binlog2ch fullsync", "error", err)
 		c.markComplete(t)
 		t.setState(StateDone, nil)
@@ -578,6 +578,9 @@ func (c *copier) copyTable(ctx context.Context, t *tableCopy, jobs chan<- chunkJ
 	}
 }
 
+// errTableGone is a table that no longer exists in MySQL.
+var errTableGone = errors.New("table does not exist")
+
 // prepare maps the table's definition (read by discover), checks or
 // recreates its target and plans its reading; complete is true for a
 // table an earlier run copied.
@@ -585,6 +588,9 @@ func (c *copier) prepare(ctx context.Context, t *tableCopy) (complete bool, err 
 	src, err := t.def.Table, t.def.Err
 	if err == nil && src == nil {
 		err = fmt.Errorf("table %s %w", t.name, schema.ErrNoTable)
+	}
+	if errors.Is(err, schema.ErrNoTable) {
+		return false, fmt.Errorf("%w: %w", errTableGone, err)
 	}
 	if err != nil {
 		return false, err
