@@ -95,6 +95,8 @@ type copier struct {
 	version  uint64         // every copied row's, from the recorded position
 	existing *sink.Existing // the ClickHouse tables there were
 
+	discoverErr error // every table failed for it (set before the tables' states)
+
 	stateMu sync.Mutex // State, dirty and the state file
 	dirty   bool       // State has changes the file lacks
 }
@@ -227,13 +229,28 @@ func (c *copier) run(ctx context.Context, tables []source.TableName) ([]TableSta
 
 	statuses := c.statuses()
 	var errs []error
+	var interrupted []string
 	for _, s := range statuses {
-		switch s.State {
-		case StateFailed:
+		switch {
+		case s.State == StateFailed && c.discoverErr != nil && s.Err == c.discoverErr:
+			// Said once below.
+		case s.State == StateFailed:
 			errs = append(errs, fmt.Errorf("%s: %w", s.Name, s.Err))
-		case StateInterrupted, StateWaiting:
-			errs = append(errs, fmt.Errorf("%s: interrupted; its progress is saved, run again to resume", s.Name))
+		case s.State == StateInterrupted || s.State == StateWaiting:
+			interrupted = append(interrupted, s.Name.String())
 		}
+	}
+	if c.discoverErr != nil {
+		errs = append(errs, c.discoverErr)
+	}
+	switch n := len(interrupted); {
+	case n == 1:
+		errs = append(errs, fmt.Errorf("%s: interrupted; its progress is saved, run again to resume", interrupted[0]))
+	case n > 1:
+		if n > 5 {
+			interrupted = append(interrupted[:5], "...")
+		}
+		errs = append(errs, fmt.Errorf("%d tables interrupted (%s); their progress is saved, run again to resume", n, strings.Join(interrupted, ", ")))
 	}
 	if saveErr != nil {
 		errs = append(errs, fmt.Errorf("save the copy's progress: %w", saveErr))
@@ -250,6 +267,8 @@ func (c *copier) run(ctx context.Context, tables []source.TableName) ([]TableSta
 // goroutine waits per table.
 func (c *copier) pipeline(ctx context.Context, jobs chan<- chunkJob, workers int) {
 	if err := c.discover(ctx); err != nil {
+		err = fmt.Errorf("read the definitions of the %d tables to copy: %w", len(c.tables), err)
+		c.discoverErr = err
 		for _, t := range c.tables {
 			if ctx.Err() != nil {
 				t.setState(StateInterrupted, nil)
