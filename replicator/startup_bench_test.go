@@ -112,14 +112,29 @@ func benchStartup(b *testing.B, n, dbs int) {
 	g, rss := peak.read()
 	b.Logf("during the snapshot: peak goroutines %.0f, peak RSS %.0f MiB (scraped every 2 s)", g, rss/(1<<20))
 
-	if os.Getenv("BINLOG2CH_BENCH_LIVE") == "0" {
-		stopScrape()
-		return
+	if os.Getenv("BINLOG2CH_BENCH_LIVE") != "0" {
+		h.benchLive(d, logPath, names, peak)
 	}
-	// The live path: a row in every table at once, each table's first
-	// event since the start.
-	before = h.queryCounts()
-	chCPU0, myCPU0 = procCPU(h.srv.ClickHouse.Pid()), procCPU(h.srv.MySQL.Pid())
+	stopScrape()
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+	case <-time.After(60 * time.Second):
+		b.Fatal("daemon did not exit within 60s of SIGTERM")
+	}
+	ru := d.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MiB")
+	b.Logf("daemon: %.1f CPU-s in all, peak RSS %.0f MiB", time.Duration(ru.Utime.Nano()+ru.Stime.Nano()).Seconds(), float64(ru.Maxrss)/1024)
+}
+
+// benchLive inserts a row into every table at once, the live path's
+// "2,000 tables appearing", and logs how long until ClickHouse holds
+// them, the statements and what the daemon logged at WARN and above.
+func (h *harness) benchLive(d *daemon, logPath string, names []source.TableName, peak *peakMetrics) {
+	b := h.t
+	n := len(names)
+	before := h.queryCounts()
+	chCPU0, myCPU0 := procCPU(h.srv.ClickHouse.Pid()), procCPU(h.srv.MySQL.Pid())
 	liveStart := time.Now()
 	h.insertEach(names, 100)
 	var polls uint64
@@ -144,9 +159,8 @@ func benchStartup(b *testing.B, n, dbs int) {
 	liveCounts.my["Questions"] -= uint64(n) // the inserts
 	liveCounts.ch["Query"] -= polls
 	liveCounts.ch["SelectQuery"] -= polls
-	chCPU, myCPU = procCPU(h.srv.ClickHouse.Pid())-chCPU0, procCPU(h.srv.MySQL.Pid())-myCPU0
-	g, rss = peak.read()
-	stopScrape()
+	chCPU, myCPU := procCPU(h.srv.ClickHouse.Pid())-chCPU0, procCPU(h.srv.MySQL.Pid())-myCPU0
+	g, rss := peak.read()
 	b.Logf("a row into each of the %d tables: in ClickHouse after %.2fs; %s; CPU: ClickHouse %.1fs, MariaDB %.1fs; peak goroutines %.0f, peak RSS %.0f MiB (scraped every 2 s)",
 		n, live.Seconds(), liveCounts, chCPU.Seconds(), myCPU.Seconds(), g, rss/(1<<20))
 	data, _ := os.ReadFile(logPath)
@@ -159,16 +173,6 @@ func benchStartup(b *testing.B, n, dbs int) {
 	for w, c := range warned {
 		b.Logf("daemon log: %d× %s", c, w)
 	}
-
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.done:
-	case <-time.After(60 * time.Second):
-		b.Fatal("daemon did not exit within 60s of SIGTERM")
-	}
-	ru := d.cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MiB")
-	b.Logf("daemon: %.1f CPU-s in all, peak RSS %.0f MiB", time.Duration(ru.Utime.Nano()+ru.Stime.Nano()).Seconds(), float64(ru.Maxrss)/1024)
 }
 
 // insertEach inserts one row into every table over four connections.

@@ -471,8 +471,7 @@ func (c *copier) checkIn() {
 func (c *copier) save() error {
 	c.stateMu.Lock()
 	defer c.stateMu.Unlock()
-	c.dirty = false
-	return Save(c.Config.StateDir, c.StateFile, c.State)
+	return c.saveLocked()
 }
 
 // saveIfDirty writes the state file if the state changed since it was
@@ -483,6 +482,10 @@ func (c *copier) saveIfDirty() error {
 	if !c.dirty {
 		return nil
 	}
+	return c.saveLocked()
+}
+
+func (c *copier) saveLocked() error {
 	if err := Save(c.Config.StateDir, c.StateFile, c.State); err != nil {
 		return err
 	}
