@@ -206,6 +206,13 @@ func TestStartupManyTables(t *testing.T) {
 	if p := st.Tables[gone.String()]; p == nil || !p.Complete || !strings.Contains(run.logs.String(), "table no longer exists") {
 		t.Errorf("the dropped table: progress %+v, no warning", p)
 	}
+	addr := run.r.MetricsAddr()
+	if copied, est := scrape(t, addr, "binlog2ch_snapshot_rows_copied{"), scrape(t, addr, "binlog2ch_snapshot_rows_estimated{"); copied != 3*n || est < 3*n {
+		t.Errorf("snapshot metrics: %v rows copied, %v estimated; want %d and at least that", copied, est, 3*n)
+	}
+	if !strings.Contains(run.logs.String(), "msg=\"copy progress\" component=snapshot tables=301 prepared=") {
+		t.Errorf("no progress line counting the tables:\n%s", tail(run.logs.String(), 3000))
+	}
 	// The copy reads each table with two statements (a walk of its key,
 	// its one range) and writes it with two (CREATE TABLE, INSERT); the
 	// rest, reading every table's definition, estimate and target, must
