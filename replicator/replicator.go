@@ -56,6 +56,8 @@ type Replicator struct {
 	maxBackoff      time.Duration // cap of the retry backoff
 	shutdownTimeout time.Duration // how long a shutdown may spend flushing
 
+	loader *schema.Loader // the writers' live table definitions
+
 	lease *state.Lease // the ZooKeeper lease while held (state.lease zookeeper)
 	store state.Store  // where the checkpoint lives (state.store)
 
@@ -84,6 +86,10 @@ type testHooks struct {
 	checkpointed func()
 	// parkAfter, when set, replaces writerParkAfter.
 	parkAfter time.Duration
+	// beforeDefinitions runs before the writers' definitions are read
+	// from MySQL (one read serves the writers that asked meanwhile) with
+	// the number of tables read; it may block.
+	beforeDefinitions func(tables int)
 }
 
 // New connects to both servers and checks the source writes a binlog
@@ -105,8 +111,20 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Replicator
 		r.my.Close()
 		return nil, err
 	}
+	// The daemon's statements are short and few at once: bounded, with
+	// idle connections kept rather than one opened per statement. Writers
+	// starting together (a thousand tables' first events) read their
+	// definitions together, through one loader.
+	r.my.SetMaxOpenConns(8)
+	r.my.SetMaxIdleConns(4)
+	r.loader = schema.NewLoader(r.my)
+	r.loader.BeforeRead = func(tables int) {
+		if f := r.hooks.beforeDefinitions; f != nil {
+			f(tables)
+		}
+	}
 	live := func(ctx context.Context, t source.TableName) (*schema.Table, error) {
-		return schema.LoadTable(ctx, r.my, t.Database, t.Table)
+		return r.loader.Load(ctx, t.Database, t.Table)
 	}
 	if r.sink, err = sink.New(ctx, cfg, log, r.m, live); err != nil {
 		r.my.Close()
@@ -242,7 +260,7 @@ func (r *Replicator) initialSnapshot(ctx context.Context, st *snapshot.State) er
 	log := r.log.With("component", "snapshot")
 	opts := r.copyOptions(log, st, snapshot.InitialFile)
 	opts.RunMode = true
-	opts.Progress = r.trackSnapshot(snapshot.LogProgress(log, 10*time.Second))
+	opts.Progress = r.trackSnapshot(snapshot.LogProgress(log, 5*time.Second))
 	start := time.Now()
 	statuses, err := snapshot.Copy(ctx, opts, st.List)
 	if ctx.Err() != nil {
