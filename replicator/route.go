@@ -312,7 +312,7 @@ func (s *router) dispatch(ctx context.Context, name source.TableName, m sink.Mes
 	s.seq++
 	m.Seq = s.seq
 	select {
-	case rt.w.In() <- m:
+	case rt.w.In() <- &m:
 		s.sent(rt, m.Seq)
 		s.wake(rt.w)
 		return nil
@@ -324,7 +324,7 @@ func (s *router) dispatch(ctx context.Context, name source.TableName, m sink.Mes
 	defer tick.Stop()
 	for {
 		select {
-		case rt.w.In() <- m:
+		case rt.w.In() <- &m:
 			s.sent(rt, m.Seq)
 			s.wake(rt.w)
 			return nil

@@ -174,6 +174,23 @@ func (h *harness) benchLive(d *daemon, logPath string, names []source.TableName,
 	for w, c := range warned {
 		b.Logf("daemon log: %d× %s", c, w)
 	}
+
+	// Quiet from here: the writers park after a minute (writerParkAfter),
+	// and what a daemon with n quiet tables holds is what is left.
+	quiet := time.Now()
+	for deadline := quiet.Add(5 * time.Minute); ; time.Sleep(time.Second) {
+		peak.mu.Lock()
+		parked, running, gor, rss := peak.parked, peak.running, peak.nowGoroutines, peak.nowRSS
+		peak.mu.Unlock()
+		if parked >= float64(n) && running == 0 {
+			b.Logf("quiet: all %d writers parked %.0fs after the rows; goroutines %.0f, RSS %.0f MiB", n, time.Since(quiet).Seconds(), gor, rss/(1<<20))
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Logf("quiet: after 5 minutes %.0f writers parked, %.0f running; goroutines %.0f", parked, running, gor)
+			break
+		}
+	}
 }
 
 // procSysCPU is a process's system CPU time so far (0 when unknown).
@@ -242,6 +259,8 @@ type peakMetrics struct {
 	mu         sync.Mutex
 	goroutines float64
 	rss        float64
+	// The last scrape's: goroutines, RSS, writers parked and running.
+	nowGoroutines, nowRSS, parked, running float64
 }
 
 var digits = regexp.MustCompile(`[0-9]+`)
@@ -293,9 +312,13 @@ func (p *peakMetrics) scrape(logPath string) (stop func()) {
 				p.mu.Lock()
 				switch f[0] {
 				case "go_goroutines":
-					p.goroutines = max(p.goroutines, v)
+					p.goroutines, p.nowGoroutines = max(p.goroutines, v), v
 				case "process_resident_memory_bytes":
-					p.rss = max(p.rss, v)
+					p.rss, p.nowRSS = max(p.rss, v), v
+				case `binlog2ch_writers{state="parked"}`:
+					p.parked = v
+				case `binlog2ch_writers{state="running"}`:
+					p.running = v
 				}
 				p.mu.Unlock()
 			}

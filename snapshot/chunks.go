@@ -147,7 +147,7 @@ func (c *copier) readJob(j chunkJob) {
 		t.seq++
 		m := sink.Message{Seq: t.seq, Schema: t.source, Rows: batch, Op: source.OpInsert, Version: c.version, Slots: 1, At: c.State.Position, Snapshot: true}
 		select {
-		case t.w.In() <- m:
+		case t.w.In() <- &m:
 			lastSeq = m.Seq
 			rows += uint64(len(batch))
 			t.rowsRead.Add(uint64(len(batch)))
