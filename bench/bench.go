@@ -123,6 +123,9 @@ type Scenario struct {
 	// count queries included), as chCPU reads it.
 	CHCPUSeconds float64 `json:"clickhouse_cpu_seconds,omitempty"`
 	Series       []Point `json:"series"`
+	// MySQLRows are the rows written to MySQL by the end of each second
+	// of Series.
+	MySQLRows []uint64 `json:"mysql_rows,omitempty"`
 }
 
 // Lag is the time from a row's commit in MySQL to its visibility in
@@ -431,6 +434,7 @@ func (r *run) catchUp(ctx context.Context) (Scenario, error) {
 	s.RowsPerMin = float64(s.Rows) / el.Minutes()
 	s.CPUPerMRows, s.PeakRSSMiB = m.read(s.Rows)
 	s.Series = series(nil, counts)
+	s.MySQLRows = writtenBySecond(len(s.Series), []sample{{0, s.Rows}}) // all written before the start
 	s.Parts = r.parts(ctx, lo.Table)
 	return s, nil
 }
@@ -569,6 +573,7 @@ func (r *run) live(ctx context.Context, table string, rate float64) (Scenario, e
 		s.Lag.Source = "each row, by the part it arrived in (inotify)"
 		s.Series = arrivalSeries(start, start.Add(el), exact, arr.arrivals())
 	}
+	s.MySQLRows = writtenBySecond(len(s.Series), mysqlSide)
 	kept := s.Lag.Max <= keptUpLag.Seconds()
 	s.KeptUp = &kept
 	s.Parts = r.parts(ctx, table) - warm

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -154,7 +153,7 @@ func (rep *Report) Markdown(w io.Writer, chart string) {
 		fmt.Fprintf(w, "\n%s\n", rep.manyTablesNotes())
 	}
 	if chart != "" {
-		fmt.Fprintf(w, "\n![rows/s and lag over time](%s)\n", chart)
+		fmt.Fprintf(w, "\n![MySQL rows written, ClickHouse rows held and lag over time](%s)\n", chart)
 	}
 }
 
@@ -181,61 +180,4 @@ func (rep *Report) WriteFiles(dir string) ([]string, error) {
 		paths = append(paths, p)
 	}
 	return paths, nil
-}
-
-// SVG draws each scenario's rows/s (bars) and lag (line) over time, one
-// panel per scenario.
-func (rep *Report) SVG(w io.Writer) {
-	const pw, ph, left, top, gap = 640.0, 160.0, 60.0, 30.0, 50.0
-	type panel struct {
-		name   string
-		series []Point
-	}
-	var panels []panel
-	for _, s := range rep.Scenarios {
-		panels = append(panels, panel{s.Name, s.Series})
-	}
-	for _, t := range rep.ManyTables {
-		panels = append(panels, panel{t.Name, t.Series})
-	}
-	height := top + float64(len(panels))*(ph+gap)
-	fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="11">`+"\n", left+pw+70, height)
-	fmt.Fprintf(w, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	for i, s := range panels {
-		y0 := top + float64(i)*(ph+gap)
-		maxRate, maxLag := 1.0, 1.0
-		for _, p := range s.series {
-			maxRate = math.Max(maxRate, p.RowsPerSec)
-			maxLag = math.Max(maxLag, p.LagSeconds)
-		}
-		n := math.Max(1, float64(len(s.series)))
-		fmt.Fprintf(w, `<text x="%.0f" y="%.0f" font-weight="bold">%s</text>`+"\n", left, y0-8, escape(s.name))
-		fmt.Fprintf(w, `<rect x="%.0f" y="%.0f" width="%.0f" height="%.0f" fill="none" stroke="#999"/>`+"\n", left, y0, pw, ph)
-		rate := fmt.Sprintf("%.0fk", maxRate/1000)
-		if maxRate < 1000 {
-			rate = fmt.Sprintf("%.0f", maxRate)
-		}
-		fmt.Fprintf(w, `<text x="%.0f" y="%.0f" text-anchor="end" fill="#3366aa">%s rows/s</text>`+"\n", left-4, y0+10, rate)
-		fmt.Fprintf(w, `<text x="%.0f" y="%.0f" fill="#cc3333">%.1f s lag</text>`+"\n", left+pw+4, y0+10, maxLag)
-		fmt.Fprintf(w, `<text x="%.0f" y="%.0f" text-anchor="end">%.0f s</text>`+"\n", left+pw, y0+ph+14, n)
-		bw := pw / n
-		for j, p := range s.series {
-			h := p.RowsPerSec / maxRate * ph
-			fmt.Fprintf(w, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#88aadd"/>`+"\n", left+float64(j)*bw, y0+ph-h, math.Max(bw-1, 0.5), h)
-		}
-		var pts []string
-		for j, p := range s.series {
-			if p.LagSeconds >= 0 {
-				pts = append(pts, fmt.Sprintf("%.1f,%.1f", left+(float64(j)+0.5)*bw, y0+ph-p.LagSeconds/maxLag*ph))
-			}
-		}
-		if len(pts) > 0 {
-			fmt.Fprintf(w, `<polyline points="%s" fill="none" stroke="#cc3333" stroke-width="1.5"/>`+"\n", strings.Join(pts, " "))
-		}
-	}
-	fmt.Fprintln(w, "</svg>")
-}
-
-func escape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }

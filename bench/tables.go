@@ -77,6 +77,9 @@ type TablesRun struct {
 	// scrapeEvery (whole-second binlog timestamps: up to 1 s high).
 	DaemonLag *Lag    `json:"daemon_lag,omitempty"`
 	Series    []Point `json:"series"`
+	// MySQLRows are the rows committed to MySQL by the end of each second
+	// of Series.
+	MySQLRows []uint64 `json:"mysql_rows,omitempty"`
 }
 
 // tablesSampled is how many tables the fallback lag sampler polls, and
@@ -248,6 +251,7 @@ func (r *run) tablesRun(ctx context.Context, prefix string, tables int) (TablesR
 		tr.WorstTableP99 = max(tr.WorstTableP99, summarize(l).P99)
 	}
 	tr.Series = arrivalSeries(start, end, lags, got)
+	tr.MySQLRows = committedBySecond(len(tr.Series), start, commits)
 
 	if err := r.compareCounts(ctx, names, match, &tr); err != nil {
 		return tr, err

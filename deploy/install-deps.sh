@@ -21,10 +21,15 @@ fi
 # prometheus) lets `go test ./deploy` run alerts.yml's unit tests; without
 # it those tests skip. ZooKeeper (Debian package zookeeper, with a Java
 # runtime) runs the ClickHouse cluster tests; without it they fail and say
-# how to install it.
+# how to install it. Chromium (with a font for its screenshots) opens the
+# status page in TestStatusPage; without it the test skips, except under
+# CI, where it fails.
 optional=""
 if ! have promtool; then
 	optional="prometheus"
+fi
+if ! have chromium; then
+	optional="$optional chromium fonts-dejavu-core"
 fi
 if [ ! -f /usr/share/java/zookeeper.jar ]; then
 	optional="$optional zookeeper"

@@ -7,6 +7,7 @@ package metrics
 
 import (
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -97,12 +98,18 @@ type Metrics struct {
 	Read atomic.Int64
 	// Ready reports readiness for binlog2ch_ready, set by the daemon.
 	Ready func() bool
+
+	// tables indexes the per-table metrics of the tables that have
+	// series, for the status page (status.Collector): it reads them
+	// without a scrape.
+	tablesMu sync.Mutex
+	tables   map[source.TableName]*Table
 }
 
 // New registers every metric, the Go runtime's and the process's in a new
 // registry.
 func New() *Metrics {
-	m := &Metrics{Registry: prometheus.NewRegistry()}
+	m := &Metrics{Registry: prometheus.NewRegistry(), tables: map[source.TableName]*Table{}}
 	perTable := []string{"database", "table"}
 	m.Rows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_rows_total",
 		Help: "Rows written to ClickHouse durably, by MySQL table and operation (insert, update, delete)."}, []string{"database", "table", "op"})
@@ -229,19 +236,100 @@ func AdvanceTo(a *atomic.Int64, ns int64) {
 	}
 }
 
-// Table is one writer's label-bound metrics, looked up once.
+// Table is one writer's label-bound metrics, looked up once, and what
+// the status page shows of the table beyond its series. Use its methods
+// to count rows and queued rows: they keep the page's copies too.
 type Table struct {
+	Name          source.TableName
 	Rows          [4]prometheus.Counter // by schema.Op
 	FlushDuration prometheus.Observer
 	BatchRows     prometheus.Observer
 	QueueRows     prometheus.Gauge
 	OldestUnsent  prometheus.Gauge
 	Fixups        [block.NumFixups]prometheus.Counter
+
+	// PendingSince is the commit time (Unix ns) of the table's oldest row
+	// read from the binlog and not yet durably in ClickHouse, 0 when none
+	// is: the table's lag counts from it. The router keeps it.
+	PendingSince atomic.Int64
+
+	rows      [4]atomic.Uint64 // Rows' values, by schema.Op
+	queued    atomic.Int64
+	lastFlush atomic.Int64 // Unix ns of the last batch stored
+	errors    atomic.Uint64
+	lastError atomic.Pointer[TableError]
+	fallback  atomic.Pointer[string]
 }
 
-// ForTable looks up a table's series once, for its writer.
+// TableError is a table's latest failed insert.
+type TableError struct {
+	At      time.Time
+	Message string
+}
+
+// AddRows counts rows of an operation durably written.
+func (t *Table) AddRows(op schema.Op, n uint64) {
+	if n == 0 {
+		return
+	}
+	t.Rows[op].Add(float64(n))
+	t.rows[op].Add(n)
+}
+
+// SetQueued sets the rows converted and not yet in ClickHouse.
+func (t *Table) SetQueued(n int) {
+	t.QueueRows.Set(float64(n))
+	t.queued.Store(int64(n))
+}
+
+// Flushed notes a batch stored at now.
+func (t *Table) Flushed(now time.Time) { t.lastFlush.Store(now.UnixNano()) }
+
+// InsertFailed notes a failed insert attempt (retried or not); the
+// daemon-wide count is binlog2ch_errors_total{stage="insert"}.
+func (t *Table) InsertFailed(err error) {
+	t.errors.Add(1)
+	t.lastError.Store(&TableError{At: time.Now(), Message: err.Error()})
+}
+
+// NativeFallback notes that the table's inserts went to clickhouse-go, and
+// why (one of FallbackReasons).
+func (t *Table) NativeFallback(reason string) { t.fallback.Store(&reason) }
+
+// TableState is what the status page reads of a table, at one moment.
+type TableState struct {
+	Rows         [4]uint64 // by schema.Op
+	Queued       int64
+	LastFlush    int64 // Unix ns; 0: none yet
+	PendingSince int64 // Unix ns; 0: nothing pending
+	Errors       uint64
+	LastError    *TableError
+	Fallback     string
+}
+
+// State reads the table's counters for the status page.
+func (t *Table) State() TableState {
+	st := TableState{Queued: t.queued.Load(), LastFlush: t.lastFlush.Load(), PendingSince: t.PendingSince.Load(),
+		Errors: t.errors.Load(), LastError: t.lastError.Load()}
+	for op := range st.Rows {
+		st.Rows[op] = t.rows[op].Load()
+	}
+	if f := t.fallback.Load(); f != nil {
+		st.Fallback = *f
+	}
+	return st
+}
+
+// ForTable returns a table's metrics, looked up once for its writer; every
+// caller gets the same Table until Forget.
 func (m *Metrics) ForTable(t source.TableName) *Table {
+	m.tablesMu.Lock()
+	defer m.tablesMu.Unlock()
+	if tm := m.tables[t]; tm != nil {
+		return tm
+	}
 	tm := &Table{
+		Name:          t,
 		FlushDuration: m.FlushDuration.WithLabelValues(t.Database, t.Table),
 		BatchRows:     m.BatchRows.WithLabelValues(t.Database, t.Table),
 		QueueRows:     m.QueueRows.WithLabelValues(t.Database, t.Table),
@@ -253,12 +341,27 @@ func (m *Metrics) ForTable(t source.TableName) *Table {
 	for k := range tm.Fixups {
 		tm.Fixups[k] = m.Fixups.WithLabelValues(t.Database, t.Table, block.Fixup(k).String())
 	}
+	m.tables[t] = tm
 	return tm
+}
+
+// Tables returns the tables that have metrics, in no order.
+func (m *Metrics) Tables() []*Table {
+	m.tablesMu.Lock()
+	defer m.tablesMu.Unlock()
+	out := make([]*Table, 0, len(m.tables))
+	for _, tm := range m.tables {
+		out = append(out, tm)
+	}
+	return out
 }
 
 // Forget drops a table's series (after DROP or RENAME), so label
 // cardinality follows the tables that exist.
 func (m *Metrics) Forget(t source.TableName) {
+	m.tablesMu.Lock()
+	delete(m.tables, t)
+	m.tablesMu.Unlock()
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{m.Rows, m.FlushDuration, m.BatchRows, m.QueueRows, m.OldestUnsent, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated} {

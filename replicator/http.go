@@ -39,8 +39,8 @@ func (r *Replicator) ready() bool {
 	return r.mysqlUp.Load() && r.sink.Up() && metrics.Since(r.m.Durable.Load()) < r.cfg.Metrics.ReadyMaxLag.Seconds()
 }
 
-// status is the body of /healthz and /readyz.
-type status struct {
+// health is the body of /healthz and /readyz.
+type health struct {
 	Ready           bool    `json:"ready"`
 	Alive           bool    `json:"alive"`
 	MySQL           bool    `json:"mysql_connected"`
@@ -53,8 +53,8 @@ type status struct {
 	ClickHouseError string  `json:"clickhouse_error,omitempty"`
 }
 
-func (r *Replicator) status() status {
-	st := status{Alive: r.Alive(), MySQL: r.mysqlUp.Load(), ClickHouse: r.sink.Up(),
+func (r *Replicator) health() health {
+	st := health{Alive: r.Alive(), MySQL: r.mysqlUp.Load(), ClickHouse: r.sink.Up(),
 		LagSeconds: metrics.Since(r.m.Durable.Load()), SourceLag: metrics.Since(r.m.Read.Load()), MaxLagForReady: r.cfg.Metrics.ReadyMaxLag.Seconds()}
 	if p := r.readPos.Load(); p != nil {
 		st.ReadPosition = p.String()
@@ -66,8 +66,8 @@ func (r *Replicator) status() status {
 	return st
 }
 
-// serveHTTP listens on metrics.listen and serves /metrics, /healthz and
-// /readyz until ctx ends. The listener is open when it returns.
+// serveHTTP listens on metrics.listen and serves the status page (/ and
+// /status.json), /metrics, /healthz and /readyz until ctx ends. The listener is open when it returns.
 func (r *Replicator) serveHTTP(ctx context.Context) (stop func(), err error) {
 	ln, err := net.Listen("tcp", r.cfg.Metrics.Listen)
 	if err != nil {
@@ -75,9 +75,10 @@ func (r *Replicator) serveHTTP(ctx context.Context) (stop func(), err error) {
 	}
 	r.httpAddr.Store(ln.Addr().String())
 	mux := http.NewServeMux()
+	r.statusPage.Register(mux)
 	mux.Handle("/metrics", promhttp.HandlerFor(r.m.Registry, promhttp.HandlerOpts{ErrorLog: nil}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		st := r.status()
+		st := r.health()
 		code := http.StatusOK
 		if !st.Alive {
 			code = http.StatusServiceUnavailable
@@ -89,7 +90,7 @@ func (r *Replicator) serveHTTP(ctx context.Context) (stop func(), err error) {
 		pctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
 		err := r.sink.Ping(pctx)
 		cancel()
-		st := r.status()
+		st := r.health()
 		if err != nil {
 			st.ClickHouseError = err.Error()
 		}
@@ -100,6 +101,12 @@ func (r *Replicator) serveHTTP(ctx context.Context) (stop func(), err error) {
 		writeJSON(w, code, st)
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		r.statusPage.Run(sampleCtx) // rows/s for the status page
+	}()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -107,12 +114,14 @@ func (r *Replicator) serveHTTP(ctx context.Context) (stop func(), err error) {
 			r.log.Error("metrics endpoint stopped", "error", err)
 		}
 	}()
-	r.log.Info("serving /metrics, /healthz and /readyz", "listen", ln.Addr().String())
+	r.log.Info("serving /metrics, /healthz, /readyz and the status page (/, /status.json)", "listen", ln.Addr().String())
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 		<-done
+		stopSampling()
+		<-sampled
 	}, nil
 }
 

@@ -42,14 +42,14 @@ func scrape(t *testing.T, addr, prefix string) float64 {
 	return sum
 }
 
-func probe(t *testing.T, addr, path string) (int, status) {
+func probe(t *testing.T, addr, path string) (int, health) {
 	t.Helper()
 	resp, err := http.Get("http://" + addr + path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var st status
+	var st health
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}

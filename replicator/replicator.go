@@ -23,6 +23,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
+	"github.com/binlog2ch/binlog2ch/status"
 )
 
 // Replicator is the `binlog2ch run` daemon.
@@ -42,10 +43,20 @@ type Replicator struct {
 	savedPos atomic.Pointer[source.Position]
 	httpAddr atomic.Value // string
 
+	// For the status page (status.go).
+	version          string
+	started          time.Time
+	phase            atomic.Pointer[string]
+	savedCP          atomic.Pointer[status.Checkpoint]
+	snapshotProgress atomic.Pointer[[]snapshot.TableStatus] // the initial snapshot's, latest
+	statusPage       *status.Collector
+
 	queueLen        int           // messages a writer may have queued
 	parkAfter       time.Duration // how long a writer idles before it parks
 	maxBackoff      time.Duration // cap of the retry backoff
 	shutdownTimeout time.Duration // how long a shutdown may spend flushing
+
+	loader *schema.Loader // the writers' live table definitions
 
 	lease *state.Lease // the ZooKeeper lease while held (state.lease zookeeper)
 	store state.Store  // where the checkpoint lives (state.store)
@@ -83,12 +94,19 @@ type testHooks struct {
 	// they are written, before the event goes to its writer. Either may
 	// block.
 	beforeCascade, afterCascade func(parent source.TableName)
+	// beforeDefinitions runs before the writers' definitions are read
+	// from MySQL (one read serves the writers that asked meanwhile) with
+	// the number of tables read; it may block.
+	beforeDefinitions func(tables int)
 }
 
 // New connects to both servers and checks the source writes a binlog
 // binlog2ch can follow.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Replicator, error) {
-	r := &Replicator{cfg: cfg, log: log, m: metrics.New(), queueLen: 256, parkAfter: writerParkAfter, maxBackoff: 30 * time.Second, shutdownTimeout: 30 * time.Second}
+	r := &Replicator{cfg: cfg, log: log, m: metrics.New(), queueLen: 256, parkAfter: writerParkAfter, maxBackoff: 30 * time.Second, shutdownTimeout: 30 * time.Second,
+		started: time.Now()}
+	r.setPhase(phaseStarting)
+	r.statusPage = status.NewCollector(r.m, r.statusInfo)
 	var err error
 	if r.my, err = source.OpenMySQL(ctx, cfg, log); err != nil {
 		return nil, err
@@ -101,8 +119,20 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Replicator
 		r.my.Close()
 		return nil, err
 	}
+	// The daemon's statements are short and few at once: bounded, with
+	// idle connections kept rather than one opened per statement. Writers
+	// starting together (a thousand tables' first events) read their
+	// definitions together, through one loader.
+	r.my.SetMaxOpenConns(8)
+	r.my.SetMaxIdleConns(4)
+	r.loader = schema.NewLoader(r.my)
+	r.loader.BeforeRead = func(tables int) {
+		if f := r.hooks.beforeDefinitions; f != nil {
+			f(tables)
+		}
+	}
 	live := func(ctx context.Context, t source.TableName) (*schema.Table, error) {
-		return schema.LoadTable(ctx, r.my, t.Database, t.Table)
+		return r.loader.Load(ctx, t.Database, t.Table)
 	}
 	if r.sink, err = sink.New(ctx, cfg, log, r.m, live); err != nil {
 		r.my.Close()
@@ -238,7 +268,7 @@ func (r *Replicator) initialSnapshot(ctx context.Context, st *snapshot.State) er
 	log := r.log.With("component", "snapshot")
 	opts := r.copyOptions(log, st, snapshot.InitialFile)
 	opts.RunMode = true
-	opts.Progress = snapshot.LogProgress(log, 10*time.Second)
+	opts.Progress = r.trackSnapshot(snapshot.LogProgress(log, 5*time.Second))
 	start := time.Now()
 	statuses, err := snapshot.Copy(ctx, opts, st.List)
 	if ctx.Err() != nil {
@@ -265,9 +295,11 @@ func (r *Replicator) initialSnapshot(ctx context.Context, st *snapshot.State) er
 	if err := snapshot.Save(r.cfg.StateDir, snapshot.InitialFile, st); err != nil {
 		return err
 	}
-	if err := r.checkpoints().Save(ctx, *snapshotCheckpoint(st, r.server.ID)); err != nil {
+	cp := snapshotCheckpoint(st, r.server.ID)
+	if err := r.checkpoints().Save(ctx, *cp); err != nil {
 		return err
 	}
+	r.noteCheckpoint(cp)
 	r.log.Info("initial snapshot done; following the binlog from the recorded position", "tables", len(statuses), "rows", rows,
 		"seconds", time.Since(start).Seconds(), "position", st.Position.String())
 	return nil
@@ -338,6 +370,9 @@ func (r *Replicator) run(ctx context.Context) error {
 	}
 	r.savedPos.Store(&start.Position)
 	r.readPos.Store(&start.Position)
+	if snap == nil || r.cfg.State.Store == config.StoreFile {
+		r.noteCheckpoint(from) // a shared one is saved after the initial snapshot
+	}
 	r.checkIn()
 	// Before an initial snapshot: the keys then are those of the copy's
 	// position, give or take the DDL of the copy's duration.
@@ -360,6 +395,7 @@ func (r *Replicator) run(ctx context.Context) error {
 		}
 		// Served and ready meanwhile: a copy can take hours, and the lag
 		// metric shows it catching up.
+		r.setPhase(phaseSnapshot)
 		if err := r.initialSnapshot(ctx, snap); err != nil {
 			return err
 		}
@@ -367,6 +403,7 @@ func (r *Replicator) run(ctx context.Context) error {
 			return nil // stopped during the snapshot; the next start resumes it
 		}
 	}
+	r.setPhase(phaseReplicating)
 	// Writers talk to ClickHouse with their own context: a shutdown signal
 	// stops reading, not the flush of what was read.
 	workCtx, cancelWork := context.WithCancelCause(context.Background())

@@ -52,6 +52,8 @@ type router struct {
 	// queued is the bytes of rows events sent to writers and not yet taken
 	// into their blocks (see maxQueuedBytes).
 	queued atomic.Int64
+	// pendingNoted is when notePending last ran.
+	pendingNoted time.Time
 	// fks are the foreign keys as of the event being read; fkBefore the
 	// keys before each change the checkpoint has not passed (cascade.go).
 	fks                *source.ForeignKeys
@@ -72,6 +74,67 @@ type route struct {
 	w          *sink.Writer
 	dispatched uint64 // seq of the last message sent to it
 	closed     bool   // its queue is closed
+	// tm is the table's metrics, where the router keeps PendingSince.
+	tm *metrics.Table
+	// marks are the commit times of the messages sent and not known to be
+	// durable, oldest first, one per run of messages with the same
+	// timestamp (binlog timestamps are whole seconds, so a busy table
+	// has few): the table's lag on the status page counts from the first.
+	marks []mark
+}
+
+// mark says the messages up to seq, after the previous mark's, carry rows
+// committed at at (Unix ns).
+type mark struct {
+	seq uint64
+	at  int64
+}
+
+// sent records a message handed to the route's writer.
+func (s *router) sent(rt *route, seq uint64) {
+	rt.dispatched = seq
+	at := s.lastTS
+	if at == 0 {
+		at = time.Now().UnixNano() // an event without a time: count from now
+	}
+	if n := len(rt.marks); n > 0 && rt.marks[n-1].at == at {
+		rt.marks[n-1].seq = seq
+		return
+	}
+	rt.marks = append(rt.marks, mark{seq: seq, at: at})
+	if len(rt.marks) == 1 {
+		rt.tm.PendingSince.Store(at)
+	}
+}
+
+// pendingEvery is how often the router moves each table's PendingSince
+// past what its writer has stored: often enough for a page refreshed
+// every 2 s, rarely enough to cost nothing per event.
+const pendingEvery = 250 * time.Millisecond
+
+// notePending moves every table's PendingSince to its oldest message not
+// yet durable (0: none).
+func (s *router) notePending(now time.Time) {
+	s.pendingNoted = now
+	for _, rt := range s.all {
+		if len(rt.marks) == 0 {
+			continue
+		}
+		f := rt.w.Flushed()
+		i := 0
+		for i < len(rt.marks) && rt.marks[i].seq <= f {
+			i++
+		}
+		if i == 0 {
+			continue
+		}
+		rt.marks = rt.marks[:copy(rt.marks, rt.marks[i:])]
+		if len(rt.marks) == 0 {
+			rt.tm.PendingSince.Store(0)
+		} else {
+			rt.tm.PendingSince.Store(rt.marks[0].at)
+		}
+	}
 }
 
 // commitPoint is a transaction boundary: resuming at pos replays no partial
@@ -174,6 +237,10 @@ func (s *router) commit(c source.Commit) {
 // Tick checkpoints once checkpoint.interval has passed since the last
 // save; woken early by a writer's flush, it asks to be called again then.
 func (s *router) Tick(woken bool) (time.Duration, error) {
+	now := time.Now()
+	if now.Sub(s.pendingNoted) >= pendingEvery {
+		s.notePending(now)
+	}
 	var hold time.Duration // until the held run of cascading deletes ends
 	if b := s.batch; b != nil {
 		if hold = cascadeBatchWindow - time.Since(b.started); hold <= 0 {
@@ -184,7 +251,7 @@ func (s *router) Tick(woken bool) (time.Duration, error) {
 		}
 	}
 	interval := s.r.cfg.Checkpoint.Interval
-	since := time.Since(s.lastSaved)
+	since := now.Sub(s.lastSaved)
 	if since >= interval {
 		return hold, s.checkpoint(false)
 	}
@@ -295,7 +362,7 @@ func (s *router) dispatch(ctx context.Context, name source.TableName, m sink.Mes
 		w := s.r.sink.NewWriter(name, s.r.queueLen)
 		w.OnFlushed(s.stream.Wake)
 		w.ParkWhenIdle(s.r.parkAfter)
-		rt = &route{w: w}
+		rt = &route{w: w, tm: s.r.m.ForTable(name)}
 		s.writers[name] = rt
 		s.all = append(s.all, rt)
 		s.start(w)
@@ -303,8 +370,8 @@ func (s *router) dispatch(ctx context.Context, name source.TableName, m sink.Mes
 	s.seq++
 	m.Seq = s.seq
 	select {
-	case rt.w.In() <- m:
-		rt.dispatched = m.Seq
+	case rt.w.In() <- &m:
+		s.sent(rt, m.Seq)
 		s.wake(rt.w)
 		return nil
 	default:
@@ -315,8 +382,8 @@ func (s *router) dispatch(ctx context.Context, name source.TableName, m sink.Mes
 	defer tick.Stop()
 	for {
 		select {
-		case rt.w.In() <- m:
-			rt.dispatched = m.Seq
+		case rt.w.In() <- &m:
+			s.sent(rt, m.Seq)
 			s.wake(rt.w)
 			return nil
 		case <-tick.C:
@@ -425,6 +492,11 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 				}
 				applied = true
 				rt := s.writers[ef.Table]
+				rt.tm = r.m.ForTable(ef.NewTable) // the writer's too, once it has renamed
+				rt.tm.PendingSince.Store(0)
+				if len(rt.marks) > 0 {
+					rt.tm.PendingSince.Store(rt.marks[0].at)
+				}
 				s.writers[ef.NewTable] = rt
 				delete(s.writers, ef.Table)
 				s.retire(ef.Table, rt.w, s.seq)
@@ -679,7 +751,8 @@ func (s *router) save(final, force bool) error {
 		ext.ReadGTID = g.String()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	err := r.checkpoints().Save(ctx, state.Checkpoint{Position: cp, Server: point.server, SavedAt: time.Now().UTC(), Ext: ext})
+	saved := state.Checkpoint{Position: cp, Server: point.server, SavedAt: time.Now().UTC(), Ext: ext}
+	err := r.checkpoints().Save(ctx, saved)
 	cancel()
 	if err != nil {
 		r.m.Errors.WithLabelValues(metrics.StageCheckpoint).Inc()
@@ -693,6 +766,7 @@ func (s *router) save(final, force bool) error {
 	}
 	s.saved, s.ceiling = cp, ceiling
 	r.savedPos.Store(&cp)
+	r.noteCheckpoint(&saved)
 	r.m.CheckpointTS.Set(float64(time.Now().UnixNano()) / 1e9)
 	if idx, err := source.FileIndex(cp.File); err == nil {
 		r.m.CheckpointFile.Set(float64(idx))

@@ -7,8 +7,6 @@
 package schema
 
 import (
-	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strconv"
@@ -98,88 +96,6 @@ func (t *Table) ColumnIndex(name string) int {
 		}
 	}
 	return -1
-}
-
-// LoadTable reads a table's definition from information_schema.
-func LoadTable(ctx context.Context, db *sql.DB, database, table string) (*Table, error) {
-	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, COLUMN_TYPE, DATA_TYPE, IS_NULLABLE, IFNULL(CHARACTER_SET_NAME, '')
-		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, database, table)
-	if err != nil {
-		return nil, fmt.Errorf("read columns of %s.%s: %w", database, table, err)
-	}
-	t := &Table{Database: database, Name: table}
-	for rows.Next() {
-		var name, colType, dataType, nullable, charset string
-		if err := rows.Scan(&name, &colType, &dataType, &nullable, &charset); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("read columns of %s.%s: %w", database, table, err)
-		}
-		c, err := ParseColumnType(colType, dataType)
-		if err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("%s.%s.%s: %w", database, table, name, err)
-		}
-		c.Name = name
-		c.Nullable = nullable == "YES"
-		if c.Kind == KindChar {
-			c.Charset = CharsetName(charset)
-		}
-		t.Columns = append(t.Columns, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read columns of %s.%s: %w", database, table, err)
-	}
-	rows.Close()
-	if len(t.Columns) == 0 {
-		return nil, fmt.Errorf("table %s.%s does not exist (or the user cannot see it)", database, table)
-	}
-	if err := t.loadKeys(ctx, db); err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
-func (t *Table) loadKeys(ctx context.Context, db *sql.DB) error {
-	rows, err := db.QueryContext(ctx, `SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS
-		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND NON_UNIQUE = 0 ORDER BY INDEX_NAME = 'PRIMARY' DESC, INDEX_NAME, SEQ_IN_INDEX`, t.Database, t.Name)
-	if err != nil {
-		return fmt.Errorf("read keys of %s: %w", t.FullName(), err)
-	}
-	defer rows.Close()
-	keys := map[string][]int{}
-	var order []string
-	for rows.Next() {
-		var index, col string
-		if err := rows.Scan(&index, &col); err != nil {
-			return fmt.Errorf("read keys of %s: %w", t.FullName(), err)
-		}
-		i := t.ColumnIndex(col)
-		if i < 0 {
-			return fmt.Errorf("key %s of %s names unknown column %s", index, t.FullName(), col)
-		}
-		if _, ok := keys[index]; !ok {
-			order = append(order, index)
-		}
-		keys[index] = append(keys[index], i)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read keys of %s: %w", t.FullName(), err)
-	}
-	t.PrimaryKey = keys["PRIMARY"]
-	for _, name := range order {
-		if name == "PRIMARY" {
-			continue
-		}
-		ok := true
-		for _, i := range keys[name] {
-			ok = ok && !t.Columns[i].Nullable
-		}
-		if ok {
-			t.UniqueKey = keys[name]
-			break
-		}
-	}
-	return nil
 }
 
 // CharsetName is MySQL's name for a character set, the same whichever

@@ -49,6 +49,11 @@ func (w *Writer) changeSchema(ctx context.Context, src *schema.Table) error {
 	if err := w.c.reg.record(target.Database, target.Name, targetColumns(target), drop, false); err != nil {
 		return err
 	}
+	return w.useTarget(ctx, target)
+}
+
+// useTarget moves the writer to target, whose ClickHouse table is ready.
+func (w *Writer) useTarget(ctx context.Context, target *schema.Target) error {
 	blk := block.NewBlock(target)
 	route, err := w.c.routeFor(ctx, w.log, blk)
 	if err != nil {

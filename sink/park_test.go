@@ -15,8 +15,8 @@ import (
 // the parking writer sees it and goes on, or Wake tells the sender to run
 // the writer again; never both, never neither.
 func TestParkHandshake(t *testing.T) {
-	w := &Writer{in: make(chan Message, 4), c: &ClickHouse{m: metrics.New()}}
-	w.in <- Message{Seq: 1}
+	w := &Writer{in: make(chan *Message, 4), c: &ClickHouse{m: metrics.New()}}
+	w.in <- &Message{Seq: 1}
 	if w.park() {
 		t.Fatal("parked with a message queued")
 	}
@@ -27,7 +27,7 @@ func TestParkHandshake(t *testing.T) {
 	if !w.park() {
 		t.Fatal("did not park with nothing queued")
 	}
-	w.in <- Message{Seq: 2}
+	w.in <- &Message{Seq: 2}
 	if !w.Wake() {
 		t.Fatal("Wake after a send to a parked writer did not ask for a run")
 	}
@@ -43,7 +43,7 @@ func TestParkHandshake(t *testing.T) {
 		var parked, woken bool
 		wg.Add(2)
 		go func() { defer wg.Done(); parked = w.park() }()
-		go func() { defer wg.Done(); w.in <- Message{Seq: 3}; woken = w.Wake() }()
+		go func() { defer wg.Done(); w.in <- &Message{Seq: 3}; woken = w.Wake() }()
 		wg.Wait()
 		// Either the writer went on (not parked) or the sender runs it
 		// (woken); a parked writer nobody runs would leave the message.
@@ -64,7 +64,7 @@ func TestLiveSchedule(t *testing.T) {
 	cfg := &config.Config{}
 	cfg.Batch.FlushInterval, cfg.Batch.LiveFlushInterval = time.Hour, 10*time.Minute
 	c := &ClickHouse{cfg: cfg, m: metrics.New()}
-	w := &Writer{c: c, in: make(chan Message, 1), tm: c.m.ForTable(source.TableName{Database: "d", Table: "t"})}
+	w := &Writer{c: c, in: make(chan *Message, 1), tm: c.m.ForTable(source.TableName{Database: "d", Table: "t"})}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	fresh := func() {
@@ -94,7 +94,7 @@ func TestLiveSchedule(t *testing.T) {
 
 	fresh()
 	w.lastSend = time.Now().Add(-time.Minute)
-	w.in <- Message{}
+	w.in <- &Message{}
 	before = time.Now()
 	w.schedule(timer) // more queued: flush_interval (the next message decides)
 	if w.due.Before(before.Add(time.Hour)) {

@@ -58,27 +58,46 @@ func (r *Registry) columns(db, table string) (cols []string, ok bool) {
 // has, less dropped ones. replace forgets earlier columns (a table copied
 // from scratch).
 func (r *Registry) record(db, table string, cols, dropped []string, replace bool) error {
+	return r.recordAll([]registryEntry{{db: db, table: table, cols: cols, dropped: dropped, replace: replace}})
+}
+
+// registryEntry is one table's record.
+type registryEntry struct {
+	db, table     string
+	cols, dropped []string
+	replace       bool
+}
+
+// recordAll records entries and saves the file once, if any changed.
+func (r *Registry) recordAll(entries []registryEntry) error {
 	if r == nil {
 		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	k := key(db, table)
-	var next []string
-	if !replace {
-		next = append(next, r.tables[k]...)
-	}
-	for _, c := range cols {
-		if !slices.Contains(next, c) {
-			next = append(next, c)
+	changed := false
+	for _, e := range entries {
+		k := key(e.db, e.table)
+		var next []string
+		if !e.replace {
+			next = append(next, r.tables[k]...)
 		}
+		for _, c := range e.cols {
+			if !slices.Contains(next, c) {
+				next = append(next, c)
+			}
+		}
+		next = slices.DeleteFunc(next, func(c string) bool { return slices.Contains(e.dropped, c) })
+		sort.Strings(next)
+		if old, ok := r.tables[k]; ok && slices.Equal(old, next) {
+			continue
+		}
+		r.tables[k] = next
+		changed = true
 	}
-	next = slices.DeleteFunc(next, func(c string) bool { return slices.Contains(dropped, c) })
-	sort.Strings(next)
-	if old, ok := r.tables[k]; ok && slices.Equal(old, next) {
+	if !changed {
 		return nil
 	}
-	r.tables[k] = next
 	return r.save()
 }
 

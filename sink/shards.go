@@ -504,7 +504,7 @@ func (w *Writer) sendPart(ctx context.Context, sh *shardHosts, b *block.Block, s
 	if sel != nil {
 		rows = len(sel)
 	}
-	return w.c.Retry(ctx, w.log, metrics.StageInsert, "insert into ClickHouse shard "+strconv.Itoa(sh.num), func(ctx context.Context) error {
+	return w.c.Retry(ctx, w.log, metrics.StageInsert, "insert into ClickHouse shard "+strconv.Itoa(sh.num), w.counted(func(ctx context.Context) error {
 		if w.native(t) {
 			addr := sh.addr()
 			err := w.c.ins.insertNative(ctx, addr, t.InsertLocalSQL(), b, sel)
@@ -532,5 +532,5 @@ func (w *Writer) sendPart(ctx context.Context, sh *shardHosts, b *block.Block, s
 			return permanent(err)
 		}
 		return w.insertDriver(ctx, part)
-	})
+	}))
 }

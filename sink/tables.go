@@ -132,6 +132,16 @@ func (c *ClickHouse) RecordTable(t *schema.Target, replace bool) error {
 	return c.reg.record(t.Database, t.Name, targetColumns(t), nil, replace)
 }
 
+// RecordTables is RecordTable for many tables (replace[i] for ts[i]),
+// saving the registry once.
+func (c *ClickHouse) RecordTables(ts []*schema.Target, replace []bool) error {
+	entries := make([]registryEntry, len(ts))
+	for i, t := range ts {
+		entries[i] = registryEntry{db: t.Database, table: t.Name, cols: targetColumns(t), replace: replace[i]}
+	}
+	return c.reg.recordAll(entries)
+}
+
 func targetColumns(t *schema.Target) []string {
 	names := make([]string, len(t.Columns))
 	for i, tc := range t.Columns {
@@ -363,6 +373,12 @@ func (c *ClickHouse) CheckTable(ctx context.Context, log *slog.Logger, target *s
 	if err != nil || len(cols) == 0 {
 		return err
 	}
+	return checkColumns(target, cols)
+}
+
+// checkColumns refuses the columns cols of an existing table unless they
+// hold the target's, with its types.
+func checkColumns(target *schema.Target, cols []chColumn) error {
 	have := map[string]string{}
 	for _, col := range cols {
 		have[col.name] = col.typ

@@ -69,8 +69,10 @@ func (m *Message) where() string {
 type Writer struct {
 	c    *ClickHouse
 	name source.TableName // MySQL table
-	in   chan Message
-	log  *slog.Logger
+	// in carries pointers: a queue of 256 Messages by value would be
+	// 60 KiB a writer, allocated up front, 120 MiB with 2,000 tables.
+	in  chan *Message
+	log *slog.Logger
 
 	source *schema.Table
 	target *schema.Target
@@ -135,7 +137,7 @@ func (c *ClickHouse) NewWriter(name source.TableName, queue int) *Writer {
 	return &Writer{
 		c:        c,
 		name:     name,
-		in:       make(chan Message, queue),
+		in:       make(chan *Message, queue),
 		log:      c.log.With("table", name.String()),
 		tm:       c.m.ForTable(name),
 		returned: make(chan *sendJob, c.cfg.Batch.MaxInFlight),
@@ -166,7 +168,7 @@ func (w *Writer) Wake() bool {
 
 // In is the writer's queue. Closing it stops the writer once it has
 // written everything before.
-func (w *Writer) In() chan<- Message { return w.in }
+func (w *Writer) In() chan<- *Message { return w.in }
 
 // Flushed is the Seq of the newest message up to which every row is
 // durably in ClickHouse (and every DDL applied).
@@ -235,12 +237,13 @@ func (w *Writer) run(parent context.Context) error {
 	}
 	for {
 		select {
-		case m, ok := <-w.in:
+		case mp, ok := <-w.in:
 			if !ok {
 				err := w.drain(ctx)
 				w.log.Debug("writer stopped", "waited_for_clickhouse", w.waited, "converting", w.busy)
 				return err
 			}
+			m := *mp
 			start := time.Now()
 			err := w.handle(ctx, m)
 			if m.Queued != nil {
@@ -400,7 +403,7 @@ func (w *Writer) noteQueue() {
 	if w.block != nil {
 		n += w.block.Rows()
 	}
-	w.tm.QueueRows.Set(float64(n))
+	w.tm.SetQueued(n)
 }
 
 // sendJob is a block on its way to ClickHouse; seq is the last message
@@ -598,7 +601,7 @@ func (w *Writer) send(ctx context.Context, b *block.Block, rt *route, sc *shardS
 	if rt != nil && w.native(t) {
 		err = w.sendShards(ctx, b, rt, sc)
 	} else {
-		err = w.c.Retry(ctx, w.log, metrics.StageInsert, "insert into ClickHouse", func(ctx context.Context) error {
+		err = w.c.Retry(ctx, w.log, metrics.StageInsert, "insert into ClickHouse", w.counted(func(ctx context.Context) error {
 			if b.NativeOK() && w.native(t) {
 				err := w.c.ins.insertNative(ctx, "", t.InsertSQL(), b, nil)
 				var mismatch *headerMismatch
@@ -620,7 +623,7 @@ func (w *Writer) send(ctx context.Context, b *block.Block, rt *route, sc *shardS
 				}
 			}
 			return w.explain(ctx, t, w.insertDriver(ctx, b))
-		})
+		}))
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", t.FullName(), err)
@@ -628,14 +631,26 @@ func (w *Writer) send(ctx context.Context, b *block.Block, rt *route, sc *shardS
 	w.noteFixups(b.Fixups)
 	b.Fixups = [len(b.Fixups)]uint64{}
 	for op := schema.OpInsert; op <= schema.OpDelete; op++ {
-		w.tm.Rows[op].Add(float64(b.OpRows[op]))
+		w.tm.AddRows(op, b.OpRows[op])
 	}
+	w.tm.Flushed(time.Now())
 	took := time.Since(start)
 	w.tm.FlushDuration.Observe(took.Seconds())
 	w.tm.BatchRows.Observe(float64(rows))
 	b.Reset()
 	w.log.Debug("flushed", "rows", rows, "duration", took)
 	return nil
+}
+
+// counted is an insert attempt whose failures the table's status counts.
+func (w *Writer) counted(insert func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		err := insert(ctx)
+		if err != nil && ctx.Err() == nil {
+			w.tm.InsertFailed(err)
+		}
+		return err
+	}
 }
 
 // explain turns an insert that failed for good into a TargetChangedError
@@ -666,6 +681,7 @@ func (w *Writer) refuseNative(t *schema.Target, err error) bool {
 	}
 	if w.nativeRefused.Swap(t) != t {
 		w.c.m.NativeFallbacks.WithLabelValues(metrics.FallbackHeaderMismatch).Inc()
+		w.tm.NativeFallback(metrics.FallbackHeaderMismatch)
 		w.log.Warn("the ClickHouse table's columns differ on the wire from binlog2ch's mapping; inserting through clickhouse-go, which converts",
 			"reason", metrics.FallbackHeaderMismatch, "detail", mismatch.detail)
 	}
@@ -695,6 +711,7 @@ func (w *Writer) protocolSurprise(err error) bool {
 	}
 	if w.nativeOff.CompareAndSwap(false, true) {
 		w.c.m.NativeFallbacks.WithLabelValues(pe.Reason).Inc()
+		w.tm.NativeFallback(pe.Reason)
 		w.log.Warn("ClickHouse answered the native inserter with something it cannot read; this table is inserting through clickhouse-go from now on",
 			"reason", pe.Reason, "error", pe.Err, "block_sent", pe.DataSent)
 	}

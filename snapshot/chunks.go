@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -148,7 +147,7 @@ func (c *copier) readJob(j chunkJob) {
 		t.seq++
 		m := sink.Message{Seq: t.seq, Schema: t.source, Rows: batch, Op: source.OpInsert, Version: c.version, Slots: 1, At: c.State.Position, Snapshot: true}
 		select {
-		case t.w.In() <- m:
+		case t.w.In() <- &m:
 			lastSeq = m.Seq
 			rows += uint64(len(batch))
 			t.rowsRead.Add(uint64(len(batch)))
@@ -186,24 +185,20 @@ func (c *copier) readJob(j chunkJob) {
 	t.mu.Unlock()
 }
 
-// confirmAll records every table's confirmed ranges.
-func (c *copier) confirmAll() error {
-	var errs []error
+// confirmAll records every table's confirmed ranges in the state.
+func (c *copier) confirmAll() {
 	for _, t := range c.tables {
-		if err := c.confirm(t); err != nil {
-			errs = append(errs, err)
-		}
+		c.confirm(t)
 	}
-	return errors.Join(errs...)
 }
 
 // confirm moves the table's ranges whose rows the writer has confirmed
-// into the state and saves it.
-func (c *copier) confirm(t *tableCopy) error {
+// into the state; the next save writes them.
+func (c *copier) confirm(t *tableCopy) {
 	t.mu.Lock()
 	if t.w == nil {
 		t.mu.Unlock()
-		return nil
+		return
 	}
 	flushed := t.w.Flushed()
 	keyed := t.reader.key != nil
@@ -226,7 +221,7 @@ func (c *copier) confirm(t *tableCopy) error {
 	t.pending = kept
 	if chunks == 0 {
 		t.mu.Unlock()
-		return nil
+		return
 	}
 	slices.SortFunc(t.done, func(a, b orderedRange) int {
 		if a.seg != b.seg {
@@ -240,6 +235,7 @@ func (c *copier) confirm(t *tableCopy) error {
 	}
 	t.mu.Unlock()
 	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
 	t.prog.Rows += rows
 	t.prog.Chunks += chunks
 	if keyed {
@@ -248,12 +244,11 @@ func (c *copier) confirm(t *tableCopy) error {
 	if scanDone {
 		t.prog.Complete = true
 	}
-	err := Save(c.Config.StateDir, c.StateFile, c.State)
-	c.stateMu.Unlock()
-	return err
+	c.dirty = true
 }
 
-// markComplete records a table as copied.
+// markComplete records a table as copied in the state; the next save
+// writes it.
 func (c *copier) markComplete(t *tableCopy) error {
 	c.stateMu.Lock()
 	defer c.stateMu.Unlock()
@@ -265,5 +260,6 @@ func (c *copier) markComplete(t *tableCopy) error {
 		return fmt.Errorf("internal error: copy ended with key ranges missing: %d ranges done", len(t.prog.Done))
 	}
 	t.prog.Complete = true
-	return Save(c.Config.StateDir, c.StateFile, c.State)
+	c.dirty = true
+	return nil
 }

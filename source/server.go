@@ -15,7 +15,8 @@ import (
 
 // Server is what binlog2ch needs to know of the source server.
 type Server struct {
-	Flavor string // mysql.MySQLFlavor or mysql.MariaDBFlavor
+	Flavor  string // mysql.MySQLFlavor or mysql.MariaDBFlavor
+	Version string // SELECT VERSION()
 	// ID is the server's identity, stored with the checkpoint: a binlog
 	// position means nothing on another server.
 	ID string
@@ -31,8 +32,6 @@ type Server struct {
 	// the binlog names a text column's collation by id, and the ids above
 	// 255 differ between MySQL and MariaDB.
 	Collations map[uint64]string
-	// Version is VERSION()'s text.
-	Version string
 	// NativeForeignKeys is MySQL 9.6+'s innodb_native_foreign_keys ("" on
 	// servers without it): OFF means the server applies foreign keys above
 	// InnoDB and writes their cascades' rows to the binlog.
@@ -80,8 +79,7 @@ func Inspect(ctx context.Context, db *sql.DB, cfg *config.Config) (Server, error
 	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
 		return srv, fmt.Errorf("MySQL %s: %w", cfg.MySQL.Addr, err)
 	}
-	srv.Flavor = mysql.MySQLFlavor
-	srv.Version = version
+	srv.Flavor, srv.Version = mysql.MySQLFlavor, version
 	if strings.Contains(strings.ToLower(version), "mariadb") {
 		srv.Flavor = mysql.MariaDBFlavor
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/schema"
 )
 
 // SystemDatabase reports whether db is one of the server's own databases,
@@ -40,6 +41,46 @@ func ListTables(ctx context.Context, db *sql.DB, cfg *config.Config) ([]TableNam
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	return out, nil
+}
+
+// EstimateRows returns MySQL's estimates of the tables' row counts
+// (information_schema.TABLES.TABLE_ROWS; InnoDB's are approximate), read
+// with one statement per thousand tables. A table without an estimate is
+// left out.
+func EstimateRows(ctx context.Context, db *sql.DB, tables []TableName) (map[TableName]uint64, error) {
+	out := make(map[TableName]uint64, len(tables))
+	want := make(map[TableName]bool, len(tables))
+	names := make([]schema.Name, 0, len(tables))
+	for _, t := range tables {
+		if !want[t] {
+			want[t] = true
+			names = append(names, schema.Name{Database: t.Database, Table: t.Table})
+		}
+	}
+	for start := 0; start < len(names); start += 1000 {
+		where, args := schema.NameFilter(names[start:min(start+1000, len(names))], "TABLE_SCHEMA", "TABLE_NAME")
+		rows, err := db.QueryContext(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_ROWS FROM information_schema.TABLES WHERE "+where, args...)
+		if err != nil {
+			return nil, fmt.Errorf("estimate the rows of %d tables: %w", len(tables), err)
+		}
+		for rows.Next() {
+			var t TableName
+			var n sql.NullInt64
+			if err := rows.Scan(&t.Database, &t.Table, &n); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("estimate the rows of %d tables: %w", len(tables), err)
+			}
+			if want[t] && n.Valid {
+				out[t] = uint64(max(n.Int64, 0))
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("estimate the rows of %d tables: %w", len(tables), err)
+		}
 	}
 	return out, nil
 }

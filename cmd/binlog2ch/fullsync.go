@@ -210,8 +210,26 @@ func (d *barDisplay) draw() {
 	now := time.Now()
 	var rows, est uint64
 	var first time.Time
-	width := 0
-	for _, s := range d.last {
+	// Many tables: bars only for those being copied or failed, and the
+	// tables copied in the overall line (a screen of two thousand bars
+	// redrawn four times a second helps no one).
+	shown := d.last
+	overall := "overall"
+	if len(d.last) > maxBars {
+		shown = nil
+		done := 0
+		for _, s := range d.last {
+			switch s.State {
+			case snapshot.StateCopying, snapshot.StateFailed:
+				shown = append(shown, s)
+			case snapshot.StateDone:
+				done++
+			}
+		}
+		overall = fmt.Sprintf("overall (%d of %d tables copied)", done, len(d.last))
+	}
+	width := len(overall)
+	for _, s := range shown {
 		width = max(width, len(s.Name.String()))
 	}
 	for _, s := range d.last {
@@ -220,6 +238,8 @@ func (d *barDisplay) draw() {
 		if !s.Start.IsZero() && (first.IsZero() || s.Start.Before(first)) {
 			first = s.Start
 		}
+	}
+	for _, s := range shown {
 		end := now
 		if !s.End.IsZero() {
 			end = s.End
@@ -234,10 +254,14 @@ func (d *barDisplay) draw() {
 	if !first.IsZero() {
 		secs = now.Sub(first).Seconds()
 	}
-	fmt.Fprintf(&b, "%-*s %s\n", width, "overall", barLine(rows, est, rows, secs, ""))
+	fmt.Fprintf(&b, "%-*s %s\n", width, overall, barLine(rows, est, rows, secs, ""))
 	fmt.Fprint(d.w, b.String())
-	d.drawn = len(d.last) + 1
+	d.drawn = len(shown) + 1
 }
+
+// maxBars is how many tables get a bar each, all of them, before only
+// those being copied or failed do.
+const maxBars = 20
 
 // barLine is "[#####.....]  45%  450000/1000000  120000 rows/s  ETA 5s".
 func barLine(done, estimate, read uint64, secs float64, state string) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -40,5 +41,30 @@ func TestBarDisplay(t *testing.T) {
 	lastBars := strings.LastIndex(s, "overall")
 	if logAt < 0 || lastBars < logAt || strings.Count(s, "d.bb") != 2 || !strings.Contains(s, "\x1b[1A\x1b[2K") {
 		t.Errorf("display output:\n%q", s)
+	}
+}
+
+// TestBarDisplayManyTables: with many tables only those being copied or
+// failed get a bar; the overall line counts the tables copied.
+func TestBarDisplayManyTables(t *testing.T) {
+	var out bytes.Buffer
+	d := &barDisplay{w: &out}
+	var ts []snapshot.TableStatus
+	for i := 0; i < 2000; i++ {
+		s := snapshot.TableStatus{Name: source.TableName{Database: "d", Table: fmt.Sprintf("t%04d", i)}, State: snapshot.StateWaiting}
+		switch {
+		case i < 1500:
+			s.State, s.Confirmed = snapshot.StateDone, 3
+		case i < 1504:
+			s.State, s.Start = snapshot.StateCopying, time.Now()
+		case i == 1999:
+			s.State, s.Err = snapshot.StateFailed, errors.New("x")
+		}
+		ts = append(ts, s)
+	}
+	d.update(ts)
+	s := out.String()
+	if n := strings.Count(s, "\n"); n != 6 || !strings.Contains(s, "overall (1500 of 2000 tables copied)") || !strings.Contains(s, "d.t1503") || !strings.Contains(s, "d.t1999") {
+		t.Errorf("display output:\n%s", s)
 	}
 }

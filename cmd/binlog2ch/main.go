@@ -44,6 +44,7 @@ func commands() []command {
 	return []command{
 		{"run", "follow the binlog and keep ClickHouse equal to MySQL (the daemon)", runCmd},
 		{"fullsync", "copy tables once, then exit", fullsyncCmd},
+		{"status", "show the running daemon's state, or the checkpoint when none runs", statusCmd},
 		{"verify", "compare MySQL and ClickHouse table by table", verifyCmd},
 		{"schema", "print the ClickHouse DDL binlog2ch would create", schemaCmd},
 		{"loadgen", "fill MySQL tables with generated rows (like Bifrost's insertDataTest)", loadgenCmd},

@@ -64,7 +64,7 @@ func TestConfigCommandsRejectBadConfig(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("mysql:\n  server_id: 0\n  password: hunter2\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, cmd := range []string{"run", "fullsync", "verify", "schema"} {
+	for _, cmd := range []string{"run", "fullsync", "verify", "schema", "status"} {
 		code, _, errOut := runCLI(t, cmd, "-config", bad)
 		if code != exitUsage {
 			t.Errorf("%s: exit %d, want %d", cmd, code, exitUsage)

@@ -27,6 +27,7 @@ func runCmd(ctx context.Context, e *env, args []string) int {
 		return exitError
 	}
 	defer r.Close()
+	r.SetVersion(buildVersion())
 	systemdDone := notifySystemd(ctx, r, logger)
 	err = r.Run(ctx)
 	systemdDone()

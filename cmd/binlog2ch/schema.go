@@ -64,10 +64,19 @@ func schemaCmd(ctx context.Context, e *env, args []string) int {
 		return exitError
 	}
 	fmt.Fprintf(e.stdout, "-- ClickHouse %s\n", caps.Version)
+	list := make([]schema.Name, len(names))
+	for i, n := range names {
+		list[i] = schema.Name{Database: n.Database, Table: n.Table}
+	}
+	defs, err := schema.LoadTables(ctx, db, list)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "binlog2ch schema: %v\n", err)
+		return exitError
+	}
 	failed := 0
 	created := map[string]bool{}
-	for _, n := range names {
-		t, err := schema.LoadTable(ctx, db, n.Database, n.Table)
+	for i, n := range names {
+		t, err := defs[list[i]].Table, defs[list[i]].Err
 		var target *schema.Target
 		if err == nil {
 			target, err = schema.Map(t, cfg.ClickHouseDatabase(n.Database), caps, cfg.SchemaOptions(), cfg.TableOptions(n.Database, n.Table))

@@ -1,0 +1,203 @@
+// binlog2ch's status page: polls status.json and fills the page. Every
+// value goes in through textContent, never as markup: a MySQL table may be
+// named "<script>...".
+"use strict";
+
+const every = 2000; // ms between polls
+const $ = (id) => document.getElementById(id);
+let timer = null;
+let inflight = false;
+let again = false; // the query changed during a poll
+
+function text(id, s) { $(id).textContent = s; }
+
+function el(tag, cls, s) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (s !== undefined) e.textContent = s;
+  return e;
+}
+
+function count(n) { return Math.round(n || 0).toLocaleString("en-US"); }
+
+function rate(r) {
+  if (!r || r <= 0) return "0";
+  if (r < 10) return r.toFixed(1);
+  if (r < 1e4) return r.toFixed(0);
+  if (r < 1e6) return (r / 1e3).toFixed(1) + "k";
+  return (r / 1e6).toFixed(1) + "M";
+}
+
+function dur(sec) {
+  sec = Math.max(0, sec || 0);
+  if (sec < 10) return sec.toFixed(1) + "s";
+  if (sec < 60) return sec.toFixed(0) + "s";
+  const s = Math.floor(sec), h = Math.floor(s / 3600), m = Math.floor(s / 60) % 60;
+  const two = (x) => String(x).padStart(2, "0");
+  if (h >= 24) return Math.floor(h / 24) + "d" + two(h % 24) + "h";
+  if (h > 0) return h + "h" + two(m) + "m";
+  return m + "m" + two(s % 60) + "s";
+}
+
+function ago(iso, now) {
+  if (!iso) return "-";
+  return dur((now - Date.parse(iso)) / 1000) + " ago";
+}
+
+function sum(obj) { return Object.values(obj || {}).reduce((a, b) => a + b, 0); }
+
+function nonZero(obj) {
+  const parts = Object.keys(obj || {}).sort().filter((k) => obj[k] > 0).map((k) => k + " " + count(obj[k]));
+  return parts.length ? parts.join(", ") : "none";
+}
+
+function lagClass(sec) { return sec >= 300 ? "bad" : sec >= 10 ? "warn" : ""; }
+
+function server(s, up, down) {
+  let out = (s.product || "") + (s.version ? " " + s.version : "");
+  if (s.addr && s.addr.length) out += " at " + s.addr.join(", ");
+  if (s.id) out += " (" + s.id + ")";
+  if (s.cluster) out += ", cluster " + s.cluster;
+  return out + ": " + (s.up ? up : down);
+}
+
+function query() {
+  const q = new URLSearchParams();
+  q.set("sort", $("sort").value);
+  q.set("limit", $("limit").value);
+  const f = $("filter").value.trim();
+  if (f) q.set("filter", f);
+  return q.toString();
+}
+
+function render(st) {
+  const now = Date.parse(st.generated_at);
+  text("version", st.version || "");
+  const state = $("state");
+  if (!st.alive) { state.textContent = "not alive"; state.className = "badge bad"; }
+  else if (st.ready) { state.textContent = "ready"; state.className = "badge ok"; }
+  else { state.textContent = "not ready"; state.className = "badge warn"; }
+  text("phase", st.phase || "");
+  text("updated", "updated " + new Date(now).toLocaleTimeString("en-GB"));
+
+  text("lag", dur(st.lag_seconds));
+  $("lag").className = "value " + lagClass(st.lag_seconds);
+  text("sourcelag", "reader " + dur(st.source_lag_seconds) + " behind MySQL");
+  const t = st.totals;
+  text("rate", rate(t.rows_per_second));
+  text("ratewindow", st.rate_window_seconds ? "over the last " + dur(st.rate_window_seconds) : "measuring");
+  text("rows", count(t.inserted + t.updated + t.deleted));
+  text("ops", count(t.inserted) + " ins, " + count(t.updated) + " upd, " + count(t.deleted) + " del");
+  text("queued", count(t.queued_rows));
+  text("pending", t.tables_pending + " of " + t.tables + " tables");
+  const errs = sum(st.errors);
+  text("errors", count(errs));
+  $("errors").className = "value " + (errs > 0 ? "warn" : "");
+  text("errorstages", nonZero(st.errors));
+  const fb = sum(st.native_fallbacks);
+  text("fallbacks", count(fb));
+  $("fallbacks").className = "value " + (fb > 0 ? "warn" : "");
+  text("fallbackreasons", nonZero(st.native_fallbacks));
+  text("uptime", dur(st.uptime_seconds));
+  text("started", st.started_at ? "since " + st.started_at.replace("T", " ").replace(/\..*|Z$/, "") + " UTC" : "");
+
+  text("source", server(st.source, "connected", "not connected"));
+  text("target", server(st.target, "reachable", "not reachable"));
+  text("read", st.read_position || "-");
+  const cp = st.checkpoint;
+  let cps = "-";
+  if (cp) {
+    cps = cp.position;
+    if (cp.gtid) cps += ", GTID " + cp.gtid;
+    if (cp.saved_at) cps += ", saved " + ago(cp.saved_at, now);
+    if (cp.store) cps += ", in " + cp.store;
+  }
+  text("checkpoint", cps);
+
+  const snap = $("snapshot");
+  snap.hidden = !(t.tables_copying > 0 || t.snapshot_rows_estimated > 0);
+  if (!snap.hidden) {
+    const est = Math.max(t.snapshot_rows_estimated, t.snapshot_rows_copied, 1);
+    $("snapshotbar").style.width = (100 * t.snapshot_rows_copied / est).toFixed(1) + "%";
+    text("snapshottext", count(t.snapshot_rows_copied) + " of ~" + count(t.snapshot_rows_estimated) + " rows, " + t.tables_copying + " tables to go");
+  }
+
+  document.querySelectorAll("th[data-sort]").forEach((th) => th.classList.toggle("sorted", th.dataset.sort === st.query.sort));
+  const body = document.createElement("tbody");
+  body.id = "tables";
+  const errors = [];
+  for (const tb of st.tables) {
+    const name = tb.database + "." + tb.table;
+    const tr = document.createElement("tr");
+    tr.dataset.table = name;
+    const nameCell = el("td", "name", name);
+    nameCell.title = name;
+    tr.append(nameCell, el("td", "inserted", count(tb.inserted)), el("td", "updated", count(tb.updated)),
+      el("td", "deleted", count(tb.deleted)), el("td", "rate", rate(tb.rows_per_second)),
+      el("td", "lag " + lagClass(tb.lag_seconds), dur(tb.lag_seconds)), el("td", "queued", count(tb.queued_rows)),
+      el("td", "flush", ago(tb.last_flush, now)));
+    const p = el("td", "progress");
+    if (tb.snapshot) {
+      const s = tb.snapshot;
+      if (s.state === "done") p.textContent = "done";
+      else if (s.estimated > 0) {
+        const bar = el("span", "bar"), fill = el("div");
+        fill.style.width = Math.min(100, 100 * s.copied / s.estimated).toFixed(0) + "%";
+        bar.append(fill);
+        p.append(bar, document.createTextNode(Math.min(100, 100 * s.copied / s.estimated).toFixed(0) + "%"));
+      } else p.textContent = s.state;
+      p.title = count(s.copied) + " of ~" + count(s.estimated) + " rows copied (" + s.state + ")";
+    } else p.textContent = "-";
+    const e = el("td", "errors " + (tb.errors > 0 ? "warn" : ""), count(tb.errors));
+    if (tb.last_error) {
+      e.title = tb.last_error;
+      errors.push([name, tb.last_error_at, tb.last_error]);
+    }
+    tr.append(p, e, el("td", "fallback " + (tb.native_fallback ? "warn" : ""), tb.native_fallback || "-"));
+    body.append(tr);
+  }
+  $("tables").replaceWith(body);
+  const le = $("lasterrors");
+  le.replaceChildren(...errors.map(([n, at, msg]) => el("p", "", "last failed insert into " + n + " (" + ago(at, now) + "): " + msg)));
+  let shown = st.tables.length + " of " + t.tables + " tables";
+  if (st.query.filter) shown += ", " + st.tables_matched + " matching";
+  text("shown", shown);
+  document.body.dataset.loaded = "true";
+}
+
+async function poll() {
+  if (inflight) { again = true; return; }
+  inflight = true;
+  again = false;
+  clearTimeout(timer);
+  try {
+    const resp = await fetch("status.json?" + query(), { cache: "no-store" });
+    if (!resp.ok) throw new Error("HTTP " + resp.status);
+    render(await resp.json());
+    $("banner").hidden = true;
+  } catch (err) {
+    const b = $("banner");
+    b.textContent = "The daemon does not answer (" + err.message + "); showing the last status it gave.";
+    b.hidden = false;
+  } finally {
+    inflight = false;
+    if (again) poll();
+    else if (!$("pause").checked) timer = setTimeout(poll, every);
+  }
+}
+
+function init() {
+  const params = new URLSearchParams(location.search);
+  if (params.has("filter")) $("filter").value = params.get("filter");
+  if (params.has("sort")) $("sort").value = params.get("sort");
+  if (params.has("limit")) $("limit").value = params.get("limit");
+  $("sort").addEventListener("change", poll);
+  $("limit").addEventListener("change", poll);
+  let debounce = null;
+  $("filter").addEventListener("input", () => { clearTimeout(debounce); debounce = setTimeout(poll, 250); });
+  $("pause").addEventListener("change", () => { if (!$("pause").checked) poll(); else clearTimeout(timer); });
+  document.querySelectorAll("th[data-sort]").forEach((th) => th.addEventListener("click", () => { $("sort").value = th.dataset.sort; poll(); }));
+  poll();
+}
+
+init();

@@ -1,0 +1,225 @@
+// Package status is what an operator sees of a running daemon without
+// Prometheus: the model of its state (per table: rows by operation,
+// rows/s, lag, queued rows, last flush, snapshot progress, errors, native
+// fallbacks; the read position, the checkpoint, the servers), assembled by
+// a Collector from the metrics registry and what the daemon tells it, and
+// rendered as JSON (/status.json), as a self-refreshing HTML page (/) and
+// as text (`binlog2ch status`). It queries no server: everything comes
+// from memory the daemon keeps anyway, so a page open on a daemon with
+// thousands of tables costs it little.
+package status
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Status is the daemon's state at GeneratedAt. The JSON names are the
+// /status.json API (docs/operations.md).
+type Status struct {
+	// Running is false when no daemon answered and the status comes from
+	// the checkpoint (binlog2ch status); NotRunning then says why.
+	Running     bool      `json:"running"`
+	NotRunning  string    `json:"not_running,omitempty"`
+	GeneratedAt time.Time `json:"generated_at"`
+
+	Version       string    `json:"version,omitempty"`
+	StartedAt     time.Time `json:"started_at,omitzero"`
+	UptimeSeconds float64   `json:"uptime_seconds,omitempty"`
+	// Phase is what the daemon is doing: starting, initial snapshot,
+	// replicating.
+	Phase string `json:"phase,omitempty"`
+	Ready bool   `json:"ready"`
+	Alive bool   `json:"alive"`
+	// LagSeconds is binlog2ch_lag_seconds, SourceLagSeconds
+	// binlog2ch_source_lag_seconds.
+	LagSeconds       float64     `json:"lag_seconds"`
+	SourceLagSeconds float64     `json:"source_lag_seconds"`
+	ReadPosition     string      `json:"read_position,omitempty"`
+	Checkpoint       *Checkpoint `json:"checkpoint,omitempty"`
+	Source           Server      `json:"source"`
+	Target           Server      `json:"target"`
+
+	Totals Totals `json:"totals"`
+	// Errors are binlog2ch_errors_total by stage; NativeFallbacks
+	// binlog2ch_native_fallbacks_total by reason.
+	Errors          map[string]uint64 `json:"errors,omitempty"`
+	NativeFallbacks map[string]uint64 `json:"native_fallbacks,omitempty"`
+	// RateWindowSeconds is the span rows/s are measured over.
+	RateWindowSeconds float64 `json:"rate_window_seconds,omitempty"`
+
+	// Tables are those Query selected, in its order; TablesMatched is how
+	// many its filter matched before the limit, Totals.Tables how many
+	// there are.
+	Tables        []Table `json:"tables"`
+	TablesMatched int     `json:"tables_matched"`
+	Query         Query   `json:"query"`
+}
+
+// Checkpoint is the saved position replication resumes from.
+type Checkpoint struct {
+	Position string    `json:"position"`
+	GTID     string    `json:"gtid,omitempty"`
+	SavedAt  time.Time `json:"saved_at,omitzero"`
+	Server   string    `json:"server,omitempty"` // the MySQL server it belongs to
+	Store    string    `json:"store,omitempty"`  // where it is kept
+}
+
+// Server is one end of replication.
+type Server struct {
+	Product string   `json:"product,omitempty"` // MySQL, MariaDB, ClickHouse
+	Version string   `json:"version,omitempty"`
+	Addr    []string `json:"addr,omitempty"`
+	ID      string   `json:"id,omitempty"`      // MySQL: server_uuid or server_id
+	Cluster string   `json:"cluster,omitempty"` // ClickHouse: clickhouse.cluster
+	// Up: the binlog stream is connected (MySQL), the last insert, DDL
+	// or ping succeeded (ClickHouse).
+	Up bool `json:"up"`
+}
+
+// Totals add up every table.
+type Totals struct {
+	Tables            int     `json:"tables"`
+	Inserted          uint64  `json:"inserted"`
+	Updated           uint64  `json:"updated"`
+	Deleted           uint64  `json:"deleted"`
+	RowsPerSecond     float64 `json:"rows_per_second"`
+	QueuedRows        int64   `json:"queued_rows"`
+	TablesPending     int     `json:"tables_pending"` // with rows not yet in ClickHouse
+	TablesWithErrors  int     `json:"tables_with_errors"`
+	TablesFallback    int     `json:"tables_native_fallback"`
+	TablesCopying     int     `json:"tables_copying"` // snapshot not complete
+	SnapshotCopied    uint64  `json:"snapshot_rows_copied"`
+	SnapshotEstimated uint64  `json:"snapshot_rows_estimated"`
+}
+
+// Table is one replicated MySQL table.
+type Table struct {
+	Database string `json:"database"`
+	Table    string `json:"table"`
+	// Rows durably written to ClickHouse since the daemon started, by
+	// operation (binlog2ch_rows_total).
+	Inserted      uint64  `json:"inserted"`
+	Updated       uint64  `json:"updated"`
+	Deleted       uint64  `json:"deleted"`
+	RowsPerSecond float64 `json:"rows_per_second"`
+	// LagSeconds is how far the table's rows in ClickHouse are behind
+	// MySQL: since the commit of its oldest row read and not yet stored,
+	// or, with none, the reader's own lag behind the source.
+	LagSeconds float64 `json:"lag_seconds"`
+	QueuedRows int64   `json:"queued_rows"`
+	// LastFlush is when a batch of the table was last stored.
+	LastFlush time.Time `json:"last_flush,omitzero"`
+	Snapshot  *Progress `json:"snapshot,omitempty"`
+	// Errors are failed inserts (retried ones included); LastError is the
+	// latest.
+	Errors      uint64    `json:"errors,omitempty"`
+	LastError   string    `json:"last_error,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+	// NativeFallback is why the table's inserts go through clickhouse-go
+	// (binlog2ch_native_fallbacks_total's reasons), "" when they do not.
+	NativeFallback string `json:"native_fallback,omitempty"`
+}
+
+// Name is db.table.
+func (t *Table) Name() string { return t.Database + "." + t.Table }
+
+// Rows is the table's rows of every operation.
+func (t *Table) Rows() uint64 { return t.Inserted + t.Updated + t.Deleted }
+
+// Progress is a table's part in the initial snapshot: rows copied of
+// MySQL's estimate.
+type Progress struct {
+	// State is waiting, copying, done, failed or interrupted.
+	State     string `json:"state"`
+	Copied    uint64 `json:"copied"`
+	Estimated uint64 `json:"estimated,omitempty"`
+}
+
+// Done reports whether the table's copy is complete.
+func (p *Progress) Done() bool { return p.State == "done" }
+
+// Sort orders.
+const (
+	SortLag    = "lag"    // the furthest behind first, then the busiest
+	SortRate   = "rate"   // rows/s, the busiest first
+	SortRows   = "rows"   // rows replicated, most first
+	SortQueued = "queued" // queued rows, most first
+	SortErrors = "errors" // failed inserts, most first
+	SortName   = "name"   // db.table
+)
+
+// Sorts lists the orders a Query takes.
+var Sorts = []string{SortLag, SortRate, SortRows, SortQueued, SortErrors, SortName}
+
+// DefaultLimit is how many tables a query without a limit shows.
+const DefaultLimit = 100
+
+// Query selects and orders the tables a status shows: with thousands of
+// tables, the page and the command show the first Limit of those whose
+// db.table contains Filter (case-insensitive).
+type Query struct {
+	Sort   string `json:"sort"`
+	Filter string `json:"filter,omitempty"`
+	Limit  int    `json:"limit"` // 0: every table
+}
+
+// Normalize fills a query's defaults and corrects what it cannot take.
+func (q Query) Normalize() Query {
+	if !slices.Contains(Sorts, q.Sort) {
+		q.Sort = SortLag
+	}
+	q.Limit = max(q.Limit, 0)
+	return q
+}
+
+// Apply returns the tables q selects, in its order, and how many matched
+// before the limit. tables is not changed.
+func (q Query) Apply(tables []Table) ([]Table, int) {
+	q = q.Normalize()
+	// Pointers are sorted, not the tables: thousands of them are copied
+	// once, those shown.
+	match := make([]*Table, 0, len(tables))
+	f := strings.ToLower(q.Filter)
+	for i := range tables {
+		if f == "" || strings.Contains(strings.ToLower(tables[i].Name()), f) {
+			match = append(match, &tables[i])
+		}
+	}
+	byName := func(a, b *Table) int {
+		return cmp.Or(cmp.Compare(a.Database, b.Database), cmp.Compare(a.Table, b.Table))
+	}
+	var order func(a, b *Table) int
+	switch q.Sort {
+	case SortLag:
+		// Tables with nothing pending share the reader's lag: the busiest
+		// of them come first.
+		order = func(a, b *Table) int {
+			return cmp.Or(cmp.Compare(b.LagSeconds, a.LagSeconds), cmp.Compare(b.RowsPerSecond, a.RowsPerSecond), cmp.Compare(b.Rows(), a.Rows()), byName(a, b))
+		}
+	case SortRate:
+		order = func(a, b *Table) int {
+			return cmp.Or(cmp.Compare(b.RowsPerSecond, a.RowsPerSecond), cmp.Compare(b.Rows(), a.Rows()), byName(a, b))
+		}
+	case SortRows:
+		order = func(a, b *Table) int { return cmp.Or(cmp.Compare(b.Rows(), a.Rows()), byName(a, b)) }
+	case SortQueued:
+		order = func(a, b *Table) int { return cmp.Or(cmp.Compare(b.QueuedRows, a.QueuedRows), byName(a, b)) }
+	case SortErrors:
+		order = func(a, b *Table) int { return cmp.Or(cmp.Compare(b.Errors, a.Errors), byName(a, b)) }
+	default:
+		order = byName
+	}
+	slices.SortFunc(match, order)
+	matched := len(match)
+	if q.Limit > 0 && len(match) > q.Limit {
+		match = match[:q.Limit]
+	}
+	out := make([]Table, len(match))
+	for i, t := range match {
+		out[i] = *t
+	}
+	return out, matched
+}

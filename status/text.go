@@ -1,0 +1,289 @@
+package status
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// WriteText writes the status for a terminal: the daemon, then one line
+// per table shown.
+func WriteText(w io.Writer, st *Status) error {
+	b := &strings.Builder{}
+	if !st.Running {
+		writeOffline(b, st)
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	state := "not ready"
+	if st.Ready {
+		state = "ready"
+	}
+	if !st.Alive {
+		state += ", not alive (the reader has not checked in for 45 s)"
+	}
+	fmt.Fprintf(b, "binlog2ch %s: running for %s, %s, %s\n", clean(st.Version), Duration(st.UptimeSeconds), clean(st.Phase), state)
+	kv := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(kv, "lag\t%s (the reader is %s behind MySQL)\n", Duration(st.LagSeconds), Duration(st.SourceLagSeconds))
+	fmt.Fprintf(kv, "source\t%s\n", server(st.Source, "connected", "not connected"))
+	fmt.Fprintf(kv, "target\t%s\n", server(st.Target, "reachable", "not reachable"))
+	if st.ReadPosition != "" {
+		fmt.Fprintf(kv, "read\t%s\n", clean(st.ReadPosition))
+	}
+	if cp := st.Checkpoint; cp != nil {
+		fmt.Fprintf(kv, "checkpoint\t%s\n", checkpoint(cp, st.GeneratedAt))
+	}
+	t := st.Totals
+	rate := ""
+	if st.RateWindowSeconds > 0 {
+		rate = fmt.Sprintf("; %s rows/s over %s", Rate(t.RowsPerSecond), Duration(st.RateWindowSeconds))
+	}
+	fmt.Fprintf(kv, "rows\t%s inserted, %s updated, %s deleted%s; %s queued\n", Count(t.Inserted), Count(t.Updated), Count(t.Deleted), rate, Count(uint64(max(t.QueuedRows, 0))))
+	if t.SnapshotEstimated > 0 || t.TablesCopying > 0 {
+		fmt.Fprintf(kv, "snapshot\t%s of ~%s rows copied, %d tables to go\n", Count(t.SnapshotCopied), Count(t.SnapshotEstimated), t.TablesCopying)
+	}
+	fmt.Fprintf(kv, "errors\t%s\n", nonZero(st.Errors))
+	fmt.Fprintf(kv, "native fallbacks\t%s\n", nonZero(st.NativeFallbacks))
+	fmt.Fprintf(kv, "tables\t%d (%d with rows queued, %d with failed inserts, %d inserting through clickhouse-go)\n", t.Tables, t.TablesPending, t.TablesWithErrors, t.TablesFallback)
+	kv.Flush()
+	if len(st.Tables) > 0 {
+		b.WriteByte('\n')
+		rows := [][]string{{"TABLE", "INSERTED", "UPDATED", "DELETED", "ROWS/S", "LAG", "QUEUED", "LAST FLUSH", "SNAPSHOT", "ERRORS", "FALLBACK"}}
+		for i := range st.Tables {
+			tb := &st.Tables[i]
+			flush := "-"
+			if !tb.LastFlush.IsZero() {
+				flush = Duration(st.GeneratedAt.Sub(tb.LastFlush).Seconds()) + " ago"
+			}
+			native := "-"
+			if tb.NativeFallback != "" {
+				native = clean(tb.NativeFallback)
+			}
+			rows = append(rows, []string{clean(tb.Name()), Count(tb.Inserted), Count(tb.Updated), Count(tb.Deleted),
+				Rate(tb.RowsPerSecond), Duration(tb.LagSeconds), Count(uint64(max(tb.QueuedRows, 0))), flush, progress(tb.Snapshot), Count(tb.Errors), native})
+		}
+		align(b, rows)
+	}
+	fmt.Fprintf(b, "\n%d of %d tables", len(st.Tables), st.Totals.Tables)
+	if st.Query.Filter != "" {
+		fmt.Fprintf(b, " (%d matching %s)", st.TablesMatched, strconv.Quote(st.Query.Filter))
+	}
+	fmt.Fprintf(b, ", by %s\n", sortLabel(st.Query.Sort))
+	if errs := lastErrors(st.Tables); errs != "" {
+		b.WriteString(errs)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// align writes rows in columns: the first (names) and the last (words)
+// to the left, the figures between to the right.
+func align(b *strings.Builder, rows [][]string) {
+	width := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, c := range r {
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			switch {
+			case i == 0:
+				b.WriteString(c + pad)
+			case i == len(r)-1:
+				b.WriteString("  " + c)
+			default:
+				b.WriteString("  " + pad + c)
+			}
+		}
+		b.WriteByte('\n')
+	}
+}
+
+// writeOffline is the status of a daemon that did not answer: why, and the
+// checkpoint it will resume from.
+func writeOffline(b *strings.Builder, st *Status) {
+	fmt.Fprintf(b, "binlog2ch is not running: %s\n", clean(st.NotRunning))
+	kv := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	if cp := st.Checkpoint; cp != nil {
+		fmt.Fprintf(kv, "checkpoint\t%s\n", checkpoint(cp, st.GeneratedAt))
+	} else {
+		fmt.Fprintf(kv, "checkpoint\tnone: the next start copies every selected table first (initial snapshot), then follows the binlog\n")
+	}
+	if t := st.Totals; t.TablesCopying > 0 {
+		fmt.Fprintf(kv, "snapshot\tthe initial snapshot is not complete: %d of %d tables to go, %s rows copied; the next start resumes it\n", t.TablesCopying, t.Tables, Count(t.SnapshotCopied))
+	}
+	kv.Flush()
+}
+
+func checkpoint(cp *Checkpoint, now time.Time) string {
+	s := clean(cp.Position)
+	if cp.GTID != "" {
+		s += ", GTID " + clean(cp.GTID)
+	}
+	if !cp.SavedAt.IsZero() {
+		s += fmt.Sprintf(", saved %s (%s ago)", cp.SavedAt.UTC().Format("2006-01-02 15:04:05 UTC"), Duration(now.Sub(cp.SavedAt).Seconds()))
+	}
+	if cp.Server != "" {
+		s += ", MySQL server " + clean(cp.Server)
+	}
+	if cp.Store != "" {
+		s += ", in " + clean(cp.Store)
+	}
+	return s
+}
+
+func server(s Server, up, down string) string {
+	out := clean(s.Product)
+	if s.Version != "" {
+		out += " " + clean(s.Version)
+	}
+	if len(s.Addr) > 0 {
+		out += " at " + clean(strings.Join(s.Addr, ", "))
+	}
+	if s.ID != "" {
+		out += " (" + clean(s.ID) + ")"
+	}
+	if s.Cluster != "" {
+		out += ", cluster " + clean(s.Cluster)
+	}
+	if s.Up {
+		return out + ": " + up
+	}
+	return out + ": " + down
+}
+
+func progress(p *Progress) string {
+	if p == nil {
+		return "-"
+	}
+	switch {
+	case p.Done():
+		return "done"
+	case p.Estimated > 0:
+		return fmt.Sprintf("%.0f%%", 100*float64(min(p.Copied, p.Estimated))/float64(p.Estimated))
+	}
+	return clean(p.State)
+}
+
+func nonZero(m map[string]uint64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if m[k] > 0 {
+			parts = append(parts, clean(k)+" "+Count(m[k]))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sortLabel(s string) string {
+	switch s {
+	case SortLag:
+		return "lag, then rows/s"
+	case SortRate:
+		return "rows/s"
+	case SortName:
+		return "name"
+	}
+	return clean(s)
+}
+
+// lastErrors lists the shown tables' latest failed inserts.
+func lastErrors(tables []Table) string {
+	var b strings.Builder
+	for i := range tables {
+		t := &tables[i]
+		if t.LastError != "" {
+			fmt.Fprintf(&b, "last failed insert into %s at %s: %s\n", clean(t.Name()), t.LastErrorAt.Format("15:04:05"), clean(truncate(t.LastError, 300)))
+		}
+	}
+	return b.String()
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// clean makes a name or message safe for a terminal: one with a control
+// character (a MySQL table may be named with escape sequences) or a tab
+// (which would break the columns) is shown quoted, escapes spelt out.
+func clean(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) && r != ' ' {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// Count prints n with thousands separated: 1,234,567.
+func Count(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	if len(s) <= 3 {
+		return s
+	}
+	var b strings.Builder
+	pre := len(s) % 3
+	if pre > 0 {
+		b.WriteString(s[:pre])
+	}
+	for i := pre; i < len(s); i += 3 {
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(s[i : i+3])
+	}
+	return b.String()
+}
+
+// Rate prints a rows/s figure: 0, 0.4, 12, 1.2k, 3.4M.
+func Rate(r float64) string {
+	switch {
+	case r <= 0:
+		return "0"
+	case r < 10:
+		return strconv.FormatFloat(r, 'f', 1, 64)
+	case r < 1e4:
+		return strconv.FormatFloat(r, 'f', 0, 64)
+	case r < 1e6:
+		return strconv.FormatFloat(r/1e3, 'f', 1, 64) + "k"
+	}
+	return strconv.FormatFloat(r/1e6, 'f', 1, 64) + "M"
+}
+
+// Duration prints seconds the way a person reads them: 0.4s, 12s, 3m05s,
+// 2h13m, 3d04h.
+func Duration(sec float64) string {
+	if sec < 0 {
+		sec = 0
+	}
+	switch {
+	case sec < 10:
+		return strconv.FormatFloat(sec, 'f', 1, 64) + "s"
+	case sec < 60:
+		return strconv.FormatFloat(sec, 'f', 0, 64) + "s"
+	}
+	d := time.Duration(sec) * time.Second
+	h, m, s := int(d/time.Hour), int(d/time.Minute)%60, int(d/time.Second)%60
+	switch {
+	case h >= 24:
+		return fmt.Sprintf("%dd%02dh", h/24, h%24)
+	case h > 0:
+		return fmt.Sprintf("%dh%02dm", h, m)
+	}
+	return fmt.Sprintf("%dm%02ds", m, s)
+}
