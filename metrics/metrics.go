@@ -26,6 +26,7 @@ const (
 	StageDDL        = "ddl"        // a DDL statement in ClickHouse failed
 	StageCheckpoint = "checkpoint" // saving the checkpoint failed
 	StageSchema     = "schema"     // reading a table's schema failed
+	StageCascade    = "cascade"    // deriving a foreign-key cascade's rows failed
 )
 
 // DDL results, the values of binlog2ch_ddl_total's result label.
@@ -74,6 +75,9 @@ type Metrics struct {
 	XAPrepared                    prometheus.Gauge
 	StatementsWithoutRows         *prometheus.CounterVec
 	NativeFallbacks               *prometheus.CounterVec
+	// Foreign-key cascades derived (sink/cascade.go).
+	CascadedRows    *prometheus.CounterVec
+	CascadeDuration prometheus.Histogram
 	// The insert budget (sink/budget.go).
 	BudgetRate    prometheus.Gauge
 	BudgetGranted *prometheus.CounterVec
@@ -130,7 +134,7 @@ func New() *Metrics {
 	m.ReadPos = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_read_binlog_position",
 		Help: "Binlog position the reader is at."})
 	m.Errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_errors_total",
-		Help: "Failures by stage (read, insert, ddl, checkpoint, schema); retried ones included."}, []string{"stage"})
+		Help: "Failures by stage (read, insert, ddl, checkpoint, schema, cascade); retried ones included."}, []string{"stage"})
 	m.DDL = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_ddl_total",
 		Help: "DDL statements seen in the binlog, by result: applied (acted on in ClickHouse), skipped (other tables, or nothing to do), ignored (changes no table: routines, triggers, views, events, accounts, grants, table maintenance), not_understood (may change a table but was not parsed; logged with the statement)."}, []string{"result"})
 	m.Fixups = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_value_fixups_total",
@@ -147,10 +151,15 @@ func New() *Metrics {
 		Help: "Statements that changed a replicated table's rows without row events, acted on by replication.on_statement_dml or on_partition_maintenance: apply (a partition's rows deleted by its bounds), recopy (the table copied again) or keep (ClickHouse kept the rows)."}, []string{"action"})
 	m.NativeFallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_native_fallbacks_total",
 		Help: "Tables whose inserts switched from binlog2ch's native inserter to clickhouse-go, by reason: unknown_packet, compression, header_type (the server answered with something the native inserter cannot read), header_mismatch (the table's columns differ on the wire from binlog2ch's mapping). Each switch is logged at WARN."}, []string{"reason"})
+	m.CascadedRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_cascaded_rows_total",
+		Help: "Child rows changed by foreign-key cascades that InnoDB applied without row events, derived and written by binlog2ch, by child table and action (delete, set_null, update)."}, []string{"database", "table", "action"})
+	m.CascadeDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "binlog2ch_cascade_duration_seconds",
+		Help:    "Time to derive one cascade's child rows (a parent event, or a run of a parent table's deletes derived together: flushing the tables involved, reading, writing), during which the binlog reader waits.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)})
 	m.BudgetRate = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_insert_budget_per_second",
 		Help: "The insert budget over all tables, batch.max_inserts_per_second (0: none)."})
 	m.BudgetGranted = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_insert_budget_granted_total",
-		Help: "Inserts the budget counted, by why the batch went: full (max_rows or max_bytes, at once), interval (flush_interval waited out), live (the reader live and the table's queue empty: at once, or live_flush_interval after its last insert), drain (DDL, a schema change, shutdown: at once), memory (the writers' batches over batch.max_buffer_bytes: at once)."}, []string{"reason"})
+		Help: "Inserts the budget counted, by why the batch went: full (max_rows or max_bytes, at once), interval (flush_interval waited out), live (the reader live and the table's queue empty: at once, or live_flush_interval after its last insert), drain (DDL, a schema change, shutdown: at once), memory (the writers' batches over batch.max_buffer_bytes: at once), cascade (a foreign-key cascade's derived rows, one insert per child table: at once)."}, []string{"reason"})
 	m.BudgetWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_insert_budget_waiting_tables",
 		Help: "Tables whose batch waits for the insert budget."})
 	m.OldestUnsent = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlog2ch_oldest_unsent_row_timestamp_seconds",
@@ -177,11 +186,12 @@ func New() *Metrics {
 		})
 	m.Registry.MustRegister(m.Rows, m.EventsRead, m.FlushDuration, m.BatchRows, m.QueueRows, m.CheckpointTS, m.CheckpointFile, m.CheckpointPos,
 		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, m.NativeFallbacks,
+		m.CascadedRows, m.CascadeDuration,
 		m.BudgetRate, m.BudgetGranted, m.BudgetWaiting, m.OldestUnsent, m.BufferBytes, m.BufferLimitBytes, m.Writers, lag, sourceLag, ready,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every stage and DDL result exists from the start, at 0, so rate()
 	// and increase() see the first failure.
-	for _, s := range []string{StageRead, StageInsert, StageDDL, StageCheckpoint, StageSchema} {
+	for _, s := range []string{StageRead, StageInsert, StageDDL, StageCheckpoint, StageSchema, StageCascade} {
 		m.Errors.WithLabelValues(s)
 	}
 	for _, r := range []string{DDLApplied, DDLSkipped, DDLIgnored, DDLNotUnderstood} {
@@ -193,7 +203,7 @@ func New() *Metrics {
 	for _, r := range FallbackReasons {
 		m.NativeFallbacks.WithLabelValues(r)
 	}
-	for _, r := range []string{"full", "interval", "live", "drain", "memory"} {
+	for _, r := range []string{"full", "interval", "live", "drain", "memory", "cascade"} {
 		m.BudgetGranted.WithLabelValues(r)
 	}
 	for _, s := range []string{WriterRunning, WriterParked} {

@@ -83,8 +83,8 @@ func TestAdvanceToNeverGoesBack(t *testing.T) {
 // before the first failure, so rate() and increase() see it.
 func TestEveryStageFromZero(t *testing.T) {
 	m := New()
-	if n := series(t, m, "binlog2ch_errors_total"); n != 5 {
-		t.Errorf("%d error stages, want 5", n)
+	if n := series(t, m, "binlog2ch_errors_total"); n != 6 {
+		t.Errorf("%d error stages, want 6", n)
 	}
 	if n := series(t, m, "binlog2ch_ddl_total"); n != 4 {
 		t.Errorf("%d DDL results, want 4", n)

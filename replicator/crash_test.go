@@ -67,6 +67,12 @@ func childMain(path, what string, work func(context.Context, *Replicator) error)
 			}
 		}
 	}
+	if v := os.Getenv(envPauseInCascade); v != "" {
+		if err := pauseInCascade(r, v, log); err != nil {
+			log.Error("pause", "error", err)
+			return 2
+		}
+	}
 	if v := os.Getenv(envPauseAfterChunks); v != "" {
 		if err := pauseAfterChunks(r, v); err != nil {
 			log.Error("pause", "error", err)

@@ -62,6 +62,9 @@ type Replicator struct {
 	store state.Store  // where the checkpoint lives (state.store)
 
 	hooks testHooks
+	// copyEnd is the version of the binlog position when this process's
+	// initial snapshot ended (0: none).
+	copyEnd uint64
 }
 
 // writerParkAfter is how long a table's writer holds nothing before its
@@ -86,6 +89,11 @@ type testHooks struct {
 	checkpointed func()
 	// parkAfter, when set, replaces writerParkAfter.
 	parkAfter time.Duration
+	// beforeCascade runs in the reader once a cascading parent event's
+	// tables are flushed, before its rows are derived; afterCascade once
+	// they are written, before the event goes to its writer. Either may
+	// block.
+	beforeCascade, afterCascade func(parent source.TableName)
 	// beforeDefinitions runs before the writers' definitions are read
 	// from MySQL (one read serves the writers that asked meanwhile) with
 	// the number of tables read; it may block.
@@ -275,6 +283,15 @@ func (r *Replicator) initialSnapshot(ctx context.Context, st *snapshot.State) er
 		rows += s.Rows
 	}
 	st.Complete = true
+	// The copy read its tables between its position and now: an ON UPDATE
+	// CASCADE in that window may show in the copy already (cascade.go).
+	if end, err := r.currentPosition(ctx); err == nil {
+		if idx, err := source.FileIndex(end.File); err == nil {
+			if f, ok := source.VersionFile(idx, st.FileOffset); ok {
+				r.copyEnd = source.RowVersion(f, end.Pos, source.MaxVersionRow)
+			}
+		}
+	}
 	if err := snapshot.Save(r.cfg.StateDir, snapshot.InitialFile, st); err != nil {
 		return err
 	}
@@ -357,6 +374,13 @@ func (r *Replicator) run(ctx context.Context) error {
 		r.noteCheckpoint(from) // a shared one is saved after the initial snapshot
 	}
 	r.checkIn()
+	// Before an initial snapshot: the keys then are those of the copy's
+	// position, give or take the DDL of the copy's duration.
+	fks, err := r.loadForeignKeys(ctx, from)
+	if err != nil {
+		return err
+	}
+	r.reportForeignKeys(fks)
 	stopHTTP, err := r.serveHTTP(ctx)
 	if err != nil {
 		return err
@@ -399,6 +423,7 @@ func (r *Replicator) run(ctx context.Context) error {
 			}
 		}()
 	})
+	s.fks = fks
 	readErr := r.streamError(r.stream.Run(readCtx, start, s))
 
 	// Stop: close every queue; writers flush what they hold and exit.

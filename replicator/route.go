@@ -54,6 +54,19 @@ type router struct {
 	queued atomic.Int64
 	// pendingNoted is when notePending last ran.
 	pendingNoted time.Time
+	// fks are the foreign keys as of the event being read; fkBefore the
+	// keys before each change the checkpoint has not passed (cascade.go).
+	fks                *source.ForeignKeys
+	fkBefore           []fkChange
+	fkSaved            *source.FKState // fkState's
+	cascadeParents     map[source.TableName]cascadeKinds
+	warnedUnreplicated map[source.TableName]bool
+	warnedCopyWindow   bool
+	newestVersion      uint64 // of the rows dispatched
+	// batch is a run of cascading deletes held back (cascade.go); ctx is
+	// the stream's, for the Tick that ends it.
+	batch *cascadeBatch
+	ctx   context.Context
 }
 
 // route is a writer and what the router sent it.
@@ -188,6 +201,7 @@ func (s *router) Event(e source.Event) {
 
 // Down counts a failed binlog connection.
 func (s *router) Down(error, source.Position, time.Duration) {
+	s.trimBatch()
 	s.r.mysqlUp.Store(false)
 	s.r.m.Errors.WithLabelValues(metrics.StageRead).Inc()
 	s.r.checkIn()
@@ -199,6 +213,16 @@ const liveWithin = int64(3 * time.Second)
 
 // Commit records a transaction boundary.
 func (s *router) Commit(c source.Commit) {
+	if s.batch != nil {
+		// Held with the run: the checkpoint must not pass its deletes yet.
+		s.batch.items = append(s.batch.items, batchItem{commit: &c})
+		return
+	}
+	s.commit(c)
+}
+
+// commit records a transaction boundary.
+func (s *router) commit(c source.Commit) {
 	// A restart must start at Resume: it is behind Position while an XA
 	// transaction prepared before is still open.
 	s.commits = append(s.commits, commitPoint{seq: s.seq, pos: c.Resume, at: c.At, server: s.r.server.ID, gtid: c.GTID, hist: c.History, offset: c.Offset})
@@ -217,15 +241,24 @@ func (s *router) Tick(woken bool) (time.Duration, error) {
 	if now.Sub(s.pendingNoted) >= pendingEvery {
 		s.notePending(now)
 	}
+	var hold time.Duration // until the held run of cascading deletes ends
+	if b := s.batch; b != nil {
+		if hold = cascadeBatchWindow - time.Since(b.started); hold <= 0 {
+			hold = 0
+			if err := s.flushBatch(s.ctx); err != nil {
+				return 0, err
+			}
+		}
+	}
 	interval := s.r.cfg.Checkpoint.Interval
 	since := now.Sub(s.lastSaved)
 	if since >= interval {
-		return 0, s.checkpoint(false)
+		return hold, s.checkpoint(false)
 	}
-	if woken {
+	if woken && (hold == 0 || interval-since < hold) {
 		return interval - since, nil
 	}
-	return 0, nil
+	return hold, nil
 }
 
 // pending reports whether any writer holds rows not yet in ClickHouse.
@@ -253,6 +286,31 @@ func (s *router) Rows(ctx context.Context, e source.Rows) error {
 			return err
 		}
 	}
+	// InnoDB's cascades, unless the session had foreign_key_checks=0 (none
+	// then) or the server wrote them itself (MySQL 9.6+'s SQL-layer keys).
+	if s.fks != nil && e.Flags&(source.RowsNoForeignKeyChecks|source.RowsSQLForeignKeys) == 0 && s.cascades(e.Table, e.Op) {
+		s.ctx = ctx
+		held, err := s.hold(ctx, e)
+		if err != nil || held {
+			return err
+		}
+		if err := s.flushBatch(ctx); err != nil {
+			return err
+		}
+		if err := s.cascade(ctx, e); err != nil {
+			return err
+		}
+	} else if s.endBatchOn(e) {
+		if err := s.flushBatch(ctx); err != nil {
+			return err
+		}
+	}
+	return s.send(ctx, e)
+}
+
+// send hands a rows event to its table's writer.
+func (s *router) send(ctx context.Context, e source.Rows) error {
+	s.newestVersion = max(s.newestVersion, e.Version+uint64(max(1, e.Slots)-1))
 	m := sink.Message{Schema: e.Schema, Rows: e.Rows, Raw: e.Raw, Op: e.Op, Version: e.Version, Slots: e.Slots, At: e.At}
 	if size := int64(len(e.Raw)); size > 0 {
 		if err := s.awaitQueueRoom(ctx, size); err != nil {
@@ -340,6 +398,11 @@ func (s *router) dispatch(ctx context.Context, name source.TableName, m sink.Mes
 // writer, in order with the table's rows.
 func (s *router) Statement(ctx context.Context, st source.Statement) error {
 	r := s.r
+	// The held run of cascading deletes goes first: DDL may change the
+	// keys or the tables.
+	if err := s.flushBatch(ctx); err != nil {
+		return err
+	}
 	if st.NoTable != "" {
 		// Routines, triggers, views, events, accounts, grants: routine
 		// when a schema is loaded, and nothing for replication to do. Not
@@ -355,6 +418,9 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 			return nil
 		}
 		// Its words still show a change the table maps will not: act on it.
+	}
+	if err := s.followForeignKeys(ctx, st); err != nil {
+		return err
 	}
 	applied := false
 	defer func() {
@@ -514,9 +580,16 @@ const recopyFile = "recopy.json"
 // reads it again and copies again.
 func (s *router) recopy(ctx context.Context, t source.TableName, st source.Statement) error {
 	r := s.r
-	s.stopWriter(t)
-	if err := s.awaitRetired(ctx, t); err != nil {
-		return err
+	// The tables t's rows cascade to are copied with it: their cascades
+	// through t cannot be derived from a copy of t (cascade.go).
+	tables := append([]source.TableName{t}, s.cascadeDescendants(t)...)
+	for _, x := range tables {
+		s.stopWriter(x)
+	}
+	for _, x := range tables {
+		if err := s.awaitRetired(ctx, x); err != nil {
+			return err
+		}
 	}
 	pos, err := r.currentPosition(ctx)
 	if err != nil {
@@ -524,17 +597,20 @@ func (s *router) recopy(ctx context.Context, t source.TableName, st source.State
 	}
 	log := r.log.With("component", "recopy", "table", t.String())
 	log.Warn("a statement changed the table's rows without row events; copying it again from MySQL (replication.on_... recopy)",
-		"statement", truncate(st.Text, 300), "binlog", st.At.String(), "copy_position", pos.String())
+		"statement", truncate(st.Text, 300), "binlog", st.At.String(), "copy_position", pos.String(), "with_cascade_children", len(tables)-1)
 	// The server's position is on the history the stream reads: its
 	// versions take the same offset.
 	snap := &snapshot.State{Server: r.server.ID, Position: pos, FileOffset: s.stream.Offset(), Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, Recreate: true}
 	opts := r.copyOptions(log, snap, recopyFile)
 	opts.Recreate = true
-	statuses, err := snapshot.Copy(ctx, opts, []source.TableName{t})
+	statuses, err := snapshot.Copy(ctx, opts, tables)
 	if err != nil {
 		return fmt.Errorf("binlog %s: %s: copying the table again after a statement that changed its rows without row events: %w", st.At, t, err)
 	}
 	_ = os.Remove(filepath.Join(r.cfg.StateDir, recopyFile))
+	for _, x := range tables {
+		r.sink.ForgetCascadeHorizon(x)
+	}
 	r.m.StatementsWithoutRows.WithLabelValues(config.OnRecopy).Inc()
 	var rows uint64
 	for _, x := range statuses {
@@ -668,6 +744,9 @@ func (s *router) save(final, force bool) error {
 	point := s.commits[0]
 	ceiling := max(s.ceiling, s.readF+ceilingGap)
 	ext := state.Ext{GTID: point.gtid, History: point.hist, Offset: point.offset, Ceiling: ceiling, Touched: s.stream.Touched(), ResumeByGTID: point.byGTID}
+	if s.fks != nil {
+		ext.ForeignKeys = s.foreignKeysAt(cp)
+	}
 	if g := s.stream.GTIDs(); !g.IsEmpty() {
 		ext.ReadGTID = g.String()
 	}

@@ -39,6 +39,7 @@ const (
 	GrantLive     = "live"     // the reader is live and the table's queue empty
 	GrantDrain    = "drain"    // DDL, a schema change, shutdown
 	GrantMemory   = "memory"   // the writers' batches over batch.max_buffer_bytes
+	GrantCascade  = "cascade"  // a foreign-key cascade's derived rows (cascade.go)
 )
 
 // NewBudget is a budget of rate inserts per second (0: unlimited) with

@@ -16,6 +16,7 @@ import (
 // one changed by DDL. ClickHouse gets the columns the new schema needs; a
 // column the MySQL table lost is dropped.
 func (w *Writer) changeSchema(ctx context.Context, src *schema.Table) error {
+	defer w.c.forgetCascadeTable(w.name)
 	// Best effort: the table may be gone or changed since. But a column
 	// type without a mapping stops: the binlog carries such values (INET6,
 	// UUID) as bytes, which would land in ClickHouse unreadable.
@@ -67,6 +68,8 @@ func (w *Writer) useTarget(ctx context.Context, target *schema.Target) error {
 }
 
 func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
+	defer w.c.forgetCascadeTable(w.name) // the old name's, and after a rename the new one's
+	w.c.forgetCascadeTable(w.name)
 	db := w.c.cfg.ClickHouseDatabase(w.name.Database)
 	name := w.name.Table
 	if w.target != nil {

@@ -52,6 +52,8 @@ type ClickHouse struct {
 	caughtUp atomic.Bool
 	// mem is the writers' batch memory (memory.go).
 	mem *memory
+	// cascades is what foreign-key cascades keep (cascade.go).
+	cascades cascadeState
 
 	// MaxBackoff caps the retry backoff.
 	MaxBackoff time.Duration

@@ -50,6 +50,10 @@ type Message struct {
 	// statement and those it removed.
 	Partitions *source.Partitions
 	Removed    []string
+	// Flushed, when set, asks the writer to send what it holds and wait
+	// for ClickHouse to have it, then close the channel (a foreign-key
+	// cascade reads the table next).
+	Flushed chan struct{}
 }
 
 // where says where a message's rows come from, for errors.
@@ -554,6 +558,13 @@ func (w *Writer) drain(ctx context.Context) error {
 }
 
 func (w *Writer) handle(ctx context.Context, m Message) error {
+	if m.Flushed != nil {
+		if err := w.drain(ctx); err != nil {
+			return err
+		}
+		close(m.Flushed)
+		return nil
+	}
 	if m.DDL != 0 {
 		if err := w.drain(ctx); err != nil {
 			return err

@@ -37,6 +37,8 @@ const (
 	// DDLCreate: CREATE TABLE; a ClickHouse table of that name missing
 	// since is new, not dropped by hand.
 	DDLCreate
+	// DDLForeignKeys: ALTER TABLE ... ADD or DROP FOREIGN KEY.
+	DDLForeignKeys
 )
 
 // DDLEffect is what a DDL statement means for replication. Column adds,
@@ -56,6 +58,14 @@ type DDLEffect struct {
 	// read).
 	PartitionOp string
 	Partitions  []string
+	// DDLCreate and DDLForeignKeys: the keys the statement declares (Name
+	// "" for the server to name, Parent.Database "" for the child's
+	// database); DDLForeignKeys: the keys it drops, by name. IfNotExists:
+	// CREATE TABLE IF NOT EXISTS, which changes nothing when the table is
+	// there.
+	ForeignKeys     []ForeignKey
+	DropForeignKeys []string
+	IfNotExists     bool
 }
 
 // ParseDDL returns the effects of one query-event statement; ok is false
@@ -89,7 +99,7 @@ func ParseDDL(p *parser.Parser, defaultDB, query string) (effects []DDLEffect, o
 			rowsBy(s.Table)
 		case *ast.CreateTableStmt:
 			if s.TemporaryKeyword == ast.TemporaryNone {
-				effects = append(effects, DDLEffect{Kind: DDLCreate, Table: name(s.Table)})
+				effects = append(effects, DDLEffect{Kind: DDLCreate, Table: name(s.Table), IfNotExists: s.IfNotExists, ForeignKeys: createForeignKeys(s, query)})
 			}
 		case *ast.DropTableStmt:
 			if s.IsView {
@@ -110,7 +120,21 @@ func ParseDDL(p *parser.Parser, defaultDB, query string) (effects []DDLEffect, o
 			defaults := map[string]string{}
 			var added []string
 			var rename *TableName
+			var fks DDLEffect
+			var inline []ForeignKey
 			for _, spec := range s.Specs {
+				switch spec.Tp {
+				case ast.AlterTableAddConstraint:
+					if c := spec.Constraint; c != nil && c.Tp == ast.ConstraintForeignKey {
+						if k, ok := foreignKeyOf(c.Name, c.Keys, c.Refer); ok {
+							fks.ForeignKeys = append(fks.ForeignKeys, k)
+						}
+					}
+				case ast.AlterTableDropForeignKey:
+					fks.DropForeignKeys = append(fks.DropForeignKeys, spec.Name)
+				case ast.AlterTableAddColumns:
+					inline = append(inline, inlineForeignKeys(spec.NewColumns)...)
+				}
 				switch spec.Tp {
 				case ast.AlterTableAddColumns:
 					// MySQL fills existing rows with the new column's default;
@@ -163,12 +187,106 @@ func ParseDDL(p *parser.Parser, defaultDB, query string) (effects []DDLEffect, o
 			if len(renames) > 0 {
 				effects = append(effects, DDLEffect{Kind: DDLRenameColumns, Table: t, Renames: renames})
 			}
+			if len(fks.ForeignKeys) > 0 || len(inline) > 0 {
+				fks.ForeignKeys = declaredForeignKeys(fks.ForeignKeys, inline, query)
+			}
+			if len(fks.ForeignKeys) > 0 || len(fks.DropForeignKeys) > 0 {
+				// Before a RENAME TABLE of the same statement: the keys are
+				// the old name's, then move with it.
+				fks.Kind, fks.Table = DDLForeignKeys, t
+				effects = append(effects, fks)
+			}
 			if rename != nil {
 				effects = append(effects, DDLEffect{Kind: DDLRenameTable, Table: t, NewTable: *rename})
 			}
 		}
 	}
 	return effects, true
+}
+
+// createForeignKeys are the keys a CREATE TABLE declares.
+func createForeignKeys(s *ast.CreateTableStmt, query string) []ForeignKey {
+	var clauses []ForeignKey
+	for _, c := range s.Constraints {
+		if c.Tp == ast.ConstraintForeignKey {
+			if k, ok := foreignKeyOf(c.Name, c.Keys, c.Refer); ok {
+				clauses = append(clauses, k)
+			}
+		}
+	}
+	return declaredForeignKeys(clauses, inlineForeignKeys(s.Cols), query)
+}
+
+// inlineForeignKeys are the keys of columns' REFERENCES, marked Inline:
+// MariaDB makes them keys, MySQL before 9.0 ignores them.
+func inlineForeignKeys(cols []*ast.ColumnDef) []ForeignKey {
+	var keys []ForeignKey
+	for _, col := range cols {
+		for _, o := range col.Options {
+			if o.Tp == ast.ColumnOptionReference && col.Name != nil {
+				part := &ast.IndexPartSpecification{Column: col.Name}
+				if k, ok := foreignKeyOf("", []*ast.IndexPartSpecification{part}, o.Refer); ok {
+					k.Inline = true
+					keys = append(keys, k)
+				}
+			}
+		}
+	}
+	return keys
+}
+
+// declaredForeignKeys merges a statement's FOREIGN KEY clauses and column
+// REFERENCES into the order of its text, the order InnoDB numbers unnamed
+// keys in, and marks the clauses named by their index name.
+func declaredForeignKeys(clauses, inline []ForeignKey, query string) []ForeignKey {
+	if len(clauses)+len(inline) == 0 {
+		return nil
+	}
+	decls := referenceDecls(query)
+	if len(decls) != len(clauses)+len(inline) {
+		return append(clauses, inline...) // the words did not tell: clauses first
+	}
+	keys := make([]ForeignKey, 0, len(decls))
+	for _, d := range decls {
+		if d.inline {
+			keys, inline = append(keys, inline[0]), inline[1:]
+			continue
+		}
+		k := clauses[0]
+		clauses = clauses[1:]
+		k.IndexName = !d.symbol && k.Name != ""
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// referenceDecl is one REFERENCES of a statement, in text order: a
+// column's (inline), or a FOREIGN KEY clause's, with or without a
+// CONSTRAINT symbol before it.
+type referenceDecl struct{ inline, symbol bool }
+
+// referenceDecls reads a statement's REFERENCES from its words: the
+// parser keeps column and table clauses apart, and does not say whether a
+// key's name is a CONSTRAINT symbol or the index name.
+func referenceDecls(query string) []referenceDecl {
+	l := &stmtLexer{s: query}
+	var out []referenceDecl
+	var prev, prev2 token // the two tokens before
+	clause, symbol := false, false
+	for {
+		t := l.next()
+		switch {
+		case t.kind == tokEnd || t.kind == tokBad:
+			return out
+		case t.is(tokWord, "FOREIGN") && !prev.is(tokWord, "DROP"):
+			// CONSTRAINT sym FOREIGN: named; CONSTRAINT FOREIGN: not.
+			clause, symbol = true, prev2.is(tokWord, "CONSTRAINT") && !prev.is(tokWord, "CONSTRAINT")
+		case t.is(tokWord, "REFERENCES"):
+			out = append(out, referenceDecl{inline: !clause, symbol: symbol})
+			clause, symbol = false, false
+		}
+		prev2, prev = prev, t
+	}
 }
 
 // tablesIn lists the tables named in the nodes, subqueries included.

@@ -32,6 +32,42 @@ type Server struct {
 	// the binlog names a text column's collation by id, and the ids above
 	// 255 differ between MySQL and MariaDB.
 	Collations map[uint64]string
+	// NativeForeignKeys is MySQL 9.6+'s innodb_native_foreign_keys ("" on
+	// servers without it): OFF means the server applies foreign keys above
+	// InnoDB and writes their cascades' rows to the binlog.
+	NativeForeignKeys string
+}
+
+// NewForeignKeys returns an empty foreign-key model that names keys as
+// this server does.
+func (s Server) NewForeignKeys() *ForeignKeys {
+	m := NewForeignKeys()
+	if s.Flavor == mysql.MariaDBFlavor {
+		m.InlineReferences, m.IndexNamesKeys = true, true
+		return m
+	}
+	major, minor, patch := versionNumbers(s.Version)
+	m.InlineReferences = major >= 9
+	m.IndexNamesKeys = major < 8 || major == 8 && minor == 0 && patch < 16
+	return m
+}
+
+// versionNumbers reads "8.0.36-log" as 8, 0, 36.
+func versionNumbers(v string) (major, minor, patch int) {
+	parts := strings.SplitN(v, ".", 3)
+	num := func(i int) int {
+		if i >= len(parts) {
+			return 0
+		}
+		s := parts[i]
+		end := 0
+		for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+			end++
+		}
+		n, _ := strconv.Atoi(s[:end])
+		return n
+	}
+	return num(0), num(1), num(2)
 }
 
 // Inspect reads the source's flavour and identity and checks the binlog
@@ -81,6 +117,14 @@ func Inspect(ctx context.Context, db *sql.DB, cfg *config.Config) (Server, error
 		return srv, fmt.Errorf("MySQL %s: %w", cfg.MySQL.Addr, err)
 	}
 	srv.GTIDMode, srv.GTIDNotes = gtidSettings(ctx, db, srv.Flavor)
+	// Only MySQL 9.6+ has it; elsewhere InnoDB applies every key.
+	var native string
+	if db.QueryRowContext(ctx, "SELECT @@GLOBAL.innodb_native_foreign_keys").Scan(&native) == nil {
+		srv.NativeForeignKeys = "OFF"
+		if native == "1" || strings.EqualFold(native, "ON") {
+			srv.NativeForeignKeys = "ON"
+		}
+	}
 	var uuid string
 	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.server_uuid").Scan(&uuid); err == nil && uuid != "" {
 		srv.ID = "uuid:" + uuid

@@ -65,6 +65,32 @@ type Rows struct {
 	Version uint64
 	Slots   int
 	At      Position
+	// Flags are the rows event's flags (RowsNoForeignKeyChecks,
+	// RowsSQLForeignKeys).
+	Flags uint16
+	// decode decodes Raw with go-mysql (Values).
+	decode func() ([][]any, error)
+}
+
+// Rows event flags (MySQL's Rows_event::enum_flag; MariaDB writes the
+// first).
+const (
+	// RowsNoForeignKeyChecks: written with foreign_key_checks=0, so the
+	// server cascaded nothing.
+	RowsNoForeignKeyChecks = 1 << 1
+	// RowsSQLForeignKeys (USE_SQL_FOREIGN_KEY_F, MySQL 9.6+): the server
+	// applied foreign keys above the storage engine, and wrote the rows
+	// its cascades changed as row events of their own, before this one.
+	RowsSQLForeignKeys = 1 << 4
+)
+
+// Values returns the event's rows as go-mysql decodes them (an UPDATE's
+// alternate before and after images), decoding raw row images now.
+func (r *Rows) Values() ([][]any, error) {
+	if r.Raw == nil || r.decode == nil {
+		return r.Rows, nil
+	}
+	return r.decode()
 }
 
 // Statement is a query event that is not a transaction marker.
@@ -862,9 +888,19 @@ func (s *Stream) rows(ctx context.Context, hd *replication.EventHeader, e *repli
 	if inPayload {
 		r.Version, r.Slots = s.payload.version(f, first), slots
 	}
+	r.Flags = e.Flags
 	if len(e.Rows) == 1 && len(e.Rows[0]) == 1 {
 		if raw, ok := e.Rows[0][0].(RawRows); ok {
 			r.Raw = raw
+			r.decode = func() ([][]any, error) {
+				// A copy keeps the event as the writer will read it.
+				c := *e
+				c.Rows = nil
+				if err := c.DecodeData(0, raw); err != nil {
+					return nil, fmt.Errorf("binlog %s: %s: decode the rows: %w", at, st.name, err)
+				}
+				return c.Rows, nil
+			}
 		}
 	}
 	if r.Raw == nil {

@@ -54,6 +54,10 @@ type Ext struct {
 	// only where a copy was taken (the repair of a GTID gap after a
 	// failover; Offset is then the new history's).
 	ResumeByGTID bool `json:"resume_by_gtid,omitempty"`
+	// ForeignKeys are the keys of the replicated tables as of the position
+	// (source.FKState): a restart replays the binlog with the keys of its
+	// time, which information_schema no longer shows after DDL since.
+	ForeignKeys *source.FKState `json:"foreign_keys,omitempty"`
 }
 
 // LoadFile reads the checkpoint from dir. It returns nil and no error

@@ -1,0 +1,511 @@
+package source
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+)
+
+// Foreign keys, for the cascades InnoDB applies without row events (see
+// docs/replication.md, "Foreign-key cascades"). The model is loaded from
+// information_schema at start, or from the checkpoint, which keeps it as of
+// its position, and then follows the DDL read from the binlog, in binlog
+// order: a replay of old events sees the keys as they were when the events
+// were written, not as they are now.
+
+// FKAction is what a foreign key does to the child rows when their parent
+// row is deleted or its referenced columns change.
+type FKAction uint8
+
+// The actions. RESTRICT and NO ACTION are the same in InnoDB: the parent's
+// change was refused, or there were no children.
+const (
+	FKRestrict FKAction = iota
+	FKCascade
+	FKSetNull
+	FKSetDefault // InnoDB refuses it; a key that has it is reported
+)
+
+func (a FKAction) String() string {
+	switch a {
+	case FKCascade:
+		return "CASCADE"
+	case FKSetNull:
+		return "SET NULL"
+	case FKSetDefault:
+		return "SET DEFAULT"
+	}
+	return "RESTRICT"
+}
+
+// MarshalText and UnmarshalText keep actions readable in the checkpoint.
+func (a FKAction) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
+func (a *FKAction) UnmarshalText(b []byte) error {
+	*a = parseFKAction(string(b))
+	return nil
+}
+
+func parseFKAction(s string) FKAction {
+	switch strings.ToUpper(strings.TrimSpace(s)) {
+	case "CASCADE":
+		return FKCascade
+	case "SET NULL":
+		return FKSetNull
+	case "SET DEFAULT":
+		return FKSetDefault
+	}
+	return FKRestrict
+}
+
+// ForeignKey is one foreign key: Child's Columns reference Parent's
+// RefColumns, in order.
+type ForeignKey struct {
+	Name       string    `json:"name"`
+	Child      TableName `json:"child"`
+	Columns    []string  `json:"columns"`
+	Parent     TableName `json:"parent"`
+	RefColumns []string  `json:"ref_columns"`
+	OnDelete   FKAction  `json:"on_delete"`
+	OnUpdate   FKAction  `json:"on_update"`
+	// Inline: declared as a column's REFERENCES in CREATE TABLE, which
+	// only some servers make a key (ForeignKeys.InlineReferences).
+	Inline bool `json:"-"`
+	// IndexName: Name is the FOREIGN KEY clause's index name, not a
+	// CONSTRAINT symbol; MySQL from 8.0.16 names such a key as an unnamed
+	// one (ForeignKeys.IndexNamesKeys).
+	IndexName bool `json:"-"`
+}
+
+// Action is the key's action for a parent row deleted (del) or updated.
+func (k *ForeignKey) Action(del bool) FKAction {
+	if del {
+		return k.OnDelete
+	}
+	return k.OnUpdate
+}
+
+// Cascades reports whether the key changes child rows on either action.
+func (k *ForeignKey) Cascades() bool {
+	return k.OnDelete == FKCascade || k.OnDelete == FKSetNull || k.OnUpdate == FKCascade || k.OnUpdate == FKSetNull
+}
+
+func (k *ForeignKey) String() string {
+	return fmt.Sprintf("%s %s(%s) REFERENCES %s(%s) ON DELETE %s ON UPDATE %s", k.Name, k.Child, strings.Join(k.Columns, ", "),
+		k.Parent, strings.Join(k.RefColumns, ", "), k.OnDelete, k.OnUpdate)
+}
+
+func (k *ForeignKey) clone() *ForeignKey {
+	c := *k
+	c.Columns = slices.Clone(k.Columns)
+	c.RefColumns = slices.Clone(k.RefColumns)
+	return &c
+}
+
+// ForeignKeys is the foreign keys of the source's tables at one point of
+// the binlog, by child table. It belongs to the stream's goroutine.
+type ForeignKeys struct {
+	byChild map[TableName][]*ForeignKey
+	// Tracked are the child tables whose keys the model holds for certain
+	// (see FKState); others come from information_schema at start.
+	tracked map[TableName]bool
+	// InlineReferences: the server makes a column's REFERENCES a key
+	// (MariaDB; MySQL from 9.0), as a FOREIGN KEY clause.
+	InlineReferences bool
+	// IndexNamesKeys: a FOREIGN KEY clause's index name names the key when
+	// no CONSTRAINT symbol does (MariaDB; MySQL before 8.0.16).
+	IndexNamesKeys bool
+}
+
+// NewForeignKeys returns an empty model.
+func NewForeignKeys() *ForeignKeys {
+	return &ForeignKeys{byChild: map[TableName][]*ForeignKey{}, tracked: map[TableName]bool{}}
+}
+
+// Add adds a key (replacing one of the same name on the same table).
+func (m *ForeignKeys) Add(k ForeignKey) {
+	keys := m.byChild[k.Child]
+	keys = slices.DeleteFunc(keys, func(x *ForeignKey) bool { return strings.EqualFold(x.Name, k.Name) })
+	m.byChild[k.Child] = append(keys, k.clone())
+	m.tracked[k.Child] = true
+}
+
+// Of returns the keys of a child table.
+func (m *ForeignKeys) Of(child TableName) []*ForeignKey { return m.byChild[child] }
+
+// Referencing returns the keys whose parent is the table, in a stable
+// order (child, then name).
+func (m *ForeignKeys) Referencing(parent TableName) []*ForeignKey {
+	var out []*ForeignKey
+	for _, keys := range m.byChild {
+		for _, k := range keys {
+			if k.Parent == parent {
+				out = append(out, k)
+			}
+		}
+	}
+	sortKeys(out)
+	return out
+}
+
+// All returns every key, sorted by child and name.
+func (m *ForeignKeys) All() []*ForeignKey {
+	var out []*ForeignKey
+	for _, keys := range m.byChild {
+		out = append(out, keys...)
+	}
+	sortKeys(out)
+	return out
+}
+
+func sortKeys(keys []*ForeignKey) {
+	slices.SortFunc(keys, func(a, b *ForeignKey) int {
+		if c := strings.Compare(a.Child.String(), b.Child.String()); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+}
+
+// Clone returns a copy the caller may keep while the model changes.
+func (m *ForeignKeys) Clone() *ForeignKeys {
+	c := NewForeignKeys()
+	c.InlineReferences, c.IndexNamesKeys = m.InlineReferences, m.IndexNamesKeys
+	for t, keys := range m.byChild {
+		for _, k := range keys {
+			c.byChild[t] = append(c.byChild[t], k.clone())
+		}
+	}
+	for t := range m.tracked {
+		c.tracked[t] = true
+	}
+	return c
+}
+
+// FKState is the model as the checkpoint keeps it: the keys of the
+// Tracked child tables, exactly as of the checkpoint's position.
+type FKState struct {
+	Tracked []TableName  `json:"tracked"`
+	Keys    []ForeignKey `json:"keys,omitempty"`
+}
+
+// State returns what the checkpoint keeps of the model: the keys of the
+// tables that keep replicates (a key with a replicated child or parent)
+// and those tables, so a start from the checkpoint knows they had no other
+// keys then.
+func (m *ForeignKeys) State(keep func(TableName) bool) *FKState {
+	st := &FKState{}
+	tracked := map[TableName]bool{}
+	for _, k := range m.All() {
+		if keep(k.Child) || keep(k.Parent) {
+			st.Keys = append(st.Keys, *k.clone())
+			tracked[k.Child] = true
+		}
+	}
+	for t := range m.tracked {
+		if keep(t) {
+			tracked[t] = true
+		}
+	}
+	for t := range tracked {
+		st.Tracked = append(st.Tracked, t)
+	}
+	slices.SortFunc(st.Tracked, func(a, b TableName) int { return strings.Compare(a.String(), b.String()) })
+	return st
+}
+
+// Restore puts a checkpoint's keys over the model: the tracked tables'
+// keys replace those read from information_schema (which are the keys of
+// now, perhaps after DDL the binlog from the checkpoint on will replay).
+func (m *ForeignKeys) Restore(st *FKState) {
+	if st == nil {
+		return
+	}
+	for _, t := range st.Tracked {
+		delete(m.byChild, t)
+		m.tracked[t] = true
+	}
+	for _, k := range st.Keys {
+		m.byChild[k.Child] = append(m.byChild[k.Child], k.clone())
+	}
+}
+
+// Track marks tables whose keys the model now holds for certain (they
+// were read from information_schema, or have none).
+func (m *ForeignKeys) Track(tables ...TableName) {
+	for _, t := range tables {
+		m.tracked[t] = true
+	}
+}
+
+// Equal reports whether two models hold the same keys.
+func (m *ForeignKeys) Equal(o *ForeignKeys) bool {
+	a, b := m.All(), o.All()
+	return slices.EqualFunc(a, b, func(x, y *ForeignKey) bool {
+		return x.Name == y.Name && x.Child == y.Child && x.Parent == y.Parent && slices.Equal(x.Columns, y.Columns) &&
+			slices.Equal(x.RefColumns, y.RefColumns) && x.OnDelete == y.OnDelete && x.OnUpdate == y.OnUpdate
+	})
+}
+
+// LoadForeignKeys reads every foreign key of the server's tables (the
+// system databases' aside) from information_schema. Every table is
+// tracked, those without keys too: the checkpoint then records that they
+// had none, which a key added since must not change for a replay.
+func LoadForeignKeys(ctx context.Context, db *sql.DB) (*ForeignKeys, error) {
+	type ruleKey struct{ db, table, name string }
+	rules := map[ruleKey][2]FKAction{}
+	rows, err := db.QueryContext(ctx, `SELECT CONSTRAINT_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, DELETE_RULE, UPDATE_RULE
+		FROM information_schema.REFERENTIAL_CONSTRAINTS`)
+	if err != nil {
+		return nil, fmt.Errorf("read foreign keys (information_schema.REFERENTIAL_CONSTRAINTS): %w", err)
+	}
+	for rows.Next() {
+		var k ruleKey
+		var del, upd string
+		if err := rows.Scan(&k.db, &k.table, &k.name, &del, &upd); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read foreign keys: %w", err)
+		}
+		rules[k] = [2]FKAction{parseFKAction(del), parseFKAction(upd)}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read foreign keys: %w", err)
+	}
+	m := NewForeignKeys()
+	rows, err = db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE'`)
+	if err != nil {
+		return nil, fmt.Errorf("read foreign keys (information_schema.TABLES): %w", err)
+	}
+	for rows.Next() {
+		var t TableName
+		if err := rows.Scan(&t.Database, &t.Table); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read foreign keys: %w", err)
+		}
+		if !SystemDatabase(t.Database) {
+			m.tracked[t] = true
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read foreign keys: %w", err)
+	}
+	rows, err = db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, COLUMN_NAME,
+		REFERENCED_TABLE_SCHEMA, REFERENCED_TABLE_NAME, REFERENCED_COLUMN_NAME
+		FROM information_schema.KEY_COLUMN_USAGE WHERE REFERENCED_TABLE_NAME IS NOT NULL
+		ORDER BY TABLE_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, ORDINAL_POSITION`)
+	if err != nil {
+		return nil, fmt.Errorf("read foreign keys (information_schema.KEY_COLUMN_USAGE): %w", err)
+	}
+	defer rows.Close()
+	var cur *ForeignKey
+	for rows.Next() {
+		var db, table, name, col, refDB, refTable, refCol string
+		if err := rows.Scan(&db, &table, &name, &col, &refDB, &refTable, &refCol); err != nil {
+			return nil, fmt.Errorf("read foreign keys: %w", err)
+		}
+		if SystemDatabase(db) {
+			continue
+		}
+		child := TableName{Database: db, Table: table}
+		if cur == nil || cur.Child != child || cur.Name != name {
+			r, ok := rules[ruleKey{db, table, name}]
+			if !ok {
+				continue // not a foreign key of a table (or gone meanwhile)
+			}
+			cur = &ForeignKey{Name: name, Child: child, Parent: TableName{Database: refDB, Table: refTable}, OnDelete: r[0], OnUpdate: r[1]}
+			m.byChild[child] = append(m.byChild[child], cur)
+			m.tracked[child] = true
+		}
+		cur.Columns = append(cur.Columns, col)
+		cur.RefColumns = append(cur.RefColumns, refCol)
+	}
+	return m, rows.Err()
+}
+
+// ApplyDDL follows one statement's effects on tables and their keys, in
+// binlog order; it reports whether the keys changed. dropped names keys a
+// DROP FOREIGN KEY named that the model does not know (their table's keys
+// may have been named otherwise by the server).
+func (m *ForeignKeys) ApplyDDL(effects []DDLEffect) (changed bool, unknown []string) {
+	for _, ef := range effects {
+		switch ef.Kind {
+		case DDLCreate:
+			if ef.IfNotExists && m.tracked[ef.Table] {
+				continue // the table was there: CREATE ... IF NOT EXISTS changed nothing
+			}
+			if len(m.byChild[ef.Table]) > 0 || len(ef.ForeignKeys) > 0 {
+				changed = true
+			}
+			delete(m.byChild, ef.Table)
+			m.tracked[ef.Table] = true
+			m.addNamed(ef.Table, ef.ForeignKeys)
+		case DDLDrop:
+			// Keys referencing the dropped table stay: InnoDB keeps them
+			// (foreign_key_checks=0 allows the drop), and they work again
+			// when a table of that name is created.
+			if len(m.byChild[ef.Table]) > 0 {
+				changed = true
+			}
+			delete(m.byChild, ef.Table)
+			m.tracked[ef.Table] = true
+		case DDLRenameTable:
+			changed = m.renameTable(ef.Table, ef.NewTable) || changed
+		case DDLRenameColumns:
+			changed = m.renameColumns(ef.Table, ef.Renames) || changed
+		case DDLForeignKeys:
+			for _, name := range ef.DropForeignKeys {
+				keys := m.byChild[ef.Table]
+				n := len(keys)
+				keys = slices.DeleteFunc(keys, func(k *ForeignKey) bool { return strings.EqualFold(k.Name, name) })
+				if len(keys) == n {
+					unknown = append(unknown, name)
+				}
+				m.byChild[ef.Table] = keys
+				changed = true
+			}
+			if len(ef.ForeignKeys) > 0 {
+				m.addNamed(ef.Table, ef.ForeignKeys)
+				changed = true
+			}
+		}
+	}
+	return changed, unknown
+}
+
+// addNamed adds keys, naming those declared without a name as InnoDB does:
+// table_ibfk_N, N one past the highest such number the table has.
+func (m *ForeignKeys) addNamed(t TableName, keys []ForeignKey) {
+	next := 1
+	prefix := strings.ToLower(t.Table) + "_ibfk_"
+	for _, k := range m.byChild[t] {
+		if rest, ok := strings.CutPrefix(strings.ToLower(k.Name), prefix); ok {
+			if n, err := strconv.Atoi(rest); err == nil && n >= next {
+				next = n + 1
+			}
+		}
+	}
+	for _, k := range keys {
+		if k.Inline && !m.InlineReferences {
+			continue
+		}
+		k.Child = t
+		if k.IndexName && !m.IndexNamesKeys {
+			k.Name = ""
+		}
+		if k.Parent.Database == "" {
+			k.Parent.Database = t.Database
+		}
+		if k.Name == "" {
+			k.Name = t.Table + "_ibfk_" + strconv.Itoa(next)
+			next++
+		}
+		k.Inline, k.IndexName = false, false // how it was declared, not what it is
+		m.byChild[t] = append(m.byChild[t], k.clone())
+	}
+	m.tracked[t] = true
+}
+
+// renameTable moves a table's keys to its new name, renaming the names
+// InnoDB generated (t_ibfk_N becomes new_ibfk_N), and points the keys that
+// referenced it at the new name, as InnoDB does.
+func (m *ForeignKeys) renameTable(from, to TableName) bool {
+	changed := false
+	if keys, ok := m.byChild[from]; ok {
+		delete(m.byChild, from)
+		prefix := strings.ToLower(from.Table) + "_ibfk_"
+		for _, k := range keys {
+			k.Child = to
+			if rest, ok := strings.CutPrefix(strings.ToLower(k.Name), prefix); ok {
+				k.Name = to.Table + "_ibfk_" + rest
+			}
+		}
+		m.byChild[to] = keys
+		changed = changed || len(keys) > 0
+	}
+	if m.tracked[from] {
+		delete(m.tracked, from)
+		m.tracked[to] = true
+	}
+	for _, keys := range m.byChild {
+		for _, k := range keys {
+			if k.Parent == from {
+				k.Parent = to
+				changed = true
+			}
+		}
+	}
+	return changed
+}
+
+// renameColumns follows RENAME COLUMN and CHANGE COLUMN in the keys of the
+// table and in the keys that reference it.
+func (m *ForeignKeys) renameColumns(t TableName, renames map[string]string) bool {
+	changed := false
+	rename := func(cols []string) {
+		for i, c := range cols {
+			for from, to := range renames {
+				if strings.EqualFold(c, from) {
+					cols[i] = to
+					changed = true
+				}
+			}
+		}
+	}
+	for _, k := range m.byChild[t] {
+		rename(k.Columns)
+	}
+	for _, keys := range m.byChild {
+		for _, k := range keys {
+			if k.Parent == t {
+				rename(k.RefColumns)
+			}
+		}
+	}
+	return changed
+}
+
+// foreignKeyOf is the key a FOREIGN KEY clause declares (Name "" when the
+// server is to name it); Child is set by the caller. ok is false for a
+// clause without a referenced table.
+func foreignKeyOf(name string, cols []*ast.IndexPartSpecification, ref *ast.ReferenceDef) (ForeignKey, bool) {
+	if ref == nil || ref.Table == nil {
+		return ForeignKey{}, false
+	}
+	k := ForeignKey{Name: name, Parent: TableName{Database: ref.Table.Schema.O, Table: ref.Table.Name.O}}
+	for _, c := range cols {
+		if c.Column != nil {
+			k.Columns = append(k.Columns, c.Column.Name.O)
+		}
+	}
+	for _, c := range ref.IndexPartSpecifications {
+		if c.Column != nil {
+			k.RefColumns = append(k.RefColumns, c.Column.Name.O)
+		}
+	}
+	if ref.OnDelete != nil {
+		k.OnDelete = referAction(ref.OnDelete.ReferOpt)
+	}
+	if ref.OnUpdate != nil {
+		k.OnUpdate = referAction(ref.OnUpdate.ReferOpt)
+	}
+	return k, true
+}
+
+func referAction(o ast.ReferOptionType) FKAction {
+	switch o {
+	case ast.ReferOptionCascade:
+		return FKCascade
+	case ast.ReferOptionSetNull:
+		return FKSetNull
+	case ast.ReferOptionSetDefault:
+		return FKSetDefault
+	}
+	return FKRestrict
+}

@@ -1,0 +1,160 @@
+package source
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/pingcap/tidb/pkg/parser"
+)
+
+// TestForeignKeyDDL follows CREATE TABLE with keys, ALTER ... ADD/DROP
+// FOREIGN KEY, RENAME TABLE, RENAME COLUMN and DROP TABLE through the
+// model, with the names InnoDB gives keys declared without one.
+func TestForeignKeyDDL(t *testing.T) {
+	p := parser.New()
+	m := NewForeignKeys()
+	m.InlineReferences, m.IndexNamesKeys = true, true // MariaDB
+	apply := func(q string) {
+		t.Helper()
+		effects, ok := ParseDDL(p, "db", q)
+		if !ok {
+			t.Fatalf("%s: not parsed", q)
+		}
+		m.ApplyDDL(effects)
+	}
+	want := func(lines ...string) {
+		t.Helper()
+		var got []string
+		for _, k := range m.All() {
+			got = append(got, k.String())
+		}
+		if strings.Join(got, "\n") != strings.Join(lines, "\n") {
+			t.Fatalf("keys:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(lines, "\n"))
+		}
+	}
+	apply("CREATE TABLE p (id INT PRIMARY KEY, code VARCHAR(10) UNIQUE)")
+	apply("CREATE TABLE c (id INT PRIMARY KEY, a INT REFERENCES p(id), b INT, FOREIGN KEY (b) REFERENCES p (id) ON DELETE CASCADE, " +
+		"c INT REFERENCES p(id) ON DELETE SET NULL, CONSTRAINT named FOREIGN KEY ix (code) REFERENCES other.p(code) ON UPDATE CASCADE, " +
+		"FOREIGN KEY fkidx (a, b) REFERENCES p(id, x) ON DELETE NO ACTION ON UPDATE SET NULL)")
+	want("c_ibfk_1 db.c(a) REFERENCES db.p(id) ON DELETE RESTRICT ON UPDATE RESTRICT",
+		"c_ibfk_2 db.c(b) REFERENCES db.p(id) ON DELETE CASCADE ON UPDATE RESTRICT",
+		"c_ibfk_3 db.c(c) REFERENCES db.p(id) ON DELETE SET NULL ON UPDATE RESTRICT",
+		"fkidx db.c(a, b) REFERENCES db.p(id, x) ON DELETE RESTRICT ON UPDATE SET NULL",
+		"named db.c(code) REFERENCES other.p(code) ON DELETE RESTRICT ON UPDATE CASCADE")
+
+	apply("ALTER TABLE c DROP FOREIGN KEY c_ibfk_1, DROP FOREIGN KEY fkidx, ADD FOREIGN KEY (a) REFERENCES p(id) ON UPDATE CASCADE")
+	want("c_ibfk_2 db.c(b) REFERENCES db.p(id) ON DELETE CASCADE ON UPDATE RESTRICT",
+		"c_ibfk_3 db.c(c) REFERENCES db.p(id) ON DELETE SET NULL ON UPDATE RESTRICT",
+		"c_ibfk_4 db.c(a) REFERENCES db.p(id) ON DELETE RESTRICT ON UPDATE CASCADE",
+		"named db.c(code) REFERENCES other.p(code) ON DELETE RESTRICT ON UPDATE CASCADE")
+
+	// A rename renames the generated names and follows the references; a
+	// column rename follows on both sides.
+	apply("RENAME TABLE c TO c2, p TO p2")
+	apply("ALTER TABLE p2 RENAME COLUMN id TO pid")
+	apply("ALTER TABLE c2 CHANGE COLUMN b bb INT")
+	want("c2_ibfk_2 db.c2(bb) REFERENCES db.p2(pid) ON DELETE CASCADE ON UPDATE RESTRICT",
+		"c2_ibfk_3 db.c2(c) REFERENCES db.p2(pid) ON DELETE SET NULL ON UPDATE RESTRICT",
+		"c2_ibfk_4 db.c2(a) REFERENCES db.p2(pid) ON DELETE RESTRICT ON UPDATE CASCADE",
+		"named db.c2(code) REFERENCES other.p(code) ON DELETE RESTRICT ON UPDATE CASCADE")
+
+	// IF NOT EXISTS on a table that is there changes nothing; a DROP
+	// forgets the child's keys, not those referencing it.
+	apply("CREATE TABLE IF NOT EXISTS c2 (id INT PRIMARY KEY)")
+	apply("CREATE TABLE g (id INT PRIMARY KEY, c_id INT, CONSTRAINT g_c FOREIGN KEY (c_id) REFERENCES c2 (id) ON DELETE CASCADE)")
+	apply("DROP TABLE c2")
+	want("g_c db.g(c_id) REFERENCES db.c2(id) ON DELETE CASCADE ON UPDATE RESTRICT")
+
+	// MySQL 8.0.16+: the index name does not name the key; MySQL before
+	// 9.0 ignores a column's REFERENCES.
+	m = NewForeignKeys()
+	apply("CREATE TABLE c (id INT PRIMARY KEY, a INT REFERENCES p(id), FOREIGN KEY ix (a) REFERENCES p(id), CONSTRAINT FOREIGN KEY (a) REFERENCES p(id), CONSTRAINT s FOREIGN KEY ix2 (a) REFERENCES p(id))")
+	want("c_ibfk_1 db.c(a) REFERENCES db.p(id) ON DELETE RESTRICT ON UPDATE RESTRICT",
+		"c_ibfk_2 db.c(a) REFERENCES db.p(id) ON DELETE RESTRICT ON UPDATE RESTRICT",
+		"s db.c(a) REFERENCES db.p(id) ON DELETE RESTRICT ON UPDATE RESTRICT")
+
+	// An unknown name is reported, not guessed.
+	effects, _ := ParseDDL(p, "db", "ALTER TABLE c DROP FOREIGN KEY nope")
+	if _, unknown := m.ApplyDDL(effects); len(unknown) != 1 || unknown[0] != "nope" {
+		t.Fatalf("unknown names: %v", unknown)
+	}
+}
+
+// TestForeignKeyState: the checkpoint keeps the keys of the tables that
+// matter and restores them over those information_schema shows now.
+func TestForeignKeyState(t *testing.T) {
+	m := NewForeignKeys()
+	keep := TableName{Database: "db", Table: "c"}
+	m.Add(ForeignKey{Name: "k1", Child: keep, Columns: []string{"p"}, Parent: TableName{Database: "db", Table: "p"}, RefColumns: []string{"id"}, OnDelete: FKCascade})
+	m.Add(ForeignKey{Name: "k2", Child: TableName{Database: "other", Table: "x"}, Columns: []string{"p"}, Parent: TableName{Database: "other", Table: "y"}, RefColumns: []string{"id"}})
+	m.Track(TableName{Database: "db", Table: "empty"})
+	st := m.State(func(t TableName) bool { return t.Database == "db" })
+	data, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"tracked":[{"Database":"db","Table":"c"},{"Database":"db","Table":"empty"}],"keys":[{"name":"k1","child":{"Database":"db","Table":"c"},"columns":["p"],"parent":{"Database":"db","Table":"p"},"ref_columns":["id"],"on_delete":"CASCADE","on_update":"RESTRICT"}]}`
+	if string(data) != want {
+		t.Fatalf("state:\n%s\nwant\n%s", data, want)
+	}
+	var back FKState
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	// Now: k1 was dropped since and another key added to db.empty; the
+	// checkpoint's keys are those of its position.
+	now := NewForeignKeys()
+	now.Add(ForeignKey{Name: "k3", Child: TableName{Database: "db", Table: "empty"}, Columns: []string{"a"}, Parent: keep, RefColumns: []string{"id"}})
+	now.Add(ForeignKey{Name: "k2", Child: TableName{Database: "other", Table: "x"}, Columns: []string{"p"}, Parent: TableName{Database: "other", Table: "y"}, RefColumns: []string{"id"}})
+	now.Restore(&back)
+	if !now.Equal(m) {
+		t.Fatalf("restored: %v; want %v", now.All(), m.All())
+	}
+}
+
+// TestRowsEventFlags feeds MySQL-shaped rows events built from bytes (no
+// MySQL 9.6 runs here): a DELETE as MySQL 9.6+ with SQL-layer foreign
+// keys writes it (USE_SQL_FOREIGN_KEY_F: the children's rows came as
+// events of their own, before it), one written with foreign_key_checks=0
+// (NO_FOREIGN_KEY_CHECKS_F), and a plain one. Their flags reach the
+// handler, and their rows decode on demand whether the stream left them
+// raw or not.
+func TestRowsEventFlags(t *testing.T) {
+	for _, raw := range []bool{true, false} {
+		b := newFakeBinlog()
+		b.add(replication.ANONYMOUS_GTID_EVENT, gtidBody(1))
+		b.add(replication.QUERY_EVENT, queryBody("d", "BEGIN"))
+		b.add(replication.TABLE_MAP_EVENT, tableMapBody(18, "d", "t"))
+		b.add(replication.DELETE_ROWS_EVENTv2, rowsBody(18, stmtEnd|RowsSQLForeignKeys, false, image(1, "a", 1), image(2, "", 2)))
+		b.add(replication.TABLE_MAP_EVENT, tableMapBody(18, "d", "t")) // each statement maps its tables
+		b.add(replication.DELETE_ROWS_EVENTv2, rowsBody(18, stmtEnd|RowsNoForeignKeyChecks, false, image(3, "c", 3)))
+		b.add(replication.TABLE_MAP_EVENT, tableMapBody(18, "d", "t"))
+		b.add(replication.UPDATE_ROWS_EVENTv2, rowsBody(18, stmtEnd, true, image(4, "d", 4), image(40, "d", 4)))
+		_, end := b.add(replication.XID_EVENT, xidBody(1))
+		var flags []uint16
+		var values [][][]any
+		h := &rowsRecorder{onRows: func(r Rows) error {
+			flags = append(flags, r.Flags)
+			v, err := r.Values()
+			if err != nil {
+				return err
+			}
+			values = append(values, v)
+			return nil
+		}}
+		runTo(t, raw, end, h, func(_ int, pos Position) *client.Conn { return b.dial(t, pos) })
+		want := []uint16{stmtEnd | RowsSQLForeignKeys, stmtEnd | RowsNoForeignKeyChecks, stmtEnd}
+		if !slices.Equal(flags, want) {
+			t.Errorf("raw %v: flags %v, want %v", raw, flags, want)
+		}
+		got := fmt.Sprint(values)
+		if wantRows := "[[[1 a 1] [2 <nil> 2]] [[3 c 3]] [[4 d 4] [40 d 4]]]"; got != wantRows {
+			t.Errorf("raw %v: rows %s, want %s", raw, got, wantRows)
+		}
+	}
+}
