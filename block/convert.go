@@ -14,6 +14,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/binlog2ch/binlog2ch/charset"
+	"github.com/binlog2ch/binlog2ch/mysqlproto"
 	"github.com/binlog2ch/binlog2ch/mysqltime"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/shopspring/decimal"
@@ -86,6 +87,11 @@ type Block struct {
 	cols   []colBuf
 	conv   []converter    // per MySQL column; nil for excluded ones
 	raw    []rawConverter // per MySQL column: from binlog bytes; nil when excluded or not decodable
+	puts   []intPut       // per MySQL column: the typed append of integer-like columns
+	// res are the converters from result rows (result.go), per MySQL
+	// column, built for the result columns resCols.
+	res     []resultConverter
+	resCols []mysqlproto.Column
 	// dateTimeBufs are the DATETIME/TIMESTAMP columns' buffers, shared by
 	// both decoders.
 	dateTimeBufs map[*schema.Column]*dateTimeBuf
@@ -110,7 +116,8 @@ type converter func(v any) error
 // NewBlock returns an empty block for the target table.
 func NewBlock(t *schema.Target) *Block {
 	b := &Block{target: t, cols: make([]colBuf, len(t.Columns)), conv: make([]converter, len(t.Source.Columns)),
-		raw: make([]rawConverter, len(t.Source.Columns)), dateTimeBufs: map[*schema.Column]*dateTimeBuf{}}
+		raw: make([]rawConverter, len(t.Source.Columns)), puts: make([]intPut, len(t.Source.Columns)),
+		dateTimeBufs: map[*schema.Column]*dateTimeBuf{}}
 	for i, tc := range t.Columns {
 		switch tc.Meta {
 		case schema.MetaVersion:
@@ -136,6 +143,7 @@ func NewBlock(t *schema.Target) *Block {
 			buf, conv, put := b.newConverter(c, tc.Type)
 			b.cols[i] = buf
 			b.conv[tc.Source] = conv
+			b.puts[tc.Source] = put
 			b.raw[tc.Source] = b.rawConverter(c, tc.Type, buf, put)
 		}
 	}

@@ -113,6 +113,18 @@ func showKey(k [][]byte) string {
 	return "(" + strings.Join(parts, ", ") + ")"
 }
 
+// rangeText names a job's rows in errors: its key range, or the scan.
+func rangeText(j chunkJob) string {
+	if j.scan || j.t.reader.key == nil {
+		return "the table's scan"
+	}
+	hi := "the end"
+	if j.r.Hi != nil {
+		hi = showKey(j.r.Hi)
+	}
+	return "key range after " + showKey(j.r.Lo) + " up to " + hi
+}
+
 // retryRead runs a MySQL read, retrying what retrying can fix.
 func (c *copier) retryRead(t *tableCopy, what string, op func() error) error {
 	delay := 100 * time.Millisecond
@@ -142,16 +154,19 @@ func (c *copier) readJob(j chunkJob) {
 		return
 	}
 	var rows, lastSeq uint64
-	emit := func(batch [][]any) error {
+	where := rangeText(j)
+	emit := func(batch rowBatch) error {
 		t.sendMu.Lock()
 		defer t.sendMu.Unlock()
 		t.seq++
-		m := sink.Message{Seq: t.seq, Schema: t.source, Rows: batch, Op: source.OpInsert, Version: c.version, Slots: 1, At: c.State.Position, Snapshot: true}
+		m := sink.Message{Seq: t.seq, Schema: t.source, Result: batch.data, ResultCols: batch.cols, Op: source.OpInsert,
+			Version: c.version, Slots: 1, At: c.State.Position, Snapshot: true, Range: where,
+			Taken: func() { c.pool.recycle(batch.data) }}
 		select {
 		case t.w.In() <- m:
 			lastSeq = m.Seq
-			rows += uint64(len(batch))
-			t.rowsRead.Add(uint64(len(batch)))
+			rows += uint64(batch.rows)
+			t.rowsRead.Add(uint64(batch.rows))
 			return nil
 		case <-t.ctx.Done():
 			t.seq--
@@ -161,7 +176,7 @@ func (c *copier) readJob(j chunkJob) {
 	what := "read rows after " + showKey(j.r.Lo)
 	op := func() error {
 		rows = 0 // a retry sends the range again
-		_, err := t.reader.read(t.ctx, c.db, j.r, snapshotBatchRows, emit)
+		_, err := t.reader.read(t.ctx, c.pool, j.r, emit)
 		return err
 	}
 	var err error
