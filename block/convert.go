@@ -232,6 +232,23 @@ func (b *Block) AppendTo(batch driver.Batch) error {
 	return nil
 }
 
+// Reserve makes room in b's buffers for an eighth more values and bytes
+// than o holds, o being a block of the same target. A writer's next batch
+// is usually about the size of its last: called while b is empty, one
+// allocation per buffer (none once b has the room) replaces growing it
+// value by value, which copies the buffer again at each step; a column
+// holding a few more bytes than last time would otherwise copy its whole
+// buffer once more.
+func (b *Block) Reserve(o *Block) {
+	if o.target != b.target {
+		return
+	}
+	for i, c := range b.cols {
+		values, bytes := o.cols[i].fill()
+		c.reserve(values, bytes)
+	}
+}
+
 // Reset empties the block, keeping its buffers for reuse.
 func (b *Block) Reset() {
 	for _, c := range b.cols {
@@ -384,6 +401,7 @@ func (b *Block) valueConverter(c *schema.Column, t schema.CHType, nl nulls) (col
 		n := c.Length
 		return buf, func(v any) error {
 			var l int
+			buf.room(n)
 			switch s := v.(type) {
 			case string:
 				buf.arena, l = append(buf.arena, s...), len(s)
@@ -408,8 +426,10 @@ func (b *Block) valueConverter(c *schema.Column, t schema.CHType, nl nulls) (col
 		return buf, func(v any) error {
 			switch g := v.(type) {
 			case []byte:
+				buf.room(2 * len(g))
 				buf.arena = appendHex(buf.arena, g)
 			case string:
+				buf.room(2 * len(g))
 				buf.arena = appendHex(buf.arena, []byte(g))
 			default:
 				return errMsg("want geometry bytes")
@@ -464,6 +484,7 @@ func (b *strBuf) addDecoded(dec *charset.Decoder, decErr error, p []byte) error 
 	if decErr != nil {
 		return decErr
 	}
+	b.room(4 * len(p)) // UTF-8 takes at most 4 bytes a character
 	out, err := dec.Append(b.arena, p)
 	if err != nil {
 		return errMsg(err.Error() + ": the text is not valid in the column's character set, so binlog2ch cannot write it as UTF-8")

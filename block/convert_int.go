@@ -214,10 +214,15 @@ func setConverter(c *schema.Column, t schema.CHType, nl nulls) (colBuf, intPut) 
 		}
 	}
 	buf := &strBuf{nulls: nl}
+	all := len(labels) // every label and comma
+	for _, l := range labels {
+		all += len(l)
+	}
 	return buf, func(m uint64, _ int64) error {
 		if err := check(m); err != nil {
 			return err
 		}
+		buf.room(all)
 		first := true
 		for i := range labels {
 			if m&(1<<uint(i)) != 0 {

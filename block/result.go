@@ -461,6 +461,7 @@ func (b *Block) resultBytes(c *schema.Column, t schema.CHType, buf colBuf) (resu
 			if err != nil {
 				return 0, err
 			}
+			sb.room(2 * (end - start))
 			sb.arena = appendHex(sb.arena, p[start:end])
 			sb.end()
 			return end, nil
@@ -477,6 +478,7 @@ func (b *Block) resultBytes(c *schema.Column, t schema.CHType, buf colBuf) (resu
 			if len(v) > width {
 				return 0, tooLong
 			}
+			sb.room(width)
 			sb.arena = append(sb.arena, v...)
 			for l := len(v); l < width; l++ {
 				sb.arena = append(sb.arena, 0)

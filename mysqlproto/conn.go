@@ -13,7 +13,6 @@
 package mysqlproto
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -42,9 +41,11 @@ type Options struct {
 
 // Conn is one connection. It is used by one goroutine at a time.
 type Conn struct {
-	nc  net.Conn
-	r   *bufio.Reader
-	seq uint8
+	nc net.Conn
+	// in[r:w] are bytes read from the connection and not yet taken.
+	in   []byte
+	r, w int
+	seq  uint8
 	// buf holds the command being written and control packets read.
 	buf []byte
 	// broken: an I/O or protocol error left the connection in an unknown
@@ -57,9 +58,9 @@ type Conn struct {
 	ServerVersion string
 }
 
-// readBufferSize is the read buffer: rows of a result set arrive
-// back to back, and a large buffer reads many at once.
-const readBufferSize = 256 << 10
+// inSize is the buffer of control packets (OK, column definitions);
+// rows are read straight into the caller's buffer.
+const inSize = 16 << 10
 
 // Dial connects and logs in. ctx bounds the connection and the handshake
 // only.
@@ -122,7 +123,7 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 		nc.Close()
 		return nil, err
 	}
-	c := &Conn{nc: nc, r: bufio.NewReaderSize(nc, readBufferSize), ServerVersion: gc.GetServerVersion()}
+	c := &Conn{nc: nc, in: make([]byte, inSize), ServerVersion: gc.GetServerVersion()}
 	for _, q := range o.Session {
 		if err := c.Exec(ctx, q); err != nil {
 			c.Close()
@@ -233,17 +234,51 @@ func (c *Conn) writeCommand(cmd byte, payload []byte) error {
 	return err
 }
 
+// fill reads until at least n bytes are buffered.
+func (c *Conn) fill(n int) error {
+	if c.w-c.r >= n {
+		return nil
+	}
+	if c.r > 0 {
+		c.w = copy(c.in, c.in[c.r:c.w])
+		c.r = 0
+	}
+	if len(c.in) < n {
+		c.in = grow(c.in[:c.w], n-c.w)[:n]
+	}
+	for c.w < n {
+		k, err := c.nc.Read(c.in[c.w:])
+		c.w += k
+		if err != nil && c.w < n {
+			return err
+		}
+	}
+	return nil
+}
+
 // readHeader reads a packet header and checks its sequence number.
 func (c *Conn) readHeader() (int, error) {
-	var h [4]byte
-	if _, err := io.ReadFull(c.r, h[:]); err != nil {
+	if err := c.fill(4); err != nil {
 		return 0, err
 	}
+	h := c.in[c.r : c.r+4]
+	c.r += 4
 	if h[3] != c.seq {
 		return 0, fmt.Errorf("mysqlproto: packet out of order: sequence %d, want %d", h[3], c.seq)
 	}
 	c.seq++
 	return int(h[0]) | int(h[1])<<8 | int(h[2])<<16, nil
+}
+
+// readFull fills p from the buffered bytes, then from the connection.
+func (c *Conn) readFull(p []byte) error {
+	k := copy(p, c.in[c.r:c.w])
+	c.r += k
+	if k == len(p) {
+		return nil
+	}
+	_, err := io.ReadFull(c.nc, p[k:])
+	return err
 }
 
 // readPacket appends one whole packet's payload (joined across
@@ -256,7 +291,7 @@ func (c *Conn) readPacket(dst []byte) ([]byte, error) {
 		}
 		start := len(dst)
 		dst = grow(dst, n)
-		if _, err := io.ReadFull(c.r, dst[start:start+n]); err != nil {
+		if err := c.readFull(dst[start : start+n]); err != nil {
 			return dst, err
 		}
 		if n < maxPayload {

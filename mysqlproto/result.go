@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Column is a result-set column as the server describes it (its column
@@ -75,38 +76,7 @@ func (r *Result) ReadRows(ctx context.Context, dst []byte, maxBytes int) ([]byte
 		return dst, 0, ErrBroken
 	}
 	done := c.watch(ctx)
-	rows := 0
-	var err error
-	for len(dst) < maxBytes {
-		start := len(dst)
-		dst = grow(dst, frameHeader)
-		if dst, err = c.readPacket(dst); err != nil {
-			dst = dst[:start]
-			break
-		}
-		p := dst[start+frameHeader:]
-		n := len(p)
-		switch {
-		case n == 0:
-			err = errors.New("mysqlproto: empty row packet")
-		case p[0] == eofHeader && n < 9:
-			r.done, c.open = true, nil
-			if n >= 5 && binary.LittleEndian.Uint16(p[3:])&serverMoreResultsExist != 0 {
-				c.broken = true // more result sets follow, which nothing reads
-			}
-		case p[0] == errHeader:
-			r.done, c.open = true, nil
-			err = serverError(p)
-		case n > math.MaxUint32-frameHeader:
-			err = errors.New("mysqlproto: row larger than 4 GiB")
-		default:
-			binary.LittleEndian.PutUint32(dst[start:], uint32(n))
-			rows++
-			continue
-		}
-		dst = dst[:start]
-		break
-	}
+	dst, rows, err := c.readRows(r, dst, maxBytes)
 	if cerr := done(); cerr != nil {
 		return dst, rows, cerr
 	}
@@ -117,6 +87,125 @@ func (r *Result) ReadRows(ctx context.Context, dst []byte, maxBytes int) ([]byte
 		}
 	}
 	return dst, rows, err
+}
+
+// readRows reads row packets straight into dst, as the connection
+// delivers them: each packet's header becomes its frame (the sequence
+// byte zeroed: a packet is shorter than 2^24 bytes, so the 4 bytes read
+// as its little-endian length), and a row is copied by nothing but the
+// kernel. Bytes read past the last row are kept for the next read.
+func (c *Conn) readRows(r *Result, dst []byte, maxBytes int) ([]byte, int, error) {
+	pos := len(dst) // the next packet
+	rows := 0
+	var err error
+	for pos < maxBytes {
+		if dst, err = c.ensure(dst, pos+4, maxBytes); err != nil {
+			break
+		}
+		n := int(dst[pos]) | int(dst[pos+1])<<8 | int(dst[pos+2])<<16
+		if dst[pos+3] != c.seq {
+			err = fmt.Errorf("mysqlproto: packet out of order: sequence %d, want %d", dst[pos+3], c.seq)
+			break
+		}
+		c.seq++
+		if n == maxPayload {
+			if dst, err = c.joinRow(dst, pos); err != nil {
+				break
+			}
+			pos = len(dst)
+			rows++
+			continue
+		}
+		if dst, err = c.ensure(dst, pos+4+n, maxBytes); err != nil {
+			break
+		}
+		p := dst[pos+4 : pos+4+n]
+		switch {
+		case n == 0:
+			err = errors.New("mysqlproto: empty row packet")
+		case p[0] == eofHeader && n < 9:
+			r.done, c.open = true, nil
+			if n >= 5 && binary.LittleEndian.Uint16(p[3:])&serverMoreResultsExist != 0 {
+				c.broken = true // more result sets follow, which nothing reads
+			}
+			c.unread(dst[pos+4+n:])
+			return dst[:pos], rows, nil
+		case p[0] == errHeader:
+			r.done, c.open = true, nil
+			err = serverError(p)
+			c.unread(dst[pos+4+n:])
+			return dst[:pos], rows, err
+		default:
+			dst[pos+3] = 0
+			pos += 4 + n
+			rows++
+			continue
+		}
+		break
+	}
+	if err == nil {
+		c.unread(dst[pos:])
+	}
+	return dst[:pos], rows, err
+}
+
+// ensure reads until dst holds need bytes: the buffered ones first, then
+// from the connection, as much as it has up to maxBytes.
+func (c *Conn) ensure(dst []byte, need, maxBytes int) ([]byte, error) {
+	for len(dst) < need {
+		if c.r < c.w {
+			dst = append(dst, c.in[c.r:c.w]...)
+			c.r, c.w = 0, 0
+			continue
+		}
+		if cap(dst) < need {
+			dst = slices.Grow(dst, need-len(dst))
+		}
+		end := min(cap(dst), max(need, maxBytes))
+		k, err := c.nc.Read(dst[len(dst):end])
+		dst = dst[:len(dst)+k]
+		if err != nil && len(dst) < need {
+			return dst, err
+		}
+	}
+	return dst, nil
+}
+
+// unread keeps bytes read past what was taken, for the next read; the
+// buffer holds none then (ensure empties it before reading more).
+func (c *Conn) unread(p []byte) {
+	if len(p) > len(c.in) {
+		c.in = make([]byte, len(p))
+	}
+	c.r, c.w = 0, copy(c.in, p)
+}
+
+// joinRow completes the row whose first packet, of the maximum size,
+// starts at dst[pos]: the next packets' payloads are appended to its own,
+// and its frame gets the whole length.
+func (c *Conn) joinRow(dst []byte, pos int) ([]byte, error) {
+	dst, err := c.ensure(dst, pos+4+maxPayload, pos+4+maxPayload)
+	if err != nil {
+		return dst, err
+	}
+	c.unread(dst[pos+4+maxPayload:])
+	dst = dst[:pos+4+maxPayload]
+	for n := maxPayload; n == maxPayload; {
+		if n, err = c.readHeader(); err != nil {
+			return dst, err
+		}
+		at := len(dst)
+		dst = grow(dst, n)
+		if err := c.readFull(dst[at:]); err != nil {
+			return dst, err
+		}
+	}
+	total := len(dst) - pos - 4
+	if total > math.MaxUint32 {
+		return dst, errors.New("mysqlproto: row larger than 4 GiB")
+	}
+	binary.LittleEndian.PutUint32(dst[pos:], uint32(total))
+	return dst, nil
 }
 
 // serverMoreResultsExist is the status flag of a result set followed by

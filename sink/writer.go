@@ -409,6 +409,12 @@ func (w *Writer) handOff(ctx context.Context) error {
 		next = block.NewBlock(w.target)
 		w.blocks++
 	}
+	if w.block.Size() <= 2*w.c.cfg.Batch.MaxBytes {
+		// The next batch is likely as large (one grown by large values is
+		// not kept, see recycle): room for it now, while the buffers are
+		// empty, costs no copy.
+		next.Reserve(w.block)
+	}
 	job := &sendJob{block: w.block, route: w.route, seq: w.lastSeq, rows: w.block.Rows(), bytes: w.block.Size()}
 	select {
 	case w.sendq <- job:
