@@ -45,6 +45,7 @@ type Conn struct {
 	// in[r:w] are bytes read from the connection and not yet taken.
 	in   []byte
 	r, w int
+	raw  *rawReader // reads nc without the runtime's system-call hooks; nil: nc.Read
 	seq  uint8
 	// buf holds the command being written and control packets read.
 	buf []byte
@@ -124,6 +125,9 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 		return nil, err
 	}
 	c := &Conn{nc: nc, in: make([]byte, inSize), ServerVersion: gc.GetServerVersion()}
+	if r := newRawReader(nc); r != nil {
+		c.raw = r
+	}
 	for _, q := range o.Session {
 		if err := c.Exec(ctx, q); err != nil {
 			c.Close()
@@ -247,13 +251,21 @@ func (c *Conn) fill(n int) error {
 		c.in = grow(c.in[:c.w], n-c.w)[:n]
 	}
 	for c.w < n {
-		k, err := c.nc.Read(c.in[c.w:])
+		k, err := c.read(c.in[c.w:])
 		c.w += k
 		if err != nil && c.w < n {
 			return err
 		}
 	}
 	return nil
+}
+
+// read reads from the connection.
+func (c *Conn) read(p []byte) (int, error) {
+	if c.raw != nil {
+		return c.raw.Read(p)
+	}
+	return c.nc.Read(p)
 }
 
 // readHeader reads a packet header and checks its sequence number.
@@ -277,7 +289,7 @@ func (c *Conn) readFull(p []byte) error {
 	if k == len(p) {
 		return nil
 	}
-	_, err := io.ReadFull(c.nc, p[k:])
+	_, err := io.ReadFull(readerFunc(c.read), p[k:])
 	return err
 }
 
@@ -363,3 +375,8 @@ func (c *Conn) exec(query string) error {
 	c.broken = true // a result set, not read
 	return errors.New("mysqlproto: the statement returned rows")
 }
+
+// readerFunc is a read function as an io.Reader.
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }

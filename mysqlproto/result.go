@@ -162,7 +162,7 @@ func (c *Conn) ensure(dst []byte, need, maxBytes int) ([]byte, error) {
 			dst = slices.Grow(dst, need-len(dst))
 		}
 		end := min(cap(dst), max(need, maxBytes))
-		k, err := c.nc.Read(dst[len(dst):end])
+		k, err := c.read(dst[len(dst):end])
 		dst = dst[:len(dst)+k]
 		if err != nil && len(dst) < need {
 			return dst, err
@@ -171,13 +171,17 @@ func (c *Conn) ensure(dst []byte, need, maxBytes int) ([]byte, error) {
 	return dst, nil
 }
 
-// unread keeps bytes read past what was taken, for the next read; the
-// buffer holds none then (ensure empties it before reading more).
+// unread keeps bytes read past what was taken, for the next read, before
+// any still buffered (ensure empties the buffer before reading into dst,
+// so there are none but after joinRow, which leaves p empty).
 func (c *Conn) unread(p []byte) {
-	if len(p) > len(c.in) {
-		c.in = make([]byte, len(p))
+	if len(p) == 0 {
+		return
 	}
-	c.r, c.w = 0, copy(c.in, p)
+	pending := c.in[c.r:c.w]
+	buf := make([]byte, 0, max(len(c.in), len(p)+len(pending)))
+	c.in = append(append(buf, p...), pending...)[:cap(buf)]
+	c.r, c.w = 0, len(p)+len(pending)
 }
 
 // joinRow completes the row whose first packet, of the maximum size,
