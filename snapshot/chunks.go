@@ -83,7 +83,7 @@ func (c *copier) plan(t *tableCopy, jobs chan<- chunkJob) {
 			var count int
 			err := c.retryRead(t, "walk the key", func() error {
 				var err error
-				last, count, err = t.reader.nextBoundary(t.ctx, c.db, keyRange{Lo: cur, Hi: s.Hi}, n)
+				last, count, err = t.reader.nextBoundary(t.ctx, c.pool, keyRange{Lo: cur, Hi: s.Hi}, n)
 				return err
 			})
 			if err != nil {

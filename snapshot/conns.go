@@ -11,10 +11,9 @@ import (
 	"github.com/binlog2ch/binlog2ch/mysqlproto"
 )
 
-// readPool holds the readers' MySQL connections (mysqlproto: rows are
-// handed to the writers undecoded) and the buffers their batches of rows
-// travel in. The key walk keeps a database/sql pool (openSnapshotDB): it
-// reads only keys.
+// readPool holds the MySQL connections of the readers and the key walks
+// (mysqlproto: rows are handed to the writers undecoded) and the buffers
+// their batches of rows travel in.
 type readPool struct {
 	opts  mysqlproto.Options
 	conns chan *mysqlproto.Conn
@@ -26,9 +25,11 @@ type readPool struct {
 // that the queues hold little (a row larger than this comes alone).
 const batchBytes = 1 << 20
 
-// newReadPool is the pool of `workers` readers.
-func newReadPool(cfg *config.Config, workers int) *readPool {
-	return &readPool{
+// newReadPool opens the pool of `workers` readers, checking that the
+// server takes a connection (a copy whose every table would fail fails at
+// once instead).
+func newReadPool(ctx context.Context, cfg *config.Config, workers int) (*readPool, error) {
+	p := &readPool{
 		opts: mysqlproto.Options{
 			Addr: cfg.MySQL.Addr, User: cfg.MySQL.User, Password: cfg.MySQL.Password.Reveal(), TLS: cfg.MySQLTLS(),
 			// TIMESTAMPs in UTC. A reader waits while its table's writer is
@@ -41,6 +42,12 @@ func newReadPool(cfg *config.Config, workers int) *readPool {
 		// one a reader fills, for up to `workers` tables.
 		bufs: make(chan []byte, 6*workers),
 	}
+	c, err := p.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.release(c)
+	return p, nil
 }
 
 // conn returns an idle connection or a new one.

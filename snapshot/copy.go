@@ -87,8 +87,7 @@ func Copy(ctx context.Context, opts Options, tables []source.TableName) ([]Table
 // copier copies a set of tables into ClickHouse.
 type copier struct {
 	Options
-	db      *sql.DB   // the key walk's pool
-	pool    *readPool // the readers' connections
+	pool    *readPool // the readers' and key walks' connections
 	tables  []*tableCopy
 	version uint64 // every copied row's, from the recorded position
 
@@ -155,11 +154,9 @@ func (c *copier) run(ctx context.Context, tables []source.TableName) ([]TableSta
 		return nil, err
 	}
 	workers := c.Config.FullSync.Workers
-	if c.db, err = openSnapshotDB(ctx, c.Config, c.Log, workers+2); err != nil {
+	if c.pool, err = newReadPool(ctx, c.Config, workers); err != nil {
 		return nil, err
 	}
-	defer c.db.Close()
-	c.pool = newReadPool(c.Config, workers)
 	defer c.pool.close()
 	for _, name := range tables {
 		t := &tableCopy{name: name, log: c.Log.With("table", name.String())}

@@ -2,10 +2,8 @@ package snapshot
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,27 +12,9 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/binlog2ch/binlog2ch/block"
-	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/mysqlproto"
 	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/binlog2ch/binlog2ch/source"
 )
-
-// openSnapshotDB opens the pool the key walk reads through. Statements
-// are prepared (MySQL's binary protocol), so keys compare with parameters
-// of their own type. The rows themselves are read by readPool's
-// connections.
-func openSnapshotDB(ctx context.Context, cfg *config.Config, log *slog.Logger, conns int) (*sql.DB, error) {
-	c := source.DriverConfig(cfg, log)
-	c.InterpolateParams = false
-	db, err := source.OpenPool(ctx, cfg, c)
-	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(conns)
-	db.SetMaxIdleConns(conns)
-	return db, nil
-}
 
 // tableReader is how one table is read: the SELECT list (block.SelectExpr
 // per column), chosen once per table, and the result's columns.
@@ -214,45 +194,61 @@ func (tr *tableReader) where(r keyRange) (string, []any, error) {
 
 // nextBoundary returns the last key of the next n rows after r.Lo within
 // r, and how many rows there were (fewer than n: the range's end is near).
-// Only key columns are read, and never with OFFSET.
-func (tr *tableReader) nextBoundary(ctx context.Context, db *sql.DB, r keyRange, n int) ([][]byte, int, error) {
+// Only key columns are read, and never with OFFSET; the rows are counted
+// in their frames, and only the last one's key is decoded (keyText).
+func (tr *tableReader) nextBoundary(ctx context.Context, pool *readPool, r keyRange, n int) ([][]byte, int, error) {
 	where, args, err := tr.where(r)
 	if err != nil {
 		return nil, 0, err
 	}
 	q := "SELECT " + tr.keyCols + " FROM " + tr.quoted + where + " ORDER BY " + tr.keyCols + " LIMIT " + strconv.Itoa(n)
-	rows, err := db.QueryContext(ctx, q, args...)
+	conn, err := pool.conn(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer rows.Close()
-	raw := make([]sql.RawBytes, len(tr.key))
-	dest := make([]any, len(raw))
-	for i := range raw {
-		dest[i] = &raw[i]
+	defer pool.release(conn)
+	stmt, err := conn.Prepare(ctx, q)
+	if err != nil {
+		return nil, 0, err
 	}
-	// Copied row by row: RawBytes point into the driver's buffer, which the
-	// connection reuses once the rows are done.
-	last := make([][]byte, len(raw))
+	defer stmt.Close()
+	res, err := stmt.Query(ctx, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	buf := pool.buf()
+	defer func() { pool.recycle(buf) }()
+	var lastRow []byte // copied: buf is read into again
 	count := 0
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
+	for !res.Done() {
+		var k int
+		if buf, k, err = res.ReadRows(ctx, buf[:0], batchBytes); err != nil {
 			return nil, 0, err
 		}
-		for i, b := range raw {
-			last[i] = append(last[i][:0], b...)
+		count += k
+		for rows := buf; len(rows) > 0; {
+			row, rest, ok := mysqlproto.NextRow(rows)
+			if !ok {
+				return nil, 0, errors.New("key rows cut short")
+			}
+			if len(rest) == 0 {
+				lastRow = append(lastRow[:0], row...)
+			}
+			rows = rest
 		}
-		count++
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, err
 	}
 	if count == 0 {
 		return nil, 0, nil
 	}
-	for i := range last {
-		if last[i] == nil {
-			last[i] = []byte{} // an empty key value, not an open bound
+	vals, err := mysqlproto.BinaryValues(res.Columns, lastRow, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	last := make([][]byte, len(vals))
+	for i, v := range vals {
+		c := &tr.table.Columns[tr.key[i]]
+		if last[i], err = keyText(res.Columns[i], v); err != nil {
+			return nil, 0, fmt.Errorf("key column %s: %w", c.Name, err)
 		}
 	}
 	return last, count, nil
