@@ -21,6 +21,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
@@ -46,7 +47,10 @@ type Conn struct {
 	in   []byte
 	r, w int
 	raw  *rawReader // reads nc without the runtime's system-call hooks; nil: nc.Read
-	seq  uint8
+	// canceled: a command's context ended, and the deadline set to
+	// interrupt it is not to be taken for rawReader's own.
+	canceled atomic.Bool
+	seq      uint8
 	// buf holds the command being written and control packets read.
 	buf []byte
 	// broken: an I/O or protocol error left the connection in an unknown
@@ -125,9 +129,7 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 		return nil, err
 	}
 	c := &Conn{nc: nc, in: make([]byte, inSize), ServerVersion: gc.GetServerVersion()}
-	if r := newRawReader(nc); r != nil {
-		c.raw = r
-	}
+	c.raw = newRawReader(nc, &c.canceled)
 	for _, q := range o.Session {
 		if err := c.Exec(ctx, q); err != nil {
 			c.Close()
@@ -187,7 +189,10 @@ func (c *Conn) watch(ctx context.Context) func() error {
 	if ctx.Done() == nil {
 		return func() error { return nil }
 	}
-	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Unix(1, 0)) })
+	stop := context.AfterFunc(ctx, func() {
+		c.canceled.Store(true)
+		_ = c.nc.SetDeadline(time.Unix(1, 0))
+	})
 	return func() error {
 		if !stop() {
 			// Interrupted (or about to be): the connection cannot be
@@ -264,6 +269,15 @@ func (c *Conn) fill(n int) error {
 func (c *Conn) read(p []byte) (int, error) {
 	if c.raw != nil {
 		return c.raw.Read(p)
+	}
+	return c.nc.Read(p)
+}
+
+// readBatch reads rows into p, which has room for many: it may wait a
+// little for more of them (rawReader.ReadBatch).
+func (c *Conn) readBatch(p []byte) (int, error) {
+	if c.raw != nil {
+		return c.raw.ReadBatch(p)
 	}
 	return c.nc.Read(p)
 }

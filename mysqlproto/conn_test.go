@@ -128,6 +128,17 @@ func TestQueries(t *testing.T) {
 		}
 	}
 
+	// Rows that come after a pause, fewer bytes than a batch read waits
+	// for (the first two fill the server's network buffer and are sent at
+	// once, the last two come with the end of the result), come whole.
+	r, err = c.Query(ctx, "SELECT seq, IF(seq = 3, SLEEP(0.2), 0), REPEAT('x', 20000) FROM mysql.seq_1_to_4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows, _ := readAll(t, r, 1<<20); len(rows) != 4 {
+		t.Fatalf("%d rows after a pause", len(rows))
+	}
+
 	// Prepared: parameters of each type come back as binary values.
 	stmt, err := c.Prepare(ctx, "SELECT ?, ?, ?, ?, ?, seq FROM mysql.seq_1_to_3")
 	if err != nil {
@@ -294,6 +305,31 @@ func TestErrorsWhileReading(t *testing.T) {
 	}
 	if err := c.Exec(ctx, "SET @x = 3"); !errors.Is(err, ErrBroken) {
 		t.Fatalf("a command on a broken connection: %v", err)
+	}
+
+	// Canceled while waiting for rows the server holds back (a batch read
+	// waiting for more bytes): the read returns at once, not when they come.
+	c = dial(t, srv)
+	r, err = c.Query(ctx, "SELECT seq, IF(seq = 3, SLEEP(10), 0), REPEAT('x', 20000) FROM mysql.seq_1_to_4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, n, err := r.ReadRows(ctx, nil, 1); err != nil || n != 1 {
+		t.Fatalf("the first row: %d rows, %v", n, err)
+	}
+	waiting, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	start = time.Now()
+	go func() {
+		_, _, err := r.ReadRows(waiting, nil, 1<<20)
+		done <- err
+	}()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a read canceled while waiting: %v", err)
+	}
+	if d := time.Since(start); d > 9*time.Second {
+		t.Fatalf("the canceled read took %s: it waited for the rows", d)
 	}
 }
 

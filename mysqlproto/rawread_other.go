@@ -2,11 +2,15 @@
 
 package mysqlproto
 
-import "net"
+import (
+	"net"
+	"sync/atomic"
+)
 
 // rawReader is Linux's; elsewhere reads go through net.Conn.Read.
 type rawReader struct{}
 
-func newRawReader(net.Conn) *rawReader { return nil }
+func newRawReader(net.Conn, *atomic.Bool) *rawReader { return nil }
 
-func (*rawReader) Read([]byte) (int, error) { panic("unreachable") }
+func (*rawReader) Read([]byte) (int, error)      { panic("unreachable") }
+func (*rawReader) ReadBatch([]byte) (int, error) { panic("unreachable") }

@@ -159,10 +159,12 @@ func (c *Conn) ensure(dst []byte, need, maxBytes int) ([]byte, error) {
 			continue
 		}
 		if cap(dst) < need {
-			dst = slices.Grow(dst, need-len(dst))
+			// Room for more than the bytes needed, as the caller allows:
+			// reads of a few bytes each would cost a system call each.
+			dst = slices.Grow(dst, max(need, min(maxBytes, len(dst)+growWindow))-len(dst))
 		}
 		end := min(cap(dst), max(need, maxBytes))
-		k, err := c.read(dst[len(dst):end])
+		k, err := c.readBatch(dst[len(dst):end])
 		dst = dst[:len(dst)+k]
 		if err != nil && len(dst) < need {
 			return dst, err
@@ -170,6 +172,9 @@ func (c *Conn) ensure(dst []byte, need, maxBytes int) ([]byte, error) {
 	}
 	return dst, nil
 }
+
+// growWindow is how much ensure grows a buffer by beyond what it needs.
+const growWindow = 256 << 10
 
 // unread keeps bytes read past what was taken, for the next read, before
 // any still buffered (ensure empties the buffer before reading into dst,
