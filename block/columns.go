@@ -258,28 +258,40 @@ func (b *strBuf) span(start, end int) []byte {
 // strIter walks a strBuf's values in order.
 type strIter struct {
 	b     *strBuf
-	k     int // the chunk of the next value: chunks[k], or the arena
-	i     int // the next value
-	start int // its start
+	k     int    // the chunk of the next value: chunks[k], or the arena
+	i     int    // the next value
+	start int    // its start
+	data  []byte // chunk k
+	base  int    // its offset
+	limit int    // the offset of its end
 }
 
-func (b *strBuf) iter() strIter { return strIter{b: b} }
+func (b *strBuf) iter() strIter {
+	it := strIter{b: b}
+	it.load()
+	return it
+}
+
+// load makes chunk k the current one.
+func (it *strIter) load() {
+	if it.k < len(it.b.chunks) {
+		c := it.b.chunks[it.k]
+		it.data, it.base = c.data, c.base
+	} else {
+		it.data, it.base = it.b.arena, it.b.base
+	}
+	it.limit = it.base + len(it.data)
+}
 
 // next returns the next value's bytes.
 func (it *strIter) next() []byte {
-	b := it.b
-	end := b.ends[it.i]
+	end := it.b.ends[it.i]
 	it.i++
-	for it.k < len(b.chunks) && end > b.chunks[it.k].base+len(b.chunks[it.k].data) {
+	for end > it.limit { // the value is in a later chunk
 		it.k++
+		it.load()
 	}
-	var v []byte
-	if it.k < len(b.chunks) {
-		c := b.chunks[it.k]
-		v = c.data[it.start-c.base : end-c.base]
-	} else {
-		v = b.arena[it.start-b.base : end-b.base]
-	}
+	v := it.data[it.start-it.base : end-it.base]
 	it.start = end
 	return v
 }

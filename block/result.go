@@ -115,6 +115,7 @@ func (b *Block) appendResultRow(row []byte, version uint64, op schema.Op) error 
 	rows := b.Rows()
 	b.pending = [numFixups]uint64{}
 	pos := 1 + nb
+	res := b.res[:len(cols)]
 	for i := range cols {
 		var err error
 		n := 0
@@ -129,10 +130,10 @@ func (b *Block) appendResultRow(row []byte, version uint64, op schema.Op) error 
 				continue
 			}
 			err = errMsg("NULL in a column that is NOT NULL in the schema binlog2ch knows")
-		case b.res[i] == nil:
+		case res[i] == nil:
 			err = errMsg("a value for a column selected as NULL")
 		default:
-			n, err = b.res[i](row[pos:])
+			n, err = res[i](row[pos:])
 		}
 		if err != nil {
 			for _, col := range b.cols {
