@@ -55,6 +55,12 @@ func selectList(t *schema.Table) string {
 // readResult reads a table in key order as a table copy does: the same
 // SELECT list, over mysqlproto, in the binary protocol.
 func readResult(t testing.TB, srv *localserver.Servers, db string, table *schema.Table) ([]mysqlproto.Column, []byte, int) {
+	return readResultIn(t, srv, db, table, true)
+}
+
+// readResultIn is readResult in the binary protocol or, for comparison,
+// the text protocol.
+func readResultIn(t testing.TB, srv *localserver.Servers, db string, table *schema.Table, binary bool) ([]mysqlproto.Column, []byte, int) {
 	t.Helper()
 	ctx := context.Background()
 	c, err := mysqlproto.Dial(ctx, mysqlproto.Options{Addr: srv.MySQL.Addr(), User: srv.MySQL.User, Password: srv.MySQL.Password,
@@ -63,13 +69,17 @@ func readResult(t testing.TB, srv *localserver.Servers, db string, table *schema
 		t.Fatal(err)
 	}
 	defer c.Close()
-	stmt, err := c.Prepare(ctx, "SELECT "+selectList(table)+" FROM `"+db+"`.`"+table.Name+"` WHERE `"+table.Columns[0].Name+"` > ? ORDER BY 1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stmt.Close()
-	res, err := stmt.Query(ctx, int64(-1))
-	if err != nil {
+	var res *mysqlproto.Result
+	if binary {
+		stmt, err := c.Prepare(ctx, "SELECT "+selectList(table)+" FROM `"+db+"`.`"+table.Name+"` WHERE `"+table.Columns[0].Name+"` > ? ORDER BY 1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stmt.Close()
+		if res, err = stmt.Query(ctx, int64(-1)); err != nil {
+			t.Fatal(err)
+		}
+	} else if res, err = c.Query(ctx, "SELECT "+selectList(table)+" FROM `"+db+"`.`"+table.Name+"` ORDER BY 1"); err != nil {
 		t.Fatal(err)
 	}
 	var rows []byte
@@ -139,9 +149,11 @@ func TestCaptureResultRows(t *testing.T) {
 	}
 	t.Cleanup(func() { _, _ = my.Exec("DROP DATABASE " + db) })
 
-	var fx resultFixture
+	var fx, text resultFixture
 	fx.Columns, fx.Rows, fx.Count = readResult(t, srv, db, schematest.BinlogFieldTest(t))
 	writeFixture(t, "binlog_field_test.json", &fx)
+	text.Columns, text.Rows, text.Count = readResultIn(t, srv, db, schematest.BinlogFieldTest(t), false)
+	writeFixture(t, "binlog_field_test_text.json", &text)
 
 	table, err := schema.LoadTable(ctx, my, db, "every_type")
 	if err != nil {
