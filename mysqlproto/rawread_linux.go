@@ -75,11 +75,12 @@ func (r *rawReader) Read(p []byte) (int, error) {
 	return r.read(p, true)
 }
 
-// ReadBatch reads into p, a buffer with room for many rows, waiting until
-// batchLowat bytes are there or r.wait has passed.
+// ReadBatch reads rows into p, waiting until batchLowat bytes are there or
+// r.wait has passed. (The mark stays set until a control packet is read:
+// each change is a system call, which also wakes the runtime's monitor.)
 func (r *rawReader) ReadBatch(p []byte) (int, error) {
-	if len(p) < batchLowat {
-		return r.Read(p)
+	if len(p) == 0 {
+		return 0, nil
 	}
 	if err := r.setLowat(batchLowat); err != nil {
 		return 0, err
