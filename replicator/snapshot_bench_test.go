@@ -19,6 +19,8 @@ import (
 // process's CPU seconds per million rows and its peak RSS. Run it with
 // -benchtime 1x. BINLOG2CH_BENCH_FULLSYNC adds fullsync settings, e.g.
 // "workers: 2", BINLOG2CH_BENCH_BATCH batch settings.
+// BINLOG2CH_BENCH_MAXLEN caps strings and blobs (default 8, Bifrost-sized
+// rows; 0: loadgen's default values, about 600 bytes of them a row).
 func BenchmarkFullSync(b *testing.B) {
 	rows := 1_000_000
 	if v := os.Getenv("BINLOG2CH_BENCH_ROWS"); v != "" {
@@ -34,7 +36,11 @@ func benchFullSync(b *testing.B, rows int) {
 	h := newHarness(b, 1, "batch: {"+os.Getenv("BINLOG2CH_BENCH_BATCH")+"}\n")
 	db := h.dbs[0]
 	fillStart := time.Now()
-	h.fillFieldTest(db, rows, benchMaxLen)
+	maxLen := benchMaxLen
+	if v := os.Getenv("BINLOG2CH_BENCH_MAXLEN"); v != "" {
+		maxLen, _ = strconv.Atoi(v)
+	}
+	h.fillFieldTest(db, rows, maxLen)
 	b.Logf("filled %d rows in %.1fs", rows, time.Since(fillStart).Seconds())
 	h.fullSyncConfig("fullsync: {"+os.Getenv("BINLOG2CH_BENCH_FULLSYNC")+"}\n", "")
 	path := filepath.Join(filepath.Dir(h.path), "fullsync.yaml")
