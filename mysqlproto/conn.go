@@ -211,6 +211,9 @@ func (c *Conn) fail(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w (%v)", ctx.Err(), err)
 	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("mysqlproto: the server closed the connection (%w)", err)
+	}
 	return err
 }
 
