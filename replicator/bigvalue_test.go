@@ -131,7 +131,7 @@ func TestFaultFullSyncLargeValuesMemory(t *testing.T) {
 	if err != nil {
 		t.Fatalf("fullsync: %v\n%s", err, tail(string(out), 4000))
 	}
-	peak := float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024
+	peak := childPeakRSSMiB(t, string(out))
 	var n, total uint64
 	if err := h.ch.QueryRow(context.Background(), "SELECT count(), sum(length(b)) FROM "+a+".big FINAL").Scan(&n, &total); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -410,8 +411,37 @@ func fullSyncMain(path string) int {
 	return childMain(path, "fullsync", func(ctx context.Context, r *Replicator) error {
 		// Not canceled by SIGTERM: the tests stop it with SIGKILL only.
 		_, err := r.FullSync(context.WithoutCancel(ctx), FullSyncOptions{Recreate: os.Getenv(envFullSyncRecreate) == "1"})
+		// The peak RSS of this process image, for the tests: the rusage
+		// the parent gets counts the parent's own peak from before the exec.
+		if status, rerr := os.ReadFile("/proc/self/status"); rerr == nil {
+			for _, line := range strings.Split(string(status), "\n") {
+				if strings.HasPrefix(line, "VmHWM:") {
+					fmt.Fprintln(os.Stderr, peakRSSLine+strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:")))
+				}
+			}
+		}
 		return err
 	})
+}
+
+// peakRSSLine starts the line a fullsync child prints its peak RSS on
+// ("<n> kB").
+const peakRSSLine = "child peak RSS: "
+
+// childPeakRSSMiB reads the peak RSS a fullsync child printed.
+func childPeakRSSMiB(t testing.TB, out string) float64 {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(line, peakRSSLine); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(rest, "kB")), 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb / 1024
+		}
+	}
+	t.Fatalf("the child printed no peak RSS:\n%s", tail(out, 2000))
+	return 0
 }
 
 // TestFaultFullSyncKilledAndResumed SIGKILLs a fullsync (a child process) once a
