@@ -78,7 +78,7 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	var raw net.Conn
+	var raw atomic.Pointer[net.Conn] // for the interruption below
 	dialer := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
 		c, err := d.DialContext(ctx, network, addr)
@@ -90,12 +90,15 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 			c.Close()
 			return nil, err
 		}
-		raw = c
+		raw.Store(&c)
+		if ctx.Err() != nil { // canceled before the store: stop now
+			_ = c.SetDeadline(time.Unix(1, 0))
+		}
 		return c, nil
 	}
 	stop := context.AfterFunc(ctx, func() {
-		if raw != nil {
-			_ = raw.SetDeadline(time.Unix(1, 0))
+		if c := raw.Load(); c != nil {
+			_ = (*c).SetDeadline(time.Unix(1, 0))
 		}
 	})
 	gc, err := client.ConnectWithDialer(ctx, "tcp", o.Addr, o.User, o.Password, "", dialer, func(c *client.Conn) error {
