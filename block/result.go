@@ -285,6 +285,9 @@ func (b *Block) resultConverter(c *schema.Column, rc mysqlproto.Column, t schema
 			if fn := directInt(c, t, buf, width, unsignedWire); fn != nil {
 				return fn, nil
 			}
+			if fn := directEnum(c, t, buf, width, unsignedWire); fn != nil {
+				return fn, nil
+			}
 			shift := uint(64 - 8*width)
 			return func(p []byte) (int, error) {
 				if len(p) < width {
@@ -406,6 +409,26 @@ func (b *Block) resultConverter(c *schema.Column, rc mysqlproto.Column, t schema
 		// TIMESTAMPs arrive in the session's zone, UTC, and dt takes
 		// them as UTC; DATETIMEs are wall clock in the configured zone.
 		dt := b.dateTimeBufs[c]
+		if nb, ok := dt.buf.(*numBuf[int64]); ok && dt.loc == nil {
+			// DateTime in UTC, the common case: a valid value in range is
+			// appended here, anything else goes through putParts.
+			return func(p []byte) (int, error) {
+				parts, n, err := wireTemporal(p)
+				if err != nil {
+					return 0, err
+				}
+				if parts.Mo < 1 || parts.Mo > 12 || parts.D < 1 || parts.D > 28 && !mysqltime.ValidDate(parts.Y, parts.Mo, parts.D) ||
+					parts.H > 23 || parts.Mi > 59 || parts.S > 59 {
+					return n, dt.putParts(parts)
+				}
+				us := parts.Micros(nil)
+				if us < dt.lo || us > dt.hi {
+					return n, dt.put(us, -1)
+				}
+				nb.add(us / 1e6)
+				return n, nil
+			}, nil
+		}
 		return func(p []byte) (int, error) {
 			parts, n, err := wireTemporal(p)
 			if err != nil {
@@ -507,12 +530,14 @@ func (b *Block) resultBytes(c *schema.Column, t schema.CHType, buf colBuf) (resu
 	}, nil
 }
 
-// directInt is the converter of an integer column whose ClickHouse type
-// holds every value of the column, so values are appended without a range
-// check (as rawInt does for row images); nil for any other.
+// directInt is the converter of an integer column (YEAR and BIT+0
+// included) whose ClickHouse type holds every value of the column, so
+// values are appended without a range check (as rawInt does for row
+// images); nil for any other.
 func directInt(c *schema.Column, t schema.CHType, buf colBuf, width int, unsignedWire bool) resultConverter {
 	switch c.Kind {
-	case schema.KindTinyInt, schema.KindSmallInt, schema.KindMediumInt, schema.KindInt, schema.KindBigInt:
+	case schema.KindTinyInt, schema.KindSmallInt, schema.KindMediumInt, schema.KindInt, schema.KindBigInt,
+		schema.KindYear, schema.KindBit:
 	default:
 		return nil
 	}
@@ -538,6 +563,53 @@ func directInt(c *schema.Column, t schema.CHType, buf colBuf, width int, unsigne
 		return wireInt[uint32](buf, width, unsigned)
 	case t.Kind == schema.CHUInt64 && unsigned:
 		return wireInt[uint64](buf, width, unsigned)
+	}
+	return nil
+}
+
+// directEnum is the converter of an ENUM read as its index (col+0) into
+// an Enum8 or Enum16 column: the index checked and mapped as enumConverter
+// does, without its layers of calls.
+func directEnum(c *schema.Column, t schema.CHType, buf colBuf, width int, unsignedWire bool) resultConverter {
+	if c.Kind != schema.KindEnum || width > 8 {
+		return nil
+	}
+	index := enumIndex(c.Labels)
+	read := func(p []byte) int64 {
+		v := leUint(p, width)
+		if unsignedWire {
+			return int64(v)
+		}
+		shift := uint(64 - 8*width)
+		return int64(v<<shift) >> shift
+	}
+	switch t.Kind {
+	case schema.CHEnum8:
+		nb := buf.(*numBuf[int8])
+		return func(p []byte) (int, error) {
+			if len(p) < width {
+				return 0, errShort
+			}
+			i, err := index(read(p))
+			if err != nil {
+				return 0, err
+			}
+			nb.add(int8(i))
+			return width, nil
+		}
+	case schema.CHEnum16:
+		nb := buf.(*numBuf[int16])
+		return func(p []byte) (int, error) {
+			if len(p) < width {
+				return 0, errShort
+			}
+			i, err := index(read(p))
+			if err != nil {
+				return 0, err
+			}
+			nb.add(int16(i))
+			return width, nil
+		}
 	}
 	return nil
 }
