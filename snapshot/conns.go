@@ -111,9 +111,9 @@ func (p *readPool) close() {
 	}
 }
 
-// mysqlProtoTransient classifies errors of the readers' connections, as
-// mysqlTransient does the driver's; ok is false for an error of neither
-// kind.
+// mysqlProtoTransient classifies the server's errors on the readers'
+// connections (an ERR packet, or a refused login) by their code; ok is
+// false for any other error.
 func mysqlProtoTransient(err error) (transient, ok bool) {
 	var code uint16
 	var se *mysqlproto.ServerError

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/binlog2ch/binlog2ch/mysqlproto"
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -318,10 +316,6 @@ func quoteMy(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + 
 // connections and lock or resource waits do; an error about the statement
 // or the table (missing, no privilege) does not.
 func mysqlTransient(err error) bool {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return transientCode(me.Number)
-	}
 	if transient, ok := mysqlProtoTransient(err); ok {
 		return transient
 	}
