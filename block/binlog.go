@@ -305,6 +305,7 @@ func (b *Block) rawConverter(c *schema.Column, t schema.CHType, buf colBuf, put 
 			if err != nil {
 				return 0, err
 			}
+			sb.room(2 * (n - layout.prefix))
 			sb.arena = appendHex(sb.arena, p[layout.prefix:n])
 			sb.end()
 			return n, nil
@@ -320,6 +321,7 @@ func (b *Block) rawConverter(c *schema.Column, t schema.CHType, buf colBuf, put 
 			if len(v) > width {
 				return 0, errMsg(fmt.Sprintf("longer than BINARY(%d)", width))
 			}
+			sb.room(width)
 			sb.arena = append(sb.arena, v...)
 			for l := len(v); l < width; l++ {
 				sb.arena = append(sb.arena, 0) // the binlog drops BINARY's trailing zeros

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/binlog2ch/binlog2ch/charset"
+	"github.com/binlog2ch/binlog2ch/mysqlproto"
 	"github.com/binlog2ch/binlog2ch/mysqltime"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/shopspring/decimal"
@@ -86,6 +87,11 @@ type Block struct {
 	cols   []colBuf
 	conv   []converter    // per MySQL column; nil for excluded ones
 	raw    []rawConverter // per MySQL column: from binlog bytes; nil when excluded or not decodable
+	puts   []intPut       // per MySQL column: the typed append of integer-like columns
+	// res are the converters from result rows (result.go), per MySQL
+	// column, built for the result columns resCols.
+	res     []resultConverter
+	resCols []mysqlproto.Column
 	// dateTimeBufs are the DATETIME/TIMESTAMP columns' buffers, shared by
 	// both decoders.
 	dateTimeBufs map[*schema.Column]*dateTimeBuf
@@ -110,7 +116,8 @@ type converter func(v any) error
 // NewBlock returns an empty block for the target table.
 func NewBlock(t *schema.Target) *Block {
 	b := &Block{target: t, cols: make([]colBuf, len(t.Columns)), conv: make([]converter, len(t.Source.Columns)),
-		raw: make([]rawConverter, len(t.Source.Columns)), dateTimeBufs: map[*schema.Column]*dateTimeBuf{}}
+		raw: make([]rawConverter, len(t.Source.Columns)), puts: make([]intPut, len(t.Source.Columns)),
+		dateTimeBufs: map[*schema.Column]*dateTimeBuf{}}
 	for i, tc := range t.Columns {
 		switch tc.Meta {
 		case schema.MetaVersion:
@@ -136,6 +143,7 @@ func NewBlock(t *schema.Target) *Block {
 			buf, conv, put := b.newConverter(c, tc.Type)
 			b.cols[i] = buf
 			b.conv[tc.Source] = conv
+			b.puts[tc.Source] = put
 			b.raw[tc.Source] = b.rawConverter(c, tc.Type, buf, put)
 		}
 	}
@@ -222,6 +230,23 @@ func (b *Block) AppendTo(batch driver.Batch) error {
 		}
 	}
 	return nil
+}
+
+// Reserve makes room in b's buffers for an eighth more values and bytes
+// than o holds, o being a block of the same target. A writer's next batch
+// is usually about the size of its last: called while b is empty, one
+// allocation per buffer (none once b has the room) replaces growing it
+// value by value, which copies the buffer again at each step; a column
+// holding a few more bytes than last time would otherwise copy its whole
+// buffer once more.
+func (b *Block) Reserve(o *Block) {
+	if o.target != b.target {
+		return
+	}
+	for i, c := range b.cols {
+		values, bytes := o.cols[i].fill()
+		c.reserve(values, bytes)
+	}
 }
 
 // Reset empties the block, keeping its buffers for reuse.
@@ -376,6 +401,7 @@ func (b *Block) valueConverter(c *schema.Column, t schema.CHType, nl nulls) (col
 		n := c.Length
 		return buf, func(v any) error {
 			var l int
+			buf.room(n)
 			switch s := v.(type) {
 			case string:
 				buf.arena, l = append(buf.arena, s...), len(s)
@@ -400,8 +426,10 @@ func (b *Block) valueConverter(c *schema.Column, t schema.CHType, nl nulls) (col
 		return buf, func(v any) error {
 			switch g := v.(type) {
 			case []byte:
+				buf.room(2 * len(g))
 				buf.arena = appendHex(buf.arena, g)
 			case string:
+				buf.room(2 * len(g))
 				buf.arena = appendHex(buf.arena, []byte(g))
 			default:
 				return errMsg("want geometry bytes")
@@ -456,6 +484,7 @@ func (b *strBuf) addDecoded(dec *charset.Decoder, decErr error, p []byte) error 
 	if decErr != nil {
 		return decErr
 	}
+	b.room(4 * len(p)) // UTF-8 takes at most 4 bytes a character
 	out, err := dec.Append(b.arena, p)
 	if err != nil {
 		return errMsg(err.Error() + ": the text is not valid in the column's character set, so binlog2ch cannot write it as UTF-8")

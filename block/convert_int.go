@@ -138,22 +138,7 @@ func unsignedBuf[T uint8 | uint16 | uint32 | uint64](nl nulls, hi uint64) (colBu
 // an invalid value stored as ”.
 func enumConverter(c *schema.Column, t schema.CHType, nl nulls) (colBuf, intPut) {
 	labels := c.Labels
-	// MySQL's index 0 maps to the '' label when the column declares one.
-	zero := int64(0)
-	for i, l := range labels {
-		if l == "" {
-			zero = int64(i + 1)
-		}
-	}
-	index := func(i int64) (int64, error) {
-		if i < 0 || i > int64(len(labels)) {
-			return 0, errMsg(fmt.Sprintf("ENUM index out of range 0..%d", len(labels)))
-		}
-		if i == 0 {
-			i = zero
-		}
-		return i, nil
-	}
+	index := enumIndex(labels)
 	switch t.Kind {
 	case schema.CHEnum8:
 		buf := &numBuf[int8]{nulls: nl}
@@ -189,6 +174,27 @@ func enumConverter(c *schema.Column, t schema.CHType, nl nulls) (colBuf, intPut)
 	}
 }
 
+// enumIndex maps MySQL's index of an ENUM value to the index written:
+// MySQL's index 0 (an invalid value stored as the empty string) maps to
+// the empty label when the column declares one.
+func enumIndex(labels []string) func(i int64) (int64, error) {
+	zero := int64(0)
+	for i, l := range labels {
+		if l == "" {
+			zero = int64(i + 1)
+		}
+	}
+	return func(i int64) (int64, error) {
+		if i < 0 || i > int64(len(labels)) {
+			return 0, errMsg(fmt.Sprintf("ENUM index out of range 0..%d", len(labels)))
+		}
+		if i == 0 {
+			i = zero
+		}
+		return i, nil
+	}
+}
+
 // setConverter writes SET bitmasks (in u).
 func setConverter(c *schema.Column, t schema.CHType, nl nulls) (colBuf, intPut) {
 	labels := c.Labels
@@ -214,10 +220,15 @@ func setConverter(c *schema.Column, t schema.CHType, nl nulls) (colBuf, intPut) 
 		}
 	}
 	buf := &strBuf{nulls: nl}
+	all := len(labels) // every label and comma
+	for _, l := range labels {
+		all += len(l)
+	}
 	return buf, func(m uint64, _ int64) error {
 		if err := check(m); err != nil {
 			return err
 		}
+		buf.room(all)
 		first := true
 		for i := range labels {
 			if m&(1<<uint(i)) != 0 {

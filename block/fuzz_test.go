@@ -307,8 +307,8 @@ func fuzzCheckBlock(t *testing.T, b *Block) {
 			}
 			prev = e
 		}
-		if prev != len(s.arena) {
-			t.Fatalf("column %s: values end at %d, arena holds %d bytes", b.target.Columns[i].Name, prev, len(s.arena))
+		if prev != s.bytesHeld() {
+			t.Fatalf("column %s: values end at %d, arena holds %d bytes", b.target.Columns[i].Name, prev, s.bytesHeld())
 		}
 	}
 	for i, c := range b.cols {

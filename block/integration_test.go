@@ -157,8 +157,9 @@ func rawImages(t *testing.T, srv *localserver.Servers, flavor string, pos gomysq
 }
 
 // TestEveryTypeThroughTheBinlog writes every MySQL type with edge values,
-// decodes the rows from the binlog, converts them, writes them to
-// ClickHouse, and compares every value with what MySQL returns for it.
+// decodes the rows from the binlog (and, as Result, reads them as a table
+// copy does), converts them, writes them to ClickHouse, and compares every
+// value with what MySQL returns for it.
 func TestEveryTypeThroughTheBinlog(t *testing.T) {
 	srv := servertest.Need(t)
 	ctx := context.Background()
@@ -222,6 +223,12 @@ func TestEveryTypeThroughTheBinlog(t *testing.T) {
 		rawTable.Columns[i].BinlogType, rawTable.Columns[i].BinlogMeta = tableMap.ColumnType[i], tableMap.ColumnMeta[i]
 	}
 	decoded["Raw"] = nil
+	// The same rows as a table copy reads them (binary result rows).
+	resCols, resRows, resCount := readResult(t, srv, db, table)
+	if resCount != n {
+		t.Fatalf("the table copy's SELECT returned %d rows, want %d", resCount, n)
+	}
+	decoded["Result"] = nil
 
 	// What the invalid_dates policies change, on a server with the legacy
 	// date range (18.16) and on a modern one.
@@ -269,6 +276,11 @@ func TestEveryTypeThroughTheBinlog(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
+				if how == "Result" {
+					if _, err := block.AppendResultRows(resCols, resRows, 1, schema.OpInsert); err != nil {
+						t.Fatal(err)
+					}
+				}
 				if how == "Raw" {
 					if !block.RawOK() {
 						t.Fatal("every_type is not decodable from binlog bytes")
@@ -304,7 +316,7 @@ func TestEveryTypeThroughTheBinlog(t *testing.T) {
 				}
 				got := clickHouseCanonical(t, ch, target)
 				compare(t, table, want, got, policy.overrides)
-				if how == "Raw" {
+				if how == "Raw" || how == "Result" {
 					checkKeyHashes(t, ch, target, block)
 				}
 			})

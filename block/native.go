@@ -131,7 +131,7 @@ func nativeColumn(buf colBuf, t schema.CHType) nativeFn {
 			}
 			for _, r := range sel {
 				for el := rowStart(buf.rowEnds, r); el < buf.rowEnds[r]; el++ {
-					e.StringBytes(buf.arena[rowStart(buf.ends, uint32(el)):buf.ends[el]])
+					e.StringBytes(buf.value(el))
 				}
 			}
 			return nil
@@ -300,17 +300,16 @@ func eachString(buf *strBuf, put func(e *chnative.Encoder, v []byte) error) nati
 	return func(e *chnative.Encoder, sel []uint32) error {
 		nullMap(e, &buf.nulls, sel)
 		if sel == nil {
-			start := 0
-			for _, end := range buf.ends {
-				if err := put(e, buf.arena[start:end]); err != nil {
+			it := buf.iter()
+			for range buf.ends {
+				if err := put(e, it.next()); err != nil {
 					return err
 				}
-				start = end
 			}
 			return nil
 		}
 		for _, r := range sel {
-			if err := put(e, buf.arena[rowStart(buf.ends, r):buf.ends[r]]); err != nil {
+			if err := put(e, buf.value(int(r))); err != nil {
 				return err
 			}
 		}
@@ -321,14 +320,13 @@ func eachString(buf *strBuf, put func(e *chnative.Encoder, v []byte) error) nati
 func writeStrings(e *chnative.Encoder, buf *strBuf, sel []uint32) error {
 	if sel != nil {
 		for _, r := range sel {
-			e.StringBytes(buf.arena[rowStart(buf.ends, r):buf.ends[r]])
+			e.StringBytes(buf.value(int(r)))
 		}
 		return nil
 	}
-	start := 0
-	for _, end := range buf.ends {
-		e.StringBytes(buf.arena[start:end])
-		start = end
+	it := buf.iter()
+	for range buf.ends {
+		e.StringBytes(it.next())
 	}
 	return nil
 }

@@ -116,13 +116,12 @@ func hashArg(buf colBuf, t schema.CHType, raw, first bool, h []uint64) error {
 
 // eachDecimal calls fn with each row's scaled decimal.
 func eachDecimal(buf *strBuf, t schema.CHType, fn func(row int, v [4]uint64)) error {
-	start := 0
-	for i, end := range buf.ends {
-		v, err := scaledDecimal(buf.arena[start:end], t.Scale)
+	it := buf.iter()
+	for i := range buf.ends {
+		v, err := scaledDecimal(it.next(), t.Scale)
 		if err != nil {
 			return err
 		}
-		start = end
 		fn(i, v)
 	}
 	return nil
@@ -237,10 +236,9 @@ func hashStrings(buf *strBuf, t schema.CHType, first bool, h []uint64) error {
 		return fmt.Errorf("no hash for %s", t)
 	}
 	var pad []byte
-	start := 0
-	for i, end := range buf.ends {
-		v := buf.arena[start:end]
-		start = end
+	it := buf.iter()
+	for i := range buf.ends {
+		v := it.next()
 		if t.Kind == schema.CHFixedString {
 			// Stored padded with zero bytes to the full length.
 			if len(v) > t.Length {

@@ -132,7 +132,15 @@ func AppendDateTime(dst []byte, t time.Time, fsp int) []byte {
 	return dst
 }
 
+// AppendInt appends v in decimal, zero-padded to width digits.
 func AppendInt(dst []byte, v, width int) []byte {
+	// The common cases, the parts of a date or time, without strconv.
+	switch {
+	case width == 2 && v >= 0 && v < 100:
+		return append(dst, byte('0'+v/10), byte('0'+v%10))
+	case width == 4 && v >= 0 && v < 10000:
+		return append(dst, byte('0'+v/1000), byte('0'+v/100%10), byte('0'+v/10%10), byte('0'+v%10))
+	}
 	var tmp [20]byte
 	s := strconv.AppendInt(tmp[:0], int64(v), 10)
 	for i := len(s); i < width; i++ {

@@ -3,6 +3,8 @@ package replicator
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -94,5 +96,51 @@ func TestFaultManyLargeValuesMemory(t *testing.T) {
 	t.Logf("a transaction of %d MiB of row events replicated with the daemon's peak RSS at %.0f MiB", 2*rows*size>>20, peak)
 	if peak > 640 && !raceEnabled {
 		t.Errorf("peak RSS %.0f MiB, want under 640 MiB (the transaction's events)", peak)
+	}
+}
+
+// TestFaultFullSyncLargeValuesMemory: fullsync (a child process) copies a
+// table of forty 8 MiB values (320 MiB) with 16 MiB batches. A reader's
+// batch holds such a row alone and the batches queued for a writer are
+// bounded in number, so the copy's peak RSS (from the kernel) stays below
+// the table's size; every value arrives whole. The timeout only bounds a
+// hang.
+func TestFaultFullSyncLargeValuesMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("320 MiB of values")
+	}
+	const size, rows = 8 << 20, 40
+	h := newHarness(t, 1, "batch: {max_bytes: 16777216}\n")
+	a := h.dbs[0]
+	h.exec("SET GLOBAL max_allowed_packet = 1073741824",
+		"CREATE TABLE "+a+".big (id INT PRIMARY KEY, n INT NOT NULL, b LONGBLOB)")
+	for i := 1; i <= rows; i++ {
+		h.session(a, fmt.Sprintf("INSERT INTO %%s.big VALUES (%d, %d, CONCAT(REPEAT('v', %d), '%d'))", i, i, size-3, i%1000))
+	}
+	cfg := h.fullSyncConfig("", "")
+	path := filepath.Join(filepath.Dir(h.path), "fullsync.yaml")
+	if cfg.FullSync.Workers != 4 {
+		t.Fatalf("%d workers: the bound below assumes the default 4", cfg.FullSync.Workers)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0])
+	// The garbage collector settings of `binlog2ch fullsync`.
+	cmd.Env = append(os.Environ(), "GOGC=400", "GOMEMLIMIT=256MiB", envFullSync+"="+path)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("fullsync: %v\n%s", err, tail(string(out), 4000))
+	}
+	peak := childPeakRSSMiB(t, string(out))
+	var n, total uint64
+	if err := h.ch.QueryRow(context.Background(), "SELECT count(), sum(length(b)) FROM "+a+".big FINAL").Scan(&n, &total); err != nil {
+		t.Fatal(err)
+	}
+	if n != rows || total != rows*(size-3)+rows*2-9 {
+		t.Fatalf("ClickHouse holds %d rows with %d bytes of values, want %d and %d", n, total, rows, rows*(size-3)+rows*2-9)
+	}
+	t.Logf("fullsync copied %d MiB of values with a peak RSS of %.0f MiB", rows*size>>20, peak)
+	if peak > 256 && !raceEnabled {
+		t.Errorf("peak RSS %.0f MiB, want under 256 MiB (the table holds %d MiB)", peak, rows*size>>20)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 
 	binlog2ch "github.com/binlog2ch/binlog2ch"
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 	"github.com/binlog2ch/binlog2ch/loadgen"
 	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
@@ -409,8 +411,37 @@ func fullSyncMain(path string) int {
 	return childMain(path, "fullsync", func(ctx context.Context, r *Replicator) error {
 		// Not canceled by SIGTERM: the tests stop it with SIGKILL only.
 		_, err := r.FullSync(context.WithoutCancel(ctx), FullSyncOptions{Recreate: os.Getenv(envFullSyncRecreate) == "1"})
+		// The peak RSS of this process image, for the tests: the rusage
+		// the parent gets counts the parent's own peak from before the exec.
+		if status, rerr := os.ReadFile("/proc/self/status"); rerr == nil {
+			for _, line := range strings.Split(string(status), "\n") {
+				if strings.HasPrefix(line, "VmHWM:") {
+					fmt.Fprintln(os.Stderr, peakRSSLine+strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:")))
+				}
+			}
+		}
 		return err
 	})
+}
+
+// peakRSSLine starts the line a fullsync child prints its peak RSS on
+// ("<n> kB").
+const peakRSSLine = "child peak RSS: "
+
+// childPeakRSSMiB reads the peak RSS a fullsync child printed.
+func childPeakRSSMiB(t testing.TB, out string) float64 {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(line, peakRSSLine); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(rest, "kB")), 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb / 1024
+		}
+	}
+	t.Fatalf("the child printed no peak RSS:\n%s", tail(out, 2000))
+	return 0
 }
 
 // TestFaultFullSyncKilledAndResumed SIGKILLs a fullsync (a child process) once a
@@ -592,4 +623,41 @@ func TestFaultRunSnapshotKilledAndResumed(t *testing.T) {
 	if !strings.Contains(string(data), "resuming the interrupted initial snapshot") {
 		t.Errorf("no resume logged:\n%s", tail(string(data), 3000))
 	}
+}
+
+// TestFullSyncRetriesLostConnections: as the third range starts, every
+// connection of the copy's MySQL user (one with a password) is killed:
+// ranges being read fail mid-result, pooled connections are dead when next
+// used, and the key walk may lose its own. Each failed read is retried on
+// a new connection, and the copy ends exact.
+func TestFullSyncRetriesLostConnections(t *testing.T) {
+	h := newHarness(t, 1, "")
+	a := h.dbs[0]
+	user := servertest.Name("b2c_snap")
+	h.exec("CREATE USER '"+user+"'@'%' IDENTIFIED BY 'snap-pw'", "GRANT ALL PRIVILEGES ON *.* TO '"+user+"'@'%'")
+	t.Cleanup(func() { _, _ = h.my.Exec("DROP USER '" + user + "'@'%'") })
+	h.fillFieldTest(a, 20_000, 64)
+	cfg := h.fullSyncConfig("fullsync: {chunk_rows: 1000}\n", "_fs")
+	cfg.MySQL.User, cfg.MySQL.Password = user, config.Secret("snap-pw")
+	var logs syncBuffer
+	r, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var chunks atomic.Int64
+	r.hooks.beforeChunk = func(ctx context.Context, _ source.TableName) {
+		if chunks.Add(1) == 3 {
+			if _, err := h.my.ExecContext(ctx, "KILL CONNECTION USER '"+user+"'"); err != nil {
+				t.Errorf("kill: %v", err)
+			}
+		}
+	}
+	if _, err := r.FullSync(context.Background(), FullSyncOptions{}); err != nil {
+		t.Fatalf("fullsync: %v\n%s", err, tail(logs.String(), 4000))
+	}
+	if !strings.Contains(logs.String(), "failed; retrying") {
+		t.Errorf("no read was retried:\n%s", tail(logs.String(), 4000))
+	}
+	h.assertEqualInto(a, a+"_fs", "binlog_field_test_1", fieldTestCompared)
 }

@@ -14,6 +14,13 @@ func (w *Writer) appendRows(m Message) error {
 	if m.Raw != nil {
 		return w.appendImages(m)
 	}
+	if m.ResultCols != nil {
+		if m.Op != source.OpInsert {
+			return fmt.Errorf("%s: result rows for a %v", w.name, m.Op)
+		}
+		_, err := w.block.AppendResultRows(m.ResultCols, m.Result, m.version(0), schema.OpInsert)
+		return err
+	}
 	b := w.block
 	switch m.Op {
 	case source.OpInsert:

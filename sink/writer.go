@@ -13,6 +13,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/metrics"
+	"github.com/binlog2ch/binlog2ch/mysqlproto"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/source"
 )
@@ -26,7 +27,16 @@ type Message struct {
 	Schema *schema.Table // the rows' schema, from the binlog's table map
 	Rows   [][]any
 	Raw    source.RawRows // the row images undecoded, instead of Rows
-	Op     source.Op
+	// Result is rows a table copy read in MySQL's binary protocol, framed
+	// by mysqlproto, whose columns are ResultCols: the writer decodes them
+	// straight into its block (instead of Rows).
+	Result     []byte
+	ResultCols []mysqlproto.Column
+	// Taken, when set, is called once the writer is done with the
+	// message's rows (taken into a block, or failed): Result's bytes may
+	// be reused from then on.
+	Taken func()
+	Op    source.Op
 	// Version is the _version of the first row; row i has Version +
 	// min(i, Slots-1). Rows copied by a snapshot all share one version
 	// (Slots 1), at or above every event ending at or before the copy's
@@ -34,8 +44,10 @@ type Message struct {
 	Version uint64
 	Slots   int
 	At      source.Position // for error messages
-	// Snapshot marks rows read from the table rather than the binlog.
+	// Snapshot marks rows read from the table rather than the binlog;
+	// Range names their key range, for errors.
 	Snapshot bool
+	Range    string
 	// Queued, when set, counts the bytes of events sent and not yet taken
 	// into a block: the writer takes Bytes off it once it has the rows.
 	Queued *atomic.Int64
@@ -59,6 +71,9 @@ type Message struct {
 // where says where a message's rows come from, for errors.
 func (m *Message) where() string {
 	if m.Snapshot {
+		if m.Range != "" {
+			return "the snapshot taken at binlog " + m.At.String() + ", " + m.Range
+		}
 		return "the snapshot taken at binlog " + m.At.String()
 	}
 	return "binlog " + m.At.String()
@@ -249,11 +264,14 @@ func (w *Writer) run(parent context.Context) error {
 			if m.Queued != nil {
 				m.Queued.Add(-m.Bytes)
 			}
+			if m.Taken != nil {
+				m.Taken()
+			}
 			if err != nil {
 				return err
 			}
 			w.lastSeq = m.Seq
-			if len(m.Raw) > largeEvent {
+			if len(m.Raw) > largeEvent || len(m.Result) > largeEvent {
 				// The event's buffer is garbage now: give it back before
 				// the next large one comes, rather than when the heap has
 				// doubled and the runtime returns memory at its pace.
@@ -508,6 +526,12 @@ func (w *Writer) handOff(ctx context.Context) error {
 		w.blocks++
 	}
 	w.lastSend = time.Now()
+	if w.block.Size() <= 2*w.c.cfg.Batch.MaxBytes {
+		// The next batch is likely as large (one grown by large values is
+		// not kept, see recycle): room for it now, while the buffers are
+		// empty, costs no copy.
+		next.Reserve(w.block)
+	}
 	job := &sendJob{block: w.block, route: w.route, seq: w.lastSeq, rows: w.block.Rows(), bytes: w.block.Size()}
 	// The block's bytes stay counted until it comes back.
 	w.c.mem.add(job.bytes - w.held)

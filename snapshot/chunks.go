@@ -82,7 +82,7 @@ func (c *copier) plan(t *tableCopy, jobs chan<- chunkJob) {
 			var count int
 			err := c.retryRead(t, "walk the key", func() error {
 				var err error
-				last, count, err = t.reader.nextBoundary(t.ctx, c.db, keyRange{Lo: cur, Hi: s.Hi}, n)
+				last, count, err = t.reader.nextBoundary(t.ctx, c.pool, keyRange{Lo: cur, Hi: s.Hi}, n)
 				return err
 			})
 			if err != nil {
@@ -110,6 +110,18 @@ func showKey(k [][]byte) string {
 		parts[i] = fmt.Sprintf("%q", v)
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// rangeText names a job's rows in errors: its key range, or the scan.
+func rangeText(j chunkJob) string {
+	if j.scan || j.t.reader.key == nil {
+		return "the table's scan"
+	}
+	hi := "the end"
+	if j.r.Hi != nil {
+		hi = showKey(j.r.Hi)
+	}
+	return "key range after " + showKey(j.r.Lo) + " up to " + hi
 }
 
 // retryRead runs a MySQL read, retrying what retrying can fix.
@@ -141,16 +153,19 @@ func (c *copier) readJob(j chunkJob) {
 		return
 	}
 	var rows, lastSeq uint64
-	emit := func(batch [][]any) error {
+	where := rangeText(j)
+	emit := func(batch rowBatch) error {
 		t.sendMu.Lock()
 		defer t.sendMu.Unlock()
 		t.seq++
-		m := sink.Message{Seq: t.seq, Schema: t.source, Rows: batch, Op: source.OpInsert, Version: c.version, Slots: 1, At: c.State.Position, Snapshot: true}
+		m := sink.Message{Seq: t.seq, Schema: t.source, Result: batch.data, ResultCols: batch.cols, Op: source.OpInsert,
+			Version: c.version, Slots: 1, At: c.State.Position, Snapshot: true, Range: where,
+			Taken: func() { c.pool.recycle(batch.data) }}
 		select {
 		case t.w.In() <- &m:
 			lastSeq = m.Seq
-			rows += uint64(len(batch))
-			t.rowsRead.Add(uint64(len(batch)))
+			rows += uint64(batch.rows)
+			t.rowsRead.Add(uint64(batch.rows))
 			return nil
 		case <-t.ctx.Done():
 			t.seq--
@@ -160,7 +175,7 @@ func (c *copier) readJob(j chunkJob) {
 	what := "read rows after " + showKey(j.r.Lo)
 	op := func() error {
 		rows = 0 // a retry sends the range again
-		_, err := t.reader.read(t.ctx, c.db, j.r, snapshotBatchRows, emit)
+		_, err := t.reader.read(t.ctx, c.pool, j.r, emit)
 		return err
 	}
 	var err error

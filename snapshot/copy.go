@@ -41,9 +41,6 @@ import (
 // recorded in the state file once the writer has confirmed every row of it
 // in ClickHouse; a restart reads only the ranges not recorded.
 
-// snapshotBatchRows is how many rows a reader hands the writer at once.
-const snapshotBatchRows = 1024
-
 // Options are what a copy works with and how.
 type Options struct {
 	Config *config.Config
@@ -90,7 +87,7 @@ func Copy(ctx context.Context, opts Options, tables []source.TableName) ([]Table
 // copier copies a set of tables into ClickHouse.
 type copier struct {
 	Options
-	db       *sql.DB // the readers' pool (binary protocol)
+	pool     *readPool // the readers' and key walks' connections
 	tables   []*tableCopy
 	version  uint64         // every copied row's, from the recorded position
 	existing *sink.Existing // the ClickHouse tables there were
@@ -173,10 +170,10 @@ func (c *copier) run(ctx context.Context, tables []source.TableName) ([]TableSta
 		return nil, err
 	}
 	workers := c.Config.FullSync.Workers
-	if c.db, err = openSnapshotDB(ctx, c.Config, c.Log, workers+2); err != nil {
+	if c.pool, err = newReadPool(ctx, c.Config, workers); err != nil {
 		return nil, err
 	}
-	defer c.db.Close()
+	defer c.pool.close()
 	for _, name := range tables {
 		t := &tableCopy{name: name, log: c.Log.With("table", name.String())}
 		t.status = TableStatus{Name: name, State: StateWaiting}

@@ -2,60 +2,31 @@ package snapshot
 
 import (
 	"context"
-	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
-	"unsafe"
+	"sync"
 
-	"github.com/go-sql-driver/mysql"
-
-	"github.com/binlog2ch/binlog2ch/charset"
-	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/block"
+	"github.com/binlog2ch/binlog2ch/mysqlproto"
 	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/binlog2ch/binlog2ch/source"
 )
 
-// openSnapshotDB opens the pool table copies read through. Statements are
-// prepared, so rows come in MySQL's binary protocol: FLOAT and DOUBLE
-// arrive as their exact bits (the text protocol prints FLOAT with six
-// digits), integers as integers. TIMESTAMPs print in UTC.
-func openSnapshotDB(ctx context.Context, cfg *config.Config, log *slog.Logger, conns int) (*sql.DB, error) {
-	c := source.DriverConfig(cfg, log)
-	c.InterpolateParams = false
-	c.MaxAllowedPacket = 0 // the server's: a row may hold a LONGBLOB
-	// A reader waits while its table's writer is blocked on ClickHouse; the
-	// server must not drop the half-sent result meanwhile.
-	c.Params["net_write_timeout"] = "3600"
-	db, err := source.OpenPool(ctx, cfg, c)
-	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(conns)
-	db.SetMaxIdleConns(conns)
-	return db, nil
-}
-
-// valueFn turns one binary-protocol value into what go-mysql hands the
-// writers for that column type (see block.Block.Append), copying bytes
-// into a, since the driver reuses its buffer for the next row.
-type valueFn func(v driver.Value, a *arena) (any, error)
-
-// tableReader is how one table is read: the SELECT list and a converter per
-// column, chosen once per table.
+// tableReader is how one table is read: the SELECT list (block.SelectExpr
+// per column), chosen once per table, and the result's columns.
 type tableReader struct {
 	table  *schema.Table
 	quoted string // db.table, quoted
 	list   string // the SELECT list
-	conv   []valueFn
 	// key are the column indexes ranges are in; nil when the table is
 	// copied by one scan.
 	key     []int
 	keyCols string // quoted key columns, comma-separated
+
+	mu   sync.Mutex
+	cols []mysqlproto.Column // the result's columns, the same slice for every range alike
 }
 
 // keyable reports whether ranges can be taken on a column of this kind:
@@ -79,21 +50,14 @@ func newTableReader(t *schema.Table, key []int, skip func(i int) bool) (*tableRe
 	var list []string
 	for i := range t.Columns {
 		c := &t.Columns[i]
-		q := quoteMy(c.Name)
 		if skip(i) {
 			list = append(list, "NULL")
-			tr.conv = append(tr.conv, func(driver.Value, *arena) (any, error) { return nil, nil })
 			continue
 		}
-		fn, expr, err := columnValueFn(c)
-		if err != nil {
-			return nil, fmt.Errorf("%s.%s: %w", t.FullName(), c.Name, err)
+		if c.Kind == schema.KindUnknown {
+			return nil, fmt.Errorf("%s.%s: MySQL type %s cannot be copied", t.FullName(), c.Name, c.Type)
 		}
-		if expr != "" {
-			q = fmt.Sprintf(expr, q)
-		}
-		list = append(list, q)
-		tr.conv = append(tr.conv, fn)
+		list = append(list, block.SelectExpr(c, quoteMy(c.Name)))
 	}
 	tr.list = strings.Join(list, ", ")
 	var kc []string
@@ -104,106 +68,15 @@ func newTableReader(t *schema.Table, key []int, skip func(i int) bool) (*tableRe
 	return tr, nil
 }
 
-// columnValueFn returns a column's converter and, when the column is read
-// through an expression, the expression (%s is the column).
-func columnValueFn(c *schema.Column) (valueFn, string, error) {
-	name := c.Name
-	switch c.Kind {
-	case schema.KindTinyInt, schema.KindSmallInt, schema.KindMediumInt, schema.KindInt, schema.KindYear:
-		return func(v driver.Value, _ *arena) (any, error) {
-			if _, ok := v.(int64); !ok && v != nil {
-				return nil, fmt.Errorf("column %s: got %T, want an integer", name, v)
-			}
-			return v, nil
-		}, "", nil
-	case schema.KindBigInt, schema.KindBit, schema.KindEnum, schema.KindSet:
-		// BIT, ENUM and SET are read as numbers (col+0): BIT's bits, ENUM's
-		// index and SET's bitmask, as the binlog carries them; no label
-		// parsing, and an ENUM's invalid '' (index 0) stays distinct from a
-		// '' label. BIGINT UNSIGNED above 2^63 arrives as text.
-		expr := ""
-		if c.Kind != schema.KindBigInt {
-			expr = "%s+0"
-		}
-		unsigned := c.Unsigned && c.Kind == schema.KindBigInt
-		return func(v driver.Value, _ *arena) (any, error) {
-			switch x := v.(type) {
-			case nil, int64:
-				return v, nil
-			case []byte:
-				u, err := strconv.ParseUint(string(x), 10, 64)
-				if err != nil {
-					return nil, fmt.Errorf("column %s: %q is not an unsigned integer", name, x)
-				}
-				if unsigned {
-					return u, nil
-				}
-				return int64(u), nil // the bits, as go-mysql hands BIT/SET
-			case float64:
-				return int64(x), nil
-			}
-			return nil, fmt.Errorf("column %s: got %T, want an integer", name, v)
-		}, expr, nil
-	case schema.KindFloat, schema.KindDouble:
-		return func(v driver.Value, _ *arena) (any, error) { return v, nil }, "", nil
-	case schema.KindDecimal, schema.KindDate, schema.KindDateTime, schema.KindTimestamp, schema.KindTime:
-		// Text, as go-mysql hands these (DATETIME/TIMESTAMP also as text:
-		// the block's converters parse both, and text keeps zero dates).
-		return func(v driver.Value, a *arena) (any, error) {
-			switch x := v.(type) {
-			case nil:
-				return nil, nil
-			case []byte:
-				return a.str(x), nil
-			}
-			return nil, fmt.Errorf("column %s: got %T, want text", name, v)
-		}, "", nil
-	case schema.KindChar, schema.KindBinary, schema.KindBlob, schema.KindJSON, schema.KindGeometry:
-		expr := ""
-		if c.Kind == schema.KindChar && !charset.Passthrough(c.Charset) {
-			// Its bytes as stored, which the block converts to UTF-8 as it
-			// does the binlog's: one conversion for both paths.
-			expr = "CAST(%s AS BINARY)"
-		}
-		return func(v driver.Value, a *arena) (any, error) {
-			switch x := v.(type) {
-			case nil:
-				return nil, nil
-			case []byte:
-				return a.bytes(x), nil
-			case string:
-				return x, nil
-			}
-			return nil, fmt.Errorf("column %s: got %T, want bytes", name, v)
-		}, expr, nil
+// columns returns the table's result columns: cols, or the equal slice an
+// earlier range got, so the writer's blocks build their decoders once.
+func (tr *tableReader) columns(cols []mysqlproto.Column) []mysqlproto.Column {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if !slices.Equal(tr.cols, cols) {
+		tr.cols = cols
 	}
-	return nil, "", fmt.Errorf("MySQL type %s cannot be copied", c.Type)
-}
-
-// arena holds the bytes of a batch of rows: one allocation for many values.
-type arena struct {
-	buf []byte
-}
-
-const arenaSize = 256 << 10
-
-func (a *arena) bytes(p []byte) []byte {
-	if len(a.buf)+len(p) > cap(a.buf) {
-		a.buf = make([]byte, 0, max(arenaSize, len(p)))
-	}
-	n := len(a.buf)
-	a.buf = append(a.buf, p...)
-	return a.buf[n:len(a.buf):len(a.buf)]
-}
-
-// str returns p's copy as a string without a second copy: the arena's
-// bytes are never written again.
-func (a *arena) str(p []byte) string {
-	b := a.bytes(p)
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
+	return tr.cols
 }
 
 // keyArg is a key value as a statement parameter of the column's type, so
@@ -319,53 +192,78 @@ func (tr *tableReader) where(r keyRange) (string, []any, error) {
 
 // nextBoundary returns the last key of the next n rows after r.Lo within
 // r, and how many rows there were (fewer than n: the range's end is near).
-// Only key columns are read, and never with OFFSET.
-func (tr *tableReader) nextBoundary(ctx context.Context, db *sql.DB, r keyRange, n int) ([][]byte, int, error) {
+// Only key columns are read, and never with OFFSET; the rows are counted
+// in their frames, and only the last one's key is decoded (keyText).
+func (tr *tableReader) nextBoundary(ctx context.Context, pool *readPool, r keyRange, n int) ([][]byte, int, error) {
 	where, args, err := tr.where(r)
 	if err != nil {
 		return nil, 0, err
 	}
 	q := "SELECT " + tr.keyCols + " FROM " + tr.quoted + where + " ORDER BY " + tr.keyCols + " LIMIT " + strconv.Itoa(n)
-	rows, err := db.QueryContext(ctx, q, args...)
+	conn, err := pool.conn(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer rows.Close()
-	raw := make([]sql.RawBytes, len(tr.key))
-	dest := make([]any, len(raw))
-	for i := range raw {
-		dest[i] = &raw[i]
+	defer pool.release(conn)
+	stmt, err := conn.Prepare(ctx, q)
+	if err != nil {
+		return nil, 0, err
 	}
-	// Copied row by row: RawBytes point into the driver's buffer, which the
-	// connection reuses once the rows are done.
-	last := make([][]byte, len(raw))
+	defer stmt.Close()
+	res, err := stmt.Query(ctx, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	buf := pool.buf()
+	defer func() { pool.recycle(buf) }()
+	var lastRow []byte // copied: buf is read into again
 	count := 0
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
+	for !res.Done() {
+		var k int
+		if buf, k, err = res.ReadRows(ctx, buf[:0], batchBytes); err != nil {
 			return nil, 0, err
 		}
-		for i, b := range raw {
-			last[i] = append(last[i][:0], b...)
+		count += k
+		for rows := buf; len(rows) > 0; {
+			row, rest, ok := mysqlproto.NextRow(rows)
+			if !ok {
+				return nil, 0, errors.New("key rows cut short")
+			}
+			if len(rest) == 0 {
+				lastRow = append(lastRow[:0], row...)
+			}
+			rows = rest
 		}
-		count++
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, err
 	}
 	if count == 0 {
 		return nil, 0, nil
 	}
-	for i := range last {
-		if last[i] == nil {
-			last[i] = []byte{} // an empty key value, not an open bound
+	vals, err := mysqlproto.BinaryValues(res.Columns, lastRow, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	last := make([][]byte, len(vals))
+	for i, v := range vals {
+		c := &tr.table.Columns[tr.key[i]]
+		if last[i], err = keyText(res.Columns[i], v); err != nil {
+			return nil, 0, fmt.Errorf("key column %s: %w", c.Name, err)
 		}
 	}
 	return last, count, nil
 }
 
-// read streams the rows of range r (the whole table for a scan) to emit in
-// batches of up to batchRows rows. emit owns each batch.
-func (tr *tableReader) read(ctx context.Context, db *sql.DB, r keyRange, batchRows int, emit func([][]any) error) (int, error) {
+// rowBatch is rows of a range in MySQL's binary protocol, framed by
+// mysqlproto, as they go to the writer; buf is the pool's.
+type rowBatch struct {
+	data []byte
+	cols []mysqlproto.Column
+	rows int
+}
+
+// read streams the rows of range r (the whole table for a scan) to emit
+// in batches of about batchBytes, undecoded: the writer decodes them into
+// its block. emit owns each batch's bytes (pool.recycle takes them back).
+func (tr *tableReader) read(ctx context.Context, pool *readPool, r keyRange, emit func(rowBatch) error) (int, error) {
 	q := "SELECT " + tr.list + " FROM " + tr.quoted
 	var args []any
 	if tr.key != nil {
@@ -376,73 +274,39 @@ func (tr *tableReader) read(ctx context.Context, db *sql.DB, r keyRange, batchRo
 		q += where + " ORDER BY " + tr.keyCols
 		args = a
 	}
-	conn, err := db.Conn(ctx)
+	conn, err := pool.conn(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer conn.Close()
+	// Back to the pool if the result was read to its end; closed otherwise.
+	defer pool.release(conn)
+	stmt, err := conn.Prepare(ctx, q)
+	if err != nil {
+		return 0, err
+	}
+	defer stmt.Close()
+	res, err := stmt.Query(ctx, args...)
+	if err != nil {
+		return 0, err
+	}
+	cols := tr.columns(res.Columns)
 	total := 0
-	err = conn.Raw(func(dc any) error {
-		prep, ok := dc.(driver.ConnPrepareContext)
-		if !ok {
-			return errors.New("the MySQL driver cannot prepare statements")
-		}
-		stmt, err := prep.PrepareContext(ctx, q)
+	for !res.Done() {
+		data, n, err := res.ReadRows(ctx, pool.buf(), batchBytes)
 		if err != nil {
-			return err
+			pool.recycle(data)
+			return total, err
 		}
-		defer stmt.Close()
-		named := make([]driver.NamedValue, len(args))
-		for i, a := range args {
-			named[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+		if n == 0 {
+			pool.recycle(data)
+			continue
 		}
-		rs, err := stmt.(driver.StmtQueryContext).QueryContext(ctx, named)
-		if err != nil {
-			return err
+		total += n
+		if err := emit(rowBatch{data: data, cols: cols, rows: n}); err != nil {
+			return total, err
 		}
-		defer rs.Close()
-		ncol := len(tr.conv)
-		dest := make([]driver.Value, ncol)
-		var a arena
-		var vals []any
-		var batch [][]any
-		for {
-			if err := rs.Next(dest); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return err
-			}
-			if batch == nil {
-				vals = make([]any, batchRows*ncol)
-				batch = make([][]any, 0, batchRows)
-			}
-			row := vals[len(batch)*ncol : (len(batch)+1)*ncol : (len(batch)+1)*ncol]
-			for i, v := range dest {
-				if v == nil {
-					continue
-				}
-				x, err := tr.conv[i](v, &a)
-				if err != nil {
-					return err
-				}
-				row[i] = x
-			}
-			batch = append(batch, row)
-			total++
-			if len(batch) == batchRows {
-				if err := emit(batch); err != nil {
-					return err
-				}
-				batch = nil
-			}
-		}
-		if len(batch) > 0 {
-			return emit(batch)
-		}
-		return nil
-	})
-	return total, err
+	}
+	return total, nil
 }
 
 // quoteMy quotes a MySQL identifier.
@@ -452,13 +316,19 @@ func quoteMy(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + 
 // connections and lock or resource waits do; an error about the statement
 // or the table (missing, no privilege) does not.
 func mysqlTransient(err error) bool {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		switch me.Number {
-		case 1040, 1053, 1077, 1158, 1159, 1160, 1161, 1205, 1213, 1317, 2006, 2013, 1927, 3024:
-			return true
-		}
-		return false
+	if transient, ok := mysqlProtoTransient(err); ok {
+		return transient
 	}
 	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// transientCode reports whether a MySQL error code is worth a retry: too
+// many connections, shutdown, interrupted queries, lock waits, deadlocks,
+// lost connections, the query timeout.
+func transientCode(code uint16) bool {
+	switch code {
+	case 1040, 1053, 1077, 1158, 1159, 1160, 1161, 1205, 1213, 1317, 2006, 2013, 1927, 3024:
+		return true
+	}
+	return false
 }

@@ -414,12 +414,13 @@ func TestEveryTypeEqual(t *testing.T) {
 // TestMappingOptionsEqual replicates with every non-default mapping option
 // and column overrides (a wider integer and decimal, an excluded column):
 // equal. With invalid_dates: clamp, a zero date is stored changed and
-// reported as a mismatch naming the column.
+// reported as a mismatch naming the column. Then the same tables copied
+// by fullsync (-recreate) compare the same way.
 func TestMappingOptionsEqual(t *testing.T) {
 	e := newEnv(t, `  overrides:
     DB.opts: {exclude_columns: [g], columns: {i: Int64, d92: "Decimal(20, 4)", e: String}}`,
 		"schema: {time_as: int64_micros, enum_as: string, set_as: array, tinyint1_as: bool, datetime_zone: Europe/Berlin, invalid_dates: clamp}")
-	e.startDaemon()
+	stop := e.startDaemon()
 	e.exec(`CREATE TABLE DB.opts (id BIGINT UNSIGNED NOT NULL PRIMARY KEY, b1 TINYINT(1), tm TIME, tm3 TIME(3),
 		  e ENUM('a,b','x','é'), e2 ENUM('p','q'), s SET('x','y''z','ü') NOT NULL DEFAULT '', dtm DATETIME, dtm6 DATETIME(6),
 		  i INT, d92 DECIMAL(9,2), d3830 DECIMAL(38,30), g GEOMETRY)`,
@@ -430,20 +431,34 @@ func TestMappingOptionsEqual(t *testing.T) {
 		"CREATE TABLE DB.dates (id INT PRIMARY KEY, d DATE NOT NULL, dn DATE)",
 		"INSERT INTO DB.dates VALUES (1, '2024-01-01', '2024-01-01'), (2, '0000-00-00', '0000-00-00'), (3, '2024-01-01', NULL)")
 	e.waitCaughtUp()
-	assertSameTexts(t, e, "opts")
-	rep := e.verify(Options{Retries: -1})
-	if tr := rep.table(t, "opts"); tr.Status != StatusOK || tr.RowsMySQL != 3 || len(tr.Notes) != 1 || !strings.Contains(tr.Notes[0], "excluded") {
-		t.Errorf("opts: %+v\n%s", tr, rep.text())
+	check := func(how string) {
+		t.Helper()
+		assertSameTexts(t, e, "opts")
+		rep := e.verify(Options{Retries: -1})
+		if tr := rep.table(t, "opts"); tr.Status != StatusOK || tr.RowsMySQL != 3 || len(tr.Notes) != 1 || !strings.Contains(tr.Notes[0], "excluded") {
+			t.Errorf("%s: opts: %+v\n%s", how, tr, rep.text())
+		}
+		tr := rep.table(t, "dates")
+		if tr.Status != StatusMismatch || len(tr.Diffs) != 1 || tr.Diffs[0].Key != "id=2" || tr.Diffs[0].Problem != DifferentValues {
+			t.Fatalf("%s: dates: %+v\n%s", how, tr, rep.text())
+		}
+		cols := tr.Diffs[0].Columns
+		if len(cols) != 2 || cols[0].Column != "d" || cols[0].MySQL != "0000-00-00" || cols[0].ClickHouse != "1970-01-01" ||
+			cols[1].Column != "dn" || cols[1].ClickHouse != "1970-01-01" || !strings.Contains(cols[0].Note, "invalid_dates is clamp") {
+			t.Errorf("%s: dates columns: %+v", how, cols)
+		}
 	}
-	tr := rep.table(t, "dates")
-	if tr.Status != StatusMismatch || len(tr.Diffs) != 1 || tr.Diffs[0].Key != "id=2" || tr.Diffs[0].Problem != DifferentValues {
-		t.Fatalf("dates: %+v\n%s", tr, rep.text())
+	check("replicated")
+	stop()
+	r, err := replicator.New(context.Background(), e.cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
 	}
-	cols := tr.Diffs[0].Columns
-	if len(cols) != 2 || cols[0].Column != "d" || cols[0].MySQL != "0000-00-00" || cols[0].ClickHouse != "1970-01-01" ||
-		cols[1].Column != "dn" || cols[1].ClickHouse != "1970-01-01" || !strings.Contains(cols[0].Note, "invalid_dates is clamp") {
-		t.Errorf("dates columns: %+v", cols)
+	defer r.Close()
+	if _, err := r.FullSync(context.Background(), replicator.FullSyncOptions{Recreate: true}); err != nil {
+		t.Fatal(err)
 	}
+	check("copied")
 }
 
 // insertCH writes rows straight into a ClickHouse table, as damage.

@@ -1,0 +1,150 @@
+package block
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/binlog2ch/binlog2ch/chnative"
+)
+
+// TestStrBufChunks fills a string buffer over many chunks with values of
+// every size (empty, NULL, larger than a chunk, ending exactly at a
+// chunk's end), and checks every way of reading it against the values
+// themselves, after truncating back across chunks, and after a reset that
+// must reuse the chunks.
+func TestStrBufChunks(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	b := &strBuf{nulls: nulls{nullable: true}}
+	var want [][]byte
+	var null []bool
+	add := func(n int) {
+		v := make([]byte, n)
+		seed := byte(rnd.IntN(256))
+		for i := range v {
+			v[i] = seed + byte(i)
+		}
+		if n == 0 && rnd.IntN(2) == 0 {
+			b.appendNull()
+			null = append(null, true)
+		} else {
+			b.addBytes(v)
+			null = append(null, false)
+		}
+		want = append(want, v)
+	}
+	fill := func(values int) {
+		for range values {
+			switch r := rnd.IntN(1000); {
+			case r < 100:
+				add(0)
+			case r < 102:
+				add(chunkMax + rnd.IntN(chunkMax)) // larger than a chunk
+			case r < 106:
+				add(chunkMax - (b.bytesHeld()-b.base)%chunkMax) // fills the chunk exactly
+			default:
+				add(rnd.IntN(3000))
+			}
+		}
+	}
+	check := func(what string) {
+		t.Helper()
+		if b.len() != len(want) {
+			t.Fatalf("%s: %d values, want %d", what, b.len(), len(want))
+		}
+		total := 0
+		for _, v := range want {
+			total += len(v)
+		}
+		if b.bytesHeld() != total {
+			t.Fatalf("%s: %d bytes held, want %d", what, b.bytesHeld(), total)
+		}
+		it := b.iter()
+		strs := b.strings()
+		e := chnative.NewCapture()
+		ref := chnative.NewCapture()
+		for i, w := range want {
+			if got := it.next(); !bytes.Equal(got, w) {
+				t.Fatalf("%s: iter value %d: %d bytes, want %d", what, i, len(got), len(w))
+			}
+			if got := b.value(i); !bytes.Equal(got, w) {
+				t.Fatalf("%s: value %d: %d bytes, want %d", what, i, len(got), len(w))
+			}
+			if strs[i] != string(w) {
+				t.Fatalf("%s: string %d differs", what, i)
+			}
+			if b.isNull[i] != null[i] {
+				t.Fatalf("%s: NULL flag %d", what, i)
+			}
+			ref.StringBytes(w)
+		}
+		if err := writeStrings(e, b, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(e.Captured(), ref.Captured()) {
+			t.Fatalf("%s: the Native encoding differs", what)
+		}
+	}
+	fill(4000)
+	if len(b.chunks) < 10 {
+		t.Fatalf("only %d full chunks: the test does not cross chunks", len(b.chunks))
+	}
+	check("filled")
+	for _, n := range []int{len(want) - 1, len(want) / 2, len(want) / 3, 1} {
+		b.truncate(n)
+		want, null = want[:n], null[:n]
+		check("truncated")
+		fill(700)
+		check("filled again")
+	}
+
+	// Scattered into two buffers, each holds its values.
+	to := make([]uint32, len(want))
+	var parts [2][][]byte
+	for i := range to {
+		to[i] = uint32(rnd.IntN(2))
+		parts[to[i]] = append(parts[to[i]], want[i])
+	}
+	ds := []colBuf{&strBuf{nulls: nulls{nullable: true}}, &strBuf{nulls: nulls{nullable: true}}}
+	b.scatter(to, ds)
+	for p, d := range ds {
+		it := d.(*strBuf).iter()
+		for i, w := range parts[p] {
+			if got := it.next(); !bytes.Equal(got, w) {
+				t.Fatalf("part %d value %d differs", p, i)
+			}
+		}
+	}
+
+	// A reset block refills into the chunks it has: only values larger
+	// than a chunk (or chunks too few for them) allocate.
+	chunks := len(b.chunks) + 1
+	b.reset()
+	want, null = want[:0], null[:0]
+	if len(b.spare)+1 < chunks-2 {
+		t.Fatalf("reset kept %d of %d chunks", len(b.spare)+1, chunks)
+	}
+	small := make([]byte, 1000)
+	allocs := testing.AllocsPerRun(1, func() {
+		for b.bytesHeld() < (chunks-3)*chunkMax {
+			b.addBytes(small)
+		}
+	})
+	if allocs > 2 { // the ends and NULL flags may grow
+		t.Errorf("refilling a reset buffer allocated %v times", allocs)
+	}
+}
+
+// BenchmarkStrBufFill appends 64 MiB of 600-byte values to an emptied
+// buffer, as a writer does to a reused block.
+func BenchmarkStrBufFill(b *testing.B) {
+	v := make([]byte, 600)
+	buf := &strBuf{}
+	b.SetBytes(64 << 20)
+	for i := 0; i < b.N; i++ {
+		buf.reset()
+		for buf.bytesHeld() < 64<<20 {
+			buf.addBytes(v)
+		}
+	}
+}

@@ -1,0 +1,705 @@
+package block
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+	"unsafe"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/binlog2ch/binlog2ch/charset"
+	"github.com/binlog2ch/binlog2ch/mysqlproto"
+	"github.com/binlog2ch/binlog2ch/mysqltime"
+	"github.com/binlog2ch/binlog2ch/schema"
+)
+
+// Decoding table copies' rows straight from MySQL's binary result-set
+// protocol (a prepared statement's rows, mysqlproto) into the column
+// buffers, as binlog.go does for row images: one converter per column,
+// built once per result format, no interface and no allocation per value.
+// The binary protocol is the cheaper of MySQL's two on both sides: the
+// server formats no numbers or dates, and the copy parses none (text rows
+// cost MariaDB ~1.3 CPU-s more per million binlog_field_test rows and the
+// decoder more too: docs/benchmarks.md). The formats are MySQL's
+// (Protocol::BinaryResultsetRow); the every-type tests check each type
+// against MySQL's own values and the binlog path.
+
+// SelectExpr is the expression a table copy selects column c (quoted: its
+// quoted name) with, in the form AppendResultRows decodes: BIT, ENUM and
+// SET as numbers (col+0: BIT's bits, ENUM's index and SET's bitmask, as
+// the binlog carries them, so an ENUM's invalid empty value, index 0,
+// stays distinct from an empty label), and text in a character set other
+// than UTF-8 as its bytes (CAST(col AS BINARY)), converted as the
+// binlog's are.
+func SelectExpr(c *schema.Column, quoted string) string {
+	switch c.Kind {
+	case schema.KindBit, schema.KindEnum, schema.KindSet:
+		return quoted + "+0"
+	case schema.KindChar:
+		if !charset.Passthrough(c.Charset) {
+			return "CAST(" + quoted + " AS BINARY)"
+		}
+	}
+	return quoted
+}
+
+// resultConverter decodes one binary-protocol value at the start of p,
+// appends it, and returns its length.
+type resultConverter func(p []byte) (int, error)
+
+// AppendResultRows decodes rows of a result set in MySQL's binary protocol
+// (framed as mysqlproto.Result.ReadRows frames them) whose columns, cols,
+// are the block's source columns in order, as SelectExpr selects them
+// (an excluded column selected as NULL). Each row is appended with the
+// version and operation. It returns the rows appended; on error the rows
+// before the failing one stay in the block.
+func (b *Block) AppendResultRows(cols []mysqlproto.Column, rows []byte, version uint64, op schema.Op) (int, error) {
+	if err := b.resultConverters(cols); err != nil {
+		return 0, err
+	}
+	n := 0
+	for len(rows) > 0 {
+		row, rest, ok := mysqlproto.NextRow(rows)
+		if !ok {
+			return n, fmt.Errorf("%s: result rows cut short", b.target.Source.FullName())
+		}
+		if err := b.appendResultRow(row, version, op); err != nil {
+			return n, err
+		}
+		rows = rest
+		n++
+	}
+	return n, nil
+}
+
+// resultConverters builds the converters for a result format, unless the
+// block has them for it already (the table copy hands every batch of a
+// table the same cols).
+func (b *Block) resultConverters(cols []mysqlproto.Column) error {
+	if len(cols) > 0 && len(cols) == len(b.resCols) && &cols[0] == &b.resCols[0] {
+		return nil
+	}
+	src := b.target.Source
+	if len(cols) != len(src.Columns) {
+		return fmt.Errorf("%s: the result has %d columns, the table %d", src.FullName(), len(cols), len(src.Columns))
+	}
+	conv := make([]resultConverter, len(cols))
+	for i := range src.Columns {
+		if b.conv[i] == nil {
+			continue // excluded: selected as NULL
+		}
+		c := &src.Columns[i]
+		tc := b.target.SourceToTarget[i]
+		fn, err := b.resultConverter(c, cols[i], b.target.Columns[tc].Type, b.cols[tc], b.puts[i])
+		if err != nil {
+			return &ConvertError{Table: src.FullName(), Column: c.Name, Type: c.Type, Value: &BadValue{}, Msg: err.Error()}
+		}
+		conv[i] = fn
+	}
+	b.resCols, b.res = cols, conv
+	return nil
+}
+
+// appendResultRow decodes one binary-protocol row: a 0x00 header, a NULL
+// bitmap offset by two bits, then each non-NULL value.
+func (b *Block) appendResultRow(row []byte, version uint64, op schema.Op) error {
+	src := b.target.Source
+	cols := src.Columns
+	nb := (len(cols) + 9) / 8
+	if len(row) < 1+nb || row[0] != 0 {
+		return fmt.Errorf("%s: not a binary-protocol row", src.FullName())
+	}
+	nulls := row[1 : 1+nb]
+	rows := b.Rows()
+	b.pending = [numFixups]uint64{}
+	pos := 1 + nb
+	res := b.res[:len(cols)]
+	for i := range cols {
+		var err error
+		n := 0
+		bit := i + 2
+		switch {
+		case nulls[bit>>3]&(1<<(bit&7)) != 0: // NULL
+			if b.conv[i] == nil {
+				continue
+			}
+			if tc := b.target.SourceToTarget[i]; b.target.Columns[tc].Type.Nullable {
+				b.cols[tc].appendNull()
+				continue
+			}
+			err = errMsg("NULL in a column that is NOT NULL in the schema binlog2ch knows")
+		case res[i] == nil:
+			err = errMsg("a value for a column selected as NULL")
+		default:
+			n, err = res[i](row[pos:])
+		}
+		if err != nil {
+			for _, col := range b.cols {
+				col.truncate(rows)
+			}
+			c := &cols[i]
+			return &ConvertError{Table: src.FullName(), Column: c.Name, Type: c.Type, Value: resultValue(b.resCols[i], row[pos:]), Msg: err.Error()}
+		}
+		pos += n
+	}
+	for _, m := range b.meta {
+		m(version, op)
+	}
+	for k, c := range b.pending {
+		b.Fixups[k] += c
+	}
+	b.OpRows[op&3]++
+	return nil
+}
+
+// wireIntWidth is the bytes of a binary-protocol integer of type typ (0:
+// not an integer type).
+func wireIntWidth(typ byte) int {
+	switch typ {
+	case mysql.MYSQL_TYPE_TINY:
+		return 1
+	case mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_YEAR:
+		return 2
+	case mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG:
+		return 4
+	case mysql.MYSQL_TYPE_LONGLONG:
+		return 8
+	}
+	return 0
+}
+
+// lenenc reads a length-encoded string's header: the value starts at
+// p[start:] and ends at end.
+func lenenc(p []byte) (start, end int, err error) {
+	if len(p) == 0 {
+		return 0, 0, errShort
+	}
+	var n uint64
+	switch b := p[0]; {
+	case b < 0xfb:
+		n, start = uint64(b), 1
+	case b == 0xfc && len(p) >= 3:
+		n, start = uint64(binary.LittleEndian.Uint16(p[1:])), 3
+	case b == 0xfd && len(p) >= 4:
+		n, start = uint64(p[1])|uint64(p[2])<<8|uint64(p[3])<<16, 4
+	case b == 0xfe && len(p) >= 9:
+		n, start = binary.LittleEndian.Uint64(p[1:]), 9
+	default:
+		return 0, 0, errShort
+	}
+	if uint64(len(p)-start) < n {
+		return 0, 0, errShort
+	}
+	return start, start + int(n), nil
+}
+
+// wireTemporal reads a binary-protocol DATE, DATETIME or TIMESTAMP: a
+// length (0, 4, 7 or 11) and that many bytes of year, month, day, hour,
+// minute, second and microseconds. Zero values come with length 0.
+func wireTemporal(p []byte) (mysqltime.Parts, int, error) {
+	var t mysqltime.Parts
+	if len(p) == 0 {
+		return t, 0, errShort
+	}
+	n := int(p[0])
+	if len(p) < 1+n {
+		return t, 0, errShort
+	}
+	v := p[1 : 1+n]
+	switch n {
+	case 11:
+		t.US = int(binary.LittleEndian.Uint32(v[7:]))
+		fallthrough
+	case 7:
+		t.H, t.Mi, t.S = int(v[4]), int(v[5]), int(v[6])
+		fallthrough
+	case 4:
+		t.Y, t.Mo, t.D = int(binary.LittleEndian.Uint16(v)), int(v[2]), int(v[3])
+	case 0:
+	default:
+		return t, 0, errMsg("a date or time of " + strconv.Itoa(n) + " bytes")
+	}
+	if t.US > 999999 {
+		return t, 0, errMsg("microseconds beyond 999999")
+	}
+	return t, 1 + n, nil
+}
+
+// wireTime reads a binary-protocol TIME into signed microseconds: a length
+// (0, 8 or 12), then sign, days, hours, minutes, seconds, microseconds.
+func wireTime(p []byte) (int64, int, error) {
+	if len(p) == 0 {
+		return 0, 0, errShort
+	}
+	n := int(p[0])
+	if len(p) < 1+n {
+		return 0, 0, errShort
+	}
+	if n == 0 {
+		return 0, 1, nil
+	}
+	if n != 8 && n != 12 {
+		return 0, 0, errMsg("a TIME of " + strconv.Itoa(n) + " bytes")
+	}
+	v := p[1 : 1+n]
+	days := int64(binary.LittleEndian.Uint32(v[1:]))
+	us := ((days*24+int64(v[5]))*3600 + int64(v[6])*60 + int64(v[7])) * 1e6
+	if n == 12 {
+		f := int64(binary.LittleEndian.Uint32(v[8:]))
+		if f > 999999 {
+			return 0, 0, errMsg("microseconds beyond 999999")
+		}
+		us += f
+	}
+	if v[0] == 1 {
+		us = -us
+	}
+	return us, 1 + n, nil
+}
+
+// bytesString views p as a string for parsing, without a copy; the string
+// must not outlive p.
+func bytesString(p []byte) string {
+	if len(p) == 0 {
+		return ""
+	}
+	return unsafe.String(&p[0], len(p))
+}
+
+// resultConverter builds the binary-protocol decoder of column c, whose
+// values the server describes as rc, into buffer buf of ClickHouse type t.
+func (b *Block) resultConverter(c *schema.Column, rc mysqlproto.Column, t schema.CHType, buf colBuf, put intPut) (resultConverter, error) {
+	unsignedWire := rc.Flags&mysqlproto.UnsignedFlag != 0
+	wrong := func() (resultConverter, error) {
+		return nil, fmt.Errorf("the server sent MySQL type 0x%02x (flags 0x%x) for it, which binlog2ch does not read as %s", rc.Type, rc.Flags, c.Type)
+	}
+	switch c.Kind {
+	case schema.KindTinyInt, schema.KindSmallInt, schema.KindMediumInt, schema.KindInt, schema.KindBigInt,
+		schema.KindYear, schema.KindBit, schema.KindEnum, schema.KindSet:
+		if put == nil {
+			return wrong()
+		}
+		if width := wireIntWidth(rc.Type); width > 0 {
+			if fn := directInt(c, t, buf, width, unsignedWire); fn != nil {
+				return fn, nil
+			}
+			if fn := directEnum(c, t, buf, width, unsignedWire); fn != nil {
+				return fn, nil
+			}
+			shift := uint(64 - 8*width)
+			return func(p []byte) (int, error) {
+				if len(p) < width {
+					return 0, errShort
+				}
+				v := leUint(p, width)
+				if unsignedWire {
+					return width, put(v, int64(v))
+				}
+				s := int64(v<<shift) >> shift
+				return width, put(uint64(s), s)
+			}, nil
+		}
+		switch rc.Type {
+		case mysql.MYSQL_TYPE_NEWDECIMAL, mysql.MYSQL_TYPE_DECIMAL:
+			// An expression's integer as text (another server's col+0).
+			return func(p []byte) (int, error) {
+				start, end, err := lenenc(p)
+				if err != nil {
+					return 0, err
+				}
+				text := bytesString(p[start:end])
+				if s, err := strconv.ParseInt(text, 10, 64); err == nil {
+					return end, put(uint64(s), s)
+				}
+				u, err := strconv.ParseUint(text, 10, 64)
+				if err != nil {
+					return 0, errMsg("not an integer")
+				}
+				return end, put(u, int64(u))
+			}, nil
+		case mysql.MYSQL_TYPE_BIT:
+			return func(p []byte) (int, error) {
+				start, end, err := lenenc(p)
+				if err != nil {
+					return 0, err
+				}
+				if end-start > 8 {
+					return 0, errMsg("BIT value longer than 8 bytes")
+				}
+				v := beUint(p[start:end], end-start)
+				return end, put(v, int64(v))
+			}, nil
+		}
+		return wrong()
+	case schema.KindFloat:
+		if rc.Type != mysql.MYSQL_TYPE_FLOAT {
+			return wrong()
+		}
+		fb := buf.(*numBuf[float32])
+		return func(p []byte) (int, error) {
+			if len(p) < 4 {
+				return 0, errShort
+			}
+			fb.add(math.Float32frombits(binary.LittleEndian.Uint32(p)))
+			return 4, nil
+		}, nil
+	case schema.KindDouble:
+		if rc.Type != mysql.MYSQL_TYPE_DOUBLE {
+			return wrong()
+		}
+		fb := buf.(*numBuf[float64])
+		return func(p []byte) (int, error) {
+			if len(p) < 8 {
+				return 0, errShort
+			}
+			fb.add(math.Float64frombits(binary.LittleEndian.Uint64(p)))
+			return 8, nil
+		}, nil
+	case schema.KindDecimal:
+		if rc.Type != mysql.MYSQL_TYPE_NEWDECIMAL && rc.Type != mysql.MYSQL_TYPE_DECIMAL {
+			return wrong()
+		}
+		sb := buf.(*strBuf)
+		intDigits, scale := c.Precision-c.Scale, c.Scale
+		bad := errMsg(fmt.Sprintf("not a DECIMAL(%d,%d)", c.Precision, c.Scale))
+		return func(p []byte) (int, error) {
+			start, end, err := lenenc(p)
+			if err != nil {
+				return 0, err
+			}
+			v := p[start:end]
+			if !validDecimal(bytesString(v), intDigits, scale) {
+				return 0, bad
+			}
+			sb.addBytes(v)
+			return end, nil
+		}, nil
+	case schema.KindDate:
+		if rc.Type != mysql.MYSQL_TYPE_DATE && rc.Type != mysql.MYSQL_TYPE_NEWDATE {
+			return wrong()
+		}
+		tb := buf.(*timeBuf)
+		lo, hi := b.dateBounds(t)
+		return func(p []byte) (int, error) {
+			d, n, err := wireTemporal(p)
+			if err != nil {
+				return 0, err
+			}
+			return n, b.putDate(tb, lo, hi, d.Y, d.Mo, d.D)
+		}, nil
+	case schema.KindDateTime, schema.KindTimestamp:
+		if rc.Type != mysql.MYSQL_TYPE_DATETIME && rc.Type != mysql.MYSQL_TYPE_TIMESTAMP {
+			return wrong()
+		}
+		fsp := c.Fsp
+		if t.Kind == schema.CHString { // ClickHouse without DateTime64: MySQL's text
+			sb := buf.(*strBuf)
+			return func(p []byte) (int, error) {
+				parts, n, err := wireTemporal(p)
+				if err != nil {
+					return 0, err
+				}
+				sb.arena = mysqltime.AppendParts(sb.arena, parts, fsp)
+				sb.end()
+				return n, nil
+			}, nil
+		}
+		// TIMESTAMPs arrive in the session's zone, UTC, and dt takes
+		// them as UTC; DATETIMEs are wall clock in the configured zone.
+		dt := b.dateTimeBufs[c]
+		if nb, ok := dt.buf.(*numBuf[int64]); ok && dt.loc == nil {
+			// DateTime in UTC, the common case: a valid value in range is
+			// appended here, anything else goes through putParts.
+			return func(p []byte) (int, error) {
+				parts, n, err := wireTemporal(p)
+				if err != nil {
+					return 0, err
+				}
+				if parts.Mo < 1 || parts.Mo > 12 || parts.D < 1 || parts.D > 28 && !mysqltime.ValidDate(parts.Y, parts.Mo, parts.D) ||
+					parts.H > 23 || parts.Mi > 59 || parts.S > 59 {
+					return n, dt.putParts(parts)
+				}
+				us := parts.Micros(nil)
+				if us < dt.lo || us > dt.hi {
+					return n, dt.put(us, -1)
+				}
+				nb.add(us / 1e6)
+				return n, nil
+			}, nil
+		}
+		return func(p []byte) (int, error) {
+			parts, n, err := wireTemporal(p)
+			if err != nil {
+				return 0, err
+			}
+			return n, dt.putParts(parts)
+		}, nil
+	case schema.KindTime:
+		if rc.Type != mysql.MYSQL_TYPE_TIME {
+			return wrong()
+		}
+		fsp := c.Fsp
+		if t.Kind == schema.CHInt64 {
+			nb := buf.(*numBuf[int64])
+			return func(p []byte) (int, error) {
+				us, n, err := wireTime(p)
+				if err != nil {
+					return 0, err
+				}
+				nb.add(us)
+				return n, nil
+			}, nil
+		}
+		sb := buf.(*strBuf)
+		return func(p []byte) (int, error) {
+			us, n, err := wireTime(p)
+			if err != nil {
+				return 0, err
+			}
+			sb.arena = mysqltime.AppendTime(sb.arena, us, fsp)
+			sb.end()
+			return n, nil
+		}, nil
+	case schema.KindChar, schema.KindBinary, schema.KindBlob, schema.KindJSON, schema.KindGeometry:
+		switch rc.Type {
+		case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_STRING,
+			mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB, mysql.MYSQL_TYPE_BLOB,
+			mysql.MYSQL_TYPE_JSON, mysql.MYSQL_TYPE_GEOMETRY:
+		default:
+			return wrong()
+		}
+		return b.resultBytes(c, t, buf)
+	}
+	return wrong()
+}
+
+// resultBytes decodes length-prefixed values: text, bytes, JSON, geometry.
+func (b *Block) resultBytes(c *schema.Column, t schema.CHType, buf colBuf) (resultConverter, error) {
+	sb := buf.(*strBuf)
+	switch {
+	case c.Kind == schema.KindGeometry:
+		return func(p []byte) (int, error) {
+			start, end, err := lenenc(p)
+			if err != nil {
+				return 0, err
+			}
+			sb.room(2 * (end - start))
+			sb.arena = appendHex(sb.arena, p[start:end])
+			sb.end()
+			return end, nil
+		}, nil
+	case c.Kind == schema.KindBinary && t.Kind == schema.CHFixedString:
+		width := c.Length
+		tooLong := errMsg(fmt.Sprintf("longer than BINARY(%d)", width))
+		return func(p []byte) (int, error) {
+			start, end, err := lenenc(p)
+			if err != nil {
+				return 0, err
+			}
+			v := p[start:end]
+			if len(v) > width {
+				return 0, tooLong
+			}
+			sb.room(width)
+			sb.arena = append(sb.arena, v...)
+			for l := len(v); l < width; l++ {
+				sb.arena = append(sb.arena, 0)
+			}
+			sb.end()
+			return end, nil
+		}, nil
+	}
+	if dec, decErr := textDecoder(c); dec != nil || decErr != nil {
+		return func(p []byte) (int, error) {
+			start, end, err := lenenc(p)
+			if err != nil {
+				return 0, err
+			}
+			return end, sb.addDecoded(dec, decErr, p[start:end])
+		}, nil
+	}
+	return func(p []byte) (int, error) {
+		start, end, err := lenenc(p)
+		if err != nil {
+			return 0, err
+		}
+		sb.addBytes(p[start:end])
+		return end, nil
+	}, nil
+}
+
+// directInt is the converter of an integer column (YEAR and BIT+0
+// included) whose ClickHouse type holds every value of the column, so
+// values are appended without a range check (as rawInt does for row
+// images); nil for any other.
+func directInt(c *schema.Column, t schema.CHType, buf colBuf, width int, unsignedWire bool) resultConverter {
+	switch c.Kind {
+	case schema.KindTinyInt, schema.KindSmallInt, schema.KindMediumInt, schema.KindInt, schema.KindBigInt,
+		schema.KindYear, schema.KindBit:
+	default:
+		return nil
+	}
+	unsigned, bits := intShape(c)
+	if unsigned != unsignedWire {
+		return nil
+	}
+	colWidth := int(bits / 8)
+	switch {
+	case t.Kind == schema.CHInt8 && !unsigned && colWidth <= 1:
+		return wireInt[int8](buf, width, unsigned)
+	case t.Kind == schema.CHInt16 && !unsigned && colWidth <= 2:
+		return wireInt[int16](buf, width, unsigned)
+	case t.Kind == schema.CHInt32 && !unsigned && colWidth <= 4:
+		return wireInt[int32](buf, width, unsigned)
+	case t.Kind == schema.CHInt64 && !unsigned:
+		return wireInt[int64](buf, width, unsigned)
+	case t.Kind == schema.CHUInt8 && unsigned && colWidth <= 1:
+		return wireInt[uint8](buf, width, unsigned)
+	case t.Kind == schema.CHUInt16 && unsigned && colWidth <= 2:
+		return wireInt[uint16](buf, width, unsigned)
+	case t.Kind == schema.CHUInt32 && unsigned && colWidth <= 4:
+		return wireInt[uint32](buf, width, unsigned)
+	case t.Kind == schema.CHUInt64 && unsigned:
+		return wireInt[uint64](buf, width, unsigned)
+	}
+	return nil
+}
+
+// directEnum is the converter of an ENUM read as its index (col+0) into
+// an Enum8 or Enum16 column: the index checked and mapped as enumConverter
+// does, without its layers of calls.
+func directEnum(c *schema.Column, t schema.CHType, buf colBuf, width int, unsignedWire bool) resultConverter {
+	if c.Kind != schema.KindEnum || width > 8 {
+		return nil
+	}
+	index := enumIndex(c.Labels)
+	read := func(p []byte) int64 {
+		v := leUint(p, width)
+		if unsignedWire {
+			return int64(v)
+		}
+		shift := uint(64 - 8*width)
+		return int64(v<<shift) >> shift
+	}
+	switch t.Kind {
+	case schema.CHEnum8:
+		nb := buf.(*numBuf[int8])
+		return func(p []byte) (int, error) {
+			if len(p) < width {
+				return 0, errShort
+			}
+			i, err := index(read(p))
+			if err != nil {
+				return 0, err
+			}
+			nb.add(int8(i))
+			return width, nil
+		}
+	case schema.CHEnum16:
+		nb := buf.(*numBuf[int16])
+		return func(p []byte) (int, error) {
+			if len(p) < width {
+				return 0, errShort
+			}
+			i, err := index(read(p))
+			if err != nil {
+				return 0, err
+			}
+			nb.add(int16(i))
+			return width, nil
+		}
+	}
+	return nil
+}
+
+// wireInt decodes a width-byte little-endian integer (the wire's width,
+// which may exceed the column's: MEDIUMINT comes in 4 bytes) holding a
+// value of the column, into a column of T that holds every such value.
+func wireInt[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](buf colBuf, width int, unsigned bool) resultConverter {
+	nb := buf.(*numBuf[T])
+	shift := 64 - 8*width
+	switch {
+	case width == 8:
+		return func(p []byte) (int, error) {
+			if len(p) < 8 {
+				return 0, errShort
+			}
+			nb.add(T(binary.LittleEndian.Uint64(p)))
+			return 8, nil
+		}
+	case width == 4 && unsigned:
+		return func(p []byte) (int, error) {
+			if len(p) < 4 {
+				return 0, errShort
+			}
+			nb.add(T(binary.LittleEndian.Uint32(p)))
+			return 4, nil
+		}
+	case width == 4:
+		return func(p []byte) (int, error) {
+			if len(p) < 4 {
+				return 0, errShort
+			}
+			nb.add(T(int32(binary.LittleEndian.Uint32(p))))
+			return 4, nil
+		}
+	}
+	return func(p []byte) (int, error) {
+		if len(p) < width {
+			return 0, errShort
+		}
+		v := leUint(p, width)
+		if unsigned {
+			nb.add(T(v))
+		} else {
+			nb.add(T(int64(v<<shift) >> shift))
+		}
+		return width, nil
+	}
+}
+
+// resultValue renders the undecodable value at the start of p for an
+// error message: dates and times as MySQL prints them, numbers as
+// numbers, anything else as its bytes (cut short).
+func resultValue(rc mysqlproto.Column, p []byte) any {
+	switch rc.Type {
+	case mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_NEWDATE:
+		if t, _, err := wireTemporal(p); err == nil {
+			return string(mysqltime.AppendParts(nil, t, 0)[:10])
+		}
+	case mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_TIMESTAMP:
+		if t, _, err := wireTemporal(p); err == nil {
+			return string(mysqltime.AppendParts(nil, t, 6))
+		}
+	case mysql.MYSQL_TYPE_TIME:
+		if us, _, err := wireTime(p); err == nil {
+			return string(mysqltime.AppendTime(nil, us, 6))
+		}
+	case mysql.MYSQL_TYPE_FLOAT:
+		if len(p) >= 4 {
+			return math.Float32frombits(binary.LittleEndian.Uint32(p))
+		}
+	case mysql.MYSQL_TYPE_DOUBLE:
+		if len(p) >= 8 {
+			return math.Float64frombits(binary.LittleEndian.Uint64(p))
+		}
+	}
+	if w := wireIntWidth(rc.Type); w > 0 && len(p) >= w {
+		v := leUint(p, w)
+		if rc.Flags&mysqlproto.UnsignedFlag != 0 {
+			return v
+		}
+		shift := 64 - 8*w
+		return int64(v<<shift) >> shift
+	}
+	if start, end, err := lenenc(p); err == nil {
+		v := p[start:end]
+		if len(v) > 100 {
+			v = v[:100]
+		}
+		return append([]byte(nil), v...)
+	}
+	return rawValue(p)
+}
