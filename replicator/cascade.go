@@ -58,6 +58,7 @@ func (r *Replicator) replicates(t source.TableName) bool {
 func (r *Replicator) reportForeignKeys(keys *source.ForeignKeys) {
 	log := r.log.With("component", "foreign_keys")
 	n := 0
+	collations := r.textKeyCollations(keys)
 	for _, k := range keys.All() {
 		if !k.Cascades() && k.OnDelete != source.FKSetDefault && k.OnUpdate != source.FKSetDefault {
 			continue
@@ -66,6 +67,16 @@ func (r *Replicator) reportForeignKeys(keys *source.ForeignKeys) {
 		switch {
 		case child && parent:
 			n++
+			for _, c := range k.Columns {
+				if coll := collations[k.Child.String()+"."+c]; coll != "" {
+					// Derived cascades match the child's key to the
+					// parent's byte for byte; MySQL matched it by the
+					// collation.
+					log.Warn("cascading foreign key on a text column with a collation: binlog2ch matches the child's key to the parent's byte for byte, MySQL by the collation, so a child row whose key differs from its parent's only by letter case, accents or trailing spaces is not cascaded in ClickHouse. Keep such keys identical, or run binlog2ch verify after cascades",
+						"key", k.Name, "child", k.Child.String(), "column", c, "collation", coll)
+					break
+				}
+			}
 			log.Info("cascading foreign key: binlog2ch derives the child rows InnoDB changes without row events",
 				"key", k.Name, "child", k.Child.String(), "columns", strings.Join(k.Columns, ","), "parent", k.Parent.String(),
 				"references", strings.Join(k.RefColumns, ","), "on_delete", k.OnDelete.String(), "on_update", k.OnUpdate.String())
@@ -87,6 +98,45 @@ func (r *Replicator) reportForeignKeys(keys *source.ForeignKeys) {
 	default:
 		log.Info("foreign keys read", "cascading_keys", n, "native_foreign_keys", r.server.NativeForeignKeys)
 	}
+}
+
+// textKeyCollations reads the collations other than binary ones of the
+// cascading keys' child columns, as "db.table.column" -> collation; a
+// failed read is logged and leaves the map empty.
+func (r *Replicator) textKeyCollations(keys *source.ForeignKeys) map[string]string {
+	out := map[string]string{}
+	var conds []string
+	var args []any
+	seen := map[string]bool{}
+	for _, k := range keys.All() {
+		if !k.Cascades() || seen[k.Child.String()] {
+			continue
+		}
+		seen[k.Child.String()] = true
+		conds = append(conds, "(TABLE_SCHEMA = ? AND TABLE_NAME = ?)")
+		args = append(args, k.Child.Database, k.Child.Table)
+	}
+	if len(conds) == 0 {
+		return out
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := r.my.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, COLLATION_NAME FROM information_schema.COLUMNS
+		WHERE COLLATION_NAME IS NOT NULL AND COLLATION_NAME <> 'binary' AND COLLATION_NAME NOT LIKE '%\_bin' AND (`+strings.Join(conds, " OR ")+")", args...)
+	if err != nil {
+		r.log.Warn("cannot read the collations of the cascading keys' columns", "error", err)
+		return out
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var db, table, col, coll string
+		if err := rows.Scan(&db, &table, &col, &coll); err != nil {
+			r.log.Warn("cannot read the collations of the cascading keys' columns", "error", err)
+			return out
+		}
+		out[source.TableName{Database: db, Table: table}.String()+"."+col] = coll
+	}
+	return out
 }
 
 // cascades reports whether events of table t with op may cascade.

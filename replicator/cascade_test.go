@@ -286,6 +286,9 @@ func TestCascadesAfterSnapshot(t *testing.T) {
 	if !strings.Contains(run.logs.String(), "cascading foreign key:") {
 		t.Errorf("no start report of the cascading keys")
 	}
+	if !strings.Contains(run.logs.String(), "cascading foreign key on a text column with a collation") {
+		t.Errorf("no warning for the keys on text columns with a collation (nullable_child.code, composite.pcode)")
+	}
 	if !strings.Contains(run.logs.String(), "replicated table with a cascading foreign key to a table that is not replicated") ||
 		!strings.Contains(run.logs.String(), "orphan_child") {
 		t.Errorf("no warning for the replicated child of a parent that is not replicated")
