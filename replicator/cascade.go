@@ -95,8 +95,11 @@ func (r *Replicator) reportForeignKeys(keys *source.ForeignKeys) {
 		log.Info("the server applies foreign keys above InnoDB (innodb_native_foreign_keys=OFF) and writes its cascades' rows to the binlog: binlog2ch derives nothing for events so flagged", "cascading_keys", n)
 	case n > 0 && r.cfg.ClickHouse.Cluster != "":
 		log.Warn("cascading foreign keys with a ClickHouse cluster: binlog2ch does not derive cascades in a cluster yet, and stops at the first parent event that cascades", "cascading_keys", n)
-	default:
+	case n > 0:
 		log.Info("foreign keys read", "cascading_keys", n, "native_foreign_keys", r.server.NativeForeignKeys)
+	default:
+		// Nothing to derive: not worth a line at INFO on every start.
+		log.Debug("foreign keys read", "cascading_keys", n, "native_foreign_keys", r.server.NativeForeignKeys)
 	}
 }
 

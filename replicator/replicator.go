@@ -378,6 +378,9 @@ func (r *Replicator) run(ctx context.Context) error {
 	// position, give or take the DDL of the copy's duration.
 	fks, err := r.loadForeignKeys(ctx, from)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: nothing read yet
+		}
 		return err
 	}
 	r.reportForeignKeys(fks)
