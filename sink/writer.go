@@ -348,11 +348,8 @@ func (w *Writer) park() bool {
 	if !w.idle() {
 		return false
 	}
-	if w.block != nil {
-		// A new block is made from the target when rows come again.
-		w.block, w.blocks = nil, 0
-	}
-	w.free, w.scratch = nil, nil
+	// A new block is made from the target when rows come again.
+	w.block, w.blocks, w.free, w.scratch = nil, 0, nil, nil
 	// A sender puts its message in before it calls Wake, which takes the
 	// lock: either the message is seen here, or Wake sees parked.
 	w.parkMu.Lock()
