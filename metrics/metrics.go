@@ -16,7 +16,6 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/binlog2ch/binlog2ch/source"
 )
 
 // Error stages, the values of binlog2ch_errors_total's stage label.
@@ -103,13 +102,13 @@ type Metrics struct {
 	// series, for the status page (status.Collector): it reads them
 	// without a scrape.
 	tablesMu sync.Mutex
-	tables   map[source.TableName]*Table
+	tables   map[schema.TableName]*Table
 }
 
 // New registers every metric, the Go runtime's and the process's in a new
 // registry.
 func New() *Metrics {
-	m := &Metrics{Registry: prometheus.NewRegistry(), tables: map[source.TableName]*Table{}}
+	m := &Metrics{Registry: prometheus.NewRegistry(), tables: map[schema.TableName]*Table{}}
 	perTable := []string{"database", "table"}
 	m.Rows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_rows_total",
 		Help: "Rows written to ClickHouse durably, by MySQL table and operation (insert, update, delete)."}, []string{"database", "table", "op"})
@@ -240,7 +239,7 @@ func AdvanceTo(a *atomic.Int64, ns int64) {
 // the status page shows of the table beyond its series. Use its methods
 // to count rows and queued rows: they keep the page's copies too.
 type Table struct {
-	Name          source.TableName
+	Name          schema.TableName
 	Rows          [4]prometheus.Counter // by schema.Op
 	FlushDuration prometheus.Observer
 	BatchRows     prometheus.Observer
@@ -322,7 +321,7 @@ func (t *Table) State() TableState {
 
 // ForTable returns a table's metrics, looked up once for its writer; every
 // caller gets the same Table until Forget.
-func (m *Metrics) ForTable(t source.TableName) *Table {
+func (m *Metrics) ForTable(t schema.TableName) *Table {
 	m.tablesMu.Lock()
 	defer m.tablesMu.Unlock()
 	if tm := m.tables[t]; tm != nil {
@@ -358,7 +357,7 @@ func (m *Metrics) Tables() []*Table {
 
 // Forget drops a table's series (after DROP or RENAME), so label
 // cardinality follows the tables that exist.
-func (m *Metrics) Forget(t source.TableName) {
+func (m *Metrics) Forget(t schema.TableName) {
 	m.tablesMu.Lock()
 	delete(m.tables, t)
 	m.tablesMu.Unlock()

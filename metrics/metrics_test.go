@@ -8,7 +8,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/binlog2ch/binlog2ch/source"
 )
 
 // family is a metric's family in a scrape; nil when it has no series.
@@ -95,8 +94,8 @@ func TestEveryStageFromZero(t *testing.T) {
 // others' stay.
 func TestForgetDropsTableSeries(t *testing.T) {
 	m := New()
-	a, b := source.TableName{Database: "d", Table: "a"}, source.TableName{Database: "d", Table: "b"}
-	for _, name := range []source.TableName{a, b} {
+	a, b := schema.TableName{Database: "d", Table: "a"}, schema.TableName{Database: "d", Table: "b"}
+	for _, name := range []schema.TableName{a, b} {
 		tm := m.ForTable(name)
 		tm.Rows[schema.OpInsert].Add(3)
 		tm.QueueRows.Set(1)

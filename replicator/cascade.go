@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
@@ -49,8 +50,8 @@ func (r *Replicator) loadForeignKeys(ctx context.Context, from *state.Checkpoint
 }
 
 // replicates reports whether a table's rows are in ClickHouse.
-func (r *Replicator) replicates(t source.TableName) bool {
-	return !source.SystemDatabase(t.Database) && r.cfg.Replicates(t.Database, t.Table)
+func (r *Replicator) replicates(t schema.TableName) bool {
+	return !schema.SystemDatabase(t.Database) && r.cfg.Replicates(t.Database, t.Table)
 }
 
 // reportForeignKeys logs the cascading keys among the replicated tables,
@@ -137,15 +138,15 @@ func (r *Replicator) textKeyCollations(keys *source.ForeignKeys) map[string]stri
 			r.log.Warn("cannot read the collations of the cascading keys' columns", "error", err)
 			return out
 		}
-		out[source.TableName{Database: db, Table: table}.String()+"."+col] = coll
+		out[schema.TableName{Database: db, Table: table}.String()+"."+col] = coll
 	}
 	return out
 }
 
 // cascades reports whether events of table t with op may cascade.
-func (s *router) cascades(t source.TableName, op source.Op) bool {
+func (s *router) cascades(t schema.TableName, op source.Op) bool {
 	if s.cascadeParents == nil {
-		s.cascadeParents = map[source.TableName]cascadeKinds{}
+		s.cascadeParents = map[schema.TableName]cascadeKinds{}
 		for _, k := range s.fks.All() {
 			ck := s.cascadeParents[k.Parent]
 			ck.del = ck.del || k.OnDelete != source.FKRestrict
@@ -187,19 +188,19 @@ func (s *router) followForeignKeys(ctx context.Context, st source.Statement) err
 }
 
 // reloadForeignKeys replaces a table's keys with information_schema's.
-func (s *router) reloadForeignKeys(ctx context.Context, t source.TableName) error {
+func (s *router) reloadForeignKeys(ctx context.Context, t schema.TableName) error {
 	now, err := source.LoadForeignKeys(ctx, s.r.my)
 	if err != nil {
 		return err
 	}
-	st := now.State(func(x source.TableName) bool { return x == t })
+	st := now.State(func(x schema.TableName) bool { return x == t })
 	var keep []source.ForeignKey
 	for _, k := range st.Keys {
 		if k.Child == t {
 			keep = append(keep, k)
 		}
 	}
-	s.fks.Restore(&source.FKState{Tracked: []source.TableName{t}, Keys: keep})
+	s.fks.Restore(&source.FKState{Tracked: []schema.TableName{t}, Keys: keep})
 	s.fkSaved = nil
 	return nil
 }
@@ -251,7 +252,7 @@ func (s *router) derive(ctx context.Context, ev sink.CascadeEvent, older bool) e
 	for _, t := range plan.Unreplicated {
 		if !s.warnedUnreplicated[t] {
 			if s.warnedUnreplicated == nil {
-				s.warnedUnreplicated = map[source.TableName]bool{}
+				s.warnedUnreplicated = map[schema.TableName]bool{}
 			}
 			s.warnedUnreplicated[t] = true
 			s.r.log.Warn("a cascade reaches a table that is not replicated: nothing is derived for it, nor for tables it cascades to", "parent", ev.Table.String(), "table", t.String(), "binlog", ev.At.String())
@@ -335,8 +336,8 @@ const (
 
 // cascadeBatch is a run held back.
 type cascadeBatch struct {
-	parent   source.TableName
-	involved map[source.TableName]bool // the parent and every table its rows cascade to
+	parent   schema.TableName
+	involved map[schema.TableName]bool // the parent and every table its rows cascade to
 	ev       sink.CascadeEvent         // the held deletes' rows, merged
 	items    []batchItem               // everything held, in order
 	deletes  int
@@ -368,7 +369,7 @@ func (s *router) hold(ctx context.Context, e source.Rows) (bool, error) {
 		return false, err
 	}
 	if b == nil {
-		b = &cascadeBatch{parent: e.Table, involved: map[source.TableName]bool{e.Table: true}, started: time.Now(),
+		b = &cascadeBatch{parent: e.Table, involved: map[schema.TableName]bool{e.Table: true}, started: time.Now(),
 			ev: sink.CascadeEvent{Table: e.Table, Schema: e.Schema, Delete: true, First: e.Version, At: e.At}}
 		for _, t := range s.cascadeDescendants(e.Table) {
 			b.involved[t] = true
@@ -466,13 +467,13 @@ func (s *router) trimBatch() {
 // cascadeDescendants are the replicated tables a table's rows cascade to,
 // through any number of keys: a copy of the table must copy them too, as
 // their cascades through it cannot be derived from the copy.
-func (s *router) cascadeDescendants(t source.TableName) []source.TableName {
+func (s *router) cascadeDescendants(t schema.TableName) []schema.TableName {
 	if s.fks == nil {
 		return nil
 	}
-	seen := map[source.TableName]bool{t: true}
-	var out []source.TableName
-	queue := []source.TableName{t}
+	seen := map[schema.TableName]bool{t: true}
+	var out []schema.TableName
+	queue := []schema.TableName{t}
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
@@ -313,7 +314,7 @@ func pauseInCascade(r *Replicator, v string, log *slog.Logger) error {
 		return fmt.Errorf("%s=%s: %w", envPauseInCascade, v, err)
 	}
 	var seen atomic.Int64
-	pause := func(source.TableName) {
+	pause := func(schema.TableName) {
 		if seen.Add(1) == int64(n) {
 			log.Info("test pause in a cascade", "where", kind)
 			select {} // until the test kills the process
@@ -445,7 +446,7 @@ func TestForeignKeyModelMatchesServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mine := func(x source.TableName) bool { return x.Database == a }
+	mine := func(x schema.TableName) bool { return x.Database == a }
 	got, want := model.State(mine), now.State(mine)
 	if fmt.Sprint(got.Keys) != fmt.Sprint(want.Keys) {
 		t.Errorf("keys followed from the DDL:\n%v\ninformation_schema's:\n%v", got.Keys, want.Keys)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
@@ -61,7 +62,7 @@ func childMain(path, what string, work func(context.Context, *Replicator) error)
 			return 2
 		}
 		var seen atomic.Int64
-		r.hooks.rowsEvent = func(source.TableName) {
+		r.hooks.rowsEvent = func(schema.TableName) {
 			if seen.Add(1) > n {
 				select {} // until the test kills the process
 			}
@@ -103,7 +104,7 @@ func pauseAfterChunks(r *Replicator, v string) error {
 		return fmt.Errorf("%s: %w", envPauseAfterChunks, err)
 	}
 	var read atomic.Int64
-	r.hooks.beforeChunk = func(context.Context, source.TableName) {
+	r.hooks.beforeChunk = func(context.Context, schema.TableName) {
 		if read.Add(1) > n {
 			select {} // until the test kills the process
 		}

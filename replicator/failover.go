@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
@@ -140,7 +141,7 @@ type gapRepair struct {
 
 // planGapRepair checks that run's checkpoint has a GTID gap on this server
 // that only tables among those listed may be affected by.
-func (r *Replicator) planGapRepair(ctx context.Context, tables []source.TableName) (*gapRepair, error) {
+func (r *Replicator) planGapRepair(ctx context.Context, tables []schema.TableName) (*gapRepair, error) {
 	cp, err := r.checkpoints().Load(ctx)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
@@ -285,11 +286,11 @@ func TestFaultFailoverToReplicaThatMissedTransactions(t *testing.T) {
 	// The repair the message names: copy the table it names again from
 	// the new primary; not one table fewer.
 	cfg := *h.cfg
-	_, err = h.fullSync(&cfg, &syncBuffer{}, FullSyncOptions{Tables: []source.TableName{{Database: a, Table: "early"}}, Recreate: true, SetCheckpoint: true})
+	_, err = h.fullSync(&cfg, &syncBuffer{}, FullSyncOptions{Tables: []schema.TableName{{Database: a, Table: "early"}}, Recreate: true, SetCheckpoint: true})
 	if err == nil || !strings.Contains(err.Error(), "may have changed "+a+".late too") {
 		t.Fatalf("a repair without the table the gap names: %v", err)
 	}
-	statuses, err := h.fullSync(&cfg, &syncBuffer{}, FullSyncOptions{Tables: []source.TableName{{Database: a, Table: "late"}}, Recreate: true, SetCheckpoint: true})
+	statuses, err := h.fullSync(&cfg, &syncBuffer{}, FullSyncOptions{Tables: []schema.TableName{{Database: a, Table: "late"}}, Recreate: true, SetCheckpoint: true})
 	if err != nil || len(statuses) != 1 {
 		t.Fatalf("repair: %v, %+v", err, statuses)
 	}
@@ -520,7 +521,7 @@ func TestFullSyncBelowVersionCeiling(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := *h.cfg
-	_, err = h.fullSync(&cfg, &syncBuffer{}, FullSyncOptions{Tables: []source.TableName{{Database: a, Table: "t"}}})
+	_, err = h.fullSync(&cfg, &syncBuffer{}, FullSyncOptions{Tables: []schema.TableName{{Database: a, Table: "t"}}})
 	if err == nil || !strings.Contains(err.Error(), "let it catch up first") {
 		t.Fatalf("a copy past run's version ceiling: %v", err)
 	}
@@ -528,7 +529,7 @@ func TestFullSyncBelowVersionCeiling(t *testing.T) {
 	if err := state.SaveFile(h.cfg.StateDir, *cp); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.fullSync(&cfg, &syncBuffer{}, FullSyncOptions{Tables: []source.TableName{{Database: a, Table: "t"}}}); err != nil {
+	if _, err := h.fullSync(&cfg, &syncBuffer{}, FullSyncOptions{Tables: []schema.TableName{{Database: a, Table: "t"}}}); err != nil {
 		t.Fatalf("a copy below run's ceiling: %v", err)
 	}
 }

@@ -23,9 +23,9 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
 	"github.com/binlog2ch/binlog2ch/snapshot"
-	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
 
@@ -497,7 +497,7 @@ func TestFaultClickHouseSchemaChangedByHand(t *testing.T) {
 	wantError(t, err, "ClickHouse table "+a+".t lacks column note", "changed outside binlog2ch", "fullsync -recreate -tables "+a+".t")
 	t.Logf("error: %v", err)
 	var logs syncBuffer
-	if _, err := h.fullSync(h.cfg, &logs, FullSyncOptions{Tables: []source.TableName{{Database: a, Table: "t"}}, Recreate: true}); err != nil {
+	if _, err := h.fullSync(h.cfg, &logs, FullSyncOptions{Tables: []schema.TableName{{Database: a, Table: "t"}}, Recreate: true}); err != nil {
 		t.Fatalf("fullsync -recreate: %v\n%s", err, logs.String())
 	}
 	run = h.start()
@@ -538,7 +538,7 @@ func TestFaultClickHouseChangedWhileRunning(t *testing.T) {
 				}
 			}
 			var logs syncBuffer
-			if _, err := h.fullSync(h.cfg, &logs, FullSyncOptions{Tables: []source.TableName{{Database: a, Table: "t"}}, Recreate: true}); err != nil {
+			if _, err := h.fullSync(h.cfg, &logs, FullSyncOptions{Tables: []schema.TableName{{Database: a, Table: "t"}}, Recreate: true}); err != nil {
 				t.Fatalf("fullsync -recreate: %v\n%s", err, logs.String())
 			}
 			run = h.start()

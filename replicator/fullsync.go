@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
@@ -17,7 +18,7 @@ import (
 // FullSyncOptions are the choices of one `binlog2ch fullsync`.
 type FullSyncOptions struct {
 	// Tables to copy; nil copies every table the config selects.
-	Tables []source.TableName
+	Tables []schema.TableName
 	// Recreate drops each target table and copies it from the start. An
 	// interrupted -recreate copy run again with Recreate resumes: tables
 	// it recreated are not dropped again.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
@@ -21,11 +22,11 @@ import (
 // manyTables creates n small tables (an INT primary key, a few columns,
 // rows rows each) spread round-robin over the harness's databases, over
 // four connections, and returns their names.
-func (h *harness) manyTables(n, rows int) []source.TableName {
+func (h *harness) manyTables(n, rows int) []schema.TableName {
 	h.t.Helper()
-	names := make([]source.TableName, n)
+	names := make([]schema.TableName, n)
 	for i := range names {
-		names[i] = source.TableName{Database: h.dbs[i%len(h.dbs)], Table: fmt.Sprintf("t%04d", i)}
+		names[i] = schema.TableName{Database: h.dbs[i%len(h.dbs)], Table: fmt.Sprintf("t%04d", i)}
 	}
 	const conns = 4
 	var wg sync.WaitGroup
@@ -155,7 +156,7 @@ func TestStartupManyTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gone := source.TableName{Database: h.dbs[0], Table: "gone"}
+	gone := schema.TableName{Database: h.dbs[0], Table: "gone"}
 	st := &snapshot.State{Server: server, Position: pos, GTID: gtids, Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{},
 		List: append(slices.Clone(names), gone)}
 	if err := snapshot.Save(h.cfg.StateDir, snapshot.InitialFile, st); err != nil {

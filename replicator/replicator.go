@@ -80,10 +80,10 @@ const writerParkAfter = time.Minute
 type testHooks struct {
 	// beforeChunk runs before a snapshot reader reads a chunk of table; it
 	// may block (a test holding the copy mid-way).
-	beforeChunk func(ctx context.Context, table source.TableName)
+	beforeChunk func(ctx context.Context, table schema.TableName)
 	// rowsEvent runs in the reader for each rows event of a replicated
 	// table, before its rows go to the writer; it may block.
-	rowsEvent func(table source.TableName)
+	rowsEvent func(table schema.TableName)
 	// checkpointed runs after each checkpoint pass, whether or not it
 	// saved a new position.
 	checkpointed func()
@@ -93,7 +93,7 @@ type testHooks struct {
 	// tables are flushed, before its rows are derived; afterCascade once
 	// they are written, before the event goes to its writer. Either may
 	// block.
-	beforeCascade, afterCascade func(parent source.TableName)
+	beforeCascade, afterCascade func(parent schema.TableName)
 	// beforeDefinitions runs before the writers' definitions are read
 	// from MySQL (one read serves the writers that asked meanwhile) with
 	// the number of tables read; it may block.
@@ -131,7 +131,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Replicator
 			f(tables)
 		}
 	}
-	live := func(ctx context.Context, t source.TableName) (*schema.Table, error) {
+	live := func(ctx context.Context, t schema.TableName) (*schema.Table, error) {
 		return r.loader.Load(ctx, t.Database, t.Table)
 	}
 	if r.sink, err = sink.New(ctx, cfg, log, r.m, live); err != nil {

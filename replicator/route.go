@@ -13,6 +13,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/metrics"
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
 	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
@@ -26,7 +27,7 @@ import (
 type router struct {
 	r       *Replicator
 	stream  *source.Stream
-	writers map[source.TableName]*route
+	writers map[schema.TableName]*route
 	all     []*route // every writer started, for shutdown and checkpoints
 	// start runs a writer in its own goroutine.
 	start func(*sink.Writer)
@@ -45,10 +46,10 @@ type router struct {
 	// while they may still be working on that name's ClickHouse table: a
 	// new writer for the name waits until they are past the DDL, so two
 	// writers never write one table at once.
-	retired map[source.TableName]retiredWriter
+	retired map[schema.TableName]retiredWriter
 	// partitions are the partitioned tables' partitions, read when their
 	// writers start (replication.on_partition_maintenance: apply only).
-	partitions map[source.TableName]*source.Partitions
+	partitions map[schema.TableName]*source.Partitions
 	// queued is the bytes of rows events sent to writers and not yet taken
 	// into their blocks (see maxQueuedBytes).
 	queued atomic.Int64
@@ -59,8 +60,8 @@ type router struct {
 	fks                *source.ForeignKeys
 	fkBefore           []fkChange
 	fkSaved            *source.FKState // fkState's
-	cascadeParents     map[source.TableName]cascadeKinds
-	warnedUnreplicated map[source.TableName]bool
+	cascadeParents     map[schema.TableName]cascadeKinds
+	warnedUnreplicated map[schema.TableName]bool
 	warnedCopyWindow   bool
 	newestVersion      uint64 // of the rows dispatched
 	// batch is a run of cascading deletes held back (cascade.go); ctx is
@@ -169,7 +170,7 @@ func (rw retiredWriter) past() bool { return rw.w.Done() || rw.w.Flushed() >= rw
 func newRouter(r *Replicator, stream *source.Stream, st source.Start, from *state.Checkpoint, run func(*sink.Writer)) *router {
 	first := commitPoint{seq: 0, pos: st.Position, server: from.Server, gtid: st.GTID, hist: st.History, offset: st.Offset, byGTID: from.ResumeByGTID}
 	ceiling := from.Ceiling
-	return &router{r: r, stream: stream, writers: map[source.TableName]*route{}, start: run, partitions: map[source.TableName]*source.Partitions{},
+	return &router{r: r, stream: stream, writers: map[schema.TableName]*route{}, start: run, partitions: map[schema.TableName]*source.Partitions{},
 		commits: []commitPoint{first}, lastSaved: time.Now(), saved: st.Position, ceiling: ceiling}
 }
 
@@ -343,7 +344,7 @@ func (s *router) awaitQueueRoom(ctx context.Context, size int64) error {
 
 // dispatch queues a message for the table's writer, starting it if needed;
 // it blocks while the writer's queue is full (backpressure).
-func (s *router) dispatch(ctx context.Context, name source.TableName, m sink.Message) error {
+func (s *router) dispatch(ctx context.Context, name schema.TableName, m sink.Message) error {
 	rt := s.writers[name]
 	if rt == nil {
 		if err := s.awaitRetired(ctx, name); err != nil {
@@ -433,10 +434,10 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 		}
 	}()
 	for _, ef := range st.Effects {
-		oldIn := r.cfg.Replicates(ef.Table.Database, ef.Table.Table) && !source.SystemDatabase(ef.Table.Database)
+		oldIn := r.cfg.Replicates(ef.Table.Database, ef.Table.Table) && !schema.SystemDatabase(ef.Table.Database)
 		switch ef.Kind {
 		case source.DDLRowsByStatement, source.DDLPartitionRows:
-			if !oldIn && ef.Table != (source.TableName{}) {
+			if !oldIn && ef.Table != (schema.TableName{}) {
 				continue
 			}
 			policy := r.cfg.Replication.OnStatementDML
@@ -444,7 +445,7 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 				policy = r.cfg.Replication.OnPartitionMaintenance
 			}
 			switch {
-			case ef.Table == (source.TableName{}) || policy == config.OnStop:
+			case ef.Table == (schema.TableName{}) || policy == config.OnStop:
 				return rowsWithoutEvents(ef, st)
 			case policy == config.OnApply:
 				if err := s.applyPartitions(ctx, ef, st); err != nil {
@@ -479,7 +480,7 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 				}
 			}
 		case source.DDLRenameTable:
-			newIn := r.cfg.Replicates(ef.NewTable.Database, ef.NewTable.Table) && !source.SystemDatabase(ef.NewTable.Database)
+			newIn := r.cfg.Replicates(ef.NewTable.Database, ef.NewTable.Table) && !schema.SystemDatabase(ef.NewTable.Database)
 			switch {
 			case oldIn && newIn && ef.Table.Database == ef.NewTable.Database:
 				// A writer still dropping or renaming away the new name's
@@ -524,7 +525,7 @@ func rowsWithoutEvents(ef source.DDLEffect, st source.Statement) error {
 			st.At, ef.Table, truncate(st.Text, 300), recopy)
 	}
 	table := ef.Table.String()
-	if ef.Table == (source.TableName{}) {
+	if ef.Table == (schema.TableName{}) {
 		table = "a table binlog2ch could not tell (it cannot parse the statement)"
 	}
 	return fmt.Errorf("binlog %s: %s: rows changed by a statement the binlog holds as SQL text, not as row events: the session that ran it had binlog_format STATEMENT or MIXED (statement %q). binlog2ch replicates row events only and will not guess the rows. Set binlog_format = ROW globally and make sure no session sets it otherwise (SET SESSION binlog_format), then %s. Or set replication.on_statement_dml: recopy, which copies such a table again by itself and goes on",
@@ -578,11 +579,11 @@ const recopyFile = "recopy.json"
 // lose to it, those after win), as for `fullsync -recreate -tables`. A
 // crash meanwhile leaves the checkpoint before the statement: the restart
 // reads it again and copies again.
-func (s *router) recopy(ctx context.Context, t source.TableName, st source.Statement) error {
+func (s *router) recopy(ctx context.Context, t schema.TableName, st source.Statement) error {
 	r := s.r
 	// The tables t's rows cascade to are copied with it: their cascades
 	// through t cannot be derived from a copy of t (cascade.go).
-	tables := append([]source.TableName{t}, s.cascadeDescendants(t)...)
+	tables := append([]schema.TableName{t}, s.cascadeDescendants(t)...)
 	for _, x := range tables {
 		s.stopWriter(x)
 	}
@@ -621,7 +622,7 @@ func (s *router) recopy(ctx context.Context, t source.TableName, st source.State
 }
 
 // stopWriter closes a writer's queue: it finishes what it holds and exits.
-func (s *router) stopWriter(name source.TableName) {
+func (s *router) stopWriter(name schema.TableName) {
 	if rt := s.writers[name]; rt != nil {
 		close(rt.w.In())
 		s.wake(rt.w)
@@ -650,16 +651,16 @@ func (s *router) wake(w *sink.Writer) {
 	}
 }
 
-func (s *router) retire(name source.TableName, w *sink.Writer, seq uint64) {
+func (s *router) retire(name schema.TableName, w *sink.Writer, seq uint64) {
 	if s.retired == nil {
-		s.retired = map[source.TableName]retiredWriter{}
+		s.retired = map[schema.TableName]retiredWriter{}
 	}
 	s.retired[name] = retiredWriter{w: w, seq: seq}
 }
 
 // awaitRetired waits until the writer that last had the name is past the
 // DDL that freed it.
-func (s *router) awaitRetired(ctx context.Context, name source.TableName) error {
+func (s *router) awaitRetired(ctx context.Context, name schema.TableName) error {
 	rw, ok := s.retired[name]
 	if !ok {
 		return nil

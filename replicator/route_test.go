@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/config"
-	"github.com/binlog2ch/binlog2ch/source"
+	"github.com/binlog2ch/binlog2ch/schema"
 )
 
 // syncBuffer is a bytes.Buffer safe for concurrent writes (logs).
@@ -215,7 +215,7 @@ func TestFaultMySQLRestart(t *testing.T) {
 	a := h.dbs[0]
 	var events atomic.Int64
 	held, release := make(chan struct{}), make(chan struct{})
-	run := h.startWith(testHooks{rowsEvent: func(table source.TableName) {
+	run := h.startWith(testHooks{rowsEvent: func(table schema.TableName) {
 		// The first event is the two-row insert; the 20000 rows come in
 		// about 20 more.
 		if table.Table == "m" && events.Add(1) == 4 {

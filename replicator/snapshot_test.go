@@ -21,8 +21,8 @@ import (
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 	"github.com/binlog2ch/binlog2ch/loadgen"
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/snapshot"
-	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
 
@@ -269,7 +269,7 @@ func TestFullSyncCopiesTables(t *testing.T) {
 
 	// A second fullsync starts a new copy (the first one completed) and
 	// leaves the same state after FINAL.
-	if _, err := h.fullSync(cfg, io.Discard, FullSyncOptions{Tables: []source.TableName{{Database: a, Table: "comp"}}}); err != nil {
+	if _, err := h.fullSync(cfg, io.Discard, FullSyncOptions{Tables: []schema.TableName{{Database: a, Table: "comp"}}}); err != nil {
 		t.Fatal(err)
 	}
 	h.assertEqualInto(a, fs, "comp", []string{"tenant", "code", "day", "v"})
@@ -354,7 +354,7 @@ func TestRunSnapshotsWhileWritten(t *testing.T) {
 	}()
 	var chunks atomic.Int64
 	before := txns.Load()
-	run := h.startWith(testHooks{beforeChunk: func(ctx context.Context, _ source.TableName) {
+	run := h.startWith(testHooks{beforeChunk: func(ctx context.Context, _ schema.TableName) {
 		// A transaction more than chunks read so far, or the workload's end.
 		want := before + chunks.Add(1)
 		for txns.Load() < want {
@@ -646,7 +646,7 @@ func TestFullSyncRetriesLostConnections(t *testing.T) {
 	}
 	defer r.Close()
 	var chunks atomic.Int64
-	r.hooks.beforeChunk = func(ctx context.Context, _ source.TableName) {
+	r.hooks.beforeChunk = func(ctx context.Context, _ schema.TableName) {
 		if chunks.Add(1) == 3 {
 			if _, err := h.my.ExecContext(ctx, "KILL CONNECTION USER '"+user+"'"); err != nil {
 				t.Errorf("kill: %v", err)

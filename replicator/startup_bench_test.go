@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/snapshot"
-	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
 
@@ -131,7 +131,7 @@ func benchStartup(b *testing.B, n, dbs int) {
 // benchLive inserts a row into every table at once, the live path's
 // "2,000 tables appearing", and logs how long until ClickHouse holds
 // them, the statements and what the daemon logged at WARN and above.
-func (h *harness) benchLive(d *daemon, logPath string, names []source.TableName, peak *peakMetrics) {
+func (h *harness) benchLive(d *daemon, logPath string, names []schema.TableName, peak *peakMetrics) {
 	b := h.t
 	n := len(names)
 	before := h.queryCounts()
@@ -208,7 +208,7 @@ func procSysCPU(pid int) time.Duration {
 }
 
 // insertEach inserts one row into every table over four connections.
-func (h *harness) insertEach(names []source.TableName, id int) {
+func (h *harness) insertEach(names []schema.TableName, id int) {
 	h.t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)

@@ -3,8 +3,8 @@ package replicator
 import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/snapshot"
-	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 	"github.com/binlog2ch/binlog2ch/status"
 )
@@ -47,7 +47,7 @@ func (r *Replicator) statusInfo() status.Info {
 		in.ReadPosition = p.String()
 	}
 	if ss := r.snapshotProgress.Load(); ss != nil {
-		in.Snapshot = make(map[source.TableName]status.Progress, len(*ss))
+		in.Snapshot = make(map[schema.TableName]status.Progress, len(*ss))
 		for _, t := range *ss {
 			in.Snapshot[t.Name] = status.Progress{State: t.State, Copied: t.Confirmed, Estimated: max(t.Estimate, t.Confirmed)}
 		}

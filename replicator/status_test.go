@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/snapshot"
-	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 	"github.com/binlog2ch/binlog2ch/status"
 )
@@ -307,7 +307,7 @@ func TestStatusDuringInitialSnapshot(t *testing.T) {
 	}
 	release := make(chan struct{})
 	var chunks atomic.Int64
-	run := h.startWith(testHooks{beforeChunk: func(ctx context.Context, _ source.TableName) {
+	run := h.startWith(testHooks{beforeChunk: func(ctx context.Context, _ schema.TableName) {
 		if chunks.Add(1) > 3 {
 			select {
 			case <-release:

@@ -16,6 +16,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
 	"github.com/binlog2ch/binlog2ch/source"
 )
@@ -97,7 +98,7 @@ func TestTLSEndToEnd(t *testing.T) {
 	h.exec("CREATE TABLE "+db+".copied (id INT PRIMARY KEY, s VARCHAR(20))",
 		"INSERT INTO "+db+".copied VALUES (10, 'ten'), (11, 'eleven')")
 	r := h.newReplicator(io.Discard)
-	_, err = r.FullSync(ctx, FullSyncOptions{Tables: []source.TableName{{Database: db, Table: "copied"}}})
+	_, err = r.FullSync(ctx, FullSyncOptions{Tables: []schema.TableName{{Database: db, Table: "copied"}}})
 	r.Close()
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func TestBadValueStopsWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &Writer{name: source.TableName{Database: "d", Table: "t"}, source: tb, target: target, block: block.NewBlock(target)}
+	w := &Writer{name: schema.TableName{Database: "d", Table: "t"}, source: tb, target: target, block: block.NewBlock(target)}
 	msg := "a partial JSON update binlog2ch cannot apply: ... run `binlog2ch fullsync -recreate -checkpoint`"
 	err = w.handle(context.Background(), Message{Schema: tb, Op: source.OpUpdate, Version: source.RowVersion(3, 1234, 0), Slots: source.VersionSlots,
 		At:   source.Position{File: "binlog.000003", Pos: 1000},

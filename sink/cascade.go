@@ -55,7 +55,7 @@ import (
 
 // CascadeEvent is a parent rows event whose cascades are derived.
 type CascadeEvent struct {
-	Table  source.TableName
+	Table  schema.TableName
 	Schema *schema.Table // the parent's, from the event's table map
 	Delete bool          // a DELETE; else an UPDATE
 	// Rows are the event's rows as go-mysql decodes them: a DELETE's
@@ -93,7 +93,7 @@ type rootKeys struct {
 
 // cascadeNode is one table reached by the cascade, through one key.
 type cascadeNode struct {
-	table  source.TableName
+	table  schema.TableName
 	kind   nodeKind
 	fk     *source.ForeignKey // the table's key referencing the parent node's table
 	parent *cascadeNode       // nil: the event's table
@@ -122,10 +122,10 @@ type CascadePlan struct {
 	nodes []*cascadeNode // in expansion order: a node after its parent
 	// Tables are the tables rows may be derived for, sorted: the caller
 	// has each one's pending rows flushed first.
-	Tables []source.TableName
+	Tables []schema.TableName
 	// Unreplicated are tables the cascade reaches that are not
 	// replicated: nothing is derived for them, nor through them.
-	Unreplicated []source.TableName
+	Unreplicated []schema.TableName
 	// Replay says the event is older than rows already written (an XA
 	// transaction's rows, applied at its XA COMMIT): the reads must leave
 	// out the keys those rows may have merged with.
@@ -136,7 +136,7 @@ type CascadePlan struct {
 // replication at the event rather than leave ClickHouse silently wrong.
 type CascadeError struct {
 	At    source.Position
-	Table source.TableName // the parent
+	Table schema.TableName // the parent
 	Msg   string
 }
 
@@ -147,7 +147,7 @@ func (e *CascadeError) Error() string {
 // PlanCascade works out which tables a parent event cascades to: nil when
 // it cascades to none (no key with CASCADE or SET NULL for the event's
 // kind, no referenced value changed, or no replicated child).
-func PlanCascade(keys *source.ForeignKeys, ev CascadeEvent, replicated func(source.TableName) bool) (*CascadePlan, error) {
+func PlanCascade(keys *source.ForeignKeys, ev CascadeEvent, replicated func(schema.TableName) bool) (*CascadePlan, error) {
 	p := &CascadePlan{ev: ev}
 	fail := func(format string, args ...any) (*CascadePlan, error) {
 		return nil, &CascadeError{At: ev.At, Table: ev.Table, Msg: fmt.Sprintf(format, args...)}
@@ -183,7 +183,7 @@ func PlanCascade(keys *source.ForeignKeys, ev CascadeEvent, replicated func(sour
 		}
 		frontier = append(frontier, n)
 	}
-	unreplicated := map[source.TableName]bool{}
+	unreplicated := map[schema.TableName]bool{}
 	for len(frontier) > 0 {
 		n := frontier[0]
 		frontier = frontier[1:]
@@ -261,7 +261,7 @@ func PlanCascade(keys *source.ForeignKeys, ev CascadeEvent, replicated func(sour
 		}
 		return nil, nil
 	}
-	tables := map[source.TableName]bool{}
+	tables := map[schema.TableName]bool{}
 	for _, n := range p.nodes {
 		tables[n.table] = true
 	}
@@ -270,12 +270,12 @@ func PlanCascade(keys *source.ForeignKeys, ev CascadeEvent, replicated func(sour
 	return p, nil
 }
 
-func sortedTables(m map[source.TableName]bool) []source.TableName {
-	out := make([]source.TableName, 0, len(m))
+func sortedTables(m map[schema.TableName]bool) []schema.TableName {
+	out := make([]schema.TableName, 0, len(m))
 	for t := range m {
 		out = append(out, t)
 	}
-	slices.SortFunc(out, func(a, b source.TableName) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(out, func(a, b schema.TableName) int { return strings.Compare(a.String(), b.String()) })
 	return out
 }
 
@@ -351,7 +351,7 @@ func rootKeysOf(fk *source.ForeignKey, ev CascadeEvent) (*rootKeys, error) {
 
 // chTable is a ClickHouse table as the cascade's statements need it.
 type chTable struct {
-	name source.TableName
+	name schema.TableName
 	ref  string   // `db`.`table`
 	cols []chCol  // the MySQL columns replicated, in order
 	key  []string // the sorting key's MySQL columns
@@ -385,7 +385,7 @@ func baseType(typ string) string {
 // cascadeSQL builds one cascade's statements.
 type cascadeSQL struct {
 	p      *CascadePlan
-	tables map[source.TableName]*chTable
+	tables map[schema.TableName]*chTable
 	first  string // Vs
 	last   string // Ve
 	// replay: leave out keys with rows at or above Vs, and match the
@@ -396,7 +396,7 @@ type cascadeSQL struct {
 	live map[int]bool
 }
 
-func newCascadeSQL(p *CascadePlan, tables map[source.TableName]*chTable, replay bool) *cascadeSQL {
+func newCascadeSQL(p *CascadePlan, tables map[schema.TableName]*chTable, replay bool) *cascadeSQL {
 	b := &cascadeSQL{p: p, tables: tables, first: strconv.FormatUint(p.ev.First, 10), last: strconv.FormatUint(p.ev.Last, 10), replay: replay, live: map[int]bool{}}
 	for _, n := range p.nodes {
 		b.live[n.id] = tables[n.table] != nil && (n.parent == nil || b.live[n.parent.id])
@@ -618,7 +618,7 @@ func (b *cascadeSQL) deletedRows(n *cascadeNode, cols []string) (string, error) 
 }
 
 // tableNodes are the live nodes of a table, in plan order.
-func (b *cascadeSQL) tableNodes(table source.TableName) []*cascadeNode {
+func (b *cascadeSQL) tableNodes(table schema.TableName) []*cascadeNode {
 	var out []*cascadeNode
 	for _, n := range b.p.nodes {
 		if n.table == table && b.live[n.id] {
@@ -809,16 +809,16 @@ func (b *cascadeSQL) insertSQL(t *chTable, d *derived) string {
 // writeOrder orders the tables so that each is written after every table
 // whose derivation reads it (its descendants); cyclic reports a table read
 // after it is written (keys in a cycle), which needs the replay reads.
-func (b *cascadeSQL) writeOrder() (order []source.TableName, cyclic bool) {
+func (b *cascadeSQL) writeOrder() (order []schema.TableName, cyclic bool) {
 	// before[t][u]: t must be written before u (t's nodes read u).
-	before := map[source.TableName]map[source.TableName]bool{}
-	var tables []source.TableName
+	before := map[schema.TableName]map[schema.TableName]bool{}
+	var tables []schema.TableName
 	for _, n := range b.p.nodes {
 		if !b.live[n.id] {
 			continue
 		}
 		if before[n.table] == nil {
-			before[n.table] = map[source.TableName]bool{}
+			before[n.table] = map[schema.TableName]bool{}
 			tables = append(tables, n.table)
 		}
 		if n.trace != nil {
@@ -833,8 +833,8 @@ func (b *cascadeSQL) writeOrder() (order []source.TableName, cyclic bool) {
 			}
 		}
 	}
-	slices.SortFunc(tables, func(a, b source.TableName) int { return strings.Compare(a.String(), b.String()) })
-	done := map[source.TableName]bool{}
+	slices.SortFunc(tables, func(a, b schema.TableName) int { return strings.Compare(a.String(), b.String()) })
+	done := map[schema.TableName]bool{}
 	for len(order) < len(tables) {
 		progress := false
 		for _, t := range tables {
@@ -868,22 +868,22 @@ func (b *cascadeSQL) writeOrder() (order []source.TableName, cyclic bool) {
 // newest version when a cascade first involved it in this process.
 type cascadeState struct {
 	mu      sync.Mutex
-	horizon map[source.TableName]uint64
+	horizon map[schema.TableName]uint64
 	// tables caches the tables' ClickHouse columns; a writer forgets its
 	// table's when it changes them (ddl.go).
-	tables map[source.TableName]*chTable
+	tables map[schema.TableName]*chTable
 	// afterInsert, in tests, runs after each table's derived rows are
 	// written (it may block: a test kills the daemon there).
-	afterInsert func(source.TableName)
+	afterInsert func(schema.TableName)
 }
 
 // SetCascadeTestHook sets a function run after each table's derived rows
 // are written, for tests that stop the daemon in the middle of a cascade.
-func (c *ClickHouse) SetCascadeTestHook(f func(source.TableName)) { c.cascades.afterInsert = f }
+func (c *ClickHouse) SetCascadeTestHook(f func(schema.TableName)) { c.cascades.afterInsert = f }
 
 // ForgetCascadeHorizon drops what is known of a table's newest version:
 // it was copied again, at versions ahead of the reader.
-func (c *ClickHouse) ForgetCascadeHorizon(t source.TableName) {
+func (c *ClickHouse) ForgetCascadeHorizon(t schema.TableName) {
 	c.cascades.mu.Lock()
 	delete(c.cascades.horizon, t)
 	c.cascades.mu.Unlock()
@@ -891,7 +891,7 @@ func (c *ClickHouse) ForgetCascadeHorizon(t source.TableName) {
 
 // forgetCascadeTable drops a table's cached columns: its writer is
 // changing them.
-func (c *ClickHouse) forgetCascadeTable(t source.TableName) {
+func (c *ClickHouse) forgetCascadeTable(t schema.TableName) {
 	c.cascades.mu.Lock()
 	delete(c.cascades.tables, t)
 	c.cascades.mu.Unlock()
@@ -899,12 +899,12 @@ func (c *ClickHouse) forgetCascadeTable(t source.TableName) {
 
 // CascadeResult is what one cascade derived: rows per table and action.
 type CascadeResult struct {
-	Rows map[source.TableName]map[string]uint64
+	Rows map[schema.TableName]map[string]uint64
 }
 
 // cascadeTable is a replicated table's ClickHouse columns, cached; nil
 // when it has no ClickHouse table (no rows there to derive from).
-func (c *ClickHouse) cascadeTable(ctx context.Context, t source.TableName) (*chTable, error) {
+func (c *ClickHouse) cascadeTable(ctx context.Context, t schema.TableName) (*chTable, error) {
 	c.cascades.mu.Lock()
 	ct, ok := c.cascades.tables[t]
 	c.cascades.mu.Unlock()
@@ -917,14 +917,14 @@ func (c *ClickHouse) cascadeTable(ctx context.Context, t source.TableName) (*chT
 	}
 	c.cascades.mu.Lock()
 	if c.cascades.tables == nil {
-		c.cascades.tables = map[source.TableName]*chTable{}
+		c.cascades.tables = map[schema.TableName]*chTable{}
 	}
 	c.cascades.tables[t] = ct
 	c.cascades.mu.Unlock()
 	return ct, nil
 }
 
-func (c *ClickHouse) readCascadeTable(ctx context.Context, t source.TableName) (*chTable, error) {
+func (c *ClickHouse) readCascadeTable(ctx context.Context, t schema.TableName) (*chTable, error) {
 	db := c.cfg.ClickHouseDatabase(t.Database)
 	name := t.Table
 	if o := c.cfg.TableOptions(t.Database, t.Table); o.Name != "" {
@@ -975,11 +975,11 @@ func (c *ClickHouse) readCascadeTable(ctx context.Context, t source.TableName) (
 // has flushed the pending rows of every table in plan.Tables, and holds
 // back the event's own rows until this returns.
 func (c *ClickHouse) RunCascade(ctx context.Context, log *slog.Logger, plan *CascadePlan) (CascadeResult, error) {
-	res := CascadeResult{Rows: map[source.TableName]map[string]uint64{}}
+	res := CascadeResult{Rows: map[schema.TableName]map[string]uint64{}}
 	if c.cfg.ClickHouse.Cluster != "" {
 		return res, &CascadeError{At: plan.ev.At, Table: plan.ev.Table, Msg: "binlog2ch does not derive foreign-key cascades into a ClickHouse cluster yet; the children's rows would stay in ClickHouse. Exclude the child tables, or replicate them to a single server"}
 	}
-	tables := map[source.TableName]*chTable{}
+	tables := map[schema.TableName]*chTable{}
 	replay := plan.Replay
 	for _, t := range plan.Tables {
 		ct, err := c.cascadeTable(ctx, t)
@@ -1106,7 +1106,7 @@ func (c *ClickHouse) horizonOf(ctx context.Context, t *chTable) (uint64, error) 
 	}
 	c.cascades.mu.Lock()
 	if c.cascades.horizon == nil {
-		c.cascades.horizon = map[source.TableName]uint64{}
+		c.cascades.horizon = map[schema.TableName]uint64{}
 	}
 	c.cascades.horizon[t.name] = h
 	c.cascades.mu.Unlock()

@@ -19,8 +19,8 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden files in testd
 // cc((pid, n) primary key, pid → p.id ON UPDATE CASCADE) and its
 // grandchild gg((pid, n) → cc(pid, n) ON UPDATE CASCADE); r(pid → p.id
 // RESTRICT); t(id, parent → t.id ON DELETE CASCADE), a tree.
-func cascadeSchema() (*source.ForeignKeys, map[source.TableName]*chTable) {
-	tn := func(t string) source.TableName { return source.TableName{Database: "db", Table: t} }
+func cascadeSchema() (*source.ForeignKeys, map[schema.TableName]*chTable) {
+	tn := func(t string) schema.TableName { return schema.TableName{Database: "db", Table: t} }
 	m := source.NewForeignKeys()
 	add := func(name, child string, cols []string, parent string, refs []string, del, upd source.FKAction) {
 		m.Add(source.ForeignKey{Name: name, Child: tn(child), Columns: cols, Parent: tn(parent), RefColumns: refs, OnDelete: del, OnUpdate: upd})
@@ -44,7 +44,7 @@ func cascadeSchema() (*source.ForeignKeys, map[source.TableName]*chTable) {
 		ct.key = key
 		return ct
 	}
-	tables := map[source.TableName]*chTable{
+	tables := map[schema.TableName]*chTable{
 		tn("c"):  table("c", []string{"id"}, "id", "Int32", "pid", "Int32", "note", "Nullable(String)"),
 		tn("g"):  table("g", []string{"id"}, "id", "Int64", "cid", "Nullable(Int32)"),
 		tn("s"):  table("s", []string{"id"}, "id", "Int32", "pid", "Nullable(Int32)"),
@@ -67,7 +67,7 @@ func parentSchema() *schema.Table {
 // cascade, then as a replay.
 func TestCascadeSQL(t *testing.T) {
 	keys, tables := cascadeSchema()
-	all := func(source.TableName) bool { return true }
+	all := func(schema.TableName) bool { return true }
 	var out strings.Builder
 	render := func(title string, ev CascadeEvent, replay bool, levels int) {
 		t.Helper()
@@ -110,7 +110,7 @@ func TestCascadeSQL(t *testing.T) {
 		}
 		out.WriteString("\n")
 	}
-	p := source.TableName{Database: "db", Table: "p"}
+	p := schema.TableName{Database: "db", Table: "p"}
 	del := CascadeEvent{Table: p, Schema: parentSchema(), Delete: true, Rows: [][]any{{int32(200), "a"}, {int32(201), "b"}, {int32(200), "a"}}, First: 1000, Last: 1999}
 	render("DELETE FROM p WHERE id IN (200, 201)", del, false, 15)
 	render("the same, replayed", del, true, 15)
@@ -118,7 +118,7 @@ func TestCascadeSQL(t *testing.T) {
 	render("UPDATE p SET id = 1000 WHERE id = 200 (and a row whose id stays)", upd, false, 15)
 	noop := CascadeEvent{Table: p, Schema: parentSchema(), Rows: [][]any{{int32(5), "x"}, {int32(5), "y"}}, First: 3000, Last: 3999}
 	render("UPDATE p SET code = 'y' (no referenced column changes)", noop, false, 15)
-	tree := CascadeEvent{Table: source.TableName{Database: "db", Table: "t"}, Schema: &schema.Table{Database: "db", Name: "t", Columns: []schema.Column{
+	tree := CascadeEvent{Table: schema.TableName{Database: "db", Table: "t"}, Schema: &schema.Table{Database: "db", Name: "t", Columns: []schema.Column{
 		{Name: "id", Kind: schema.KindInt, Type: "int unsigned", Unsigned: true}, {Name: "parent", Kind: schema.KindInt, Type: "int unsigned", Unsigned: true, Nullable: true}}},
 		Delete: true, Rows: [][]any{{int32(-1), nil}}, First: 4000, Last: 4999}
 	render("DELETE FROM t WHERE id = 4294967295 (a tree, three levels deep: those below are pruned while the level above is empty)", tree, false, 3)
@@ -129,15 +129,15 @@ func TestCascadeSQL(t *testing.T) {
 // event with the reason.
 func TestCascadeRefuses(t *testing.T) {
 	keys, _ := cascadeSchema()
-	tn := func(t string) source.TableName { return source.TableName{Database: "db", Table: t} }
+	tn := func(t string) schema.TableName { return schema.TableName{Database: "db", Table: t} }
 	keys.Add(source.ForeignKey{Name: "x_s", Child: tn("x"), Columns: []string{"spid"}, Parent: tn("s"), RefColumns: []string{"pid"}, OnDelete: source.FKCascade, OnUpdate: source.FKCascade})
-	_, err := PlanCascade(keys, CascadeEvent{Table: tn("p"), Schema: parentSchema(), Delete: true, Rows: [][]any{{int32(1), "a"}}}, func(source.TableName) bool { return true })
+	_, err := PlanCascade(keys, CascadeEvent{Table: tn("p"), Schema: parentSchema(), Delete: true, Rows: [][]any{{int32(1), "a"}}}, func(schema.TableName) bool { return true })
 	if err == nil || !strings.Contains(err.Error(), "references columns that key") {
 		t.Fatalf("got %v", err)
 	}
 	// Not replicated: left out, and said.
 	keys, _ = cascadeSchema()
-	plan, err := PlanCascade(keys, CascadeEvent{Table: tn("p"), Schema: parentSchema(), Delete: true, Rows: [][]any{{int32(1), "a"}}}, func(t source.TableName) bool { return t.Table != "c" })
+	plan, err := PlanCascade(keys, CascadeEvent{Table: tn("p"), Schema: parentSchema(), Delete: true, Rows: [][]any{{int32(1), "a"}}}, func(t schema.TableName) bool { return t.Table != "c" })
 	if err != nil || len(plan.Unreplicated) != 1 || plan.Unreplicated[0] != tn("c") || len(plan.Tables) != 1 || plan.Tables[0] != tn("s") {
 		t.Fatalf("plan %+v, %v", plan, err)
 	}

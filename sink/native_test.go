@@ -59,7 +59,7 @@ state_dir: %q
 	logs := &syncBuffer{}
 	m := metrics.New()
 	c, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), m,
-		func(context.Context, source.TableName) (*schema.Table, error) { return nil, nil })
+		func(context.Context, schema.TableName) (*schema.Table, error) { return nil, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestNativeFallback(t *testing.T) {
 			c.settings = serverSettings{"async_insert": "Bool", "insert_distributed_sync": "Bool"}
 			c.ins.opts.Addr = []string{fake.Addr()}
 
-			w := c.NewWriter(source.TableName{Database: db, Table: "t"}, 8)
+			w := c.NewWriter(schema.TableName{Database: db, Table: "t"}, 8)
 			for i := 1; i <= 2; i++ {
 				w.In() <- &Message{Seq: uint64(i), Schema: tb, Op: source.OpInsert, Version: source.RowVersion(1, uint32(100*i), 0), Slots: source.VersionSlots,
 					At: source.Position{File: "binlog.000001", Pos: uint32(100 * i)}, Rows: [][]any{{int32(2*i - 1), "x"}, {int32(2 * i), "y"}}}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/metrics"
-	"github.com/binlog2ch/binlog2ch/source"
+	"github.com/binlog2ch/binlog2ch/schema"
 )
 
 // TestParkHandshake: a writer parks only with nothing queued, and a
@@ -64,7 +64,7 @@ func TestLiveSchedule(t *testing.T) {
 	cfg := &config.Config{}
 	cfg.Batch.FlushInterval, cfg.Batch.LiveFlushInterval = time.Hour, 10*time.Minute
 	c := &ClickHouse{cfg: cfg, m: metrics.New()}
-	w := &Writer{c: c, in: make(chan *Message, 1), tm: c.m.ForTable(source.TableName{Database: "d", Table: "t"})}
+	w := &Writer{c: c, in: make(chan *Message, 1), tm: c.m.ForTable(schema.TableName{Database: "d", Table: "t"})}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	fresh := func() {

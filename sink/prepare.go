@@ -8,7 +8,6 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/binlog2ch/binlog2ch/source"
 )
 
 // A copy of many tables prepares their targets from one read of what
@@ -114,7 +113,7 @@ func (c *ClickHouse) ensureDatabase(ctx context.Context, log *slog.Logger, t *sc
 // copy has made ready (PrepareTable): the writer starts on it, so its
 // first rows need no schema change, which would read the table's
 // definition from MySQL and its columns from ClickHouse again.
-func (c *ClickHouse) NewCopyWriter(ctx context.Context, name source.TableName, queue int, src *schema.Table, target *schema.Target) (*Writer, error) {
+func (c *ClickHouse) NewCopyWriter(ctx context.Context, name schema.TableName, queue int, src *schema.Table, target *schema.Target) (*Writer, error) {
 	w := c.NewWriter(name, queue)
 	if err := w.useTarget(ctx, target); err != nil {
 		return nil, err

@@ -22,12 +22,11 @@ import (
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/binlog2ch/binlog2ch/source"
 )
 
 // LiveTable reads a MySQL table's current definition, for what the binlog's
 // table map lacks (see source.Enrich).
-type LiveTable func(ctx context.Context, name source.TableName) (*schema.Table, error)
+type LiveTable func(ctx context.Context, name schema.TableName) (*schema.Table, error)
 
 // ClickHouse is the target every writer shares: the connections, the
 // server's capabilities, the cluster's layout, the metrics.

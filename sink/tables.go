@@ -12,7 +12,6 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/binlog2ch/binlog2ch/source"
 )
 
 // chColumn is a column as ClickHouse reports it.
@@ -118,7 +117,7 @@ func (c *ClickHouse) changedOnline(ctx context.Context, t *schema.Target, mysql 
 // MySQL created it (again), so a ClickHouse table of that name missing is
 // new. Another host that replicated meanwhile (a shared checkpoint) may
 // have dropped and not recreated it.
-func (c *ClickHouse) ForgetTable(t source.TableName) error {
+func (c *ClickHouse) ForgetTable(t schema.TableName) error {
 	name := t.Table
 	if o := c.cfg.TableOptions(t.Database, t.Table); o.Name != "" {
 		name = o.Name

@@ -83,7 +83,7 @@ func (m *Message) where() string {
 // columnar batches and sends them, in binlog order.
 type Writer struct {
 	c    *ClickHouse
-	name source.TableName // MySQL table
+	name schema.TableName // MySQL table
 	// in carries pointers: a queue of 256 Messages by value would be
 	// 60 KiB a writer, allocated up front, 120 MiB with 2,000 tables.
 	in  chan *Message
@@ -148,7 +148,7 @@ type Writer struct {
 
 // NewWriter returns the writer of MySQL table name, which may have queue
 // messages waiting. Run runs it.
-func (c *ClickHouse) NewWriter(name source.TableName, queue int) *Writer {
+func (c *ClickHouse) NewWriter(name schema.TableName, queue int) *Writer {
 	return &Writer{
 		c:        c,
 		name:     name,
@@ -198,7 +198,7 @@ func (w *Writer) OnFlushed(f func()) { w.flushedHook = f }
 
 // Name is the writer's MySQL table: after a RENAME TABLE, the new name.
 // Call it from Run's goroutine or after Run returned.
-func (w *Writer) Name() source.TableName { return w.name }
+func (w *Writer) Name() schema.TableName { return w.name }
 
 // Run processes messages until In is closed (a clean shutdown: the pending
 // rows are flushed) or an error stops it. Batches are sent by other

@@ -71,7 +71,7 @@ type Options struct {
 	MaxBackoff time.Duration
 	// BeforeChunk, a pause point for tests (nil otherwise), runs before a
 	// reader reads a chunk of table; it may block.
-	BeforeChunk func(ctx context.Context, table source.TableName)
+	BeforeChunk func(ctx context.Context, table schema.TableName)
 }
 
 // Copy copies tables and returns their statuses; the error joins every
@@ -79,7 +79,7 @@ type Options struct {
 // ctx, it returns with what ClickHouse confirmed recorded in the state:
 // the next Copy with that state resumes. The caller marks the state
 // Complete once Copy returned no error.
-func Copy(ctx context.Context, opts Options, tables []source.TableName) ([]TableStatus, error) {
+func Copy(ctx context.Context, opts Options, tables []schema.TableName) ([]TableStatus, error) {
 	c := &copier{Options: opts}
 	return c.run(ctx, tables)
 }
@@ -110,7 +110,7 @@ const prepareWorkers = 2
 
 // tableCopy is one table's copy.
 type tableCopy struct {
-	name     source.TableName
+	name     schema.TableName
 	log      *slog.Logger
 	def      schema.Loaded // the definition discovery read
 	source   *schema.Table
@@ -156,7 +156,7 @@ type chunkJob struct {
 
 // run copies tables and returns their statuses; the error joins every
 // table's.
-func (c *copier) run(ctx context.Context, tables []source.TableName) ([]TableStatus, error) {
+func (c *copier) run(ctx context.Context, tables []schema.TableName) ([]TableStatus, error) {
 	idx, err := source.FileIndex(c.State.Position.File)
 	if err != nil {
 		return nil, err
@@ -370,7 +370,7 @@ func (c *copier) discover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	list := make([]source.TableName, len(c.tables))
+	list := make([]schema.TableName, len(c.tables))
 	for i, t := range c.tables {
 		list[i] = t.name
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
@@ -38,7 +39,7 @@ type State struct {
 	Complete bool                      `json:"complete"`
 	// List is the tables an initial snapshot copies: those that existed
 	// when it began.
-	List []source.TableName `json:"list,omitempty"`
+	List []schema.TableName `json:"list,omitempty"`
 	// Recreate marks a `fullsync -recreate` copy.
 	Recreate bool `json:"recreate,omitempty"`
 }

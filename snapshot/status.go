@@ -4,12 +4,12 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/binlog2ch/binlog2ch/source"
+	"github.com/binlog2ch/binlog2ch/schema"
 )
 
 // TableStatus is one table's copy, for progress displays and summaries.
 type TableStatus struct {
-	Name      source.TableName
+	Name      schema.TableName
 	State     string // waiting, copying, done, failed, interrupted
 	Rows      uint64 // rows read by this run
 	Confirmed uint64 // rows in ClickHouse, this run and interrupted ones before it
@@ -84,7 +84,7 @@ func (p Progress) ETA(elapsed time.Duration) time.Duration {
 func LogProgress(log *slog.Logger, every time.Duration) func([]TableStatus) {
 	var last time.Time
 	begun := time.Now()
-	failed := map[source.TableName]bool{}
+	failed := map[schema.TableName]bool{}
 	return func(ts []TableStatus) {
 		now := time.Now()
 		periodic := now.Sub(last) >= every

@@ -48,8 +48,8 @@ const (
 // (which the table map would show as a drop and an add, losing data).
 type DDLEffect struct {
 	Kind     DDLKind
-	Table    TableName
-	NewTable TableName         // DDLRenameTable
+	Table    schema.TableName
+	NewTable schema.TableName  // DDLRenameTable
 	Renames  map[string]string // DDLRenameColumns
 	Defaults map[string]string // DDLAddColumns: column -> ClickHouse literal
 	Added    []string          // DDLAddColumns: the columns, in statement order
@@ -75,12 +75,12 @@ func ParseDDL(p *parser.Parser, defaultDB, query string) (effects []DDLEffect, o
 	if err != nil {
 		return nil, false
 	}
-	name := func(t *ast.TableName) TableName {
+	name := func(t *ast.TableName) schema.TableName {
 		db := t.Schema.O
 		if db == "" {
 			db = defaultDB
 		}
-		return TableName{Database: db, Table: t.Name.O}
+		return schema.TableName{Database: db, Table: t.Name.O}
 	}
 	rowsBy := func(refs ...ast.Node) {
 		for _, t := range tablesIn(refs...) {
@@ -119,7 +119,7 @@ func ParseDDL(p *parser.Parser, defaultDB, query string) (effects []DDLEffect, o
 			renames := map[string]string{}
 			defaults := map[string]string{}
 			var added []string
-			var rename *TableName
+			var rename *schema.TableName
 			var fks DDLEffect
 			var inline []ForeignKey
 			for _, spec := range s.Specs {

@@ -1,5 +1,7 @@
 package source
 
+import "github.com/binlog2ch/binlog2ch/schema"
+
 // UnparsedEffects reads from the words of a statement the parser could
 // not read (MariaDB syntax TiDB's parser lacks: INSERT ... RETURNING,
 // CREATE OR REPLACE TABLE, ALTER TABLE ... CONVERT PARTITION) what it may
@@ -44,7 +46,7 @@ func UnparsedEffects(defaultDB, q string) []DDLEffect {
 // dmlTables names the tables of a DML statement (see UnparsedEffects).
 func (l *stmtLexer) dmlTables(defaultDB, verb string) []DDLEffect {
 	var effects []DDLEffect
-	add := func(t TableName) {
+	add := func(t schema.TableName) {
 		for _, e := range effects {
 			if e.Table == t {
 				return
@@ -146,7 +148,7 @@ func (l *stmtLexer) convertPartition(defaultDB string) []DDLEffect {
 
 // tableName reads [db.]table, names unquoted or in backticks, as written
 // (names are case-sensitive on most servers).
-func (l *stmtLexer) tableName(defaultDB string) (TableName, bool) {
+func (l *stmtLexer) tableName(defaultDB string) (schema.TableName, bool) {
 	ident := func() (string, bool) {
 		switch t := l.peek(); {
 		case t.kind == tokWord:
@@ -160,15 +162,15 @@ func (l *stmtLexer) tableName(defaultDB string) (TableName, bool) {
 	}
 	first, ok := ident()
 	if !ok {
-		return TableName{}, false
+		return schema.TableName{}, false
 	}
 	if l.peek().is(tokPunct, ".") {
 		l.next()
 		second, ok := ident()
 		if !ok {
-			return TableName{}, false
+			return schema.TableName{}, false
 		}
-		return TableName{Database: first, Table: second}, true
+		return schema.TableName{Database: first, Table: second}, true
 	}
-	return TableName{Database: defaultDB, Table: first}, true
+	return schema.TableName{Database: defaultDB, Table: first}, true
 }

@@ -4,33 +4,34 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/pingcap/tidb/pkg/parser"
 )
 
 // TestUnparsedEffects: statements TiDB's parser cannot read (MariaDB's
 // syntax) still show what they do to tables' rows by their words.
 func TestUnparsedEffects(t *testing.T) {
-	rows := func(names ...TableName) []DDLEffect {
+	rows := func(names ...schema.TableName) []DDLEffect {
 		var out []DDLEffect
 		for _, n := range names {
 			out = append(out, DDLEffect{Kind: DDLRowsByStatement, Table: n})
 		}
 		return out
 	}
-	d := func(t string) TableName { return TableName{Database: "db", Table: t} }
+	d := func(t string) schema.TableName { return schema.TableName{Database: "db", Table: t} }
 	for _, c := range []struct {
 		q    string
 		want []DDLEffect
 	}{
 		{"INSERT INTO t VALUES (1) RETURNING id", rows(d("t"))},
-		{"insert into `Other`.`T 2` (a) values (1) returning a", rows(TableName{"Other", "T 2"})},
+		{"insert into `Other`.`T 2` (a) values (1) returning a", rows(schema.TableName{Database: "Other", Table: "T 2"})},
 		{"REPLACE INTO Mixed SELECT * FROM src RETURNING *", rows(d("Mixed"), d("src"))},
 		{"DELETE FROM t WHERE id = 1 RETURNING id", rows(d("t"))},
 		{"DELETE a, b FROM t1 a JOIN t2 b ON a.id = b.id RETURNING a.id", rows(d("t1"), d("t2"))},
-		{"UPDATE LOW_PRIORITY t1 x, other.t2 SET x.v = 1 RETURNING 1", rows(d("t1"), TableName{"other", "t2"})},
+		{"UPDATE LOW_PRIORITY t1 x, other.t2 SET x.v = 1 RETURNING 1", rows(d("t1"), schema.TableName{Database: "other", Table: "t2"})},
 		{"LOAD DATA INFILE 'f' INTO TABLE t FIELDS TERMINATED BY ','", rows(d("t"))},
-		{"INSERT /* no table here */ 1", rows(TableName{})},
-		{"ALTER TABLE p CONVERT PARTITION p0 TO TABLE archive.p0", []DDLEffect{{Kind: DDLPartitionRows, Table: d("p")}, {Kind: DDLPartitionRows, Table: TableName{"archive", "p0"}}}},
+		{"INSERT /* no table here */ 1", rows(schema.TableName{})},
+		{"ALTER TABLE p CONVERT PARTITION p0 TO TABLE archive.p0", []DDLEffect{{Kind: DDLPartitionRows, Table: d("p")}, {Kind: DDLPartitionRows, Table: schema.TableName{Database: "archive", Table: "p0"}}}},
 		{"ALTER ONLINE TABLE p CONVERT TABLE t2 TO PARTITION p9 VALUES LESS THAN (10)", []DDLEffect{{Kind: DDLPartitionRows, Table: d("p")}, {Kind: DDLPartitionRows, Table: d("t2")}}},
 		{"CREATE OR REPLACE TABLE t (id INT PRIMARY KEY) WITH SYSTEM VERSIONING", []DDLEffect{{Kind: DDLDrop, Table: d("t")}}},
 		{"CREATE OR REPLACE TEMPORARY TABLE t (id INT)", nil},

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/pingcap/tidb/pkg/parser"
 )
 
@@ -13,36 +14,36 @@ func TestParseDDL(t *testing.T) {
 		query string
 		want  []DDLEffect
 	}{
-		{"DROP TABLE t1, other.t2", []DDLEffect{{Kind: DDLDrop, Table: TableName{"db", "t1"}}, {Kind: DDLDrop, Table: TableName{"other", "t2"}}}},
+		{"DROP TABLE t1, other.t2", []DDLEffect{{Kind: DDLDrop, Table: schema.TableName{Database: "db", Table: "t1"}}, {Kind: DDLDrop, Table: schema.TableName{Database: "other", Table: "t2"}}}},
 		{"DROP VIEW v", nil},
-		{"TRUNCATE TABLE t", []DDLEffect{{Kind: DDLTruncate, Table: TableName{"db", "t"}}}},
+		{"TRUNCATE TABLE t", []DDLEffect{{Kind: DDLTruncate, Table: schema.TableName{Database: "db", Table: "t"}}}},
 		{"RENAME TABLE a TO b, x.c TO y.d", []DDLEffect{
-			{Kind: DDLRenameTable, Table: TableName{"db", "a"}, NewTable: TableName{"db", "b"}},
-			{Kind: DDLRenameTable, Table: TableName{"x", "c"}, NewTable: TableName{"y", "d"}}}},
-		{"ALTER TABLE t RENAME COLUMN a TO b", []DDLEffect{{Kind: DDLRenameColumns, Table: TableName{"db", "t"}, Renames: map[string]string{"a": "b"}}}},
-		{"ALTER TABLE t CHANGE COLUMN a b INT, CHANGE c c BIGINT", []DDLEffect{{Kind: DDLRenameColumns, Table: TableName{"db", "t"}, Renames: map[string]string{"a": "b"}}}},
-		{"ALTER TABLE t RENAME TO u", []DDLEffect{{Kind: DDLRenameTable, Table: TableName{"db", "t"}, NewTable: TableName{"db", "u"}}}},
+			{Kind: DDLRenameTable, Table: schema.TableName{Database: "db", Table: "a"}, NewTable: schema.TableName{Database: "db", Table: "b"}},
+			{Kind: DDLRenameTable, Table: schema.TableName{Database: "x", Table: "c"}, NewTable: schema.TableName{Database: "y", Table: "d"}}}},
+		{"ALTER TABLE t RENAME COLUMN a TO b", []DDLEffect{{Kind: DDLRenameColumns, Table: schema.TableName{Database: "db", Table: "t"}, Renames: map[string]string{"a": "b"}}}},
+		{"ALTER TABLE t CHANGE COLUMN a b INT, CHANGE c c BIGINT", []DDLEffect{{Kind: DDLRenameColumns, Table: schema.TableName{Database: "db", Table: "t"}, Renames: map[string]string{"a": "b"}}}},
+		{"ALTER TABLE t RENAME TO u", []DDLEffect{{Kind: DDLRenameTable, Table: schema.TableName{Database: "db", Table: "t"}, NewTable: schema.TableName{Database: "db", Table: "u"}}}},
 		{"ALTER TABLE t ADD COLUMN s VARCHAR(5) DEFAULT 'it''s', ADD n INT DEFAULT -3, ADD d DECIMAL(5,2) DEFAULT 1.50, ADD ts TIMESTAMP DEFAULT CURRENT_TIMESTAMP, ADD z INT",
-			[]DDLEffect{{Kind: DDLAddColumns, Table: TableName{"db", "t"}, Defaults: map[string]string{"s": `'it\'s'`, "n": "'-3'", "d": "'1.50'"}, Added: []string{"s", "n", "d", "ts", "z"}}}},
-		{"ALTER TABLE t ADD COLUMN x INT", []DDLEffect{{Kind: DDLAddColumns, Table: TableName{"db", "t"}, Defaults: map[string]string{}, Added: []string{"x"}}}},
-		{"ALTER TABLE t ADD COLUMN x DOUBLE DEFAULT -2.5, ADD y INT DEFAULT +7", []DDLEffect{{Kind: DDLAddColumns, Table: TableName{"db", "t"}, Defaults: map[string]string{"x": "'-2.5'", "y": "'7'"}, Added: []string{"x", "y"}}}},
-		{"CREATE TABLE t (a INT)", []DDLEffect{{Kind: DDLCreate, Table: TableName{"db", "t"}}}},
+			[]DDLEffect{{Kind: DDLAddColumns, Table: schema.TableName{Database: "db", Table: "t"}, Defaults: map[string]string{"s": `'it\'s'`, "n": "'-3'", "d": "'1.50'"}, Added: []string{"s", "n", "d", "ts", "z"}}}},
+		{"ALTER TABLE t ADD COLUMN x INT", []DDLEffect{{Kind: DDLAddColumns, Table: schema.TableName{Database: "db", Table: "t"}, Defaults: map[string]string{}, Added: []string{"x"}}}},
+		{"ALTER TABLE t ADD COLUMN x DOUBLE DEFAULT -2.5, ADD y INT DEFAULT +7", []DDLEffect{{Kind: DDLAddColumns, Table: schema.TableName{Database: "db", Table: "t"}, Defaults: map[string]string{"x": "'-2.5'", "y": "'7'"}, Added: []string{"x", "y"}}}},
+		{"CREATE TABLE t (a INT)", []DDLEffect{{Kind: DDLCreate, Table: schema.TableName{Database: "db", Table: "t"}}}},
 		{"CREATE TEMPORARY TABLE t (a INT)", nil},
 		// Rows changed by statements (binlog_format STATEMENT or MIXED).
-		{"INSERT INTO t VALUES (1)", []DDLEffect{{Kind: DDLRowsByStatement, Table: TableName{"db", "t"}}}},
-		{"REPLACE INTO other.t SELECT * FROM src", []DDLEffect{{Kind: DDLRowsByStatement, Table: TableName{"other", "t"}}}},
-		{"UPDATE t SET a = (SELECT max(b) FROM u) WHERE id = 1", []DDLEffect{{Kind: DDLRowsByStatement, Table: TableName{"db", "t"}}}},
-		{"UPDATE t JOIN x.u ON t.id = u.id SET t.a = u.a", []DDLEffect{{Kind: DDLRowsByStatement, Table: TableName{"db", "t"}}, {Kind: DDLRowsByStatement, Table: TableName{"x", "u"}}}},
-		{"DELETE FROM t WHERE id < 10", []DDLEffect{{Kind: DDLRowsByStatement, Table: TableName{"db", "t"}}}},
-		{"DELETE a FROM t AS a JOIN u ON a.id = u.id", []DDLEffect{{Kind: DDLRowsByStatement, Table: TableName{"db", "t"}}, {Kind: DDLRowsByStatement, Table: TableName{"db", "u"}}}},
-		{"LOAD DATA INFILE '/tmp/x' INTO TABLE t", []DDLEffect{{Kind: DDLRowsByStatement, Table: TableName{"db", "t"}}}},
+		{"INSERT INTO t VALUES (1)", []DDLEffect{{Kind: DDLRowsByStatement, Table: schema.TableName{Database: "db", Table: "t"}}}},
+		{"REPLACE INTO other.t SELECT * FROM src", []DDLEffect{{Kind: DDLRowsByStatement, Table: schema.TableName{Database: "other", Table: "t"}}}},
+		{"UPDATE t SET a = (SELECT max(b) FROM u) WHERE id = 1", []DDLEffect{{Kind: DDLRowsByStatement, Table: schema.TableName{Database: "db", Table: "t"}}}},
+		{"UPDATE t JOIN x.u ON t.id = u.id SET t.a = u.a", []DDLEffect{{Kind: DDLRowsByStatement, Table: schema.TableName{Database: "db", Table: "t"}}, {Kind: DDLRowsByStatement, Table: schema.TableName{Database: "x", Table: "u"}}}},
+		{"DELETE FROM t WHERE id < 10", []DDLEffect{{Kind: DDLRowsByStatement, Table: schema.TableName{Database: "db", Table: "t"}}}},
+		{"DELETE a FROM t AS a JOIN u ON a.id = u.id", []DDLEffect{{Kind: DDLRowsByStatement, Table: schema.TableName{Database: "db", Table: "t"}}, {Kind: DDLRowsByStatement, Table: schema.TableName{Database: "db", Table: "u"}}}},
+		{"LOAD DATA INFILE '/tmp/x' INTO TABLE t", []DDLEffect{{Kind: DDLRowsByStatement, Table: schema.TableName{Database: "db", Table: "t"}}}},
 		// Partition maintenance removes or moves rows without row events.
-		{"ALTER TABLE p TRUNCATE PARTITION p2023", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}, PartitionOp: "TRUNCATE", Partitions: []string{"p2023"}}}},
-		{"ALTER TABLE p DROP PARTITION p2023, p2024", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}, PartitionOp: "DROP", Partitions: []string{"p2023", "p2024"}}}},
-		{"ALTER TABLE p TRUNCATE PARTITION ALL", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}, PartitionOp: "OTHER"}}},
-		{"ALTER TABLE p EXCHANGE PARTITION p1 WITH TABLE x.q", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}, PartitionOp: "OTHER"}, {Kind: DDLPartitionRows, Table: TableName{"x", "q"}}}},
-		{"ALTER TABLE p REORGANIZE PARTITION p1 INTO (PARTITION p1a VALUES LESS THAN (5), PARTITION p1b VALUES LESS THAN (10))", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}, PartitionOp: "OTHER"}}},
-		{"ALTER TABLE p COALESCE PARTITION 2", []DDLEffect{{Kind: DDLPartitionRows, Table: TableName{"db", "p"}, PartitionOp: "OTHER"}}},
+		{"ALTER TABLE p TRUNCATE PARTITION p2023", []DDLEffect{{Kind: DDLPartitionRows, Table: schema.TableName{Database: "db", Table: "p"}, PartitionOp: "TRUNCATE", Partitions: []string{"p2023"}}}},
+		{"ALTER TABLE p DROP PARTITION p2023, p2024", []DDLEffect{{Kind: DDLPartitionRows, Table: schema.TableName{Database: "db", Table: "p"}, PartitionOp: "DROP", Partitions: []string{"p2023", "p2024"}}}},
+		{"ALTER TABLE p TRUNCATE PARTITION ALL", []DDLEffect{{Kind: DDLPartitionRows, Table: schema.TableName{Database: "db", Table: "p"}, PartitionOp: "OTHER"}}},
+		{"ALTER TABLE p EXCHANGE PARTITION p1 WITH TABLE x.q", []DDLEffect{{Kind: DDLPartitionRows, Table: schema.TableName{Database: "db", Table: "p"}, PartitionOp: "OTHER"}, {Kind: DDLPartitionRows, Table: schema.TableName{Database: "x", Table: "q"}}}},
+		{"ALTER TABLE p REORGANIZE PARTITION p1 INTO (PARTITION p1a VALUES LESS THAN (5), PARTITION p1b VALUES LESS THAN (10))", []DDLEffect{{Kind: DDLPartitionRows, Table: schema.TableName{Database: "db", Table: "p"}, PartitionOp: "OTHER"}}},
+		{"ALTER TABLE p COALESCE PARTITION 2", []DDLEffect{{Kind: DDLPartitionRows, Table: schema.TableName{Database: "db", Table: "p"}, PartitionOp: "OTHER"}}},
 		{"ALTER TABLE p ADD PARTITION (PARTITION p9 VALUES LESS THAN (100))", nil},
 	} {
 		got, ok := ParseDDL(p, "db", c.query)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 )
 
@@ -66,13 +67,13 @@ func parseFKAction(s string) FKAction {
 // ForeignKey is one foreign key: Child's Columns reference Parent's
 // RefColumns, in order.
 type ForeignKey struct {
-	Name       string    `json:"name"`
-	Child      TableName `json:"child"`
-	Columns    []string  `json:"columns"`
-	Parent     TableName `json:"parent"`
-	RefColumns []string  `json:"ref_columns"`
-	OnDelete   FKAction  `json:"on_delete"`
-	OnUpdate   FKAction  `json:"on_update"`
+	Name       string           `json:"name"`
+	Child      schema.TableName `json:"child"`
+	Columns    []string         `json:"columns"`
+	Parent     schema.TableName `json:"parent"`
+	RefColumns []string         `json:"ref_columns"`
+	OnDelete   FKAction         `json:"on_delete"`
+	OnUpdate   FKAction         `json:"on_update"`
 	// Inline: declared as a column's REFERENCES in CREATE TABLE, which
 	// only some servers make a key (ForeignKeys.InlineReferences).
 	Inline bool `json:"-"`
@@ -110,10 +111,10 @@ func (k *ForeignKey) clone() *ForeignKey {
 // ForeignKeys is the foreign keys of the source's tables at one point of
 // the binlog, by child table. It belongs to the stream's goroutine.
 type ForeignKeys struct {
-	byChild map[TableName][]*ForeignKey
+	byChild map[schema.TableName][]*ForeignKey
 	// Tracked are the child tables whose keys the model holds for certain
 	// (see FKState); others come from information_schema at start.
-	tracked map[TableName]bool
+	tracked map[schema.TableName]bool
 	// InlineReferences: the server makes a column's REFERENCES a key
 	// (MariaDB; MySQL from 9.0), as a FOREIGN KEY clause.
 	InlineReferences bool
@@ -124,7 +125,7 @@ type ForeignKeys struct {
 
 // NewForeignKeys returns an empty model.
 func NewForeignKeys() *ForeignKeys {
-	return &ForeignKeys{byChild: map[TableName][]*ForeignKey{}, tracked: map[TableName]bool{}}
+	return &ForeignKeys{byChild: map[schema.TableName][]*ForeignKey{}, tracked: map[schema.TableName]bool{}}
 }
 
 // Add adds a key (replacing one of the same name on the same table).
@@ -136,11 +137,11 @@ func (m *ForeignKeys) Add(k ForeignKey) {
 }
 
 // Of returns the keys of a child table.
-func (m *ForeignKeys) Of(child TableName) []*ForeignKey { return m.byChild[child] }
+func (m *ForeignKeys) Of(child schema.TableName) []*ForeignKey { return m.byChild[child] }
 
 // Referencing returns the keys whose parent is the table, in a stable
 // order (child, then name).
-func (m *ForeignKeys) Referencing(parent TableName) []*ForeignKey {
+func (m *ForeignKeys) Referencing(parent schema.TableName) []*ForeignKey {
 	var out []*ForeignKey
 	for _, keys := range m.byChild {
 		for _, k := range keys {
@@ -190,17 +191,17 @@ func (m *ForeignKeys) Clone() *ForeignKeys {
 // FKState is the model as the checkpoint keeps it: the keys of the
 // Tracked child tables, exactly as of the checkpoint's position.
 type FKState struct {
-	Tracked []TableName  `json:"tracked"`
-	Keys    []ForeignKey `json:"keys,omitempty"`
+	Tracked []schema.TableName `json:"tracked"`
+	Keys    []ForeignKey       `json:"keys,omitempty"`
 }
 
 // State returns what the checkpoint keeps of the model: the keys of the
 // tables that keep replicates (a key with a replicated child or parent)
 // and those tables, so a start from the checkpoint knows they had no other
 // keys then.
-func (m *ForeignKeys) State(keep func(TableName) bool) *FKState {
+func (m *ForeignKeys) State(keep func(schema.TableName) bool) *FKState {
 	st := &FKState{}
-	tracked := map[TableName]bool{}
+	tracked := map[schema.TableName]bool{}
 	for _, k := range m.All() {
 		if keep(k.Child) || keep(k.Parent) {
 			st.Keys = append(st.Keys, *k.clone())
@@ -215,7 +216,7 @@ func (m *ForeignKeys) State(keep func(TableName) bool) *FKState {
 	for t := range tracked {
 		st.Tracked = append(st.Tracked, t)
 	}
-	slices.SortFunc(st.Tracked, func(a, b TableName) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(st.Tracked, func(a, b schema.TableName) int { return strings.Compare(a.String(), b.String()) })
 	return st
 }
 
@@ -237,7 +238,7 @@ func (m *ForeignKeys) Restore(st *FKState) {
 
 // Track marks tables whose keys the model now holds for certain (they
 // were read from information_schema, or have none).
-func (m *ForeignKeys) Track(tables ...TableName) {
+func (m *ForeignKeys) Track(tables ...schema.TableName) {
 	for _, t := range tables {
 		m.tracked[t] = true
 	}
@@ -283,12 +284,12 @@ func LoadForeignKeys(ctx context.Context, db *sql.DB) (*ForeignKeys, error) {
 		return nil, fmt.Errorf("read foreign keys (information_schema.TABLES): %w", err)
 	}
 	for rows.Next() {
-		var t TableName
+		var t schema.TableName
 		if err := rows.Scan(&t.Database, &t.Table); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("read foreign keys: %w", err)
 		}
-		if !SystemDatabase(t.Database) {
+		if !schema.SystemDatabase(t.Database) {
 			m.tracked[t] = true
 		}
 	}
@@ -310,16 +311,16 @@ func LoadForeignKeys(ctx context.Context, db *sql.DB) (*ForeignKeys, error) {
 		if err := rows.Scan(&db, &table, &name, &col, &refDB, &refTable, &refCol); err != nil {
 			return nil, fmt.Errorf("read foreign keys: %w", err)
 		}
-		if SystemDatabase(db) {
+		if schema.SystemDatabase(db) {
 			continue
 		}
-		child := TableName{Database: db, Table: table}
+		child := schema.TableName{Database: db, Table: table}
 		if cur == nil || cur.Child != child || cur.Name != name {
 			r, ok := rules[ruleKey{db, table, name}]
 			if !ok {
 				continue // not a foreign key of a table (or gone meanwhile)
 			}
-			cur = &ForeignKey{Name: name, Child: child, Parent: TableName{Database: refDB, Table: refTable}, OnDelete: r[0], OnUpdate: r[1]}
+			cur = &ForeignKey{Name: name, Child: child, Parent: schema.TableName{Database: refDB, Table: refTable}, OnDelete: r[0], OnUpdate: r[1]}
 			m.byChild[child] = append(m.byChild[child], cur)
 			m.tracked[child] = true
 		}
@@ -381,7 +382,7 @@ func (m *ForeignKeys) ApplyDDL(effects []DDLEffect) (changed bool, unknown []str
 
 // addNamed adds keys, naming those declared without a name as InnoDB does:
 // table_ibfk_N, N one past the highest such number the table has.
-func (m *ForeignKeys) addNamed(t TableName, keys []ForeignKey) {
+func (m *ForeignKeys) addNamed(t schema.TableName, keys []ForeignKey) {
 	next := 1
 	prefix := strings.ToLower(t.Table) + "_ibfk_"
 	for _, k := range m.byChild[t] {
@@ -415,7 +416,7 @@ func (m *ForeignKeys) addNamed(t TableName, keys []ForeignKey) {
 // renameTable moves a table's keys to its new name, renaming the names
 // InnoDB generated (t_ibfk_N becomes new_ibfk_N), and points the keys that
 // referenced it at the new name, as InnoDB does.
-func (m *ForeignKeys) renameTable(from, to TableName) bool {
+func (m *ForeignKeys) renameTable(from, to schema.TableName) bool {
 	changed := false
 	if keys, ok := m.byChild[from]; ok {
 		delete(m.byChild, from)
@@ -446,7 +447,7 @@ func (m *ForeignKeys) renameTable(from, to TableName) bool {
 
 // renameColumns follows RENAME COLUMN and CHANGE COLUMN in the keys of the
 // table and in the keys that reference it.
-func (m *ForeignKeys) renameColumns(t TableName, renames map[string]string) bool {
+func (m *ForeignKeys) renameColumns(t schema.TableName, renames map[string]string) bool {
 	changed := false
 	rename := func(cols []string) {
 		for i, c := range cols {
@@ -478,7 +479,7 @@ func foreignKeyOf(name string, cols []*ast.IndexPartSpecification, ref *ast.Refe
 	if ref == nil || ref.Table == nil {
 		return ForeignKey{}, false
 	}
-	k := ForeignKey{Name: name, Parent: TableName{Database: ref.Table.Schema.O, Table: ref.Table.Name.O}}
+	k := ForeignKey{Name: name, Parent: schema.TableName{Database: ref.Table.Schema.O, Table: ref.Table.Name.O}}
 	for _, c := range cols {
 		if c.Column != nil {
 			k.Columns = append(k.Columns, c.Column.Name.O)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/pingcap/tidb/pkg/parser"
@@ -89,11 +90,11 @@ func TestForeignKeyDDL(t *testing.T) {
 // matter and restores them over those information_schema shows now.
 func TestForeignKeyState(t *testing.T) {
 	m := NewForeignKeys()
-	keep := TableName{Database: "db", Table: "c"}
-	m.Add(ForeignKey{Name: "k1", Child: keep, Columns: []string{"p"}, Parent: TableName{Database: "db", Table: "p"}, RefColumns: []string{"id"}, OnDelete: FKCascade})
-	m.Add(ForeignKey{Name: "k2", Child: TableName{Database: "other", Table: "x"}, Columns: []string{"p"}, Parent: TableName{Database: "other", Table: "y"}, RefColumns: []string{"id"}})
-	m.Track(TableName{Database: "db", Table: "empty"})
-	st := m.State(func(t TableName) bool { return t.Database == "db" })
+	keep := schema.TableName{Database: "db", Table: "c"}
+	m.Add(ForeignKey{Name: "k1", Child: keep, Columns: []string{"p"}, Parent: schema.TableName{Database: "db", Table: "p"}, RefColumns: []string{"id"}, OnDelete: FKCascade})
+	m.Add(ForeignKey{Name: "k2", Child: schema.TableName{Database: "other", Table: "x"}, Columns: []string{"p"}, Parent: schema.TableName{Database: "other", Table: "y"}, RefColumns: []string{"id"}})
+	m.Track(schema.TableName{Database: "db", Table: "empty"})
+	st := m.State(func(t schema.TableName) bool { return t.Database == "db" })
 	data, err := json.Marshal(st)
 	if err != nil {
 		t.Fatal(err)
@@ -109,8 +110,8 @@ func TestForeignKeyState(t *testing.T) {
 	// Now: k1 was dropped since and another key added to db.empty; the
 	// checkpoint's keys are those of its position.
 	now := NewForeignKeys()
-	now.Add(ForeignKey{Name: "k3", Child: TableName{Database: "db", Table: "empty"}, Columns: []string{"a"}, Parent: keep, RefColumns: []string{"id"}})
-	now.Add(ForeignKey{Name: "k2", Child: TableName{Database: "other", Table: "x"}, Columns: []string{"p"}, Parent: TableName{Database: "other", Table: "y"}, RefColumns: []string{"id"}})
+	now.Add(ForeignKey{Name: "k3", Child: schema.TableName{Database: "db", Table: "empty"}, Columns: []string{"a"}, Parent: keep, RefColumns: []string{"id"}})
+	now.Add(ForeignKey{Name: "k2", Child: schema.TableName{Database: "other", Table: "x"}, Columns: []string{"p"}, Parent: schema.TableName{Database: "other", Table: "y"}, RefColumns: []string{"id"}})
 	now.Restore(&back)
 	if !now.Equal(m) {
 		t.Fatalf("restored: %v; want %v", now.All(), m.All())

@@ -9,6 +9,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/binlog2ch/binlog2ch/block"
+	"github.com/binlog2ch/binlog2ch/schema"
 )
 
 // A session with binlog_row_value_options=PARTIAL_JSON writes every UPDATE
@@ -390,6 +391,6 @@ func renderJSONBatch(e *replication.RowsEvent, values [][]byte, texts []string) 
 	return nil
 }
 
-func tableOf(t *replication.TableMapEvent) TableName {
-	return TableName{string(t.Schema), string(t.Table)}
+func tableOf(t *replication.TableMapEvent) schema.TableName {
+	return schema.TableName{Database: string(t.Schema), Table: string(t.Table)}
 }

@@ -24,7 +24,7 @@ type Partitions struct {
 type Partition struct{ Name, Desc string }
 
 // LoadPartitions reads a table's partitions; nil when it has none.
-func LoadPartitions(ctx context.Context, db *sql.DB, t TableName) (*Partitions, error) {
+func LoadPartitions(ctx context.Context, db *sql.DB, t schema.TableName) (*Partitions, error) {
 	rows, err := db.QueryContext(ctx, `SELECT PARTITION_NAME, IFNULL(PARTITION_METHOD, ''), IFNULL(PARTITION_EXPRESSION, ''), IFNULL(PARTITION_DESCRIPTION, '')
 		FROM information_schema.PARTITIONS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND PARTITION_NAME IS NOT NULL
 		ORDER BY PARTITION_ORDINAL_POSITION, SUBPARTITION_ORDINAL_POSITION`, t.Database, t.Table)

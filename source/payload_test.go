@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/packet"
@@ -726,7 +727,7 @@ func TestPayloadFields(t *testing.T) {
 func TestPayloadVersionsRunOut(t *testing.T) {
 	s := testStream(t)
 	s.payload = &payloadState{start: Position{File: testFile, Pos: 100}, end: 101}
-	st := &tableState{name: TableName{Database: "d", Table: "t"}, event: mapEvent()}
+	st := &tableState{name: schema.TableName{Database: "d", Table: "t"}, event: mapEvent()}
 	hi := RowVersion(3, 101, MaxVersionRow)
 	var got []uint64
 	for _, n := range []int{5000, 5000, 7} {

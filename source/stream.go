@@ -55,7 +55,7 @@ type Event struct {
 
 // Rows is one rows event of a selected table.
 type Rows struct {
-	Table  TableName
+	Table  schema.TableName
 	Schema *schema.Table // as the event's table map describes it
 	Op     Op
 	Rows   [][]any // decoded by go-mysql, when Raw is nil
@@ -148,7 +148,7 @@ func (e *UnreadableError) Unwrap() error { return e.Err }
 // completed from the binlog.
 type PartialImageError struct {
 	At      Position
-	Table   TableName
+	Table   schema.TableName
 	Missing string // the columns missing, comma-separated
 }
 
@@ -218,7 +218,7 @@ type Stream struct {
 
 // tableState is what the reader knows of one table-map id.
 type tableState struct {
-	name   TableName
+	name   schema.TableName
 	skip   bool // not selected by the config
 	schema *schema.Table
 	event  *replication.TableMapEvent // the event schema was built from
@@ -797,8 +797,8 @@ func (s *Stream) tableMap(e *replication.TableMapEvent) error {
 	if st, ok := s.tables[e.TableID]; ok && st.event != nil && sameTableMap(st.event, e) {
 		return nil
 	}
-	name := TableName{Database: string(e.Schema), Table: string(e.Table)}
-	st := &tableState{name: name, skip: SystemDatabase(name.Database) || !s.cfg.Replicates(name.Database, name.Table), event: e}
+	name := schema.TableName{Database: string(e.Schema), Table: string(e.Table)}
+	st := &tableState{name: name, skip: schema.SystemDatabase(name.Database) || !s.cfg.Replicates(name.Database, name.Table), event: e}
 	if !st.skip {
 		src, err := TableFromMap(e, s.srv.Collations)
 		if err != nil {

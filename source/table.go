@@ -9,33 +9,22 @@ import (
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
-// SystemDatabase reports whether db is one of the server's own databases,
-// which are never replicated, whatever tables.include says.
-func SystemDatabase(db string) bool { return systemDatabases[db] }
-
-var systemDatabases = map[string]bool{"mysql": true, "information_schema": true, "performance_schema": true, "sys": true}
-
-// TableName is a MySQL table.
-type TableName struct{ Database, Table string }
-
-func (t TableName) String() string { return t.Database + "." + t.Table }
-
 // ListTables returns the source's base tables that the config selects, in
 // name order.
-func ListTables(ctx context.Context, db *sql.DB, cfg *config.Config) ([]TableName, error) {
+func ListTables(ctx context.Context, db *sql.DB, cfg *config.Config) ([]schema.TableName, error) {
 	rows, err := db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES
 		WHERE TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_SCHEMA, TABLE_NAME`)
 	if err != nil {
 		return nil, fmt.Errorf("list tables: %w", err)
 	}
 	defer rows.Close()
-	var out []TableName
+	var out []schema.TableName
 	for rows.Next() {
-		var t TableName
+		var t schema.TableName
 		if err := rows.Scan(&t.Database, &t.Table); err != nil {
 			return nil, fmt.Errorf("list tables: %w", err)
 		}
-		if !SystemDatabase(t.Database) && cfg.Replicates(t.Database, t.Table) {
+		if !schema.SystemDatabase(t.Database) && cfg.Replicates(t.Database, t.Table) {
 			out = append(out, t)
 		}
 	}
@@ -49,9 +38,9 @@ func ListTables(ctx context.Context, db *sql.DB, cfg *config.Config) ([]TableNam
 // (information_schema.TABLES.TABLE_ROWS; InnoDB's are approximate), read
 // with one statement per thousand tables. A table without an estimate is
 // left out.
-func EstimateRows(ctx context.Context, db *sql.DB, tables []TableName) (map[TableName]uint64, error) {
-	out := make(map[TableName]uint64, len(tables))
-	want := make(map[TableName]bool, len(tables))
+func EstimateRows(ctx context.Context, db *sql.DB, tables []schema.TableName) (map[schema.TableName]uint64, error) {
+	out := make(map[schema.TableName]uint64, len(tables))
+	want := make(map[schema.TableName]bool, len(tables))
 	names := make([]schema.Name, 0, len(tables))
 	for _, t := range tables {
 		if !want[t] {
@@ -66,7 +55,7 @@ func EstimateRows(ctx context.Context, db *sql.DB, tables []TableName) (map[Tabl
 			return nil, fmt.Errorf("estimate the rows of %d tables: %w", len(tables), err)
 		}
 		for rows.Next() {
-			var t TableName
+			var t schema.TableName
 			var n sql.NullInt64
 			if err := rows.Scan(&t.Database, &t.Table, &n); err != nil {
 				rows.Close()

@@ -10,7 +10,6 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/binlog2ch/binlog2ch/source"
 )
 
 // Info is what the daemon tells the collector beside its metrics; it is
@@ -26,7 +25,7 @@ type Info struct {
 	Target       Server
 	// Snapshot is the initial snapshot's progress by table, nil when there
 	// is none.
-	Snapshot map[source.TableName]Progress
+	Snapshot map[schema.TableName]Progress
 }
 
 // Rates are measured from samples of every table's row count, taken
@@ -165,7 +164,7 @@ func (c *Collector) build(now time.Time) *Status {
 	snap := in.Snapshot
 	tables := c.m.Tables()
 	st.Tables = make([]Table, 0, len(tables))
-	seen := make(map[source.TableName]bool, len(tables))
+	seen := make(map[schema.TableName]bool, len(tables))
 	for _, tm := range tables {
 		s := tm.State()
 		t := Table{Database: tm.Name.Database, Table: tm.Name.Table,

@@ -15,7 +15,6 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/binlog2ch/binlog2ch/source"
 )
 
 // xss is a name MySQL allows for a table (any character in backquotes):
@@ -67,7 +66,7 @@ func TestQueryApply(t *testing.T) {
 // progress, the lag from the oldest pending row, rows/s from samples.
 func TestCollector(t *testing.T) {
 	m := metrics.New()
-	orders := m.ForTable(source.TableName{Database: "shop", Table: "orders"})
+	orders := m.ForTable(schema.TableName{Database: "shop", Table: "orders"})
 	if m.ForTable(orders.Name) != orders {
 		t.Fatal("ForTable gave a second Table for one name")
 	}
@@ -81,7 +80,7 @@ func TestCollector(t *testing.T) {
 	orders.NativeFallback(metrics.FallbackHeaderMismatch)
 	m.Errors.WithLabelValues(metrics.StageInsert).Add(1)
 	m.NativeFallbacks.WithLabelValues(metrics.FallbackHeaderMismatch).Inc()
-	items := m.ForTable(source.TableName{Database: "shop", Table: "items"})
+	items := m.ForTable(schema.TableName{Database: "shop", Table: "items"})
 	items.PendingSince.Store(time.Now().Add(-time.Minute).UnixNano())
 	m.Read.Store(time.Now().Add(-2 * time.Second).UnixNano())
 
@@ -89,7 +88,7 @@ func TestCollector(t *testing.T) {
 	c := NewCollector(m, func() Info {
 		return Info{Version: "v1", StartedAt: time.Now().Add(-time.Hour), Phase: "replicating", Ready: true, Alive: true, Checkpoint: cp,
 			Source: Server{Product: "MariaDB", Addr: []string{"127.0.0.1:3306"}, Up: true},
-			Snapshot: map[source.TableName]Progress{
+			Snapshot: map[schema.TableName]Progress{
 				{Database: "shop", Table: "items"}: {State: "done", Copied: 10, Estimated: 10},
 				{Database: "shop", Table: "later"}: {State: "waiting", Estimated: 500},
 			}}
@@ -211,9 +210,9 @@ func TestFormats(t *testing.T) {
 // markup escaped in the JSON.
 func TestHandler(t *testing.T) {
 	m := metrics.New()
-	m.ForTable(source.TableName{Database: "shop", Table: xss}).AddRows(schema.OpInsert, 7)
+	m.ForTable(schema.TableName{Database: "shop", Table: xss}).AddRows(schema.OpInsert, 7)
 	for i := range 150 {
-		m.ForTable(source.TableName{Database: "bulk", Table: "t" + string(rune('a'+i%26)) + strings.Repeat("x", i/26)})
+		m.ForTable(schema.TableName{Database: "bulk", Table: "t" + string(rune('a'+i%26)) + strings.Repeat("x", i/26)})
 	}
 	c := NewCollector(m, func() Info { return Info{Version: "v1"} })
 	mux := http.NewServeMux()
@@ -304,7 +303,7 @@ func TestRateOfANewTable(t *testing.T) {
 	now := time.Now()
 	c.now = func() time.Time { return now }
 	c.Sample()
-	m.ForTable(source.TableName{Database: "shop", Table: "fresh"}).AddRows(schema.OpInsert, 40)
+	m.ForTable(schema.TableName{Database: "shop", Table: "fresh"}).AddRows(schema.OpInsert, 40)
 	now = now.Add(2 * time.Second)
 	c.Sample()
 	if st := c.Status(Query{}); len(st.Tables) != 1 || st.Tables[0].RowsPerSecond != 20 {
@@ -317,7 +316,7 @@ func TestRateOfANewTable(t *testing.T) {
 func BenchmarkStatus5000Tables(b *testing.B) {
 	m := metrics.New()
 	for i := range 5000 {
-		tm := m.ForTable(source.TableName{Database: "db" + strconv.Itoa(i%20), Table: "t" + strconv.Itoa(i)})
+		tm := m.ForTable(schema.TableName{Database: "db" + strconv.Itoa(i%20), Table: "t" + strconv.Itoa(i)})
 		tm.AddRows(schema.OpInsert, uint64(i))
 	}
 	c := NewCollector(m, func() Info { return Info{} })
@@ -339,7 +338,7 @@ func BenchmarkStatus5000Tables(b *testing.B) {
 func BenchmarkSample5000Tables(b *testing.B) {
 	m := metrics.New()
 	for i := range 5000 {
-		m.ForTable(source.TableName{Database: "db", Table: "t" + strconv.Itoa(i)})
+		m.ForTable(schema.TableName{Database: "db", Table: "t" + strconv.Itoa(i)})
 	}
 	c := NewCollector(m, func() Info { return Info{} })
 	for range b.N {

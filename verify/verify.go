@@ -35,7 +35,7 @@ const (
 // Options tune a verification. The zero value is usable.
 type Options struct {
 	// Tables limits the run to these tables; empty: every replicated table.
-	Tables []source.TableName
+	Tables []schema.TableName
 	// Chunk is the number of rows per key range (default 100000).
 	Chunk int
 	// Retries is how often a mismatched chunk is compared again after the
@@ -190,7 +190,7 @@ type plan struct {
 	order  string   // MySQL ORDER BY of the key
 }
 
-func (v *verifier) table(ctx context.Context, n source.TableName) *TableReport {
+func (v *verifier) table(ctx context.Context, n schema.TableName) *TableReport {
 	tr := &TableReport{Database: n.Database, Table: n.Table, ClickHouseDatabase: v.cfg.ClickHouseDatabase(n.Database), ClickHouseTable: n.Table}
 	fail := func(err error) *TableReport {
 		tr.Status = StatusError
@@ -220,7 +220,7 @@ func (v *verifier) table(ctx context.Context, n source.TableName) *TableReport {
 	return tr
 }
 
-func (v *verifier) plan(ctx context.Context, n source.TableName, tr *TableReport) (*plan, error) {
+func (v *verifier) plan(ctx context.Context, n schema.TableName, tr *TableReport) (*plan, error) {
 	src, err := schema.LoadTable(ctx, v.my, n.Database, n.Table)
 	if err != nil {
 		return nil, fmt.Errorf("MySQL %s: %w", n, err)

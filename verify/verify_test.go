@@ -286,7 +286,7 @@ func assertSameTexts(t *testing.T, e *testEnv, table string) {
 	if v.caps, err = schema.DetectCapabilities(ctx, ch); err != nil {
 		t.Fatal(err)
 	}
-	p, err := v.plan(ctx, source.TableName{Database: e.db, Table: table}, &TableReport{})
+	p, err := v.plan(ctx, schema.TableName{Database: e.db, Table: table}, &TableReport{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -631,7 +631,7 @@ func TestChunks(t *testing.T) {
 	// would not catch the servers disagreeing on it).
 	e.mutate("sk", "DELETE WHERE k = 'b10'")
 	logs.Reset()
-	rep = e.verify(Options{Chunk: 8, Retries: -1, Tables: []source.TableName{{Database: e.db, Table: "sk"}}, Log: log})
+	rep = e.verify(Options{Chunk: 8, Retries: -1, Tables: []schema.TableName{{Database: e.db, Table: "sk"}}, Log: log})
 	if !strings.Contains(logs.String(), "buckets=7") {
 		t.Errorf("sk not narrowed through buckets; logs:\n%s", logs.String())
 	}

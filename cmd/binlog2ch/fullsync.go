@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/replicator"
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/snapshot"
-	"github.com/binlog2ch/binlog2ch/source"
 )
 
 // fullsyncCmd copies the configured tables once and exits: 0 when every
@@ -30,7 +30,7 @@ func fullsyncCmd(ctx context.Context, e *env, args []string) int {
 	if code, done := parseFlags(e, fs, args); done {
 		return code
 	}
-	var names []source.TableName
+	var names []schema.TableName
 	if *tables != "" {
 		for _, s := range strings.Split(*tables, ",") {
 			db, table, ok := strings.Cut(strings.TrimSpace(s), ".")
@@ -38,7 +38,7 @@ func fullsyncCmd(ctx context.Context, e *env, args []string) int {
 				fmt.Fprintf(e.stderr, "binlog2ch fullsync: -tables: want db.table, got %q\n", s)
 				return exitUsage
 			}
-			names = append(names, source.TableName{Database: db, Table: table})
+			names = append(names, schema.TableName{Database: db, Table: table})
 		}
 	}
 	var bars *barDisplay

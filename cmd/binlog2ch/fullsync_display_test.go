@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/snapshot"
-	"github.com/binlog2ch/binlog2ch/source"
 )
 
 func TestBarLine(t *testing.T) {
@@ -29,8 +29,8 @@ func TestBarDisplay(t *testing.T) {
 	d := &barDisplay{w: &out}
 	now := time.Now()
 	d.update([]snapshot.TableStatus{
-		{Name: source.TableName{Database: "d", Table: "a"}, State: "copying", Confirmed: 10, Rows: 20, Estimate: 100, Start: now.Add(-time.Second)},
-		{Name: source.TableName{Database: "d", Table: "bb"}, State: "failed", Err: errors.New("x")},
+		{Name: schema.TableName{Database: "d", Table: "a"}, State: "copying", Confirmed: 10, Rows: 20, Estimate: 100, Start: now.Add(-time.Second)},
+		{Name: schema.TableName{Database: "d", Table: "bb"}, State: "failed", Err: errors.New("x")},
 	})
 	if _, err := d.Write([]byte("a log line\n")); err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestBarDisplayManyTables(t *testing.T) {
 	d := &barDisplay{w: &out}
 	var ts []snapshot.TableStatus
 	for i := 0; i < 2000; i++ {
-		s := snapshot.TableStatus{Name: source.TableName{Database: "d", Table: fmt.Sprintf("t%04d", i)}, State: snapshot.StateWaiting}
+		s := snapshot.TableStatus{Name: schema.TableName{Database: "d", Table: fmt.Sprintf("t%04d", i)}, State: snapshot.StateWaiting}
 		switch {
 		case i < 1500:
 			s.State, s.Confirmed = snapshot.StateDone, 3

@@ -109,7 +109,7 @@ func schemaCmd(ctx context.Context, e *env, args []string) int {
 
 // selectTables returns the tables named by -tables (each must exist and be
 // selected by the config), or every selected table.
-func selectTables(ctx context.Context, cfg *config.Config, db *sql.DB, list string) ([]source.TableName, error) {
+func selectTables(ctx context.Context, cfg *config.Config, db *sql.DB, list string) ([]schema.TableName, error) {
 	all, err := source.ListTables(ctx, db, cfg)
 	if err != nil || list == "" {
 		return all, err
@@ -118,7 +118,7 @@ func selectTables(ctx context.Context, cfg *config.Config, db *sql.DB, list stri
 	for _, t := range all {
 		have[t.String()] = true
 	}
-	var out []source.TableName
+	var out []schema.TableName
 	for _, name := range strings.Split(list, ",") {
 		name = strings.TrimSpace(name)
 		dbName, table, ok := strings.Cut(name, ".")
@@ -128,7 +128,7 @@ func selectTables(ctx context.Context, cfg *config.Config, db *sql.DB, list stri
 		if !have[name] {
 			return nil, fmt.Errorf("-tables: %s does not exist in MySQL or is not selected by tables.include/exclude", name)
 		}
-		out = append(out, source.TableName{Database: dbName, Table: table})
+		out = append(out, schema.TableName{Database: dbName, Table: table})
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/verify"
 )
@@ -29,7 +30,7 @@ func verifyCmd(ctx context.Context, e *env, args []string) int {
 	if code != exitOK {
 		return code
 	}
-	var names []source.TableName
+	var names []schema.TableName
 	if *tables != "" {
 		db, err := source.OpenMySQL(ctx, cfg, logger)
 		if err != nil {
