@@ -9,6 +9,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/binlog2ch/binlog2ch/block"
+	"github.com/binlog2ch/binlog2ch/jsondiff"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
@@ -106,7 +107,7 @@ func splitPartialImages(e *replication.RowsEvent, t *replication.TableMapEvent, 
 		}
 		out, p = append(out, p[:n]...), p[n:]
 
-		options, k, ok := lengthEncoded(p)
+		options, k, ok := jsondiff.LengthEncoded(p)
 		if !ok || options > partialJSONBit {
 			return nil, 0, nil, fmt.Errorf("row %d: an after image without binlog_row_value_options MySQL writes", row+1)
 		}
@@ -202,7 +203,7 @@ func applyPartials(e *replication.RowsEvent, t *replication.TableMapEvent, parti
 	// go-mysql renders every value the diffs put, and every member name
 	// of their paths as a JSON string: a key renders as that string does.
 	type job struct {
-		diffs  []jsonDiff
+		diffs  []jsondiff.Diff
 		values []int // index in bins of each diff's value (-1: a removal)
 		err    error
 	}
@@ -211,20 +212,20 @@ func applyPartials(e *replication.RowsEvent, t *replication.TableMapEvent, parti
 	keyIdx := map[string]int{}
 	for i, pv := range partials {
 		j := &jobs[i]
-		if j.diffs, j.err = parseDiffVector(pv.vector); j.err != nil {
+		if j.diffs, j.err = jsondiff.ParseVector(pv.vector); j.err != nil {
 			continue
 		}
 		for _, d := range j.diffs {
 			vi := -1
-			if d.value != nil {
+			if d.Value != nil {
 				vi = len(bins)
-				bins = append(bins, d.value)
+				bins = append(bins, d.Value)
 			}
 			j.values = append(j.values, vi)
-			for _, leg := range d.legs {
-				if _, ok := keyIdx[leg.name]; leg.member && !ok {
-					keyIdx[leg.name] = len(bins)
-					bins = append(bins, jsonStringBinary(leg.name))
+			for _, leg := range d.Legs {
+				if _, ok := keyIdx[leg.Name]; leg.Member && !ok {
+					keyIdx[leg.Name] = len(bins)
+					bins = append(bins, jsonStringBinary(leg.Name))
 				}
 			}
 		}
@@ -244,7 +245,7 @@ func applyPartials(e *replication.RowsEvent, t *replication.TableMapEvent, parti
 }
 
 // applyVector applies one column's diffs to its before image's document.
-func applyVector(e *replication.RowsEvent, t *replication.TableMapEvent, pv partialValue, diffs []jsonDiff, values []int, keyIdx map[string]int, texts []string, errs []error) any {
+func applyVector(e *replication.RowsEvent, t *replication.TableMapEvent, pv partialValue, diffs []jsondiff.Diff, values []int, keyIdx map[string]int, texts []string, errs []error) any {
 	before := e.Rows[2*pv.row][pv.col]
 	var text string
 	switch b := before.(type) {
@@ -266,44 +267,31 @@ func applyVector(e *replication.RowsEvent, t *replication.TableMapEvent, pv part
 	if len(diffs) == 0 {
 		return text // an empty vector: the document is unchanged
 	}
-	doc, err := parseRendered(text)
+	doc, err := jsondiff.ParseRendered(text)
 	if err != nil {
 		return partialError(t, pv.row, "the before image's document: %v", err)
 	}
 	key := func(name string) string { return texts[keyIdx[name]] }
 	for i, d := range diffs {
-		for _, leg := range d.legs {
-			if k := keyIdx[leg.name]; leg.member && errs[k] != nil {
-				return partialError(t, pv.row, "diff %d of %d (%s %s): member name %q: go-mysql: %v", i+1, len(diffs), d.op, d.path, leg.name, errs[k])
+		for _, leg := range d.Legs {
+			if k := keyIdx[leg.Name]; leg.Member && errs[k] != nil {
+				return partialError(t, pv.row, "diff %d of %d (%s %s): member name %q: go-mysql: %v", i+1, len(diffs), d.Op, d.Path, leg.Name, errs[k])
 			}
 		}
-		var value *jsonNode
+		var value *jsondiff.Node
 		if vi := values[i]; vi >= 0 {
 			if errs[vi] != nil {
-				return partialError(t, pv.row, "diff %d of %d (%s %s): its value is not valid binary JSON: %v", i+1, len(diffs), d.op, d.path, errs[vi])
+				return partialError(t, pv.row, "diff %d of %d (%s %s): its value is not valid binary JSON: %v", i+1, len(diffs), d.Op, d.Path, errs[vi])
 			}
-			if value, err = parseRendered(texts[vi]); err != nil {
-				return partialError(t, pv.row, "diff %d of %d (%s %s): its value: %v", i+1, len(diffs), d.op, d.path, err)
+			if value, err = jsondiff.ParseRendered(texts[vi]); err != nil {
+				return partialError(t, pv.row, "diff %d of %d (%s %s): its value: %v", i+1, len(diffs), d.Op, d.Path, err)
 			}
 		}
-		if doc, err = applyDiff(doc, &d, value, key); err != nil {
-			return partialError(t, pv.row, "diff %d of %d (%s %s) cannot be applied: %v", i+1, len(diffs), d.op, d.path, err)
+		if doc, err = jsondiff.Apply(doc, &d, value, key); err != nil {
+			return partialError(t, pv.row, "diff %d of %d (%s %s) cannot be applied: %v", i+1, len(diffs), d.Op, d.Path, err)
 		}
 	}
-	return string(doc.appendText(nil))
-}
-
-// parseRendered parses go-mysql's rendering of a JSON value and checks it
-// renders back to the same text.
-func parseRendered(text string) (*jsonNode, error) {
-	n, err := parseJSONText(text)
-	if err != nil {
-		return nil, fmt.Errorf("go-mysql's text %.80q: %v", text, err)
-	}
-	if string(n.appendText(nil)) != text {
-		return nil, fmt.Errorf("go-mysql's text %.80q does not render back byte for byte", text)
-	}
-	return n, nil
+	return string(doc.AppendText(nil))
 }
 
 func partialError(t *replication.TableMapEvent, row int, format string, args ...any) *block.BadValue {
@@ -313,7 +301,7 @@ func partialError(t *replication.TableMapEvent, row int, format string, args ...
 
 // keyOrderProbe is the binary JSON object {"b": 1, "aa": 2} (keys in
 // MySQL's order), which go-mysql renders as keyOrderProbeText when it
-// orders keys as jsonNode keeps them; not so with RenderJSONAsMySQLText.
+// orders keys as jsondiff.Node keeps them; not so with RenderJSONAsMySQLText.
 var keyOrderProbe = []byte{
 	replication.JSONB_SMALL_OBJECT,
 	2, 0, 21, 0, // 2 members, 21 bytes

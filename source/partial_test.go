@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"math"
 	"reflect"
-	"sort"
 	"strings"
 	"testing"
 
@@ -13,6 +12,8 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/binlog2ch/binlog2ch/block"
+	"github.com/binlog2ch/binlog2ch/jsondiff"
+	"github.com/binlog2ch/binlog2ch/jsondiff/jsondifftest"
 )
 
 // Partial JSON updates exist only in MySQL 8, and the development machine
@@ -21,122 +22,6 @@ import (
 // sql/json_diff.cc, binary JSON in sql-common/json_binary.cc), and feed
 // them through the parser the binlog connection uses (newBinlogParser,
 // with the RowsDecoder installed).
-
-// jobj is a JSON object for the binary JSON encoder, its members in any
-// order (the encoder sorts them as MySQL does).
-type jobj []jkv
-
-type jkv struct {
-	k string
-	v any
-}
-
-// jopaque is a MySQL value of another type in a JSON document.
-type jopaque struct {
-	typ  byte
-	data []byte
-}
-
-// jbin is v in MySQL's binary JSON format. Values: nil (JSON null), bool,
-// int (INT16, INT32 or INT64 as MySQL picks), uint64 (UINT64), float64
-// (DOUBLE), string, jopaque, jobj, []any.
-func jbin(v any) []byte {
-	t, p := jenc(v)
-	return append([]byte{t}, p...)
-}
-
-func jenc(v any) (byte, []byte) {
-	switch x := v.(type) {
-	case nil:
-		return replication.JSONB_LITERAL, []byte{replication.JSONB_NULL_LITERAL}
-	case bool:
-		if x {
-			return replication.JSONB_LITERAL, []byte{replication.JSONB_TRUE_LITERAL}
-		}
-		return replication.JSONB_LITERAL, []byte{replication.JSONB_FALSE_LITERAL}
-	case int:
-		switch {
-		case x >= math.MinInt16 && x <= math.MaxInt16:
-			return replication.JSONB_INT16, binary.LittleEndian.AppendUint16(nil, uint16(x))
-		case x >= math.MinInt32 && x <= math.MaxInt32:
-			return replication.JSONB_INT32, binary.LittleEndian.AppendUint32(nil, uint32(x))
-		}
-		return replication.JSONB_INT64, binary.LittleEndian.AppendUint64(nil, uint64(x))
-	case uint64:
-		return replication.JSONB_UINT64, binary.LittleEndian.AppendUint64(nil, x)
-	case float64:
-		return replication.JSONB_DOUBLE, binary.LittleEndian.AppendUint64(nil, math.Float64bits(x))
-	case string:
-		return replication.JSONB_STRING, jstr(x)
-	case jopaque:
-		return replication.JSONB_OPAQUE, append([]byte{x.typ}, append(varLen(len(x.data)), x.data...)...)
-	case jobj:
-		o := append(jobj(nil), x...)
-		// MySQL's key order: by length, then bytes.
-		sort.Slice(o, func(i, j int) bool {
-			if len(o[i].k) != len(o[j].k) {
-				return len(o[i].k) < len(o[j].k)
-			}
-			return o[i].k < o[j].k
-		})
-		keys, vals := make([]string, len(o)), make([]any, len(o))
-		for i, m := range o {
-			keys[i], vals[i] = m.k, m.v
-		}
-		return replication.JSONB_SMALL_OBJECT, jcontainer(keys, vals)
-	case []any:
-		return replication.JSONB_SMALL_ARRAY, jcontainer(nil, x)
-	}
-	panic("jenc: unsupported value")
-}
-
-func varLen(n int) []byte {
-	var b []byte
-	for n >= 0x80 {
-		b = append(b, byte(n)|0x80)
-		n >>= 7
-	}
-	return append(b, byte(n))
-}
-
-func jstr(s string) []byte { return append(varLen(len(s)), s...) }
-
-// jcontainer is a small object (keys != nil) or array: element count and
-// size (2 bytes each), key entries (offset, length), value entries (type,
-// then the value itself when it fits in 2 bytes, else its offset), keys,
-// values; offsets from the count.
-func jcontainer(keys []string, vals []any) []byte {
-	n := len(vals)
-	header := 4 + 3*n
-	if keys != nil {
-		header += 4 * n
-	}
-	var keyEntries, valueEntries, keyBytes, valueBytes []byte
-	off := header
-	for _, k := range keys {
-		keyEntries = binary.LittleEndian.AppendUint16(keyEntries, uint16(off))
-		keyEntries = binary.LittleEndian.AppendUint16(keyEntries, uint16(len(k)))
-		keyBytes = append(keyBytes, k...)
-		off += len(k)
-	}
-	for _, v := range vals {
-		t, p := jenc(v)
-		valueEntries = append(valueEntries, t)
-		switch t {
-		case replication.JSONB_LITERAL:
-			valueEntries = append(valueEntries, p[0], 0)
-		case replication.JSONB_INT16, replication.JSONB_UINT16:
-			valueEntries = append(valueEntries, p...)
-		default:
-			valueEntries = binary.LittleEndian.AppendUint16(valueEntries, uint16(off))
-			valueBytes = append(valueBytes, p...)
-			off += len(p)
-		}
-	}
-	b := binary.LittleEndian.AppendUint16(nil, uint16(n))
-	b = binary.LittleEndian.AppendUint16(b, uint16(off))
-	return append(append(append(append(b, keyEntries...), valueEntries...), keyBytes...), valueBytes...)
-}
 
 // A column of a test table.
 type tcol struct {
@@ -151,38 +36,8 @@ type tcol struct {
 type (
 	jdoc   struct{ v any }
 	vector []byte
-	diffs  []tdiff
+	diffs  = jsondifftest.Diffs
 )
-
-// tdiff is a diff; raw, when set, is the value's bytes instead of v's.
-type tdiff struct {
-	op   jsonDiffOp
-	path string
-	v    any
-	raw  []byte
-}
-
-func lenenc(n int) []byte {
-	if n < 251 {
-		return []byte{byte(n)}
-	}
-	return append([]byte{252}, byte(n), byte(n>>8))
-}
-
-func (ds diffs) vector() vector {
-	var b []byte
-	for _, d := range ds {
-		b = append(append(append(b, byte(d.op)), lenenc(len(d.path))...), d.path...)
-		if d.op != diffRemove {
-			v := d.raw
-			if v == nil {
-				v = jbin(d.v)
-			}
-			b = append(append(b, lenenc(len(v))...), v...)
-		}
-	}
-	return b
-}
 
 // rowImage is a full row image. ai: an after image of a
 // PARTIAL_UPDATE_ROWS_EVENT, which starts with value_options and, when a
@@ -228,10 +83,10 @@ func rowImage(cols []tcol, vals []any, ai bool) []byte {
 		case string:
 			b = append(append(b, byte(len(x))), x...)
 		case jdoc:
-			d := jbin(x.v)
+			d := jsondifftest.Binary(x.v)
 			b = append(binary.LittleEndian.AppendUint32(b, uint32(len(d))), d...)
 		case diffs:
-			d := x.vector()
+			d := vector(x.Vector())
 			b = append(binary.LittleEndian.AppendUint32(b, uint32(len(d))), d...)
 		case vector:
 			b = append(binary.LittleEndian.AppendUint32(b, uint32(len(x))), x...)
@@ -275,7 +130,7 @@ func tableMapBytes(db, table string, cols []tcol) []byte {
 	b := []byte{testTableID, 0, 0, 0, 0, 0, 0, 0}
 	b = append(append(append(b, byte(len(db))), db...), 0)
 	b = append(append(append(b, byte(len(table))), table...), 0)
-	b = append(b, lenenc(len(cols))...)
+	b = append(b, jsondifftest.LenEnc(len(cols))...)
 	var meta []byte
 	for _, c := range cols {
 		b = append(b, c.typ)
@@ -286,13 +141,13 @@ func tableMapBytes(db, table string, cols []tcol) []byte {
 			meta = binary.LittleEndian.AppendUint16(meta, c.meta)
 		}
 	}
-	b = append(append(b, lenenc(len(meta))...), meta...)
+	b = append(append(b, jsondifftest.LenEnc(len(meta))...), meta...)
 	b = append(b, bytes.Repeat([]byte{0xff}, (len(cols)+7)/8)...)
 	var names []byte
 	for _, c := range cols {
 		names = append(append(names, byte(len(c.name))), c.name...)
 	}
-	b = append(append(append(b, replication.TABLE_MAP_OPT_META_COLUMN_NAME), lenenc(len(names))...), names...)
+	b = append(append(append(b, replication.TABLE_MAP_OPT_META_COLUMN_NAME), jsondifftest.LenEnc(len(names))...), names...)
 	return eventBytes(replication.TABLE_MAP_EVENT, b)
 }
 
@@ -300,7 +155,7 @@ func tableMapBytes(db, table string, cols []tcol) []byte {
 // before and after values in turn.
 func updateBytes(typ replication.EventType, cols []tcol, rows ...[]any) []byte {
 	b := []byte{testTableID, 0, 0, 0, 0, 0, 0, 0, 2, 0}
-	b = append(b, lenenc(len(cols))...)
+	b = append(b, jsondifftest.LenEnc(len(cols))...)
 	full := bytes.Repeat([]byte{0xff}, (len(cols)+7)/8)
 	b = append(append(b, full...), full...)
 	for i, r := range rows {
@@ -339,9 +194,9 @@ var jsonTable = []tcol{
 }
 
 // datetime packs a DATETIME as MySQL does in a JSON opaque value.
-func datetime(y, mo, d, h, mi, s, us int64) jopaque {
+func datetime(y, mo, d, h, mi, s, us int64) jsondifftest.Opaque {
 	v := ((((y*13+mo)<<5|d)<<17 | h<<12 | mi<<6 | s) << 24) | us
-	return jopaque{mysql.MYSQL_TYPE_DATETIME, binary.LittleEndian.AppendUint64(nil, uint64(v))}
+	return jsondifftest.Opaque{Type: mysql.MYSQL_TYPE_DATETIME, Data: binary.LittleEndian.AppendUint64(nil, uint64(v))}
 }
 
 // partialCase is a row of an UPDATE: the before image, the after image
@@ -357,74 +212,74 @@ var partialCases = []partialCase{
 		// UPDATE t SET j = JSON_SET(JSON_REMOVE(JSON_INSERT(JSON_REPLACE(j,
 		//   '$.name', 'gadget'), '$.dims.d', 30), '$.tags[0]'), ...), k = '{"v": 2}', s = 'y'
 		before: []any{int32(1),
-			jdoc{jobj{{"name", "widget"}, {"tags", []any{"a", "b"}}, {"dims", jobj{{"w", 10}, {"h", 20}}}, {`k"q`, 1}}},
-			jdoc{jobj{{"v", 1}}}, nil, "x"},
+			jdoc{jsondifftest.Obj{{"name", "widget"}, {"tags", []any{"a", "b"}}, {"dims", jsondifftest.Obj{{"w", 10}, {"h", 20}}}, {`k"q`, 1}}},
+			jdoc{jsondifftest.Obj{{"v", 1}}}, nil, "x"},
 		partial: []any{int32(1),
 			diffs{
-				{op: diffReplace, path: "$.name", v: "gadget"},
-				{op: diffInsert, path: "$.dims.d", v: 30},
-				{op: diffRemove, path: "$.tags[0]"},
-				{op: diffInsert, path: "$.tags[5]", v: "z"}, // past the end: appended
-				{op: diffReplace, path: `$."k\"q"`, v: jobj{{"x", []any{1, 2}}}},
-				{op: diffInsert, path: `$."a b"`, v: true},
+				{Op: jsondiff.Replace, Path: "$.name", V: "gadget"},
+				{Op: jsondiff.Insert, Path: "$.dims.d", V: 30},
+				{Op: jsondiff.Remove, Path: "$.tags[0]"},
+				{Op: jsondiff.Insert, Path: "$.tags[5]", V: "z"}, // past the end: appended
+				{Op: jsondiff.Replace, Path: `$."k\"q"`, V: jsondifftest.Obj{{"x", []any{1, 2}}}},
+				{Op: jsondiff.Insert, Path: `$."a b"`, V: true},
 			},
-			jdoc{jobj{{"v", 2}}}, nil, "y"},
+			jdoc{jsondifftest.Obj{{"v", 2}}}, nil, "y"},
 		whole: []any{int32(1),
-			jdoc{jobj{{"a b", true}, {"dims", jobj{{"d", 30}, {"h", 20}, {"w", 10}}}, {`k"q`, jobj{{"x", []any{1, 2}}}}, {"name", "gadget"}, {"tags", []any{"b", "z"}}}},
-			jdoc{jobj{{"v", 2}}}, nil, "y"},
+			jdoc{jsondifftest.Obj{{"a b", true}, {"dims", jsondifftest.Obj{{"d", 30}, {"h", 20}, {"w", 10}}}, {`k"q`, jsondifftest.Obj{{"x", []any{1, 2}}}}, {"name", "gadget"}, {"tags", []any{"b", "z"}}}},
+			jdoc{jsondifftest.Obj{{"v", 2}}}, nil, "y"},
 	},
 	{
 		// Arrays: JSON_ARRAY_INSERT, [last], [last-N], nested cells; and a
 		// second partial column whose inserted keys sort where go-mysql
 		// puts them; a NULL becoming a document.
 		before: []any{int32(2),
-			jdoc{[]any{1, []any{2, 3}, jobj{{"a", nil}}, "s", 4.5}},
-			jdoc{jobj{{"b", 1}, {"a!", 2}, {"a", 3}, {"<", 4}, {"é", 5}, {"aa", 6}}},
+			jdoc{[]any{1, []any{2, 3}, jsondifftest.Obj{{"a", nil}}, "s", 4.5}},
+			jdoc{jsondifftest.Obj{{"b", 1}, {"a!", 2}, {"a", 3}, {"<", 4}, {"é", 5}, {"aa", 6}}},
 			nil, "p"},
 		partial: []any{int32(2),
 			diffs{
-				{op: diffInsert, path: "$[0]", v: "first"},
-				{op: diffReplace, path: "$[2][last]", v: 30},
-				{op: diffRemove, path: "$[last]"},
-				{op: diffInsert, path: "$[last-1]", v: -7},
-				{op: diffReplace, path: "$[4].a", v: jobj{{"b", []any{}}}},
-				{op: diffInsert, path: "$[2][1]", v: 25},
+				{Op: jsondiff.Insert, Path: "$[0]", V: "first"},
+				{Op: jsondiff.Replace, Path: "$[2][last]", V: 30},
+				{Op: jsondiff.Remove, Path: "$[last]"},
+				{Op: jsondiff.Insert, Path: "$[last-1]", V: -7},
+				{Op: jsondiff.Replace, Path: "$[4].a", V: jsondifftest.Obj{{"b", []any{}}}},
+				{Op: jsondiff.Insert, Path: "$[2][1]", V: 25},
 			},
 			diffs{
-				{op: diffInsert, path: `$."a "`, v: 7},
-				{op: diffInsert, path: `$.">"`, v: 8},
-				{op: diffRemove, path: "$.b"},
-				{op: diffReplace, path: "$.é", v: "x"},
+				{Op: jsondiff.Insert, Path: `$."a "`, V: 7},
+				{Op: jsondiff.Insert, Path: `$.">"`, V: 8},
+				{Op: jsondiff.Remove, Path: "$.b"},
+				{Op: jsondiff.Replace, Path: "$.é", V: "x"},
 			},
-			jdoc{jobj{{"new", jobj{}}}}, "p"},
+			jdoc{jsondifftest.Obj{{"new", jsondifftest.Obj{}}}}, "p"},
 		whole: []any{int32(2),
-			jdoc{[]any{"first", 1, []any{2, 25, 30}, -7, jobj{{"a", jobj{{"b", []any{}}}}}, "s"}},
-			jdoc{jobj{{"a!", 2}, {"a", 3}, {"<", 4}, {"é", "x"}, {"aa", 6}, {"a ", 7}, {">", 8}}},
-			jdoc{jobj{{"new", jobj{}}}}, "p"},
+			jdoc{[]any{"first", 1, []any{2, 25, 30}, -7, jsondifftest.Obj{{"a", jsondifftest.Obj{{"b", []any{}}}}}, "s"}},
+			jdoc{jsondifftest.Obj{{"a!", 2}, {"a", 3}, {"<", 4}, {"é", "x"}, {"aa", 6}, {"a ", 7}, {">", 8}}},
+			jdoc{jsondifftest.Obj{{"new", jsondifftest.Obj{}}}}, "p"},
 	},
 	{
 		// An empty diff vector (another column changed); values of every
 		// kind; a value inserted, then changed inside.
 		before: []any{int32(3),
-			jdoc{jobj{{"keep", []any{1, "two"}}}},
-			jdoc{jobj{{"a", 1}}},
+			jdoc{jsondifftest.Obj{{"keep", []any{1, "two"}}}},
+			jdoc{jsondifftest.Obj{{"a", 1}}},
 			jdoc{"just a string"}, "q"},
 		partial: []any{int32(3),
 			diffs{},
 			diffs{
-				{op: diffInsert, path: "$.d", v: 1.5},
-				{op: diffInsert, path: "$.u", v: uint64(math.MaxUint64)},
-				{op: diffInsert, path: "$.i", v: -9000000000},
-				{op: diffInsert, path: "$.s", v: "line\n\"q\"<&>\u2028\\"},
-				{op: diffInsert, path: "$.t", v: datetime(2024, 3, 5, 6, 7, 8, 9)},
-				{op: diffReplace, path: "$.a", v: []any{true, false, nil, 1e21, 0.000001, math.Copysign(0, -1)}},
-				{op: diffInsert, path: "$.o", v: jobj{{"x", jobj{}}}},
-				{op: diffInsert, path: "$.o.x.y", v: 100000},
+				{Op: jsondiff.Insert, Path: "$.d", V: 1.5},
+				{Op: jsondiff.Insert, Path: "$.u", V: uint64(math.MaxUint64)},
+				{Op: jsondiff.Insert, Path: "$.i", V: -9000000000},
+				{Op: jsondiff.Insert, Path: "$.s", V: "line\n\"q\"<&>\u2028\\"},
+				{Op: jsondiff.Insert, Path: "$.t", V: datetime(2024, 3, 5, 6, 7, 8, 9)},
+				{Op: jsondiff.Replace, Path: "$.a", V: []any{true, false, nil, 1e21, 0.000001, math.Copysign(0, -1)}},
+				{Op: jsondiff.Insert, Path: "$.o", V: jsondifftest.Obj{{"x", jsondifftest.Obj{}}}},
+				{Op: jsondiff.Insert, Path: "$.o.x.y", V: 100000},
 			},
 			jdoc{"just a string"}, "r"},
 		whole: []any{int32(3),
-			jdoc{jobj{{"keep", []any{1, "two"}}}},
-			jdoc{jobj{{"a", []any{true, false, nil, 1e21, 0.000001, math.Copysign(0, -1)}}, {"d", 1.5}, {"u", uint64(math.MaxUint64)}, {"i", -9000000000}, {"s", "line\n\"q\"<&>\u2028\\"}, {"t", datetime(2024, 3, 5, 6, 7, 8, 9)}, {"o", jobj{{"x", jobj{{"y", 100000}}}}}}},
+			jdoc{jsondifftest.Obj{{"keep", []any{1, "two"}}}},
+			jdoc{jsondifftest.Obj{{"a", []any{true, false, nil, 1e21, 0.000001, math.Copysign(0, -1)}}, {"d", 1.5}, {"u", uint64(math.MaxUint64)}, {"i", -9000000000}, {"s", "line\n\"q\"<&>\u2028\\"}, {"t", datetime(2024, 3, 5, 6, 7, 8, 9)}, {"o", jsondifftest.Obj{{"x", jsondifftest.Obj{{"y", 100000}}}}}}},
 			jdoc{"just a string"}, "r"},
 	},
 }
@@ -512,40 +367,40 @@ func TestPartialUpdateOfRawTable(t *testing.T) {
 // table, the column and the position), never a guess; the other values
 // are decoded.
 func TestPartialJSONNotApplied(t *testing.T) {
-	obj := jdoc{jobj{{"a", 1}, {"arr", []any{1}}}}
+	obj := jdoc{jsondifftest.Obj{{"a", 1}, {"arr", []any{1}}}}
 	for _, c := range []struct {
 		name   string
 		before any
 		after  any
 		want   string
 	}{
-		{"replace a missing member", obj, diffs{{op: diffReplace, path: "$.b", v: 1}}, `no member "b" to replace`},
-		{"insert an existing member", obj, diffs{{op: diffInsert, path: "$.a", v: 2}}, `member "a" to insert is there already`},
-		{"remove a missing member", obj, diffs{{op: diffRemove, path: "$.zz"}}, `no member "zz" to remove`},
-		{"remove past the end", obj, diffs{{op: diffRemove, path: "$.arr[3]"}}, "no element [3] of an array of 1 to remove"},
-		{"replace past the end", obj, diffs{{op: diffReplace, path: "$.arr[last-1]", v: 0}}, "no element [last-1] of an array of 1 to replace"},
-		{"through a missing member", obj, diffs{{op: diffInsert, path: "$.x.y", v: 0}}, `no value at $."x"`},
-		{"into a scalar", obj, diffs{{op: diffInsert, path: "$.a.b", v: 0}}, "the parent of the last step is not an object or an array but 1"},
-		{"member of an array", obj, diffs{{op: diffInsert, path: "$.arr.x", v: 0}}, "an array and the step a member name"},
-		{"cell of an object", obj, diffs{{op: diffInsert, path: "$[0]", v: 0}}, "an object and the step an array cell"},
-		{"a later diff", obj, diffs{{op: diffReplace, path: "$.a", v: 5}, {op: diffRemove, path: "$.a"}, {op: diffRemove, path: "$.a"}}, `diff 3 of 3 (REMOVE $.a) cannot be applied`},
-		{"the whole document", obj, diffs{{op: diffReplace, path: "$", v: 0}}, "the whole document"},
-		{"a wildcard", obj, diffs{{op: diffRemove, path: "$.arr[*]"}}, "a [*] wildcard"},
-		{"an ellipsis", obj, diffs{{op: diffRemove, path: "$**.a"}}, "a ** wildcard"},
-		{"a range", obj, diffs{{op: diffRemove, path: "$.arr[0 to 1]"}}, "an array range"},
-		{"a bad path", obj, diffs{{op: diffRemove, path: "a.b"}}, "does not start with $"},
-		{"an unquoted non-identifier", obj, diffs{{op: diffRemove, path: "$.1a"}}, "neither quoted nor an identifier"},
+		{"replace a missing member", obj, diffs{{Op: jsondiff.Replace, Path: "$.b", V: 1}}, `no member "b" to replace`},
+		{"insert an existing member", obj, diffs{{Op: jsondiff.Insert, Path: "$.a", V: 2}}, `member "a" to insert is there already`},
+		{"remove a missing member", obj, diffs{{Op: jsondiff.Remove, Path: "$.zz"}}, `no member "zz" to remove`},
+		{"remove past the end", obj, diffs{{Op: jsondiff.Remove, Path: "$.arr[3]"}}, "no element [3] of an array of 1 to remove"},
+		{"replace past the end", obj, diffs{{Op: jsondiff.Replace, Path: "$.arr[last-1]", V: 0}}, "no element [last-1] of an array of 1 to replace"},
+		{"through a missing member", obj, diffs{{Op: jsondiff.Insert, Path: "$.x.y", V: 0}}, `no value at $."x"`},
+		{"into a scalar", obj, diffs{{Op: jsondiff.Insert, Path: "$.a.b", V: 0}}, "the parent of the last step is not an object or an array but 1"},
+		{"member of an array", obj, diffs{{Op: jsondiff.Insert, Path: "$.arr.x", V: 0}}, "an array and the step a member name"},
+		{"cell of an object", obj, diffs{{Op: jsondiff.Insert, Path: "$[0]", V: 0}}, "an object and the step an array cell"},
+		{"a later diff", obj, diffs{{Op: jsondiff.Replace, Path: "$.a", V: 5}, {Op: jsondiff.Remove, Path: "$.a"}, {Op: jsondiff.Remove, Path: "$.a"}}, `diff 3 of 3 (REMOVE $.a) cannot be applied`},
+		{"the whole document", obj, diffs{{Op: jsondiff.Replace, Path: "$", V: 0}}, "the whole document"},
+		{"a wildcard", obj, diffs{{Op: jsondiff.Remove, Path: "$.arr[*]"}}, "a [*] wildcard"},
+		{"an ellipsis", obj, diffs{{Op: jsondiff.Remove, Path: "$**.a"}}, "a ** wildcard"},
+		{"a range", obj, diffs{{Op: jsondiff.Remove, Path: "$.arr[0 to 1]"}}, "an array range"},
+		{"a bad path", obj, diffs{{Op: jsondiff.Remove, Path: "a.b"}}, "does not start with $"},
+		{"an unquoted non-identifier", obj, diffs{{Op: jsondiff.Remove, Path: "$.1a"}}, "neither quoted nor an identifier"},
 		{"an unknown operation", obj, vector{7, 3, '$', '.', 'a'}, "diff 1 has operation 7"},
 		{"a truncated path", obj, vector{0, 9, '$', '.', 'a'}, "its path runs past the vector"},
 		{"a truncated value", obj, vector{0, 3, '$', '.', 'a', 5, 4}, "its value runs past the vector"},
 		{"an empty value", obj, vector{0, 3, '$', '.', 'a', 0}, "an empty value"},
-		{"a bad value", obj, diffs{{op: diffReplace, path: "$.a", raw: []byte{0x20, 1}}}, "its value is not valid binary JSON"},
-		{"a NULL document", nil, diffs{{op: diffInsert, path: "$.a", v: 1}}, "the column is NULL before the update"},
-		{"a scalar document", jdoc{"s"}, diffs{{op: diffRemove, path: "$.a"}}, "the parent of the last step is not an object or an array but \"s\""},
+		{"a bad value", obj, diffs{{Op: jsondiff.Replace, Path: "$.a", Raw: []byte{0x20, 1}}}, "its value is not valid binary JSON"},
+		{"a NULL document", nil, diffs{{Op: jsondiff.Insert, Path: "$.a", V: 1}}, "the column is NULL before the update"},
+		{"a scalar document", jdoc{"s"}, diffs{{Op: jsondiff.Remove, Path: "$.a"}}, "the parent of the last step is not an object or an array but \"s\""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			before := []any{int32(1), c.before, jdoc{jobj{}}, nil, "x"}
-			after := []any{int32(1), c.after, diffs{{op: diffInsert, path: "$.ok", v: 1}}, nil, "y"}
+			before := []any{int32(1), c.before, jdoc{jsondifftest.Obj{}}, nil, "x"}
+			after := []any{int32(1), c.after, diffs{{Op: jsondiff.Insert, Path: "$.ok", V: 1}}, nil, "y"}
 			ev, err := decodeRows(t, false, tableMapBytes("d", "t", jsonTable), updateBytes(replication.PARTIAL_UPDATE_ROWS_EVENT, jsonTable, before, after))
 			if err != nil {
 				t.Fatal(err)
@@ -586,73 +441,10 @@ func TestPartialJSONEventErrors(t *testing.T) {
 	}
 }
 
-func TestParsePath(t *testing.T) {
-	for _, c := range []struct {
-		path string
-		want []pathLeg
-	}{
-		{"$.a", []pathLeg{{member: true, name: "a"}}},
-		{` $ . a [ 3 ] [ last ] [last - 2].$b_1."c d"`, []pathLeg{{member: true, name: "a"}, {index: 3}, {fromEnd: true}, {index: 2, fromEnd: true}, {member: true, name: "$b_1"}, {member: true, name: "c d"}}},
-		{`$."\u00e9\"\\\/\n".é`, []pathLeg{{member: true, name: "é\"\\/\n"}, {member: true, name: "é"}}},
-		{`$."\ud83d\ude00"[4294967295]`, []pathLeg{{member: true, name: "😀"}, {index: 4294967295}}},
-		{`$.""`, []pathLeg{{member: true, name: ""}}},
-	} {
-		got, err := parsePath(c.path)
-		if err != nil || !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%s: got %+v, %v; want %+v", c.path, got, err, c.want)
-		}
-	}
-	for _, p := range []string{"", "$", "$.", "$[", "$[1", "$[-1]", "$[4294967296]", "$[last-]", "$.a b", "$.*", `$."a`, `$."\ud800"`, `$."\udc00"`, `$."\x"`, "$.a\x01", "$..a", "$[1]x"} {
-		if legs, err := parsePath(p); err == nil {
-			t.Errorf("%q: got %+v, want an error", p, legs)
-		}
-	}
-}
-
-func TestLengthEncoded(t *testing.T) {
-	for _, c := range []struct {
-		b    []byte
-		v    uint64
-		n    int
-		okay bool
-	}{
-		{[]byte{250}, 250, 1, true},
-		{[]byte{252, 0x34, 0x12}, 0x1234, 3, true},
-		{[]byte{253, 1, 2, 3}, 0x030201, 4, true},
-		{[]byte{254, 1, 0, 0, 0, 0, 0, 0, 2}, 0x0200000000000001, 9, true},
-		{[]byte{251}, 0, 0, false},
-		{[]byte{255}, 0, 0, false},
-		{[]byte{252, 1}, 0, 0, false},
-		{nil, 0, 0, false},
-	} {
-		if v, n, ok := lengthEncoded(c.b); v != c.v || n != c.n || ok != c.okay {
-			t.Errorf("% x: got %d, %d, %v", c.b, v, n, ok)
-		}
-	}
-}
-
-// TestJSONTextRoundTrip: go-mysql's renderings parse and render back byte
-// for byte; one in another key order is refused.
-func TestJSONTextRoundTrip(t *testing.T) {
-	for _, s := range []string{`{}`, `[]`, `"a\"b\\"`, `-1.5e-07`, `{"\u003c":[1,{"a":null}],"a!":true,"a":false,"é":"\u2028"}`, `[[[]],{}]`} {
-		n, err := parseRendered(s)
-		if err != nil || string(n.appendText(nil)) != s {
-			t.Errorf("%s: %v", s, err)
-		}
-	}
-	for _, s := range []string{`{"b":1,"a":2}`, `{"a":1,"a":2}`, `{"a":1`, `[1,]`, `tru`, `1 2`, `{"a" 1}`, `"abc`} {
-		if _, err := parseJSONText(s); err == nil {
-			t.Errorf("%s: parsed", s)
-		}
-	}
-}
-
-// TestJSONStringBinary: member names go through go-mysql as binary JSON
-// strings, lengths of several bytes included.
 func TestJSONStringBinary(t *testing.T) {
 	long := strings.Repeat("k", 300)
 	for _, s := range []string{"", "a", long, strings.Repeat("é", 70000)} {
-		if got, want := jsonStringBinary(s), jbin(s); !bytes.Equal(got, want) {
+		if got, want := jsonStringBinary(s), jsondifftest.Binary(s); !bytes.Equal(got, want) {
 			t.Errorf("%d bytes: got % x, want % x", len(s), got[:min(8, len(got))], want[:min(8, len(want))])
 		}
 	}
@@ -681,8 +473,8 @@ func TestPartialJSONParserSettings(t *testing.T) {
 		p.SetRenderJSONAsMySQLText(true)
 		return p
 	})
-	if !bytes.Equal(keyOrderProbe, jbin(jobj{{"aa", 2}, {"b", 1}})) {
-		t.Errorf("keyOrderProbe % x, want % x", keyOrderProbe, jbin(jobj{{"aa", 2}, {"b", 1}}))
+	if !bytes.Equal(keyOrderProbe, jsondifftest.Binary(jsondifftest.Obj{{"aa", 2}, {"b", 1}})) {
+		t.Errorf("keyOrderProbe % x, want % x", keyOrderProbe, jsondifftest.Binary(jsondifftest.Obj{{"aa", 2}, {"b", 1}}))
 	}
 	for _, rc := range [][2]int{{1, 1}, {3, 1}, {3, 2}, {5, 2}} {
 		if bad, ok := got.Rows[rc[0]][rc[1]].(*block.BadValue); !ok || !strings.Contains(bad.Msg, "not in the key order binlog2ch reproduces") {

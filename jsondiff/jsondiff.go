@@ -1,4 +1,9 @@
-package source
+// Package jsondiff applies MySQL's partial JSON updates: it reads a
+// Json_diff_vector, its paths, and applies the diffs to a document held as
+// go-mysql's text rendering, as a MySQL replica does. It is a pure library:
+// it must not know of binlog events, tables or servers (the binlog package
+// finds the vectors in row images and hands them here).
+package jsondiff
 
 import (
 	"errors"
@@ -18,62 +23,62 @@ import (
 // reject is an error here too, never a guess.
 //
 // The documents are handled as go-mysql's text rendering of them (see
-// jsonNode), so that the document built from the diffs is, byte for byte,
+// Node), so that the document built from the diffs is, byte for byte,
 // the text go-mysql gives for the same document written whole.
 
-// jsonDiffOp is a diff's operation (enum_json_diff_operation).
-type jsonDiffOp byte
+// Op is a diff's operation (enum_json_diff_operation).
+type Op byte
 
 const (
-	// diffReplace replaces the value at the path, which must exist
+	// Replace replaces the value at the path, which must exist
 	// (JSON_REPLACE).
-	diffReplace jsonDiffOp = 0
-	// diffInsert adds a member that must not exist to an object
+	Replace Op = 0
+	// Insert adds a member that must not exist to an object
 	// (JSON_INSERT), or a value at a position of an array, shifting the
 	// later ones (JSON_ARRAY_INSERT; past the end: appended).
-	diffInsert jsonDiffOp = 1
-	// diffRemove removes the member or the array element at the path,
+	Insert Op = 1
+	// Remove removes the member or the array element at the path,
 	// which must exist (JSON_REMOVE).
-	diffRemove jsonDiffOp = 2
+	Remove Op = 2
 )
 
-func (op jsonDiffOp) String() string {
+func (op Op) String() string {
 	switch op {
-	case diffReplace:
+	case Replace:
 		return "REPLACE"
-	case diffInsert:
+	case Insert:
 		return "INSERT"
-	case diffRemove:
+	case Remove:
 		return "REMOVE"
 	}
 	return "operation " + strconv.Itoa(int(op))
 }
 
-// jsonDiff is one diff of a vector.
-type jsonDiff struct {
-	op    jsonDiffOp
-	path  string // as written
-	legs  []pathLeg
-	value []byte // MySQL binary JSON; nil for diffRemove
+// Diff is one diff of a vector.
+type Diff struct {
+	Op    Op
+	Path  string // as written
+	Legs  []Leg
+	Value []byte // MySQL binary JSON; nil for Remove
 }
 
-// pathLeg is one step of a diff's path: an object member or an array cell.
-type pathLeg struct {
-	member  bool
-	name    string // member: the key, unescaped
-	index   uint32 // cell: [index], or [last-index] when fromEnd
-	fromEnd bool
+// Leg is one step of a diff's path: an object member or an array cell.
+type Leg struct {
+	Member  bool
+	Name    string // member: the key, unescaped
+	Index   uint32 // cell: [index], or [last-index] when FromEnd
+	FromEnd bool
 }
 
 // position is the cell's index in an array of n elements (clamped to 0..n,
 // as Json_array_index does) and whether it is an element of it.
-func (l pathLeg) position(n int) (pos int, within bool) {
-	i := int(l.index)
+func (l Leg) position(n int) (pos int, within bool) {
+	i := int(l.Index)
 	within = i < n
 	switch {
-	case l.fromEnd && within:
+	case l.FromEnd && within:
 		pos = n - i - 1
-	case l.fromEnd:
+	case l.FromEnd:
 		pos = 0
 	default:
 		pos = min(i, n)
@@ -83,37 +88,37 @@ func (l pathLeg) position(n int) (pos int, within bool) {
 
 var errCorruptDiff = errors.New("corrupt JSON diff vector")
 
-// parseDiffVector reads the diffs of a vector (what follows its 4-byte
+// ParseVector reads the diffs of a vector (what follows its 4-byte
 // length): each an operation byte, a length-encoded path length and the
 // path, and except for a removal a length-encoded value length and the
 // value in MySQL's binary JSON format.
-func parseDiffVector(b []byte) ([]jsonDiff, error) {
-	var diffs []jsonDiff
+func ParseVector(b []byte) ([]Diff, error) {
+	var diffs []Diff
 	for len(b) > 0 {
-		d := jsonDiff{op: jsonDiffOp(b[0])}
-		if d.op > diffRemove {
+		d := Diff{Op: Op(b[0])}
+		if d.Op > Remove {
 			return nil, fmt.Errorf("%w: diff %d has operation %d", errCorruptDiff, len(diffs)+1, b[0])
 		}
 		b = b[1:]
-		pathLen, n, ok := lengthEncoded(b)
+		pathLen, n, ok := LengthEncoded(b)
 		if !ok || pathLen > uint64(len(b)-n) {
 			return nil, fmt.Errorf("%w: diff %d: its path runs past the vector", errCorruptDiff, len(diffs)+1)
 		}
-		d.path = string(b[n : n+int(pathLen)])
+		d.Path = string(b[n : n+int(pathLen)])
 		b = b[n+int(pathLen):]
 		var err error
-		if d.legs, err = parsePath(d.path); err != nil {
-			return nil, fmt.Errorf("%w: diff %d: path %q: %v", errCorruptDiff, len(diffs)+1, d.path, err)
+		if d.Legs, err = ParsePath(d.Path); err != nil {
+			return nil, fmt.Errorf("%w: diff %d: path %q: %v", errCorruptDiff, len(diffs)+1, d.Path, err)
 		}
-		if d.op != diffRemove {
-			valueLen, n, ok := lengthEncoded(b)
+		if d.Op != Remove {
+			valueLen, n, ok := LengthEncoded(b)
 			if !ok || valueLen > uint64(len(b)-n) {
-				return nil, fmt.Errorf("%w: diff %d (%s %s): its value runs past the vector", errCorruptDiff, len(diffs)+1, d.op, d.path)
+				return nil, fmt.Errorf("%w: diff %d (%s %s): its value runs past the vector", errCorruptDiff, len(diffs)+1, d.Op, d.Path)
 			}
 			if valueLen == 0 {
-				return nil, fmt.Errorf("%w: diff %d (%s %s): an empty value", errCorruptDiff, len(diffs)+1, d.op, d.path)
+				return nil, fmt.Errorf("%w: diff %d (%s %s): an empty value", errCorruptDiff, len(diffs)+1, d.Op, d.Path)
 			}
-			d.value = b[n : n+int(valueLen)]
+			d.Value = b[n : n+int(valueLen)]
 			b = b[n+int(valueLen):]
 		}
 		diffs = append(diffs, d)
@@ -121,10 +126,10 @@ func parseDiffVector(b []byte) ([]jsonDiff, error) {
 	return diffs, nil
 }
 
-// lengthEncoded reads a length-encoded integer (MySQL's
+// LengthEncoded reads a length-encoded integer (MySQL's
 // net_field_length_checked); ok is false when b is too short or holds the
 // NULL marker 251.
-func lengthEncoded(b []byte) (v uint64, n int, ok bool) {
+func LengthEncoded(b []byte) (v uint64, n int, ok bool) {
 	if len(b) == 0 {
 		return 0, 0, false
 	}
@@ -149,21 +154,21 @@ func lengthEncoded(b []byte) (v uint64, n int, ok bool) {
 	return v, n, true
 }
 
-// parsePath parses a diff's path as MySQL's parse_path does: "$", then
+// ParsePath parses a diff's path as MySQL's parse_path does: "$", then
 // members (.name, or ."quoted name" with JSON escapes) and array cells
 // ([n], [last], [last-n]), whitespace allowed between tokens. Wildcards,
 // ranges and ** match many values and never appear in a diff; the path "$"
 // (the whole document) never does either: a replica rejects them, and so
 // does this.
-func parsePath(p string) ([]pathLeg, error) {
+func ParsePath(p string) ([]Leg, error) {
 	i := skipPathSpace(p, 0)
 	if i >= len(p) || p[i] != '$' {
 		return nil, errors.New("does not start with $")
 	}
 	i = skipPathSpace(p, i+1)
-	var legs []pathLeg
+	var legs []Leg
 	for i < len(p) {
-		var leg pathLeg
+		var leg Leg
 		var err error
 		switch p[i] {
 		case '.':
@@ -195,13 +200,13 @@ func skipPathSpace(p string, i int) int {
 	return i
 }
 
-func parseMemberLeg(p string, i int) (pathLeg, int, error) {
+func parseMemberLeg(p string, i int) (Leg, int, error) {
 	i = skipPathSpace(p, i)
 	if i >= len(p) {
-		return pathLeg{}, i, errors.New("ends after a '.'")
+		return Leg{}, i, errors.New("ends after a '.'")
 	}
 	if p[i] == '*' {
-		return pathLeg{}, i, errors.New("a .* wildcard")
+		return Leg{}, i, errors.New("a .* wildcard")
 	}
 	if p[i] == '"' {
 		end := i + 1
@@ -212,13 +217,13 @@ func parseMemberLeg(p string, i int) (pathLeg, int, error) {
 			end++
 		}
 		if end >= len(p) {
-			return pathLeg{}, i, errors.New("an unterminated quoted member name")
+			return Leg{}, i, errors.New("an unterminated quoted member name")
 		}
 		name, err := unescapeJSONString(p[i+1 : end])
 		if err != nil {
-			return pathLeg{}, i, fmt.Errorf("member name %s: %v", p[i:end+1], err)
+			return Leg{}, i, fmt.Errorf("member name %s: %v", p[i:end+1], err)
 		}
-		return pathLeg{member: true, name: name}, end + 1, nil
+		return Leg{Member: true, Name: name}, end + 1, nil
 	}
 	end := i
 	for end < len(p) && p[end] != '[' && p[end] != '.' && p[end] != '*' && skipPathSpace(p, end) == end {
@@ -228,9 +233,9 @@ func parseMemberLeg(p string, i int) (pathLeg, int, error) {
 	// identifier (which it prints unquoted; anything else it quotes).
 	name, err := unescapeJSONString(p[i:end])
 	if err != nil || !identifier(name) {
-		return pathLeg{}, i, fmt.Errorf("member name %q is neither quoted nor an identifier", p[i:end])
+		return Leg{}, i, fmt.Errorf("member name %q is neither quoted nor an identifier", p[i:end])
 	}
-	return pathLeg{member: true, name: name}, end, nil
+	return Leg{Member: true, Name: name}, end, nil
 }
 
 // identifier is MySQL's is_ecmascript_identifier for ASCII (letters, $
@@ -252,17 +257,17 @@ func identifier(s string) bool {
 	return true
 }
 
-func parseCellLeg(p string, i int) (pathLeg, int, error) {
+func parseCellLeg(p string, i int) (Leg, int, error) {
 	i = skipPathSpace(p, i)
 	if i >= len(p) {
-		return pathLeg{}, i, errors.New("ends after a '['")
+		return Leg{}, i, errors.New("ends after a '['")
 	}
 	if p[i] == '*' {
-		return pathLeg{}, i, errors.New("a [*] wildcard")
+		return Leg{}, i, errors.New("a [*] wildcard")
 	}
-	leg := pathLeg{}
+	leg := Leg{}
 	if strings.HasPrefix(p[i:], "last") {
-		leg.fromEnd = true
+		leg.FromEnd = true
 		i = skipPathSpace(p, i+4)
 		if i < len(p) && p[i] == '-' {
 			i = skipPathSpace(p, i+1)
@@ -275,24 +280,24 @@ func parseCellLeg(p string, i int) (pathLeg, int, error) {
 		end++
 	}
 	if end == i {
-		return pathLeg{}, i, errors.New("an array index that is not a number")
+		return Leg{}, i, errors.New("an array index that is not a number")
 	}
 	n, err := strconv.ParseUint(p[i:end], 10, 32)
 	if err != nil {
-		return pathLeg{}, i, fmt.Errorf("array index %s out of range", p[i:end])
+		return Leg{}, i, fmt.Errorf("array index %s out of range", p[i:end])
 	}
-	leg.index = uint32(n)
+	leg.Index = uint32(n)
 	return closeCell(p, skipPathSpace(p, end), leg)
 }
 
-func closeCell(p string, i int, leg pathLeg) (pathLeg, int, error) {
+func closeCell(p string, i int, leg Leg) (Leg, int, error) {
 	if i < len(p) && p[i] == ']' {
 		return leg, i + 1, nil
 	}
 	if strings.HasPrefix(p[i:], "to") {
-		return pathLeg{}, i, errors.New("an array range")
+		return Leg{}, i, errors.New("an array range")
 	}
-	return pathLeg{}, i, errors.New("an array cell without its ']'")
+	return Leg{}, i, errors.New("an array cell without its ']'")
 }
 
 // unescapeJSONString decodes the inside of a JSON string as MySQL's JSON
@@ -371,7 +376,7 @@ func hex4(s string, i int) (rune, bool) {
 	return rune(v), err == nil
 }
 
-// jsonNode is a JSON document as go-mysql renders it: objects and arrays
+// Node is a JSON document as go-mysql renders it: objects and arrays
 // as trees, every scalar as the text go-mysql gave it, every object key as
 // its rendered text, quotes included. Rendering it again writes exactly
 // those texts, compact, as go-mysql does, so a document with a value
@@ -389,15 +394,15 @@ func hex4(s string, i int) (rune, bool) {
 // are in that order, so another rendering (go-mysql's
 // RenderJSONAsMySQLText keeps MySQL's) fails loudly rather than putting
 // inserted members in the wrong place.
-type jsonNode struct {
+type Node struct {
 	kind byte   // '{', '[', or 0 for a scalar
 	raw  string // a scalar's text
 	keys []string
-	vals []*jsonNode
+	vals []*Node
 }
 
-// parseJSONText reads go-mysql's rendering of a JSON document.
-func parseJSONText(s string) (*jsonNode, error) {
+// ParseText reads go-mysql's rendering of a JSON document.
+func ParseText(s string) (*Node, error) {
 	p := jsonParser{s: s}
 	n, err := p.value(0)
 	if err != nil {
@@ -424,7 +429,7 @@ func (p *jsonParser) fail(what string) error {
 	return fmt.Errorf("%s at offset %d", what, p.i)
 }
 
-func (p *jsonParser) value(depth int) (*jsonNode, error) {
+func (p *jsonParser) value(depth int) (*Node, error) {
 	if depth > 10000 {
 		return nil, p.fail("nested too deep")
 	}
@@ -434,7 +439,7 @@ func (p *jsonParser) value(depth int) (*jsonNode, error) {
 	}
 	switch p.s[p.i] {
 	case '{':
-		n := &jsonNode{kind: '{'}
+		n := &Node{kind: '{'}
 		p.i++
 		if p.skipSpace(); p.i < len(p.s) && p.s[p.i] == '}' {
 			p.i++
@@ -466,7 +471,7 @@ func (p *jsonParser) value(depth int) (*jsonNode, error) {
 			}
 		}
 	case '[':
-		n := &jsonNode{kind: '['}
+		n := &Node{kind: '['}
 		p.i++
 		if p.skipSpace(); p.i < len(p.s) && p.s[p.i] == ']' {
 			p.i++
@@ -484,7 +489,7 @@ func (p *jsonParser) value(depth int) (*jsonNode, error) {
 		}
 	case '"':
 		s, err := p.str()
-		return &jsonNode{raw: s}, err
+		return &Node{raw: s}, err
 	}
 	start := p.i
 	for p.i < len(p.s) && !strings.ContainsRune(",]}: \t\n\r", rune(p.s[p.i])) {
@@ -500,7 +505,7 @@ func (p *jsonParser) value(depth int) (*jsonNode, error) {
 	default:
 		return nil, fmt.Errorf("a bad value %q at offset %d", t, start)
 	}
-	return &jsonNode{raw: t}, nil
+	return &Node{raw: t}, nil
 }
 
 // next reads the ',' before another element or the closing byte.
@@ -534,8 +539,8 @@ func (p *jsonParser) str() (string, error) {
 	return "", fmt.Errorf("an unterminated string at offset %d", start)
 }
 
-// appendText renders the node compact, as go-mysql does.
-func (n *jsonNode) appendText(b []byte) []byte {
+// AppendText renders the node compact, as go-mysql does.
+func (n *Node) AppendText(b []byte) []byte {
 	switch n.kind {
 	case '{':
 		b = append(b, '{')
@@ -544,7 +549,7 @@ func (n *jsonNode) appendText(b []byte) []byte {
 				b = append(b, ',')
 			}
 			b = append(append(b, k...), ':')
-			b = n.vals[i].appendText(b)
+			b = n.vals[i].AppendText(b)
 		}
 		return append(b, '}')
 	case '[':
@@ -553,7 +558,7 @@ func (n *jsonNode) appendText(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = v.appendText(b)
+			b = v.AppendText(b)
 		}
 		return append(b, ']')
 	}
@@ -561,7 +566,7 @@ func (n *jsonNode) appendText(b []byte) []byte {
 }
 
 // find is the index of the member with the rendered key k, or -1.
-func (n *jsonNode) find(k string) int {
+func (n *Node) find(k string) int {
 	for i, key := range n.keys {
 		if key == k {
 			return i
@@ -570,37 +575,37 @@ func (n *jsonNode) find(k string) int {
 	return -1
 }
 
-// errNotApplied: a diff a MySQL replica would reject (apply_json_diffs
+// ErrNotApplied: a diff a MySQL replica would reject (apply_json_diffs
 // returns REJECTED), the document not being the one the diff was made
 // from.
-var errNotApplied = errors.New("the before image's document does not have what the diff changes")
+var ErrNotApplied = errors.New("the before image's document does not have what the diff changes")
 
-// applyDiff applies d to doc as apply_json_diffs does, value being the
+// Apply applies d to doc as apply_json_diffs does, value being the
 // new value (nil for a removal) and key the rendered key of each member
 // name in d's path. It returns the document (doc, changed in place).
-func applyDiff(doc *jsonNode, d *jsonDiff, value *jsonNode, key func(name string) string) (*jsonNode, error) {
+func Apply(doc *Node, d *Diff, value *Node, key func(name string) string) (*Node, error) {
 	// The parent of the path's last leg, found exactly: no auto-wrapping,
 	// only existing members and elements.
 	parent := doc
-	for i, leg := range d.legs[:len(d.legs)-1] {
+	for i, leg := range d.Legs[:len(d.Legs)-1] {
 		if parent = child(parent, leg, key); parent == nil {
-			return nil, fmt.Errorf("%w: no value at %s", errNotApplied, pathText(d.legs[:i+1]))
+			return nil, fmt.Errorf("%w: no value at %s", ErrNotApplied, pathText(d.Legs[:i+1]))
 		}
 	}
-	last := d.legs[len(d.legs)-1]
+	last := d.Legs[len(d.Legs)-1]
 	switch {
-	case parent.kind == '{' && last.member:
-		k := key(last.name)
+	case parent.kind == '{' && last.Member:
+		k := key(last.Name)
 		i := parent.find(k)
-		switch d.op {
-		case diffReplace:
+		switch d.Op {
+		case Replace:
 			if i < 0 {
-				return nil, fmt.Errorf("%w: no member %s to replace", errNotApplied, k)
+				return nil, fmt.Errorf("%w: no member %s to replace", ErrNotApplied, k)
 			}
 			parent.vals[i] = value
-		case diffInsert:
+		case Insert:
 			if i >= 0 {
-				return nil, fmt.Errorf("%w: member %s to insert is there already", errNotApplied, k)
+				return nil, fmt.Errorf("%w: member %s to insert is there already", ErrNotApplied, k)
 			}
 			at := 0
 			for at < len(parent.keys) && parent.keys[at] < k {
@@ -608,43 +613,43 @@ func applyDiff(doc *jsonNode, d *jsonDiff, value *jsonNode, key func(name string
 			}
 			parent.keys = insertAt(parent.keys, at, k)
 			parent.vals = insertAt(parent.vals, at, value)
-		case diffRemove:
+		case Remove:
 			if i < 0 {
-				return nil, fmt.Errorf("%w: no member %s to remove", errNotApplied, k)
+				return nil, fmt.Errorf("%w: no member %s to remove", ErrNotApplied, k)
 			}
 			parent.keys = append(parent.keys[:i], parent.keys[i+1:]...)
 			parent.vals = append(parent.vals[:i], parent.vals[i+1:]...)
 		}
-	case parent.kind == '[' && !last.member:
+	case parent.kind == '[' && !last.Member:
 		pos, within := last.position(len(parent.vals))
-		switch d.op {
-		case diffReplace:
+		switch d.Op {
+		case Replace:
 			if !within {
-				return nil, fmt.Errorf("%w: no element %s of an array of %d to replace", errNotApplied, cellText(last), len(parent.vals))
+				return nil, fmt.Errorf("%w: no element %s of an array of %d to replace", ErrNotApplied, cellText(last), len(parent.vals))
 			}
 			parent.vals[pos] = value
-		case diffInsert:
+		case Insert:
 			parent.vals = insertAt(parent.vals, pos, value)
-		case diffRemove:
+		case Remove:
 			if !within {
-				return nil, fmt.Errorf("%w: no element %s of an array of %d to remove", errNotApplied, cellText(last), len(parent.vals))
+				return nil, fmt.Errorf("%w: no element %s of an array of %d to remove", ErrNotApplied, cellText(last), len(parent.vals))
 			}
 			parent.vals = append(parent.vals[:pos], parent.vals[pos+1:]...)
 		}
 	default:
-		return nil, fmt.Errorf("%w: the parent of the last step is %s", errNotApplied, kindName(parent))
+		return nil, fmt.Errorf("%w: the parent of the last step is %s", ErrNotApplied, kindName(parent))
 	}
 	return doc, nil
 }
 
 // child is the member or element leg names in n, or nil.
-func child(n *jsonNode, leg pathLeg, key func(string) string) *jsonNode {
+func child(n *Node, leg Leg, key func(string) string) *Node {
 	switch {
-	case n.kind == '{' && leg.member:
-		if i := n.find(key(leg.name)); i >= 0 {
+	case n.kind == '{' && leg.Member:
+		if i := n.find(key(leg.Name)); i >= 0 {
 			return n.vals[i]
 		}
-	case n.kind == '[' && !leg.member:
+	case n.kind == '[' && !leg.Member:
 		if pos, within := leg.position(len(n.vals)); within {
 			return n.vals[pos]
 		}
@@ -660,11 +665,11 @@ func insertAt[T any](s []T, i int, v T) []T {
 }
 
 // pathText renders legs (member names quoted, for messages).
-func pathText(legs []pathLeg) string {
+func pathText(legs []Leg) string {
 	b := []byte{'$'}
 	for _, l := range legs {
-		if l.member {
-			b = append(append(b, '.'), strconv.Quote(l.name)...)
+		if l.Member {
+			b = append(append(b, '.'), strconv.Quote(l.Name)...)
 		} else {
 			b = append(b, cellText(l)...)
 		}
@@ -672,17 +677,17 @@ func pathText(legs []pathLeg) string {
 	return string(b)
 }
 
-func cellText(l pathLeg) string {
+func cellText(l Leg) string {
 	switch {
-	case l.fromEnd && l.index == 0:
+	case l.FromEnd && l.Index == 0:
 		return "[last]"
-	case l.fromEnd:
-		return "[last-" + strconv.FormatUint(uint64(l.index), 10) + "]"
+	case l.FromEnd:
+		return "[last-" + strconv.FormatUint(uint64(l.Index), 10) + "]"
 	}
-	return "[" + strconv.FormatUint(uint64(l.index), 10) + "]"
+	return "[" + strconv.FormatUint(uint64(l.Index), 10) + "]"
 }
 
-func kindName(n *jsonNode) string {
+func kindName(n *Node) string {
 	switch n.kind {
 	case '{':
 		return "an object and the step an array cell"
@@ -694,4 +699,17 @@ func kindName(n *jsonNode) string {
 		v = v[:40] + "..."
 	}
 	return "not an object or an array but " + v
+}
+
+// ParseRendered parses go-mysql's rendering of a JSON value and checks it
+// renders back to the same text.
+func ParseRendered(text string) (*Node, error) {
+	n, err := ParseText(text)
+	if err != nil {
+		return nil, fmt.Errorf("go-mysql's text %.80q: %v", text, err)
+	}
+	if string(n.AppendText(nil)) != text {
+		return nil, fmt.Errorf("go-mysql's text %.80q does not render back byte for byte", text)
+	}
+	return n, nil
 }
