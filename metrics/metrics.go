@@ -32,7 +32,7 @@ const (
 const (
 	DDLApplied       = "applied"        // acted on in ClickHouse
 	DDLSkipped       = "skipped"        // parsed: about other tables, or taking effect with the table's next rows
-	DDLIgnored       = "ignored"        // changes no table (source.NoTableStatement)
+	DDLIgnored       = "ignored"        // changes no table (ddl.NonTableKind)
 	DDLNotUnderstood = "not_understood" // may change a table, not parsed: logged at WARN
 )
 

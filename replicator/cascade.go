@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
 	"github.com/binlog2ch/binlog2ch/source"
@@ -61,7 +62,7 @@ func (r *Replicator) reportForeignKeys(keys *source.ForeignKeys) {
 	n := 0
 	collations := r.textKeyCollations(keys)
 	for _, k := range keys.All() {
-		if !k.Cascades() && k.OnDelete != source.FKSetDefault && k.OnUpdate != source.FKSetDefault {
+		if !k.Cascades() && k.OnDelete != ddl.FKSetDefault && k.OnUpdate != ddl.FKSetDefault {
 			continue
 		}
 		child, parent := r.replicates(k.Child), r.replicates(k.Parent)
@@ -81,7 +82,7 @@ func (r *Replicator) reportForeignKeys(keys *source.ForeignKeys) {
 			log.Info("cascading foreign key: binlog2ch derives the child rows InnoDB changes without row events",
 				"key", k.Name, "child", k.Child.String(), "columns", strings.Join(k.Columns, ","), "parent", k.Parent.String(),
 				"references", strings.Join(k.RefColumns, ","), "on_delete", k.OnDelete.String(), "on_update", k.OnUpdate.String())
-			if k.OnDelete == source.FKSetDefault || k.OnUpdate == source.FKSetDefault {
+			if k.OnDelete == ddl.FKSetDefault || k.OnUpdate == ddl.FKSetDefault {
 				log.Warn("SET DEFAULT foreign key: InnoDB refuses it; a cascade through it stops replication", "key", k.Name, "child", k.Child.String())
 			}
 		case child:
@@ -149,8 +150,8 @@ func (s *router) cascades(t schema.TableName, op source.Op) bool {
 		s.cascadeParents = map[schema.TableName]cascadeKinds{}
 		for _, k := range s.fks.All() {
 			ck := s.cascadeParents[k.Parent]
-			ck.del = ck.del || k.OnDelete != source.FKRestrict
-			ck.upd = ck.upd || k.OnUpdate != source.FKRestrict
+			ck.del = ck.del || k.OnDelete != ddl.FKRestrict
+			ck.upd = ck.upd || k.OnUpdate != ddl.FKRestrict
 			s.cascadeParents[k.Parent] = ck
 		}
 	}
@@ -169,7 +170,7 @@ func (s *router) followForeignKeys(ctx context.Context, st source.Statement) err
 		// Named otherwise by the server than binlog2ch named it (a name
 		// InnoDB generated): the table's keys now are the best there is.
 		for _, ef := range st.Effects {
-			if ef.Kind != source.DDLForeignKeys || len(ef.DropForeignKeys) == 0 {
+			if ef.Kind != ddl.ForeignKeys || len(ef.DropForeignKeys) == 0 {
 				continue
 			}
 			if err := s.reloadForeignKeys(ctx, ef.Table); err != nil {
@@ -194,7 +195,7 @@ func (s *router) reloadForeignKeys(ctx context.Context, t schema.TableName) erro
 		return err
 	}
 	st := now.State(func(x schema.TableName) bool { return x == t })
-	var keep []source.ForeignKey
+	var keep []ddl.ForeignKey
 	for _, k := range st.Keys {
 		if k.Child == t {
 			keep = append(keep, k)

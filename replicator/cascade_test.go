@@ -18,9 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
-	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
 
@@ -434,7 +434,7 @@ func TestForeignKeyModelMatchesServer(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 		conn.Close()
-		effects, ok := source.ParseDDL(p, a, q)
+		effects, ok := ddl.Parse(p, a, q)
 		if !ok {
 			t.Fatalf("%s: not parsed", q)
 		}

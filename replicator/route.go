@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
@@ -436,12 +437,12 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 	for _, ef := range st.Effects {
 		oldIn := r.cfg.Replicates(ef.Table.Database, ef.Table.Table) && !schema.SystemDatabase(ef.Table.Database)
 		switch ef.Kind {
-		case source.DDLRowsByStatement, source.DDLPartitionRows:
+		case ddl.RowsByStatement, ddl.PartitionRows:
 			if !oldIn && ef.Table != (schema.TableName{}) {
 				continue
 			}
 			policy := r.cfg.Replication.OnStatementDML
-			if ef.Kind == source.DDLPartitionRows {
+			if ef.Kind == ddl.PartitionRows {
 				policy = r.cfg.Replication.OnPartitionMaintenance
 			}
 			switch {
@@ -462,7 +463,7 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 				}
 				applied = true
 			}
-		case source.DDLDrop, source.DDLTruncate, source.DDLRenameColumns, source.DDLAddColumns:
+		case ddl.Drop, ddl.Truncate, ddl.RenameColumns, ddl.AddColumns:
 			if !oldIn {
 				continue
 			}
@@ -470,16 +471,16 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 				return err
 			}
 			applied = true
-			if ef.Kind == source.DDLDrop {
+			if ef.Kind == ddl.Drop {
 				s.stopWriter(ef.Table)
 			}
-		case source.DDLCreate:
+		case ddl.Create:
 			if oldIn {
 				if err := r.sink.ForgetTable(ef.Table); err != nil {
 					return err
 				}
 			}
-		case source.DDLRenameTable:
+		case ddl.RenameTable:
 			newIn := r.cfg.Replicates(ef.NewTable.Database, ef.NewTable.Table) && !schema.SystemDatabase(ef.NewTable.Database)
 			switch {
 			case oldIn && newIn && ef.Table.Database == ef.NewTable.Database:
@@ -488,7 +489,7 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 				if err := s.awaitRetired(ctx, ef.NewTable); err != nil {
 					return err
 				}
-				if err := s.dispatch(ctx, ef.Table, sink.Message{DDL: source.DDLRenameTable, NewName: ef.NewTable.Table, At: st.At}); err != nil {
+				if err := s.dispatch(ctx, ef.Table, sink.Message{DDL: ddl.RenameTable, NewName: ef.NewTable.Table, At: st.At}); err != nil {
 					return err
 				}
 				applied = true
@@ -519,8 +520,8 @@ const recopy = "re-copy: stop binlog2ch, run `binlog2ch fullsync -recreate -chec
 // rowsWithoutEvents is the error that stops the daemon at a statement that
 // changed a replicated table's rows without row events: binlog2ch cannot
 // know which rows, and will not guess.
-func rowsWithoutEvents(ef source.DDLEffect, st source.Statement) error {
-	if ef.Kind == source.DDLPartitionRows {
+func rowsWithoutEvents(ef ddl.Effect, st source.Statement) error {
+	if ef.Kind == ddl.PartitionRows {
 		return fmt.Errorf("binlog %s: %s: partition maintenance removed or moved rows without row events (statement %q). ClickHouse still holds the rows MySQL no longer has. To make it equal again, %s. Or choose in the config what such statements do from now on: replication.on_partition_maintenance: recopy (copy the table again, then go on) or keep (ClickHouse keeps the rows, as an archive)",
 			st.At, ef.Table, truncate(st.Text, 300), recopy)
 	}
@@ -537,7 +538,7 @@ func rowsWithoutEvents(ef source.DDLEffect, st source.Statement) error {
 // read when the table's writer started, as DROPs since have left them: a
 // dropped partition is gone from information_schema by the time its
 // statement is read.
-func (s *router) applyPartitions(ctx context.Context, ef source.DDLEffect, st source.Statement) error {
+func (s *router) applyPartitions(ctx context.Context, ef ddl.Effect, st source.Statement) error {
 	r := s.r
 	if ef.PartitionOp != "TRUNCATE" && ef.PartitionOp != "DROP" {
 		return fmt.Errorf("binlog %s: %s: partition maintenance that moves rows (statement %q) cannot be applied by bounds; set replication.on_partition_maintenance: recopy, or %s",
@@ -556,7 +557,7 @@ func (s *router) applyPartitions(ctx context.Context, ef source.DDLEffect, st so
 	// The writer reads parts now; the router keeps its own copy.
 	sent := *parts
 	sent.Parts = append([]source.Partition(nil), parts.Parts...)
-	if err := s.dispatch(ctx, ef.Table, sink.Message{DDL: source.DDLPartitionRows, Partitions: &sent, Removed: ef.Partitions, At: st.At}); err != nil {
+	if err := s.dispatch(ctx, ef.Table, sink.Message{DDL: ddl.PartitionRows, Partitions: &sent, Removed: ef.Partitions, At: st.At}); err != nil {
 		return err
 	}
 	if ef.PartitionOp == "DROP" {

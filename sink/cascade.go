@@ -13,6 +13,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/binlog2ch/binlog2ch/block"
+	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/source"
@@ -85,7 +86,7 @@ const (
 // rootKeys are the parent's key values one of its keys cascades from:
 // distinct old values and, for an UPDATE, each one's new value.
 type rootKeys struct {
-	fk   *source.ForeignKey
+	fk   *ddl.ForeignKey
 	cols []*schema.Column // the parent's referenced columns
 	olds [][]any
 	news [][]any
@@ -95,9 +96,9 @@ type rootKeys struct {
 type cascadeNode struct {
 	table  schema.TableName
 	kind   nodeKind
-	fk     *source.ForeignKey // the table's key referencing the parent node's table
-	parent *cascadeNode       // nil: the event's table
-	root   *rootKeys          // the key values matched (from the event, or carried down updates)
+	fk     *ddl.ForeignKey // the table's key referencing the parent node's table
+	parent *cascadeNode    // nil: the event's table
+	root   *rootKeys       // the key values matched (from the event, or carried down updates)
 	// trace: fk.Columns[i] carries root component trace[i] (-1: none).
 	// Set when the node matches the root's values (not a parent's
 	// deleted rows).
@@ -156,9 +157,9 @@ func PlanCascade(keys *source.ForeignKeys, ev CascadeEvent, replicated func(sche
 	for _, fk := range keys.Referencing(ev.Table) {
 		act := fk.Action(ev.Delete)
 		switch act {
-		case source.FKRestrict:
+		case ddl.FKRestrict:
 			continue
-		case source.FKSetDefault:
+		case ddl.FKSetDefault:
 			return fail("key %s says SET DEFAULT, which InnoDB refuses; binlog2ch cannot derive it", fk)
 		}
 		rk, err := rootKeysOf(fk, ev)
@@ -174,9 +175,9 @@ func PlanCascade(keys *source.ForeignKeys, ev CascadeEvent, replicated func(sche
 			n.trace[i] = i
 		}
 		switch {
-		case ev.Delete && act == source.FKCascade:
+		case ev.Delete && act == ddl.FKCascade:
 			n.kind = nodeDelete
-		case act == source.FKSetNull:
+		case act == ddl.FKSetNull:
 			n.kind = nodeSetNull
 		default:
 			n.kind = nodeUpdate
@@ -210,7 +211,7 @@ func PlanCascade(keys *source.ForeignKeys, ev CascadeEvent, replicated func(sche
 						overlap++
 					}
 				}
-				if overlap == 0 || act == source.FKRestrict {
+				if overlap == 0 || act == ddl.FKRestrict {
 					continue
 				}
 				if n.kind == nodeSetNull || overlap < len(changed) {
@@ -219,9 +220,9 @@ func PlanCascade(keys *source.ForeignKeys, ev CascadeEvent, replicated func(sche
 				}
 			}
 			switch act {
-			case source.FKRestrict:
+			case ddl.FKRestrict:
 				continue
-			case source.FKSetDefault:
+			case ddl.FKSetDefault:
 				return fail("key %s says SET DEFAULT, which InnoDB refuses; binlog2ch cannot derive it", g)
 			}
 			c := &cascadeNode{table: g.Child, fk: g, parent: n, depth: n.depth + 1}
@@ -230,9 +231,9 @@ func PlanCascade(keys *source.ForeignKeys, ev CascadeEvent, replicated func(sche
 			}
 			c.repeat = c.repeat || g.Child == ev.Table
 			switch {
-			case n.kind == nodeDelete && act == source.FKCascade:
+			case n.kind == nodeDelete && act == ddl.FKCascade:
 				c.kind = nodeDelete
-			case act == source.FKSetNull:
+			case act == ddl.FKSetNull:
 				c.kind = nodeSetNull
 			default:
 				c.kind = nodeUpdate
@@ -286,7 +287,7 @@ func containsFold(list []string, s string) bool {
 // rootKeysOf collects the key values of fk's referenced columns that the
 // event deletes or changes; nil when there are none. Rows whose key has a
 // NULL reference nothing.
-func rootKeysOf(fk *source.ForeignKey, ev CascadeEvent) (*rootKeys, error) {
+func rootKeysOf(fk *ddl.ForeignKey, ev CascadeEvent) (*rootKeys, error) {
 	rk := &rootKeys{fk: fk}
 	idx := make([]int, len(fk.RefColumns))
 	for i, name := range fk.RefColumns {

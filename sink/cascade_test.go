@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/source"
 )
@@ -22,16 +23,16 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden files in testd
 func cascadeSchema() (*source.ForeignKeys, map[schema.TableName]*chTable) {
 	tn := func(t string) schema.TableName { return schema.TableName{Database: "db", Table: t} }
 	m := source.NewForeignKeys()
-	add := func(name, child string, cols []string, parent string, refs []string, del, upd source.FKAction) {
-		m.Add(source.ForeignKey{Name: name, Child: tn(child), Columns: cols, Parent: tn(parent), RefColumns: refs, OnDelete: del, OnUpdate: upd})
+	add := func(name, child string, cols []string, parent string, refs []string, del, upd ddl.FKAction) {
+		m.Add(ddl.ForeignKey{Name: name, Child: tn(child), Columns: cols, Parent: tn(parent), RefColumns: refs, OnDelete: del, OnUpdate: upd})
 	}
-	add("c_p", "c", []string{"pid"}, "p", []string{"id"}, source.FKCascade, source.FKCascade)
-	add("g_c", "g", []string{"cid"}, "c", []string{"id"}, source.FKCascade, source.FKRestrict)
-	add("s_p", "s", []string{"pid"}, "p", []string{"id"}, source.FKSetNull, source.FKSetNull)
-	add("cc_p", "cc", []string{"pid"}, "p", []string{"id"}, source.FKRestrict, source.FKCascade)
-	add("gg_cc", "gg", []string{"pid", "n"}, "cc", []string{"pid", "n"}, source.FKCascade, source.FKCascade)
-	add("r_p", "r", []string{"pid"}, "p", []string{"id"}, source.FKRestrict, source.FKRestrict)
-	add("t_t", "t", []string{"parent"}, "t", []string{"id"}, source.FKCascade, source.FKRestrict)
+	add("c_p", "c", []string{"pid"}, "p", []string{"id"}, ddl.FKCascade, ddl.FKCascade)
+	add("g_c", "g", []string{"cid"}, "c", []string{"id"}, ddl.FKCascade, ddl.FKRestrict)
+	add("s_p", "s", []string{"pid"}, "p", []string{"id"}, ddl.FKSetNull, ddl.FKSetNull)
+	add("cc_p", "cc", []string{"pid"}, "p", []string{"id"}, ddl.FKRestrict, ddl.FKCascade)
+	add("gg_cc", "gg", []string{"pid", "n"}, "cc", []string{"pid", "n"}, ddl.FKCascade, ddl.FKCascade)
+	add("r_p", "r", []string{"pid"}, "p", []string{"id"}, ddl.FKRestrict, ddl.FKRestrict)
+	add("t_t", "t", []string{"parent"}, "t", []string{"id"}, ddl.FKCascade, ddl.FKRestrict)
 	table := func(name string, key []string, cols ...string) *chTable {
 		ct := &chTable{name: tn(name), ref: "`db`.`" + name + "`", del: schema.IsDeletedColumn, delType: "UInt8"}
 		for i := 0; i+1 < len(cols); i += 2 {
@@ -130,7 +131,7 @@ func TestCascadeSQL(t *testing.T) {
 func TestCascadeRefuses(t *testing.T) {
 	keys, _ := cascadeSchema()
 	tn := func(t string) schema.TableName { return schema.TableName{Database: "db", Table: t} }
-	keys.Add(source.ForeignKey{Name: "x_s", Child: tn("x"), Columns: []string{"spid"}, Parent: tn("s"), RefColumns: []string{"pid"}, OnDelete: source.FKCascade, OnUpdate: source.FKCascade})
+	keys.Add(ddl.ForeignKey{Name: "x_s", Child: tn("x"), Columns: []string{"spid"}, Parent: tn("s"), RefColumns: []string{"pid"}, OnDelete: ddl.FKCascade, OnUpdate: ddl.FKCascade})
 	_, err := PlanCascade(keys, CascadeEvent{Table: tn("p"), Schema: parentSchema(), Delete: true, Rows: [][]any{{int32(1), "a"}}}, func(schema.TableName) bool { return true })
 	if err == nil || !strings.Contains(err.Error(), "references columns that key") {
 		t.Fatalf("got %v", err)

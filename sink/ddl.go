@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/binlog2ch/binlog2ch/block"
+	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/source"
@@ -83,9 +84,9 @@ func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
 	// the local table, so a rename recreates it under the new name.
 	dist, inCluster := table.Distributed()
 	switch m.DDL {
-	case source.DDLTruncate:
+	case ddl.Truncate:
 		stmts = append(stmts, table.TruncateSQL())
-	case source.DDLDrop:
+	case ddl.Drop:
 		if inCluster {
 			stmts = append(stmts, dist.DropSQL())
 		}
@@ -96,7 +97,7 @@ func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
 				err = w.c.reg.forget(db, name)
 			}
 		}()
-	case source.DDLRenameTable:
+	case ddl.RenameTable:
 		newName := m.NewName
 		if o := w.c.cfg.TableOptions(w.name.Database, m.NewName); o.Name != "" {
 			newName = o.Name
@@ -139,14 +140,14 @@ func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
 		w.log = w.c.log.With("table", w.name.String())
 		w.tm = w.c.m.ForTable(w.name)
 		w.source, w.target, w.block = nil, nil, nil // re-read on the next rows
-	case source.DDLPartitionRows:
+	case ddl.PartitionRows:
 		return w.deletePartitions(ctx, m, db, name)
-	case source.DDLAddColumns:
+	case ddl.AddColumns:
 		// The defaults also serve the next table map's schema change, in
 		// case the columns cannot be added now.
 		w.defaults = m.Defaults
 		return w.addColumnsNow(ctx, m)
-	case source.DDLRenameColumns:
+	case ddl.RenameColumns:
 		if w.target == nil {
 			return nil // no rows seen yet: the next table map has the new names
 		}

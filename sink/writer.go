@@ -12,6 +12,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/binlog2ch/binlog2ch/chnative"
+	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/mysqlproto"
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -53,12 +54,12 @@ type Message struct {
 	Queued *atomic.Int64
 	Bytes  int64
 
-	DDL      source.DDLKind
-	NewName  string            // source.DDLRenameTable: new MySQL table name
-	Renames  map[string]string // source.DDLRenameColumns: old -> new
-	Defaults map[string]string // source.DDLAddColumns: column -> literal
-	Added    []string          // source.DDLAddColumns: the columns added
-	// source.DDLPartitionRows, applied: the table's partitions before the
+	DDL      ddl.Kind
+	NewName  string            // ddl.RenameTable: new MySQL table name
+	Renames  map[string]string // ddl.RenameColumns: old -> new
+	Defaults map[string]string // ddl.AddColumns: column -> literal
+	Added    []string          // ddl.AddColumns: the columns added
+	// ddl.PartitionRows, applied: the table's partitions before the
 	// statement and those it removed.
 	Partitions *source.Partitions
 	Removed    []string

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/pingcap/tidb/pkg/parser/ast"
 )
 
 // Foreign keys, for the cascades InnoDB applies without row events (see
@@ -19,99 +19,10 @@ import (
 // order: a replay of old events sees the keys as they were when the events
 // were written, not as they are now.
 
-// FKAction is what a foreign key does to the child rows when their parent
-// row is deleted or its referenced columns change.
-type FKAction uint8
-
-// The actions. RESTRICT and NO ACTION are the same in InnoDB: the parent's
-// change was refused, or there were no children.
-const (
-	FKRestrict FKAction = iota
-	FKCascade
-	FKSetNull
-	FKSetDefault // InnoDB refuses it; a key that has it is reported
-)
-
-func (a FKAction) String() string {
-	switch a {
-	case FKCascade:
-		return "CASCADE"
-	case FKSetNull:
-		return "SET NULL"
-	case FKSetDefault:
-		return "SET DEFAULT"
-	}
-	return "RESTRICT"
-}
-
-// MarshalText and UnmarshalText keep actions readable in the checkpoint.
-func (a FKAction) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
-
-func (a *FKAction) UnmarshalText(b []byte) error {
-	*a = parseFKAction(string(b))
-	return nil
-}
-
-func parseFKAction(s string) FKAction {
-	switch strings.ToUpper(strings.TrimSpace(s)) {
-	case "CASCADE":
-		return FKCascade
-	case "SET NULL":
-		return FKSetNull
-	case "SET DEFAULT":
-		return FKSetDefault
-	}
-	return FKRestrict
-}
-
-// ForeignKey is one foreign key: Child's Columns reference Parent's
-// RefColumns, in order.
-type ForeignKey struct {
-	Name       string           `json:"name"`
-	Child      schema.TableName `json:"child"`
-	Columns    []string         `json:"columns"`
-	Parent     schema.TableName `json:"parent"`
-	RefColumns []string         `json:"ref_columns"`
-	OnDelete   FKAction         `json:"on_delete"`
-	OnUpdate   FKAction         `json:"on_update"`
-	// Inline: declared as a column's REFERENCES in CREATE TABLE, which
-	// only some servers make a key (ForeignKeys.InlineReferences).
-	Inline bool `json:"-"`
-	// IndexName: Name is the FOREIGN KEY clause's index name, not a
-	// CONSTRAINT symbol; MySQL from 8.0.16 names such a key as an unnamed
-	// one (ForeignKeys.IndexNamesKeys).
-	IndexName bool `json:"-"`
-}
-
-// Action is the key's action for a parent row deleted (del) or updated.
-func (k *ForeignKey) Action(del bool) FKAction {
-	if del {
-		return k.OnDelete
-	}
-	return k.OnUpdate
-}
-
-// Cascades reports whether the key changes child rows on either action.
-func (k *ForeignKey) Cascades() bool {
-	return k.OnDelete == FKCascade || k.OnDelete == FKSetNull || k.OnUpdate == FKCascade || k.OnUpdate == FKSetNull
-}
-
-func (k *ForeignKey) String() string {
-	return fmt.Sprintf("%s %s(%s) REFERENCES %s(%s) ON DELETE %s ON UPDATE %s", k.Name, k.Child, strings.Join(k.Columns, ", "),
-		k.Parent, strings.Join(k.RefColumns, ", "), k.OnDelete, k.OnUpdate)
-}
-
-func (k *ForeignKey) clone() *ForeignKey {
-	c := *k
-	c.Columns = slices.Clone(k.Columns)
-	c.RefColumns = slices.Clone(k.RefColumns)
-	return &c
-}
-
 // ForeignKeys is the foreign keys of the source's tables at one point of
 // the binlog, by child table. It belongs to the stream's goroutine.
 type ForeignKeys struct {
-	byChild map[schema.TableName][]*ForeignKey
+	byChild map[schema.TableName][]*ddl.ForeignKey
 	// Tracked are the child tables whose keys the model holds for certain
 	// (see FKState); others come from information_schema at start.
 	tracked map[schema.TableName]bool
@@ -125,24 +36,24 @@ type ForeignKeys struct {
 
 // NewForeignKeys returns an empty model.
 func NewForeignKeys() *ForeignKeys {
-	return &ForeignKeys{byChild: map[schema.TableName][]*ForeignKey{}, tracked: map[schema.TableName]bool{}}
+	return &ForeignKeys{byChild: map[schema.TableName][]*ddl.ForeignKey{}, tracked: map[schema.TableName]bool{}}
 }
 
 // Add adds a key (replacing one of the same name on the same table).
-func (m *ForeignKeys) Add(k ForeignKey) {
+func (m *ForeignKeys) Add(k ddl.ForeignKey) {
 	keys := m.byChild[k.Child]
-	keys = slices.DeleteFunc(keys, func(x *ForeignKey) bool { return strings.EqualFold(x.Name, k.Name) })
-	m.byChild[k.Child] = append(keys, k.clone())
+	keys = slices.DeleteFunc(keys, func(x *ddl.ForeignKey) bool { return strings.EqualFold(x.Name, k.Name) })
+	m.byChild[k.Child] = append(keys, k.Clone())
 	m.tracked[k.Child] = true
 }
 
 // Of returns the keys of a child table.
-func (m *ForeignKeys) Of(child schema.TableName) []*ForeignKey { return m.byChild[child] }
+func (m *ForeignKeys) Of(child schema.TableName) []*ddl.ForeignKey { return m.byChild[child] }
 
 // Referencing returns the keys whose parent is the table, in a stable
 // order (child, then name).
-func (m *ForeignKeys) Referencing(parent schema.TableName) []*ForeignKey {
-	var out []*ForeignKey
+func (m *ForeignKeys) Referencing(parent schema.TableName) []*ddl.ForeignKey {
+	var out []*ddl.ForeignKey
 	for _, keys := range m.byChild {
 		for _, k := range keys {
 			if k.Parent == parent {
@@ -155,8 +66,8 @@ func (m *ForeignKeys) Referencing(parent schema.TableName) []*ForeignKey {
 }
 
 // All returns every key, sorted by child and name.
-func (m *ForeignKeys) All() []*ForeignKey {
-	var out []*ForeignKey
+func (m *ForeignKeys) All() []*ddl.ForeignKey {
+	var out []*ddl.ForeignKey
 	for _, keys := range m.byChild {
 		out = append(out, keys...)
 	}
@@ -164,8 +75,8 @@ func (m *ForeignKeys) All() []*ForeignKey {
 	return out
 }
 
-func sortKeys(keys []*ForeignKey) {
-	slices.SortFunc(keys, func(a, b *ForeignKey) int {
+func sortKeys(keys []*ddl.ForeignKey) {
+	slices.SortFunc(keys, func(a, b *ddl.ForeignKey) int {
 		if c := strings.Compare(a.Child.String(), b.Child.String()); c != 0 {
 			return c
 		}
@@ -179,7 +90,7 @@ func (m *ForeignKeys) Clone() *ForeignKeys {
 	c.InlineReferences, c.IndexNamesKeys = m.InlineReferences, m.IndexNamesKeys
 	for t, keys := range m.byChild {
 		for _, k := range keys {
-			c.byChild[t] = append(c.byChild[t], k.clone())
+			c.byChild[t] = append(c.byChild[t], k.Clone())
 		}
 	}
 	for t := range m.tracked {
@@ -192,7 +103,7 @@ func (m *ForeignKeys) Clone() *ForeignKeys {
 // Tracked child tables, exactly as of the checkpoint's position.
 type FKState struct {
 	Tracked []schema.TableName `json:"tracked"`
-	Keys    []ForeignKey       `json:"keys,omitempty"`
+	Keys    []ddl.ForeignKey   `json:"keys,omitempty"`
 }
 
 // State returns what the checkpoint keeps of the model: the keys of the
@@ -204,7 +115,7 @@ func (m *ForeignKeys) State(keep func(schema.TableName) bool) *FKState {
 	tracked := map[schema.TableName]bool{}
 	for _, k := range m.All() {
 		if keep(k.Child) || keep(k.Parent) {
-			st.Keys = append(st.Keys, *k.clone())
+			st.Keys = append(st.Keys, *k.Clone())
 			tracked[k.Child] = true
 		}
 	}
@@ -232,7 +143,7 @@ func (m *ForeignKeys) Restore(st *FKState) {
 		m.tracked[t] = true
 	}
 	for _, k := range st.Keys {
-		m.byChild[k.Child] = append(m.byChild[k.Child], k.clone())
+		m.byChild[k.Child] = append(m.byChild[k.Child], k.Clone())
 	}
 }
 
@@ -247,7 +158,7 @@ func (m *ForeignKeys) Track(tables ...schema.TableName) {
 // Equal reports whether two models hold the same keys.
 func (m *ForeignKeys) Equal(o *ForeignKeys) bool {
 	a, b := m.All(), o.All()
-	return slices.EqualFunc(a, b, func(x, y *ForeignKey) bool {
+	return slices.EqualFunc(a, b, func(x, y *ddl.ForeignKey) bool {
 		return x.Name == y.Name && x.Child == y.Child && x.Parent == y.Parent && slices.Equal(x.Columns, y.Columns) &&
 			slices.Equal(x.RefColumns, y.RefColumns) && x.OnDelete == y.OnDelete && x.OnUpdate == y.OnUpdate
 	})
@@ -259,7 +170,7 @@ func (m *ForeignKeys) Equal(o *ForeignKeys) bool {
 // had none, which a key added since must not change for a replay.
 func LoadForeignKeys(ctx context.Context, db *sql.DB) (*ForeignKeys, error) {
 	type ruleKey struct{ db, table, name string }
-	rules := map[ruleKey][2]FKAction{}
+	rules := map[ruleKey][2]ddl.FKAction{}
 	rows, err := db.QueryContext(ctx, `SELECT CONSTRAINT_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, DELETE_RULE, UPDATE_RULE
 		FROM information_schema.REFERENTIAL_CONSTRAINTS`)
 	if err != nil {
@@ -272,7 +183,7 @@ func LoadForeignKeys(ctx context.Context, db *sql.DB) (*ForeignKeys, error) {
 			rows.Close()
 			return nil, fmt.Errorf("read foreign keys: %w", err)
 		}
-		rules[k] = [2]FKAction{parseFKAction(del), parseFKAction(upd)}
+		rules[k] = [2]ddl.FKAction{ddl.ParseFKAction(del), ddl.ParseFKAction(upd)}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -305,7 +216,7 @@ func LoadForeignKeys(ctx context.Context, db *sql.DB) (*ForeignKeys, error) {
 		return nil, fmt.Errorf("read foreign keys (information_schema.KEY_COLUMN_USAGE): %w", err)
 	}
 	defer rows.Close()
-	var cur *ForeignKey
+	var cur *ddl.ForeignKey
 	for rows.Next() {
 		var db, table, name, col, refDB, refTable, refCol string
 		if err := rows.Scan(&db, &table, &name, &col, &refDB, &refTable, &refCol); err != nil {
@@ -320,7 +231,7 @@ func LoadForeignKeys(ctx context.Context, db *sql.DB) (*ForeignKeys, error) {
 			if !ok {
 				continue // not a foreign key of a table (or gone meanwhile)
 			}
-			cur = &ForeignKey{Name: name, Child: child, Parent: schema.TableName{Database: refDB, Table: refTable}, OnDelete: r[0], OnUpdate: r[1]}
+			cur = &ddl.ForeignKey{Name: name, Child: child, Parent: schema.TableName{Database: refDB, Table: refTable}, OnDelete: r[0], OnUpdate: r[1]}
 			m.byChild[child] = append(m.byChild[child], cur)
 			m.tracked[child] = true
 		}
@@ -334,10 +245,10 @@ func LoadForeignKeys(ctx context.Context, db *sql.DB) (*ForeignKeys, error) {
 // binlog order; it reports whether the keys changed. dropped names keys a
 // DROP FOREIGN KEY named that the model does not know (their table's keys
 // may have been named otherwise by the server).
-func (m *ForeignKeys) ApplyDDL(effects []DDLEffect) (changed bool, unknown []string) {
+func (m *ForeignKeys) ApplyDDL(effects []ddl.Effect) (changed bool, unknown []string) {
 	for _, ef := range effects {
 		switch ef.Kind {
-		case DDLCreate:
+		case ddl.Create:
 			if ef.IfNotExists && m.tracked[ef.Table] {
 				continue // the table was there: CREATE ... IF NOT EXISTS changed nothing
 			}
@@ -347,7 +258,7 @@ func (m *ForeignKeys) ApplyDDL(effects []DDLEffect) (changed bool, unknown []str
 			delete(m.byChild, ef.Table)
 			m.tracked[ef.Table] = true
 			m.addNamed(ef.Table, ef.ForeignKeys)
-		case DDLDrop:
+		case ddl.Drop:
 			// Keys referencing the dropped table stay: InnoDB keeps them
 			// (foreign_key_checks=0 allows the drop), and they work again
 			// when a table of that name is created.
@@ -356,15 +267,15 @@ func (m *ForeignKeys) ApplyDDL(effects []DDLEffect) (changed bool, unknown []str
 			}
 			delete(m.byChild, ef.Table)
 			m.tracked[ef.Table] = true
-		case DDLRenameTable:
+		case ddl.RenameTable:
 			changed = m.renameTable(ef.Table, ef.NewTable) || changed
-		case DDLRenameColumns:
+		case ddl.RenameColumns:
 			changed = m.renameColumns(ef.Table, ef.Renames) || changed
-		case DDLForeignKeys:
+		case ddl.ForeignKeys:
 			for _, name := range ef.DropForeignKeys {
 				keys := m.byChild[ef.Table]
 				n := len(keys)
-				keys = slices.DeleteFunc(keys, func(k *ForeignKey) bool { return strings.EqualFold(k.Name, name) })
+				keys = slices.DeleteFunc(keys, func(k *ddl.ForeignKey) bool { return strings.EqualFold(k.Name, name) })
 				if len(keys) == n {
 					unknown = append(unknown, name)
 				}
@@ -382,7 +293,7 @@ func (m *ForeignKeys) ApplyDDL(effects []DDLEffect) (changed bool, unknown []str
 
 // addNamed adds keys, naming those declared without a name as InnoDB does:
 // table_ibfk_N, N one past the highest such number the table has.
-func (m *ForeignKeys) addNamed(t schema.TableName, keys []ForeignKey) {
+func (m *ForeignKeys) addNamed(t schema.TableName, keys []ddl.ForeignKey) {
 	next := 1
 	prefix := strings.ToLower(t.Table) + "_ibfk_"
 	for _, k := range m.byChild[t] {
@@ -408,7 +319,7 @@ func (m *ForeignKeys) addNamed(t schema.TableName, keys []ForeignKey) {
 			next++
 		}
 		k.Inline, k.IndexName = false, false // how it was declared, not what it is
-		m.byChild[t] = append(m.byChild[t], k.clone())
+		m.byChild[t] = append(m.byChild[t], k.Clone())
 	}
 	m.tracked[t] = true
 }
@@ -470,43 +381,4 @@ func (m *ForeignKeys) renameColumns(t schema.TableName, renames map[string]strin
 		}
 	}
 	return changed
-}
-
-// foreignKeyOf is the key a FOREIGN KEY clause declares (Name "" when the
-// server is to name it); Child is set by the caller. ok is false for a
-// clause without a referenced table.
-func foreignKeyOf(name string, cols []*ast.IndexPartSpecification, ref *ast.ReferenceDef) (ForeignKey, bool) {
-	if ref == nil || ref.Table == nil {
-		return ForeignKey{}, false
-	}
-	k := ForeignKey{Name: name, Parent: schema.TableName{Database: ref.Table.Schema.O, Table: ref.Table.Name.O}}
-	for _, c := range cols {
-		if c.Column != nil {
-			k.Columns = append(k.Columns, c.Column.Name.O)
-		}
-	}
-	for _, c := range ref.IndexPartSpecifications {
-		if c.Column != nil {
-			k.RefColumns = append(k.RefColumns, c.Column.Name.O)
-		}
-	}
-	if ref.OnDelete != nil {
-		k.OnDelete = referAction(ref.OnDelete.ReferOpt)
-	}
-	if ref.OnUpdate != nil {
-		k.OnUpdate = referAction(ref.OnUpdate.ReferOpt)
-	}
-	return k, true
-}
-
-func referAction(o ast.ReferOptionType) FKAction {
-	switch o {
-	case ast.ReferOptionCascade:
-		return FKCascade
-	case ast.ReferOptionSetNull:
-		return FKSetNull
-	case ast.ReferOptionSetDefault:
-		return FKSetDefault
-	}
-	return FKRestrict
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -22,7 +23,7 @@ func TestForeignKeyDDL(t *testing.T) {
 	m.InlineReferences, m.IndexNamesKeys = true, true // MariaDB
 	apply := func(q string) {
 		t.Helper()
-		effects, ok := ParseDDL(p, "db", q)
+		effects, ok := ddl.Parse(p, "db", q)
 		if !ok {
 			t.Fatalf("%s: not parsed", q)
 		}
@@ -80,7 +81,7 @@ func TestForeignKeyDDL(t *testing.T) {
 		"s db.c(a) REFERENCES db.p(id) ON DELETE RESTRICT ON UPDATE RESTRICT")
 
 	// An unknown name is reported, not guessed.
-	effects, _ := ParseDDL(p, "db", "ALTER TABLE c DROP FOREIGN KEY nope")
+	effects, _ := ddl.Parse(p, "db", "ALTER TABLE c DROP FOREIGN KEY nope")
 	if _, unknown := m.ApplyDDL(effects); len(unknown) != 1 || unknown[0] != "nope" {
 		t.Fatalf("unknown names: %v", unknown)
 	}
@@ -91,8 +92,8 @@ func TestForeignKeyDDL(t *testing.T) {
 func TestForeignKeyState(t *testing.T) {
 	m := NewForeignKeys()
 	keep := schema.TableName{Database: "db", Table: "c"}
-	m.Add(ForeignKey{Name: "k1", Child: keep, Columns: []string{"p"}, Parent: schema.TableName{Database: "db", Table: "p"}, RefColumns: []string{"id"}, OnDelete: FKCascade})
-	m.Add(ForeignKey{Name: "k2", Child: schema.TableName{Database: "other", Table: "x"}, Columns: []string{"p"}, Parent: schema.TableName{Database: "other", Table: "y"}, RefColumns: []string{"id"}})
+	m.Add(ddl.ForeignKey{Name: "k1", Child: keep, Columns: []string{"p"}, Parent: schema.TableName{Database: "db", Table: "p"}, RefColumns: []string{"id"}, OnDelete: ddl.FKCascade})
+	m.Add(ddl.ForeignKey{Name: "k2", Child: schema.TableName{Database: "other", Table: "x"}, Columns: []string{"p"}, Parent: schema.TableName{Database: "other", Table: "y"}, RefColumns: []string{"id"}})
 	m.Track(schema.TableName{Database: "db", Table: "empty"})
 	st := m.State(func(t schema.TableName) bool { return t.Database == "db" })
 	data, err := json.Marshal(st)
@@ -110,8 +111,8 @@ func TestForeignKeyState(t *testing.T) {
 	// Now: k1 was dropped since and another key added to db.empty; the
 	// checkpoint's keys are those of its position.
 	now := NewForeignKeys()
-	now.Add(ForeignKey{Name: "k3", Child: schema.TableName{Database: "db", Table: "empty"}, Columns: []string{"a"}, Parent: keep, RefColumns: []string{"id"}})
-	now.Add(ForeignKey{Name: "k2", Child: schema.TableName{Database: "other", Table: "x"}, Columns: []string{"p"}, Parent: schema.TableName{Database: "other", Table: "y"}, RefColumns: []string{"id"}})
+	now.Add(ddl.ForeignKey{Name: "k3", Child: schema.TableName{Database: "db", Table: "empty"}, Columns: []string{"a"}, Parent: keep, RefColumns: []string{"id"}})
+	now.Add(ddl.ForeignKey{Name: "k2", Child: schema.TableName{Database: "other", Table: "x"}, Columns: []string{"p"}, Parent: schema.TableName{Database: "other", Table: "y"}, RefColumns: []string{"id"}})
 	now.Restore(&back)
 	if !now.Equal(m) {
 		t.Fatalf("restored: %v; want %v", now.All(), m.All())

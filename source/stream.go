@@ -19,6 +19,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser"
 
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
@@ -98,11 +99,11 @@ type Statement struct {
 	At   Position
 	Text string
 	// NoTable is the kind of a statement that changes no table (routine,
-	// trigger, grant...; see NoTableStatement), "" otherwise.
+	// trigger, grant...; see ddl.NonTableKind), "" otherwise.
 	NoTable string
 	// Effects are what the statement does to tables: parsed, or when not
-	// Parsed, what its words show (UnparsedEffects).
-	Effects []DDLEffect
+	// Parsed, what its words show (ddl.Unparsed).
+	Effects []ddl.Effect
 	// Parsed is false for a statement that may change a table but was
 	// not understood.
 	Parsed bool
@@ -963,9 +964,9 @@ func (s *Stream) query(ctx context.Context, e *replication.QueryEvent, h Handler
 		return nil
 	}
 	st := Statement{At: s.pos, Text: q}
-	if st.NoTable = NoTableStatement(q); st.NoTable == "" {
-		if st.Effects, st.Parsed = ParseDDL(s.parser, string(e.Schema), q); !st.Parsed {
-			st.Effects = UnparsedEffects(string(e.Schema), q)
+	if st.NoTable = ddl.NonTableKind(q); st.NoTable == "" {
+		if st.Effects, st.Parsed = ddl.Parse(s.parser, string(e.Schema), q); !st.Parsed {
+			st.Effects = ddl.Unparsed(string(e.Schema), q)
 		}
 	}
 	if err := h.Statement(ctx, st); err != nil {

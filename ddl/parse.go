@@ -1,4 +1,10 @@
-package source
+// Package ddl is the DDL language as replication reads it: what a query
+// event's statement does to tables (Parse, with TiDB's parser; Unparsed,
+// from the words of what that parser cannot read), the statements that
+// change no table (NonTableKind), and the foreign keys a statement
+// declares. It is pure: it must not read a server, hold the stream's state
+// or decide what a writer does with an effect.
+package ddl
 
 import (
 	"strconv"
@@ -12,55 +18,55 @@ import (
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
-// DDLKind is a table-level change a writer applies in binlog order.
-type DDLKind int
+// Kind is a table-level change a writer applies in binlog order.
+type Kind int
 
 const (
-	DDLTruncate DDLKind = iota + 1
-	DDLDrop
-	DDLRenameTable
-	DDLRenameColumns
-	// DDLAddColumns: ADD COLUMN, applied when read (not at the table's
+	Truncate Kind = iota + 1
+	Drop
+	RenameTable
+	RenameColumns
+	// AddColumns: ADD COLUMN, applied when read (not at the table's
 	// next rows), with the constant DEFAULTs MySQL fills existing rows
 	// with.
-	DDLAddColumns
-	// DDLRowsByStatement: rows changed by a statement the binlog holds as
+	AddColumns
+	// RowsByStatement: rows changed by a statement the binlog holds as
 	// SQL text (binlog_format STATEMENT or MIXED in the session that ran
 	// it), not as row events. A multi-table statement names every table it
 	// touches, read or written: without resolving aliases, which it writes
 	// is not known, and a table it may have written must not be missed.
-	DDLRowsByStatement
-	// DDLPartitionRows: rows removed or moved by partition maintenance
+	RowsByStatement
+	// PartitionRows: rows removed or moved by partition maintenance
 	// (TRUNCATE, DROP, EXCHANGE, REORGANIZE, COALESCE PARTITION), which
 	// writes no row events.
-	DDLPartitionRows
-	// DDLCreate: CREATE TABLE; a ClickHouse table of that name missing
+	PartitionRows
+	// Create: CREATE TABLE; a ClickHouse table of that name missing
 	// since is new, not dropped by hand.
-	DDLCreate
-	// DDLForeignKeys: ALTER TABLE ... ADD or DROP FOREIGN KEY.
-	DDLForeignKeys
+	Create
+	// ForeignKeys: ALTER TABLE ... ADD or DROP FOREIGN KEY.
+	ForeignKeys
 )
 
-// DDLEffect is what a DDL statement means for replication. Column adds,
+// Effect is what a DDL statement means for replication. Column adds,
 // drops and type changes need no parsing: the next table-map event carries
 // the new schema, and the writer follows it. Only what the table map cannot
 // show is parsed: table drops, truncates and renames, and column renames
 // (which the table map would show as a drop and an add, losing data).
-type DDLEffect struct {
-	Kind     DDLKind
+type Effect struct {
+	Kind     Kind
 	Table    schema.TableName
-	NewTable schema.TableName  // DDLRenameTable
-	Renames  map[string]string // DDLRenameColumns
-	Defaults map[string]string // DDLAddColumns: column -> ClickHouse literal
-	Added    []string          // DDLAddColumns: the columns, in statement order
-	// DDLPartitionRows: the operation (TRUNCATE, DROP; others such as
+	NewTable schema.TableName  // RenameTable
+	Renames  map[string]string // RenameColumns
+	Defaults map[string]string // AddColumns: column -> ClickHouse literal
+	Added    []string          // AddColumns: the columns, in statement order
+	// PartitionRows: the operation (TRUNCATE, DROP; others such as
 	// EXCHANGE move rows elsewhere) and the partitions named ("" op: not
 	// read).
 	PartitionOp string
 	Partitions  []string
-	// DDLCreate and DDLForeignKeys: the keys the statement declares (Name
+	// Create and ForeignKeys: the keys the statement declares (Name
 	// "" for the server to name, Parent.Database "" for the child's
-	// database); DDLForeignKeys: the keys it drops, by name. IfNotExists:
+	// database); ForeignKeys: the keys it drops, by name. IfNotExists:
 	// CREATE TABLE IF NOT EXISTS, which changes nothing when the table is
 	// there.
 	ForeignKeys     []ForeignKey
@@ -68,9 +74,9 @@ type DDLEffect struct {
 	IfNotExists     bool
 }
 
-// ParseDDL returns the effects of one query-event statement; ok is false
+// Parse returns the effects of one query-event statement; ok is false
 // when the parser cannot read it.
-func ParseDDL(p *parser.Parser, defaultDB, query string) (effects []DDLEffect, ok bool) {
+func Parse(p *parser.Parser, defaultDB, query string) (effects []Effect, ok bool) {
 	stmts, _, err := p.Parse(query, "", "")
 	if err != nil {
 		return nil, false
@@ -84,7 +90,7 @@ func ParseDDL(p *parser.Parser, defaultDB, query string) (effects []DDLEffect, o
 	}
 	rowsBy := func(refs ...ast.Node) {
 		for _, t := range tablesIn(refs...) {
-			effects = append(effects, DDLEffect{Kind: DDLRowsByStatement, Table: name(t)})
+			effects = append(effects, Effect{Kind: RowsByStatement, Table: name(t)})
 		}
 	}
 	for _, s := range stmts {
@@ -99,20 +105,20 @@ func ParseDDL(p *parser.Parser, defaultDB, query string) (effects []DDLEffect, o
 			rowsBy(s.Table)
 		case *ast.CreateTableStmt:
 			if s.TemporaryKeyword == ast.TemporaryNone {
-				effects = append(effects, DDLEffect{Kind: DDLCreate, Table: name(s.Table), IfNotExists: s.IfNotExists, ForeignKeys: createForeignKeys(s, query)})
+				effects = append(effects, Effect{Kind: Create, Table: name(s.Table), IfNotExists: s.IfNotExists, ForeignKeys: createForeignKeys(s, query)})
 			}
 		case *ast.DropTableStmt:
 			if s.IsView {
 				continue
 			}
 			for _, t := range s.Tables {
-				effects = append(effects, DDLEffect{Kind: DDLDrop, Table: name(t)})
+				effects = append(effects, Effect{Kind: Drop, Table: name(t)})
 			}
 		case *ast.TruncateTableStmt:
-			effects = append(effects, DDLEffect{Kind: DDLTruncate, Table: name(s.Table)})
+			effects = append(effects, Effect{Kind: Truncate, Table: name(s.Table)})
 		case *ast.RenameTableStmt:
 			for _, tt := range s.TableToTables {
-				effects = append(effects, DDLEffect{Kind: DDLRenameTable, Table: name(tt.OldTable), NewTable: name(tt.NewTable)})
+				effects = append(effects, Effect{Kind: RenameTable, Table: name(tt.OldTable), NewTable: name(tt.NewTable)})
 			}
 		case *ast.AlterTableStmt:
 			t := name(s.Table)
@@ -120,7 +126,7 @@ func ParseDDL(p *parser.Parser, defaultDB, query string) (effects []DDLEffect, o
 			defaults := map[string]string{}
 			var added []string
 			var rename *schema.TableName
-			var fks DDLEffect
+			var fks Effect
 			var inline []ForeignKey
 			for _, spec := range s.Specs {
 				switch spec.Tp {
@@ -161,7 +167,7 @@ func ParseDDL(p *parser.Parser, defaultDB, query string) (effects []DDLEffect, o
 				case ast.AlterTableTruncatePartition, ast.AlterTableDropPartition, ast.AlterTableExchangePartition,
 					ast.AlterTableReorganizePartition, ast.AlterTableCoalescePartitions,
 					ast.AlterTableReorganizeFirstPartition, ast.AlterTableReorganizeLastPartition:
-					ef := DDLEffect{Kind: DDLPartitionRows, Table: t, PartitionOp: "OTHER"}
+					ef := Effect{Kind: PartitionRows, Table: t, PartitionOp: "OTHER"}
 					if spec.Tp == ast.AlterTableTruncatePartition || spec.Tp == ast.AlterTableDropPartition {
 						ef.PartitionOp = "TRUNCATE"
 						if spec.Tp == ast.AlterTableDropPartition {
@@ -177,15 +183,15 @@ func ParseDDL(p *parser.Parser, defaultDB, query string) (effects []DDLEffect, o
 					effects = append(effects, ef)
 					if spec.Tp == ast.AlterTableExchangePartition && spec.NewTable != nil {
 						// The other table's rows are swapped too.
-						effects = append(effects, DDLEffect{Kind: DDLPartitionRows, Table: name(spec.NewTable)})
+						effects = append(effects, Effect{Kind: PartitionRows, Table: name(spec.NewTable)})
 					}
 				}
 			}
 			if len(added) > 0 {
-				effects = append(effects, DDLEffect{Kind: DDLAddColumns, Table: t, Defaults: defaults, Added: added})
+				effects = append(effects, Effect{Kind: AddColumns, Table: t, Defaults: defaults, Added: added})
 			}
 			if len(renames) > 0 {
-				effects = append(effects, DDLEffect{Kind: DDLRenameColumns, Table: t, Renames: renames})
+				effects = append(effects, Effect{Kind: RenameColumns, Table: t, Renames: renames})
 			}
 			if len(fks.ForeignKeys) > 0 || len(inline) > 0 {
 				fks.ForeignKeys = declaredForeignKeys(fks.ForeignKeys, inline, query)
@@ -193,11 +199,11 @@ func ParseDDL(p *parser.Parser, defaultDB, query string) (effects []DDLEffect, o
 			if len(fks.ForeignKeys) > 0 || len(fks.DropForeignKeys) > 0 {
 				// Before a RENAME TABLE of the same statement: the keys are
 				// the old name's, then move with it.
-				fks.Kind, fks.Table = DDLForeignKeys, t
+				fks.Kind, fks.Table = ForeignKeys, t
 				effects = append(effects, fks)
 			}
 			if rename != nil {
-				effects = append(effects, DDLEffect{Kind: DDLRenameTable, Table: t, NewTable: *rename})
+				effects = append(effects, Effect{Kind: RenameTable, Table: t, NewTable: *rename})
 			}
 		}
 	}

@@ -1,23 +1,23 @@
-package source
+package ddl
 
 import "github.com/binlog2ch/binlog2ch/schema"
 
-// UnparsedEffects reads from the words of a statement the parser could
+// Unparsed reads from the words of a statement the parser could
 // not read (MariaDB syntax TiDB's parser lacks: INSERT ... RETURNING,
 // CREATE OR REPLACE TABLE, ALTER TABLE ... CONVERT PARTITION) what it may
 // do to tables that row events will not show:
 //   - DML (INSERT, REPLACE, UPDATE, DELETE, LOAD DATA) changes rows
-//     without row events: DDLRowsByStatement for every table named after
+//     without row events: RowsByStatement for every table named after
 //     INTO, UPDATE, FROM, JOIN or TABLE, read or written (more than it
 //     writes, never fewer); one with an empty name when none could be
 //     read, which stops replication whatever the tables.
 //   - CONVERT PARTITION ... TO TABLE and CONVERT TABLE ... TO PARTITION
-//     move rows between a table and a partition: DDLPartitionRows for both.
-//   - CREATE OR REPLACE TABLE drops the table it replaces: DDLDrop (the new
+//     move rows between a table and a partition: PartitionRows for both.
+//   - CREATE OR REPLACE TABLE drops the table it replaces: Drop (the new
 //     table's rows, CREATE ... SELECT's too, come as row events).
 //
 // Anything else gives nothing: the table maps carry column changes.
-func UnparsedEffects(defaultDB, q string) []DDLEffect {
+func Unparsed(defaultDB, q string) []Effect {
 	l := &stmtLexer{s: q}
 	switch verb := l.word(); verb {
 	case "INSERT", "REPLACE", "UPDATE", "DELETE", "LOAD":
@@ -35,7 +35,7 @@ func UnparsedEffects(defaultDB, q string) []DDLEffect {
 					return nil // OR REPLACE with IF NOT EXISTS is refused by the server
 				}
 				if t, ok := l.tableName(defaultDB); ok {
-					return []DDLEffect{{Kind: DDLDrop, Table: t}}
+					return []Effect{{Kind: Drop, Table: t}}
 				}
 			}
 		}
@@ -43,16 +43,16 @@ func UnparsedEffects(defaultDB, q string) []DDLEffect {
 	return nil
 }
 
-// dmlTables names the tables of a DML statement (see UnparsedEffects).
-func (l *stmtLexer) dmlTables(defaultDB, verb string) []DDLEffect {
-	var effects []DDLEffect
+// dmlTables names the tables of a DML statement (see Unparsed).
+func (l *stmtLexer) dmlTables(defaultDB, verb string) []Effect {
+	var effects []Effect
 	add := func(t schema.TableName) {
 		for _, e := range effects {
 			if e.Table == t {
 				return
 			}
 		}
-		effects = append(effects, DDLEffect{Kind: DDLRowsByStatement, Table: t})
+		effects = append(effects, Effect{Kind: RowsByStatement, Table: t})
 	}
 	modifiers := map[string]bool{"LOW_PRIORITY": true, "IGNORE": true, "QUICK": true, "DELAYED": true, "HIGH_PRIORITY": true}
 	readList := func() {
@@ -94,7 +94,7 @@ func (l *stmtLexer) dmlTables(defaultDB, verb string) []DDLEffect {
 		}
 	}
 	if len(effects) == 0 {
-		effects = append(effects, DDLEffect{Kind: DDLRowsByStatement})
+		effects = append(effects, Effect{Kind: RowsByStatement})
 	}
 	return effects
 }
@@ -107,7 +107,7 @@ var tableListEnd = map[string]bool{"SET": true, "WHERE": true, "VALUES": true, "
 
 // convertPartition reads ALTER [ONLINE] [IGNORE] TABLE t ... for MariaDB's
 // CONVERT PARTITION p TO TABLE t2 and CONVERT TABLE t2 TO PARTITION p.
-func (l *stmtLexer) convertPartition(defaultDB string) []DDLEffect {
+func (l *stmtLexer) convertPartition(defaultDB string) []Effect {
 	w := l.word()
 	for w == "ONLINE" || w == "IGNORE" {
 		w = l.word()
@@ -119,7 +119,7 @@ func (l *stmtLexer) convertPartition(defaultDB string) []DDLEffect {
 	if !ok {
 		return nil
 	}
-	var effects []DDLEffect
+	var effects []Effect
 	for {
 		tok := l.next()
 		if tok.kind == tokEnd || tok.kind == tokBad {
@@ -132,15 +132,15 @@ func (l *stmtLexer) convertPartition(defaultDB string) []DDLEffect {
 		case "PARTITION": // CONVERT PARTITION p TO TABLE t2
 			l.next()
 			if l.word() == "TO" && l.word() == "TABLE" {
-				effects = append(effects, DDLEffect{Kind: DDLPartitionRows, Table: t})
+				effects = append(effects, Effect{Kind: PartitionRows, Table: t})
 				if t2, ok := l.tableName(defaultDB); ok {
-					effects = append(effects, DDLEffect{Kind: DDLPartitionRows, Table: t2})
+					effects = append(effects, Effect{Kind: PartitionRows, Table: t2})
 				}
 			}
 		case "TABLE": // CONVERT TABLE t2 TO PARTITION p
-			effects = append(effects, DDLEffect{Kind: DDLPartitionRows, Table: t})
+			effects = append(effects, Effect{Kind: PartitionRows, Table: t})
 			if t2, ok := l.tableName(defaultDB); ok {
-				effects = append(effects, DDLEffect{Kind: DDLPartitionRows, Table: t2})
+				effects = append(effects, Effect{Kind: PartitionRows, Table: t2})
 			}
 		}
 	}

@@ -1,8 +1,8 @@
-package source
+package ddl
 
 import "strings"
 
-// NoTableStatement returns the kind of a query event's statement ("CREATE
+// NonTableKind returns the kind of a query event's statement ("CREATE
 // TRIGGER", "GRANT", ...) when it is one that cannot change a replicated
 // table's rows or columns, so replication can pass it by without parsing
 // it (binlog2ch_ddl_total{result="ignored"}), and "" for any other:
@@ -32,7 +32,7 @@ import "strings"
 //
 // The kind, not the statement, is what may be logged: account statements
 // carry passwords (MariaDB logs CREATE USER ... IDENTIFIED BY 'plain text').
-func NoTableStatement(q string) string {
+func NonTableKind(q string) string {
 	l := &stmtLexer{s: q}
 	switch verb := l.word(); verb {
 	case "GRANT", "REVOKE", "FLUSH":

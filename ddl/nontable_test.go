@@ -1,4 +1,4 @@
-package source
+package ddl
 
 import "testing"
 
@@ -21,7 +21,7 @@ const (
 	dumpView = "/*!50001 CREATE ALGORITHM=UNDEFINED */\n/*!50013 DEFINER=`root`@`localhost` SQL SECURITY DEFINER */\n/*!50001 VIEW `v1` AS select `t`.`id` AS `id` from `t` */"
 )
 
-func TestNoTableStatement(t *testing.T) {
+func TestNonTableKind(t *testing.T) {
 	ignored := []string{
 		binlogTrigger, binlogProcedure, binlogFunction, binlogView, binlogEvent, dumpTrigger, dumpEvent, dumpView,
 		"/*!50001 CREATE VIEW `v1` AS SELECT\n NULL AS `id` */",
@@ -62,7 +62,7 @@ func TestNoTableStatement(t *testing.T) {
 		"CREATE DEFINER=`root`@`localhost` PROCEDURE `ALTER TABLE`() SELECT 1",
 	}
 	for _, q := range ignored {
-		if NoTableStatement(q) == "" {
+		if NonTableKind(q) == "" {
 			t.Errorf("not ignored: %q", q)
 		}
 	}
@@ -73,7 +73,7 @@ func TestNoTableStatement(t *testing.T) {
 		"CREATE USER 'u1'@'%' IDENTIFIED BY 'pw'": "CREATE USER", "set password for u = 'x'": "SET PASSWORD",
 		"analyze local table t": "ANALYZE TABLE", "CREATE OR REPLACE PACKAGE BODY pk AS END": "CREATE PACKAGE",
 	} {
-		if got := NoTableStatement(q); got != kind {
+		if got := NonTableKind(q); got != kind {
 			t.Errorf("%q: kind %q, want %q", q, got, kind)
 		}
 	}
@@ -105,21 +105,21 @@ func TestNoTableStatement(t *testing.T) {
 		"--GRANT", "", "   ", "/* only a comment */",
 	}
 	for _, q := range notIgnored {
-		if NoTableStatement(q) != "" {
+		if NonTableKind(q) != "" {
 			t.Errorf("ignored: %q", q)
 		}
 	}
 }
 
-// FuzzNoTableStatement checks the classifier never panics, and that what it
+// FuzzNonTableKind checks the classifier never panics, and that what it
 // ignores starts (past comments) with one of its statement keywords.
-func FuzzNoTableStatement(f *testing.F) {
+func FuzzNonTableKind(f *testing.F) {
 	for _, q := range []string{binlogTrigger, dumpTrigger, dumpView, "GRANT x", "/*!50003 DROP FUNCTION f */", "CREATE DEFINER='a'@'b' VIEW v AS SELECT 1"} {
 		f.Add(q)
 	}
 	starts := []string{"GRANT", "REVOKE", "FLUSH", "RENAME", "SET", "ANALYZE", "OPTIMIZE", "CHECK", "REPAIR", "CREATE", "ALTER", "DROP"}
 	f.Fuzz(func(t *testing.T, q string) {
-		if NoTableStatement(q) == "" {
+		if NonTableKind(q) == "" {
 			return
 		}
 		l := &stmtLexer{s: q}
@@ -133,7 +133,7 @@ func FuzzNoTableStatement(f *testing.F) {
 		}
 		// No table statement is ignored, whatever follows its head.
 		for _, head := range []string{"CREATE TABLE", "ALTER TABLE", "DROP TABLE", "CREATE OR REPLACE TABLE", "DROP DATABASE"} {
-			if NoTableStatement(head+" "+q) != "" {
+			if NonTableKind(head+" "+q) != "" {
 				t.Errorf("ignored %q", head+" "+q)
 			}
 		}

@@ -1,4 +1,4 @@
-package source
+package ddl
 
 import (
 	"reflect"
@@ -8,20 +8,20 @@ import (
 	"github.com/pingcap/tidb/pkg/parser"
 )
 
-// TestUnparsedEffects: statements TiDB's parser cannot read (MariaDB's
+// TestUnparsed: statements TiDB's parser cannot read (MariaDB's
 // syntax) still show what they do to tables' rows by their words.
-func TestUnparsedEffects(t *testing.T) {
-	rows := func(names ...schema.TableName) []DDLEffect {
-		var out []DDLEffect
+func TestUnparsed(t *testing.T) {
+	rows := func(names ...schema.TableName) []Effect {
+		var out []Effect
 		for _, n := range names {
-			out = append(out, DDLEffect{Kind: DDLRowsByStatement, Table: n})
+			out = append(out, Effect{Kind: RowsByStatement, Table: n})
 		}
 		return out
 	}
 	d := func(t string) schema.TableName { return schema.TableName{Database: "db", Table: t} }
 	for _, c := range []struct {
 		q    string
-		want []DDLEffect
+		want []Effect
 	}{
 		{"INSERT INTO t VALUES (1) RETURNING id", rows(d("t"))},
 		{"insert into `Other`.`T 2` (a) values (1) returning a", rows(schema.TableName{Database: "Other", Table: "T 2"})},
@@ -31,13 +31,13 @@ func TestUnparsedEffects(t *testing.T) {
 		{"UPDATE LOW_PRIORITY t1 x, other.t2 SET x.v = 1 RETURNING 1", rows(d("t1"), schema.TableName{Database: "other", Table: "t2"})},
 		{"LOAD DATA INFILE 'f' INTO TABLE t FIELDS TERMINATED BY ','", rows(d("t"))},
 		{"INSERT /* no table here */ 1", rows(schema.TableName{})},
-		{"ALTER TABLE p CONVERT PARTITION p0 TO TABLE archive.p0", []DDLEffect{{Kind: DDLPartitionRows, Table: d("p")}, {Kind: DDLPartitionRows, Table: schema.TableName{Database: "archive", Table: "p0"}}}},
-		{"ALTER ONLINE TABLE p CONVERT TABLE t2 TO PARTITION p9 VALUES LESS THAN (10)", []DDLEffect{{Kind: DDLPartitionRows, Table: d("p")}, {Kind: DDLPartitionRows, Table: d("t2")}}},
-		{"CREATE OR REPLACE TABLE t (id INT PRIMARY KEY) WITH SYSTEM VERSIONING", []DDLEffect{{Kind: DDLDrop, Table: d("t")}}},
+		{"ALTER TABLE p CONVERT PARTITION p0 TO TABLE archive.p0", []Effect{{Kind: PartitionRows, Table: d("p")}, {Kind: PartitionRows, Table: schema.TableName{Database: "archive", Table: "p0"}}}},
+		{"ALTER ONLINE TABLE p CONVERT TABLE t2 TO PARTITION p9 VALUES LESS THAN (10)", []Effect{{Kind: PartitionRows, Table: d("p")}, {Kind: PartitionRows, Table: d("t2")}}},
+		{"CREATE OR REPLACE TABLE t (id INT PRIMARY KEY) WITH SYSTEM VERSIONING", []Effect{{Kind: Drop, Table: d("t")}}},
 		{"CREATE OR REPLACE TEMPORARY TABLE t (id INT)", nil},
 		{"ALTER TABLE t ADD COLUMN x INT, ALGORITHM=NOCOPY, LOCK=NONE", nil},
 	} {
-		if got := UnparsedEffects("db", c.q); !reflect.DeepEqual(got, c.want) {
+		if got := Unparsed("db", c.q); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s:\n got  %+v\n want %+v", c.q, got, c.want)
 		}
 	}
@@ -45,7 +45,7 @@ func TestUnparsedEffects(t *testing.T) {
 	// read are the ones this is for.
 	p := parser.New()
 	for _, q := range []string{"INSERT INTO t VALUES (1) RETURNING id", "CREATE OR REPLACE TABLE t (id INT PRIMARY KEY)", "ALTER TABLE p CONVERT PARTITION p0 TO TABLE t2"} {
-		if _, ok := ParseDDL(p, "db", q); ok {
+		if _, ok := Parse(p, "db", q); ok {
 			t.Errorf("the parser reads %q now: its effects need no guessing", q)
 		}
 	}
