@@ -9,11 +9,6 @@ import (
 	"sync"
 )
 
-// Name is a MySQL table by database and name.
-type Name struct{ Database, Table string }
-
-func (n Name) String() string { return n.Database + "." + n.Table }
-
 // ErrNoTable is a table information_schema does not show: it does not
 // exist, or the user cannot see it.
 var ErrNoTable = errors.New("does not exist (or the user cannot see it)")
@@ -30,10 +25,10 @@ const loadBatch = 1000
 
 // LoadTable reads a table's definition from information_schema.
 func LoadTable(ctx context.Context, db *sql.DB, database, table string) (*Table, error) {
-	n := Name{database, table}
+	n := TableName{database, table}
 	// Equalities, not IN lists: the server then opens only this table's
 	// definition.
-	got, err := load(ctx, db, []Name{n}, "TABLE_SCHEMA = ? AND TABLE_NAME = ?", []any{database, table}, n.String())
+	got, err := load(ctx, db, []TableName{n}, "TABLE_SCHEMA = ? AND TABLE_NAME = ?", []any{database, table}, n.String())
 	if err != nil {
 		return nil, err
 	}
@@ -45,8 +40,8 @@ func LoadTable(ctx context.Context, db *sql.DB, database, table string) (*Table,
 // where LoadTable takes two per table. Each table gets what LoadTable
 // returns for it: its definition, or its own error (ErrNoTable, a type
 // without a mapping). err is a statement that failed.
-func LoadTables(ctx context.Context, db *sql.DB, names []Name) (map[Name]Loaded, error) {
-	out := make(map[Name]Loaded, len(names))
+func LoadTables(ctx context.Context, db *sql.DB, names []TableName) (map[TableName]Loaded, error) {
+	out := make(map[TableName]Loaded, len(names))
 	names = uniqueNames(names)
 	for start := 0; start < len(names); start += loadBatch {
 		part := names[start:min(start+loadBatch, len(names))]
@@ -62,9 +57,9 @@ func LoadTables(ctx context.Context, db *sql.DB, names []Name) (map[Name]Loaded,
 	return out, nil
 }
 
-func uniqueNames(names []Name) []Name {
-	seen := make(map[Name]bool, len(names))
-	out := make([]Name, 0, len(names))
+func uniqueNames(names []TableName) []TableName {
+	seen := make(map[TableName]bool, len(names))
+	out := make([]TableName, 0, len(names))
 	for _, n := range names {
 		if !seen[n] {
 			seen[n] = true
@@ -80,7 +75,7 @@ func uniqueNames(names []Name) []Name {
 // also hold for other tables (a name selected in one database only),
 // which the caller skips. The server reads only the tables whose names
 // pass it.
-func NameFilter(names []Name, dbCol, tableCol string) (string, []any) {
+func NameFilter(names []TableName, dbCol, tableCol string) (string, []any) {
 	var dbs, tables []any
 	seenDB, seenTable := map[string]bool{}, map[string]bool{}
 	for _, n := range names {
@@ -99,8 +94,8 @@ func NameFilter(names []Name, dbCol, tableCol string) (string, []any) {
 
 // load reads the definitions of names with the columns and keys where
 // selects; what names them in errors of a statement.
-func load(ctx context.Context, db *sql.DB, names []Name, where string, args []any, what string) (map[Name]Loaded, error) {
-	tables := make(map[Name]*Loaded, len(names))
+func load(ctx context.Context, db *sql.DB, names []TableName, where string, args []any, what string) (map[TableName]Loaded, error) {
+	tables := make(map[TableName]*Loaded, len(names))
 	for _, n := range names {
 		tables[n] = &Loaded{}
 	}
@@ -111,7 +106,7 @@ func load(ctx context.Context, db *sql.DB, names []Name, where string, args []an
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var n Name
+		var n TableName
 		var name, colType, dataType, nullable, charset string
 		if err := rows.Scan(&n.Database, &n.Table, &name, &colType, &dataType, &nullable, &charset); err != nil {
 			return nil, fmt.Errorf("read columns of %s: %w", what, err)
@@ -147,7 +142,7 @@ func load(ctx context.Context, db *sql.DB, names []Name, where string, args []an
 	if err := loadKeys(ctx, db, tables, where, args, what); err != nil {
 		return nil, err
 	}
-	out := make(map[Name]Loaded, len(tables))
+	out := make(map[TableName]Loaded, len(tables))
 	for n, l := range tables {
 		out[n] = *l
 	}
@@ -155,7 +150,7 @@ func load(ctx context.Context, db *sql.DB, names []Name, where string, args []an
 }
 
 // loadKeys sets the tables' primary and unique keys.
-func loadKeys(ctx context.Context, db *sql.DB, tables map[Name]*Loaded, where string, args []any, what string) error {
+func loadKeys(ctx context.Context, db *sql.DB, tables map[TableName]*Loaded, where string, args []any, what string) error {
 	rows, err := db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS
 		WHERE `+where+` AND NON_UNIQUE = 0 ORDER BY TABLE_SCHEMA, TABLE_NAME, INDEX_NAME = 'PRIMARY' DESC, INDEX_NAME, SEQ_IN_INDEX`, args...)
 	if err != nil {
@@ -166,9 +161,9 @@ func loadKeys(ctx context.Context, db *sql.DB, tables map[Name]*Loaded, where st
 		keys  map[string][]int
 		order []string
 	}
-	found := map[Name]*tableKeys{}
+	found := map[TableName]*tableKeys{}
 	for rows.Next() {
-		var n Name
+		var n TableName
 		var index, col string
 		if err := rows.Scan(&n.Database, &n.Table, &index, &col); err != nil {
 			return fmt.Errorf("read keys of %s: %w", what, err)
@@ -239,7 +234,7 @@ type Loader struct {
 func NewLoader(db *sql.DB) *Loader { return &Loader{db: db} }
 
 type loadRequest struct {
-	name Name
+	name TableName
 	done chan struct{}
 	got  Loaded
 	// read is the read serving the request once it started; gone marks a
@@ -261,7 +256,7 @@ func (l *Loader) Load(ctx context.Context, database, table string) (*Table, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	r := &loadRequest{name: Name{database, table}, done: make(chan struct{})}
+	r := &loadRequest{name: TableName{database, table}, done: make(chan struct{})}
 	l.mu.Lock()
 	l.queue = append(l.queue, r)
 	start := !l.reading
@@ -312,7 +307,7 @@ func (l *Loader) serve() {
 		// Not any one caller's context: the read serves them all.
 		ctx, cancel := context.WithCancel(context.Background())
 		read := &loadRead{cancel: cancel, waiting: len(batch)}
-		names := make([]Name, len(batch))
+		names := make([]TableName, len(batch))
 		for i, r := range batch {
 			r.read = read
 			names[i] = r.name
@@ -321,18 +316,18 @@ func (l *Loader) serve() {
 		if l.BeforeRead != nil {
 			l.BeforeRead(len(names))
 		}
-		var got map[Name]Loaded
+		var got map[TableName]Loaded
 		var err error
 		if len(names) == 1 {
 			var t *Table
 			t, err = LoadTable(ctx, l.db, names[0].Database, names[0].Table)
-			got = map[Name]Loaded{names[0]: {Table: t, Err: err}}
+			got = map[TableName]Loaded{names[0]: {Table: t, Err: err}}
 			err = nil
 		} else {
 			got, err = LoadTables(ctx, l.db, names)
 		}
 		cancel()
-		handed := make(map[Name]bool, len(batch))
+		handed := make(map[TableName]bool, len(batch))
 		for _, r := range batch {
 			if err != nil {
 				r.got = Loaded{Err: err}

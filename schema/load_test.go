@@ -47,7 +47,7 @@ func createSQL(db string, t *schema.Table) string {
 // same name in both databases with other columns, and returns the names
 // to load: those, a missing table, and a name that exists only in the
 // other database.
-func loadTestTables(t *testing.T, my *sql.DB) []schema.Name {
+func loadTestTables(t *testing.T, my *sql.DB) []schema.TableName {
 	t.Helper()
 	a, b := servertest.Name("b2c_load"), servertest.Name("b2c_load")
 	every, field := schematest.EveryType(t), schematest.BinlogFieldTest(t)
@@ -70,12 +70,12 @@ func loadTestTables(t *testing.T, my *sql.DB) []schema.Name {
 		_, _ = my.Exec("DROP DATABASE IF EXISTS " + a)
 		_, _ = my.Exec("DROP DATABASE IF EXISTS " + b)
 	})
-	names := []schema.Name{{a, "every_type"}, {a, "binlog_field_test_1"}, {b, "every_type"}, {a, "pk"}, {a, "uk"}, {a, "none"}, {a, "cs"},
+	names := []schema.TableName{{a, "every_type"}, {a, "binlog_field_test_1"}, {b, "every_type"}, {a, "pk"}, {a, "uk"}, {a, "none"}, {a, "cs"},
 		{a, "missing"}, {a, "only_b"}, {a, "pk"}}
 	// MariaDB's INET6 has no mapping: that table alone fails (MySQL has
 	// no such type).
 	if _, err := my.Exec("CREATE TABLE " + a + ".inet (id INT PRIMARY KEY, ip INET6)"); err == nil {
-		names = append(names, schema.Name{Database: a, Table: "inet"})
+		names = append(names, schema.TableName{Database: a, Table: "inet"})
 	}
 	return names
 }
@@ -115,7 +115,7 @@ func TestLoadTablesMatchesLoadTable(t *testing.T) {
 	}
 	// The definitions are the test schemas': every type came through.
 	for _, st := range []*schema.Table{schematest.EveryType(t), schematest.BinlogFieldTest(t)} {
-		tb := got[schema.Name{Database: names[0].Database, Table: st.Name}].Table
+		tb := got[schema.TableName{Database: names[0].Database, Table: st.Name}].Table
 		if tb == nil || len(tb.Columns) != len(st.Columns) {
 			t.Fatalf("%s: loaded %+v", st.Name, tb)
 		}
@@ -125,7 +125,7 @@ func TestLoadTablesMatchesLoadTable(t *testing.T) {
 			}
 		}
 	}
-	missing := got[schema.Name{Database: names[0].Database, Table: "missing"}]
+	missing := got[schema.TableName{Database: names[0].Database, Table: "missing"}]
 	if !errors.Is(missing.Err, schema.ErrNoTable) || !strings.Contains(missing.Err.Error(), ".missing does not exist") {
 		t.Errorf("missing table: %v", missing.Err)
 	}

@@ -3,7 +3,7 @@ package schema
 // TableName is a MySQL table.
 type TableName struct{ Database, Table string }
 
-func (t TableName) String() string { return t.Database + "." + t.Table }
+func (n TableName) String() string { return n.Database + "." + n.Table }
 
 // SystemDatabase reports whether db is one of the server's own databases,
 // which are never replicated, whatever tables.include says.

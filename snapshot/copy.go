@@ -350,18 +350,18 @@ func (c *copier) pipeline(ctx context.Context, jobs chan<- chunkJob, workers int
 // all the tables, not a few per table.
 func (c *copier) discover(ctx context.Context) error {
 	start := time.Now()
-	names := make([]schema.Name, len(c.tables))
+	names := make([]schema.TableName, len(c.tables))
 	dbs := map[string]bool{}
 	var targetDBs []string
 	for i, t := range c.tables {
-		names[i] = schema.Name{Database: t.name.Database, Table: t.name.Table}
+		names[i] = schema.TableName{Database: t.name.Database, Table: t.name.Table}
 		if db := c.Config.ClickHouseDatabase(t.name.Database); !dbs[db] {
 			dbs[db] = true
 			targetDBs = append(targetDBs, db)
 		}
 	}
 	c.Log.Info("reading the definitions of the tables to copy", "tables", len(c.tables))
-	var defs map[schema.Name]schema.Loaded
+	var defs map[schema.TableName]schema.Loaded
 	err := c.retryMySQL(ctx, "read the tables' definitions", func() error {
 		var err error
 		defs, err = schema.LoadTables(ctx, c.MySQL, names)

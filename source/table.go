@@ -41,11 +41,11 @@ func ListTables(ctx context.Context, db *sql.DB, cfg *config.Config) ([]schema.T
 func EstimateRows(ctx context.Context, db *sql.DB, tables []schema.TableName) (map[schema.TableName]uint64, error) {
 	out := make(map[schema.TableName]uint64, len(tables))
 	want := make(map[schema.TableName]bool, len(tables))
-	names := make([]schema.Name, 0, len(tables))
+	names := make([]schema.TableName, 0, len(tables))
 	for _, t := range tables {
 		if !want[t] {
 			want[t] = true
-			names = append(names, schema.Name{Database: t.Database, Table: t.Table})
+			names = append(names, schema.TableName{Database: t.Database, Table: t.Table})
 		}
 	}
 	for start := 0; start < len(names); start += 1000 {

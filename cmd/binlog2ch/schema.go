@@ -64,9 +64,9 @@ func schemaCmd(ctx context.Context, e *env, args []string) int {
 		return exitError
 	}
 	fmt.Fprintf(e.stdout, "-- ClickHouse %s\n", caps.Version)
-	list := make([]schema.Name, len(names))
+	list := make([]schema.TableName, len(names))
 	for i, n := range names {
-		list[i] = schema.Name{Database: n.Database, Table: n.Table}
+		list[i] = schema.TableName{Database: n.Database, Table: n.Table}
 	}
 	defs, err := schema.LoadTables(ctx, db, list)
 	if err != nil {
