@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
@@ -109,37 +110,20 @@ func (r *Replicator) reportForeignKeys(keys *source.ForeignKeys) {
 // cascading keys' child columns, as "db.table.column" -> collation; a
 // failed read is logged and leaves the map empty.
 func (r *Replicator) textKeyCollations(keys *source.ForeignKeys) map[string]string {
-	out := map[string]string{}
-	var conds []string
-	var args []any
-	seen := map[string]bool{}
+	var tables []schema.TableName
+	seen := map[schema.TableName]bool{}
 	for _, k := range keys.All() {
-		if !k.Cascades() || seen[k.Child.String()] {
-			continue
+		if k.Cascades() && !seen[k.Child] {
+			seen[k.Child] = true
+			tables = append(tables, k.Child)
 		}
-		seen[k.Child.String()] = true
-		conds = append(conds, "(TABLE_SCHEMA = ? AND TABLE_NAME = ?)")
-		args = append(args, k.Child.Database, k.Child.Table)
-	}
-	if len(conds) == 0 {
-		return out
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rows, err := r.my.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, COLLATION_NAME FROM information_schema.COLUMNS
-		WHERE COLLATION_NAME IS NOT NULL AND COLLATION_NAME <> 'binary' AND COLLATION_NAME NOT LIKE '%\_bin' AND (`+strings.Join(conds, " OR ")+")", args...)
+	out, err := catalog.TextCollations(ctx, r.my, tables)
 	if err != nil {
 		r.log.Warn("cannot read the collations of the cascading keys' columns", "error", err)
-		return out
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var db, table, col, coll string
-		if err := rows.Scan(&db, &table, &col, &coll); err != nil {
-			r.log.Warn("cannot read the collations of the cascading keys' columns", "error", err)
-			return out
-		}
-		out[schema.TableName{Database: db, Table: table}.String()+"."+col] = coll
+		return map[string]string{}
 	}
 	return out
 }

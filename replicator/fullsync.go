@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/snapshot"
@@ -110,7 +111,7 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snap
 	}
 	tables := opts.Tables
 	if tables == nil {
-		if tables, err = source.ListTables(ctx, r.my, r.cfg); err != nil {
+		if tables, err = catalog.ListTables(ctx, r.my, r.cfg); err != nil {
 			return nil, err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -208,7 +209,7 @@ func (r *Replicator) startPosition(ctx context.Context) (start source.Start, fro
 		if err != nil {
 			return start, nil, nil, err
 		}
-		tables, err := source.ListTables(ctx, r.my, r.cfg)
+		tables, err := catalog.ListTables(ctx, r.my, r.cfg)
 		if err != nil {
 			return start, nil, nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/metrics"
@@ -50,7 +51,7 @@ type router struct {
 	retired map[schema.TableName]retiredWriter
 	// partitions are the partitioned tables' partitions, read when their
 	// writers start (replication.on_partition_maintenance: apply only).
-	partitions map[schema.TableName]*source.Partitions
+	partitions map[schema.TableName]*catalog.Partitions
 	// queued is the bytes of rows events sent to writers and not yet taken
 	// into their blocks (see maxQueuedBytes).
 	queued atomic.Int64
@@ -171,7 +172,7 @@ func (rw retiredWriter) past() bool { return rw.w.Done() || rw.w.Flushed() >= rw
 func newRouter(r *Replicator, stream *source.Stream, st source.Start, from *state.Checkpoint, run func(*sink.Writer)) *router {
 	first := commitPoint{seq: 0, pos: st.Position, server: from.Server, gtid: st.GTID, hist: st.History, offset: st.Offset, byGTID: from.ResumeByGTID}
 	ceiling := from.Ceiling
-	return &router{r: r, stream: stream, writers: map[schema.TableName]*route{}, start: run, partitions: map[schema.TableName]*source.Partitions{},
+	return &router{r: r, stream: stream, writers: map[schema.TableName]*route{}, start: run, partitions: map[schema.TableName]*catalog.Partitions{},
 		commits: []commitPoint{first}, lastSaved: time.Now(), saved: st.Position, ceiling: ceiling}
 }
 
@@ -353,7 +354,7 @@ func (s *router) dispatch(ctx context.Context, name schema.TableName, m sink.Mes
 		}
 		if s.r.cfg.Replication.OnPartitionMaintenance == config.OnApply && s.partitions[name] == nil {
 			// Read now, while the partitions a later DROP names still exist.
-			p, err := source.LoadPartitions(ctx, s.r.my, name)
+			p, err := catalog.LoadPartitions(ctx, s.r.my, name)
 			if err != nil {
 				return err
 			}
@@ -547,16 +548,16 @@ func (s *router) applyPartitions(ctx context.Context, ef ddl.Effect, st source.S
 	parts := s.partitions[ef.Table]
 	if parts == nil || !parts.Has(ef.Partitions) {
 		var err error
-		if parts, err = source.LoadPartitions(ctx, r.my, ef.Table); err != nil {
+		if parts, err = catalog.LoadPartitions(ctx, r.my, ef.Table); err != nil {
 			return err
 		}
 		if parts == nil {
-			parts = &source.Partitions{}
+			parts = &catalog.Partitions{}
 		}
 	}
 	// The writer reads parts now; the router keeps its own copy.
 	sent := *parts
-	sent.Parts = append([]source.Partition(nil), parts.Parts...)
+	sent.Parts = append([]catalog.Partition(nil), parts.Parts...)
 	if err := s.dispatch(ctx, ef.Table, sink.Message{DDL: ddl.PartitionRows, Partitions: &sent, Removed: ef.Partitions, At: st.At}); err != nil {
 		return err
 	}

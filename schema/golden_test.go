@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/schema/schematest"
-	"github.com/binlog2ch/binlog2ch/source"
+	"github.com/binlog2ch/binlog2ch/sink"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ddl")
@@ -173,15 +174,15 @@ func statements(t *testing.T, caps schema.Capabilities, opts schema.Options) str
 	ref := opts.Table("analytics", "every_type")
 	for _, c := range []struct {
 		comment string
-		p       *source.Partitions
+		p       *catalog.Partitions
 		names   []string
 	}{
 		{"partition rows: ALTER TABLE every_type TRUNCATE PARTITION p2024, PARTITION BY RANGE (TO_DAYS(dt))",
-			&source.Partitions{Method: "RANGE", Expr: "to_days(`dt`)", Parts: []source.Partition{{Name: "p2023", Desc: "739251"}, {Name: "p2024", Desc: "739617"}}}, []string{"p2024"}},
+			&catalog.Partitions{Method: "RANGE", Expr: "to_days(`dt`)", Parts: []catalog.Partition{{Name: "p2023", Desc: "739251"}, {Name: "p2024", Desc: "739617"}}}, []string{"p2024"}},
 		{"partition rows: ALTER TABLE every_type DROP PARTITION p2024, PARTITION BY RANGE COLUMNS (dtm6)",
-			&source.Partitions{Method: "RANGE COLUMNS", Expr: "`dtm6`", Parts: []source.Partition{{Name: "p2023", Desc: "'2024-01-01'"}, {Name: "p2024", Desc: "'2025-01-01'"}}}, []string{"p2024"}},
+			&catalog.Partitions{Method: "RANGE COLUMNS", Expr: "`dtm6`", Parts: []catalog.Partition{{Name: "p2023", Desc: "'2024-01-01'"}, {Name: "p2024", Desc: "'2025-01-01'"}}}, []string{"p2024"}},
 	} {
-		where, err := c.p.Where(c.names, target)
+		where, err := sink.PartitionsWhere(c.p, c.names, target)
 		if err != nil {
 			refused(c.comment, err)
 			continue

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/block"
+	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/metrics"
@@ -61,7 +62,7 @@ type Message struct {
 	Added    []string          // ddl.AddColumns: the columns added
 	// ddl.PartitionRows, applied: the table's partitions before the
 	// statement and those it removed.
-	Partitions *source.Partitions
+	Partitions *catalog.Partitions
 	Removed    []string
 	// Flushed, when set, asks the writer to send what it holds and wait
 	// for ClickHouse to have it, then close the channel (a foreign-key

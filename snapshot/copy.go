@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -374,7 +375,7 @@ func (c *copier) discover(ctx context.Context) error {
 	for i, t := range c.tables {
 		list[i] = t.name
 	}
-	est, err := source.EstimateRows(ctx, c.MySQL, list)
+	est, err := catalog.EstimateRows(ctx, c.MySQL, list)
 	if err != nil {
 		// Only the progress display needs them.
 		c.Log.Warn("cannot read MySQL's row estimates; progress shows rows copied only", "error", err)

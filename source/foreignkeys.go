@@ -3,11 +3,11 @@ package source
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
@@ -169,76 +169,20 @@ func (m *ForeignKeys) Equal(o *ForeignKeys) bool {
 // tracked, those without keys too: the checkpoint then records that they
 // had none, which a key added since must not change for a replay.
 func LoadForeignKeys(ctx context.Context, db *sql.DB) (*ForeignKeys, error) {
-	type ruleKey struct{ db, table, name string }
-	rules := map[ruleKey][2]ddl.FKAction{}
-	rows, err := db.QueryContext(ctx, `SELECT CONSTRAINT_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, DELETE_RULE, UPDATE_RULE
-		FROM information_schema.REFERENTIAL_CONSTRAINTS`)
+	keys, tables, err := catalog.ForeignKeys(ctx, db)
 	if err != nil {
-		return nil, fmt.Errorf("read foreign keys (information_schema.REFERENTIAL_CONSTRAINTS): %w", err)
-	}
-	for rows.Next() {
-		var k ruleKey
-		var del, upd string
-		if err := rows.Scan(&k.db, &k.table, &k.name, &del, &upd); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("read foreign keys: %w", err)
-		}
-		rules[k] = [2]ddl.FKAction{ddl.ParseFKAction(del), ddl.ParseFKAction(upd)}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read foreign keys: %w", err)
+		return nil, err
 	}
 	m := NewForeignKeys()
-	rows, err = db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE'`)
-	if err != nil {
-		return nil, fmt.Errorf("read foreign keys (information_schema.TABLES): %w", err)
+	for _, t := range tables {
+		m.tracked[t] = true
 	}
-	for rows.Next() {
-		var t schema.TableName
-		if err := rows.Scan(&t.Database, &t.Table); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("read foreign keys: %w", err)
-		}
-		if !schema.SystemDatabase(t.Database) {
-			m.tracked[t] = true
-		}
+	for i := range keys {
+		k := &keys[i]
+		m.byChild[k.Child] = append(m.byChild[k.Child], k)
+		m.tracked[k.Child] = true
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read foreign keys: %w", err)
-	}
-	rows, err = db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, COLUMN_NAME,
-		REFERENCED_TABLE_SCHEMA, REFERENCED_TABLE_NAME, REFERENCED_COLUMN_NAME
-		FROM information_schema.KEY_COLUMN_USAGE WHERE REFERENCED_TABLE_NAME IS NOT NULL
-		ORDER BY TABLE_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, ORDINAL_POSITION`)
-	if err != nil {
-		return nil, fmt.Errorf("read foreign keys (information_schema.KEY_COLUMN_USAGE): %w", err)
-	}
-	defer rows.Close()
-	var cur *ddl.ForeignKey
-	for rows.Next() {
-		var db, table, name, col, refDB, refTable, refCol string
-		if err := rows.Scan(&db, &table, &name, &col, &refDB, &refTable, &refCol); err != nil {
-			return nil, fmt.Errorf("read foreign keys: %w", err)
-		}
-		if schema.SystemDatabase(db) {
-			continue
-		}
-		child := schema.TableName{Database: db, Table: table}
-		if cur == nil || cur.Child != child || cur.Name != name {
-			r, ok := rules[ruleKey{db, table, name}]
-			if !ok {
-				continue // not a foreign key of a table (or gone meanwhile)
-			}
-			cur = &ddl.ForeignKey{Name: name, Child: child, Parent: schema.TableName{Database: refDB, Table: refTable}, OnDelete: r[0], OnUpdate: r[1]}
-			m.byChild[child] = append(m.byChild[child], cur)
-			m.tracked[child] = true
-		}
-		cur.Columns = append(cur.Columns, col)
-		cur.RefColumns = append(cur.RefColumns, refCol)
-	}
-	return m, rows.Err()
+	return m, nil
 }
 
 // ApplyDDL follows one statement's effects on tables and their keys, in

@@ -9,8 +9,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/config"
-	"github.com/binlog2ch/binlog2ch/schema"
 )
 
 // Server is what binlog2ch needs to know of the source server.
@@ -113,7 +113,7 @@ func Inspect(ctx context.Context, db *sql.DB, cfg *config.Config) (Server, error
 		return srv, fmt.Errorf("MySQL %s as %s: %w. binlog2ch needs REPLICATION CLIENT (called BINLOG MONITOR on MariaDB 10.5+) and REPLICATION SLAVE: GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO the user, and SELECT on the replicated databases",
 			cfg.MySQL.Addr, cfg.MySQL.User, err)
 	}
-	if srv.Collations, err = collations(ctx, db); err != nil {
+	if srv.Collations, err = catalog.Collations(ctx, db); err != nil {
 		return srv, fmt.Errorf("MySQL %s: %w", cfg.MySQL.Addr, err)
 	}
 	srv.GTIDMode, srv.GTIDNotes = gtidSettings(ctx, db, srv.Flavor)
@@ -136,35 +136,6 @@ func Inspect(ctx context.Context, db *sql.DB, cfg *config.Config) (Server, error
 		srv.ID = "server_id:" + strconv.FormatUint(uint64(id), 10)
 	}
 	return srv, nil
-}
-
-// collations reads the server's collation ids: information_schema's
-// COLLATIONS, and on MariaDB 10.10+ also the ids of the UCA 14 collations
-// that table lists without.
-func collations(ctx context.Context, db *sql.DB) (map[uint64]string, error) {
-	out := map[uint64]string{}
-	read := func(q string) error {
-		rows, err := db.QueryContext(ctx, q)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id uint64
-			var cs string
-			if err := rows.Scan(&id, &cs); err != nil {
-				return err
-			}
-			out[id] = schema.CharsetName(cs)
-		}
-		return rows.Err()
-	}
-	if err := read("SELECT ID, CHARACTER_SET_NAME FROM information_schema.COLLATIONS WHERE ID IS NOT NULL"); err != nil {
-		return nil, fmt.Errorf("read the collations: %w", err)
-	}
-	// MySQL has no ID in this table: nothing to add there.
-	_ = read("SELECT ID, CHARACTER_SET_NAME FROM information_schema.COLLATION_CHARACTER_SET_APPLICABILITY WHERE ID IS NOT NULL")
-	return out, nil
 }
 
 // gtidSettings reads what following a failover by GTIDs depends on.

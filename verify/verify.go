@@ -12,6 +12,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
@@ -138,7 +139,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 	}
 	names := opts.Tables
 	if len(names) == 0 {
-		if names, err = source.ListTables(ctx, my, cfg); err != nil {
+		if names, err = catalog.ListTables(ctx, my, cfg); err != nil {
 			return nil, err
 		}
 	}

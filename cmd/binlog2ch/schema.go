@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
@@ -110,7 +111,7 @@ func schemaCmd(ctx context.Context, e *env, args []string) int {
 // selectTables returns the tables named by -tables (each must exist and be
 // selected by the config), or every selected table.
 func selectTables(ctx context.Context, cfg *config.Config, db *sql.DB, list string) ([]schema.TableName, error) {
-	all, err := source.ListTables(ctx, db, cfg)
+	all, err := catalog.ListTables(ctx, db, cfg)
 	if err != nil || list == "" {
 		return all, err
 	}

@@ -1,100 +1,27 @@
-package source
+package sink
 
 import (
-	"context"
-	"database/sql"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
-
-// Partitions are a partitioned table's partitions as information_schema
-// describes them, in order: what a TRUNCATE or DROP PARTITION removed is
-// read from them, since the binlog names only the partition.
-type Partitions struct {
-	Method string // RANGE, RANGE COLUMNS, LIST, LIST COLUMNS, HASH, KEY...
-	Expr   string // PARTITION_EXPRESSION, e.g. `id`, to_days(`d`)
-	Parts  []Partition
-}
-
-// Partition is one partition and its VALUES LESS THAN / VALUES IN text.
-type Partition struct{ Name, Desc string }
-
-// LoadPartitions reads a table's partitions; nil when it has none.
-func LoadPartitions(ctx context.Context, db *sql.DB, t schema.TableName) (*Partitions, error) {
-	rows, err := db.QueryContext(ctx, `SELECT PARTITION_NAME, IFNULL(PARTITION_METHOD, ''), IFNULL(PARTITION_EXPRESSION, ''), IFNULL(PARTITION_DESCRIPTION, '')
-		FROM information_schema.PARTITIONS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND PARTITION_NAME IS NOT NULL
-		ORDER BY PARTITION_ORDINAL_POSITION, SUBPARTITION_ORDINAL_POSITION`, t.Database, t.Table)
-	if err != nil {
-		return nil, fmt.Errorf("read the partitions of %s: %w", t, err)
-	}
-	defer rows.Close()
-	var p *Partitions
-	for rows.Next() {
-		var name, method, expr, desc string
-		if err := rows.Scan(&name, &method, &expr, &desc); err != nil {
-			return nil, fmt.Errorf("read the partitions of %s: %w", t, err)
-		}
-		if p == nil {
-			p = &Partitions{Method: method, Expr: expr}
-		}
-		if n := len(p.Parts); n == 0 || p.Parts[n-1].Name != name { // subpartitions repeat it
-			p.Parts = append(p.Parts, Partition{Name: name, Desc: desc})
-		}
-	}
-	return p, rows.Err()
-}
-
-// Has reports whether every named partition is known.
-func (p *Partitions) Has(names []string) bool {
-	for _, n := range names {
-		found := false
-		for _, part := range p.Parts {
-			found = found || strings.EqualFold(part.Name, n)
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
-
-// Drop forgets partitions a DROP PARTITION removed: the next partition of
-// a RANGE then starts where the dropped one did.
-func (p *Partitions) Drop(names []string) {
-	var keep []Partition
-	for _, part := range p.Parts {
-		if !containsFold(names, part.Name) {
-			keep = append(keep, part)
-		}
-	}
-	p.Parts = keep
-}
-
-func containsFold(names []string, n string) bool {
-	for _, x := range names {
-		if strings.EqualFold(x, n) {
-			return true
-		}
-	}
-	return false
-}
 
 var (
 	bareColumn = regexp.MustCompile("^`((?:[^`]|``)+)`$")
 	funcColumn = regexp.MustCompile("^(?i)(to_days|year)\\(`((?:[^`]|``)+)`\\)$")
 )
 
-// Where is the ClickHouse condition selecting the rows of the named
+// PartitionsWhere is the ClickHouse condition selecting the rows of the named
 // partitions of target t, or an error saying why it cannot be had: only
 // RANGE and LIST partitions (COLUMNS too, on one column) of a column, or of
 // YEAR() or TO_DAYS() of a Date or DateTime column, with integer or date
 // bounds, translate exactly.
-func (p *Partitions) Where(names []string, t *schema.Target) (string, error) {
-	expr, typ, err := p.chExpr(t)
+func PartitionsWhere(p *catalog.Partitions, names []string, t *schema.Target) (string, error) {
+	expr, typ, err := partitionExpr(p, t)
 	if err != nil {
 		return "", err
 	}
@@ -109,7 +36,7 @@ func (p *Partitions) Where(names []string, t *schema.Target) (string, error) {
 		if i < 0 {
 			return "", fmt.Errorf("partition %s is not among the table's partitions binlog2ch knows (%d): it was dropped or changed before binlog2ch read its definition", name, len(p.Parts))
 		}
-		c, err := p.partitionCond(i, expr, typ)
+		c, err := partitionCond(p, i, expr, typ)
 		if err != nil {
 			return "", err
 		}
@@ -121,9 +48,9 @@ func (p *Partitions) Where(names []string, t *schema.Target) (string, error) {
 	return strings.Join(conds, " OR "), nil
 }
 
-// chExpr is the partitioning expression over ClickHouse's columns, and
+// partitionExpr is the partitioning expression over ClickHouse's columns, and
 // the type of the column it is of when it is the column itself.
-func (p *Partitions) chExpr(t *schema.Target) (string, schema.CHType, error) {
+func partitionExpr(p *catalog.Partitions, t *schema.Target) (string, schema.CHType, error) {
 	var none schema.CHType
 	column := func(quoted string) (string, schema.CHType, error) {
 		name := strings.ReplaceAll(quoted, "``", "`")
@@ -184,7 +111,7 @@ func dateLike(t schema.CHType) bool {
 
 // partitionCond is the condition of partition i: for RANGE, below its
 // bound and at or above the previous one's; for LIST, in its values.
-func (p *Partitions) partitionCond(i int, expr string, typ schema.CHType) (string, error) {
+func partitionCond(p *catalog.Partitions, i int, expr string, typ schema.CHType) (string, error) {
 	part := p.Parts[i]
 	if strings.HasPrefix(p.Method, "LIST") {
 		var in []string
@@ -195,7 +122,7 @@ func (p *Partitions) partitionCond(i int, expr string, typ schema.CHType) (strin
 				null = true
 				continue
 			}
-			lit, err := literal(v, typ)
+			lit, err := partitionLiteral(v, typ)
 			if err != nil {
 				return "", err
 			}
@@ -212,7 +139,7 @@ func (p *Partitions) partitionCond(i int, expr string, typ schema.CHType) (strin
 	}
 	var conds []string
 	if !strings.EqualFold(part.Desc, "MAXVALUE") {
-		lit, err := literal(part.Desc, typ)
+		lit, err := partitionLiteral(part.Desc, typ)
 		if err != nil {
 			return "", err
 		}
@@ -225,7 +152,7 @@ func (p *Partitions) partitionCond(i int, expr string, typ schema.CHType) (strin
 		return "(" + conds[0] + " OR isNull(" + expr + "))", nil
 	}
 	if i > 0 {
-		lit, err := literal(p.Parts[i-1].Desc, typ)
+		lit, err := partitionLiteral(p.Parts[i-1].Desc, typ)
 		if err != nil {
 			return "", err
 		}
@@ -237,9 +164,9 @@ func (p *Partitions) partitionCond(i int, expr string, typ schema.CHType) (strin
 	return strings.Join(conds, " AND "), nil
 }
 
-// literal turns a bound as information_schema prints it (10, -3,
+// partitionLiteral turns a bound as information_schema prints it (10, -3,
 // '2024-01-01') into a ClickHouse literal.
-func literal(v string, typ schema.CHType) (string, error) {
+func partitionLiteral(v string, typ schema.CHType) (string, error) {
 	if _, err := strconv.ParseInt(v, 10, 64); err == nil {
 		return v, nil
 	}
