@@ -3,7 +3,7 @@ package block
 import "github.com/binlog2ch/binlog2ch/schema"
 
 // CountImages is the number of full row images in data, the rows of one
-// rows event left undecoded (source.RawRows), for a table whose columns
+// rows event left undecoded (binlog.RawRows), for a table whose columns
 // have these binlog types and metadata (the table map's). Every column
 // must be RawDecodable.
 func CountImages(types []byte, meta []uint16, data []byte) (int, error) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/binlog"
 	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -361,7 +362,7 @@ func (s *router) hold(ctx context.Context, e source.Rows) (bool, error) {
 		}
 		s.batch = b
 	}
-	if e.Schema != b.ev.Schema && !source.SameColumns(e.Schema, b.ev.Schema) {
+	if e.Schema != b.ev.Schema && !binlog.SameColumns(e.Schema, b.ev.Schema) {
 		// Rows of another shape (a table map changed without DDL read):
 		// the run so far goes first.
 		if err := s.flushBatch(ctx); err != nil {

@@ -12,7 +12,7 @@ import (
 )
 
 // TestBadValueStopsWriter: a value the rows decoder could not produce (a
-// partial JSON update it cannot apply: source.RowsDecoder leaves a
+// partial JSON update it cannot apply: binlog.RowsDecoder leaves a
 // block.BadValue in the after image) stops the writer with the binlog
 // position of the rows event, the table, the column and the decoder's
 // message, and writes nothing of the row.

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/binlog2ch/binlog2ch/binlog"
 	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/binlog2ch/binlog2ch/source"
 )
 
 // changeSchema moves the writer to a new source schema: the first one, or
@@ -26,7 +26,7 @@ func (w *Writer) changeSchema(ctx context.Context, src *schema.Table) error {
 	if errors.As(err, &unsupported) {
 		return err
 	}
-	src = source.Enrich(src, live)
+	src = binlog.Enrich(src, live)
 	target, err := schema.Map(src, w.c.cfg.ClickHouseDatabase(w.name.Database), w.c.caps, w.c.cfg.SchemaOptions(),
 		w.c.cfg.TableOptions(w.name.Database, w.name.Table))
 	if err != nil {

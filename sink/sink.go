@@ -25,7 +25,7 @@ import (
 )
 
 // LiveTable reads a MySQL table's current definition, for what the binlog's
-// table map lacks (see source.Enrich).
+// table map lacks (see binlog.Enrich).
 type LiveTable func(ctx context.Context, name schema.TableName) (*schema.Table, error)
 
 // ClickHouse is the target every writer shares: the connections, the

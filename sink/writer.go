@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/binlog"
 	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/chnative"
@@ -28,7 +29,7 @@ type Message struct {
 	Seq    uint64
 	Schema *schema.Table // the rows' schema, from the binlog's table map
 	Rows   [][]any
-	Raw    source.RawRows // the row images undecoded, instead of Rows
+	Raw    binlog.RawRows // the row images undecoded, instead of Rows
 	// Result is rows a table copy read in MySQL's binary protocol, framed
 	// by mysqlproto, whose columns are ResultCols: the writer decodes them
 	// straight into its block (instead of Rows).
@@ -594,7 +595,7 @@ func (w *Writer) handle(ctx context.Context, m Message) error {
 		}
 		return w.applyDDL(ctx, m)
 	}
-	if w.source == nil || (m.Schema != w.source && !source.SameColumns(m.Schema, w.source)) {
+	if w.source == nil || (m.Schema != w.source && !binlog.SameColumns(m.Schema, w.source)) {
 		if err := w.drain(ctx); err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/binlog/binlogtest"
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -43,14 +44,14 @@ func (h *commitRecorder) Commit(c Commit) {
 func TestMySQLFailoverByGTID(t *testing.T) {
 	old := uuid.MustParse("3e11fa47-71ca-11e1-9e33-c80aa9429562")
 	promoted := uuid.MustParse("5ccc1033-44a8-11ea-bd59-0242ac190003")
-	b := newFakeBinlog()                                  // binlog.000003 of the promoted replica
-	b.add(replication.GTID_EVENT, mysqlGTIDBody(old, 11)) // replicated from the old primary
-	pStart, pEnd := b.add(replication.TRANSACTION_PAYLOAD_EVENT, payloadBody(t, payloadZSTD, testTransaction(0)...))
-	b.add(replication.GTID_EVENT, mysqlGTIDBody(promoted, 1)) // its own, after the promotion
-	b.add(replication.QUERY_EVENT, queryBody("d", "BEGIN"))
-	b.add(replication.TABLE_MAP_EVENT, tableMapBody(18, "d", "t"))
-	_, rowsEnd := b.add(replication.WRITE_ROWS_EVENTv2, rowsBody(18, stmtEnd, false, image(50, "x", 0)))
-	_, last := b.add(replication.XID_EVENT, xidBody(5))
+	b := binlogtest.NewBinlog()                           // binlog.000003 of the promoted replica
+	b.Add(replication.GTID_EVENT, mysqlGTIDBody(old, 11)) // replicated from the old primary
+	pStart, pEnd := b.Add(replication.TRANSACTION_PAYLOAD_EVENT, binlogtest.Payload(t, binlogtest.CompressZSTD, testTransaction(0)...))
+	b.Add(replication.GTID_EVENT, mysqlGTIDBody(promoted, 1)) // its own, after the promotion
+	b.Add(replication.QUERY_EVENT, binlogtest.Query("d", "BEGIN"))
+	b.Add(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t"))
+	_, rowsEnd := b.Add(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd, false, binlogtest.Image(50, "x", 0)))
+	_, last := b.Add(replication.XID_EVENT, binlogtest.XID(5))
 
 	s := testStream(t)
 	s.srv = Server{Flavor: mysql.MySQLFlavor, ID: "uuid:" + promoted.String(), RawRows: true}
@@ -58,15 +59,15 @@ func TestMySQLFailoverByGTID(t *testing.T) {
 	s.testDial = func(pos Position, gtids *GTIDSet) (*client.Conn, error) {
 		if gtids == nil {
 			asked = append(asked, "position "+pos.String())
-			return b.dial(t, pos), nil
+			return b.Dial(t, pos.File, pos.Pos), nil
 		}
 		asked = append(asked, "gtids "+gtids.String())
-		return b.dial(t, Position{File: testFile, Pos: 4}), nil
+		return b.Dial(t, binlogtest.File, 4), nil
 	}
 	h := &commitRecorder{}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	h.stop, h.cancel = Position{File: testFile, Pos: last}, cancel
+	h.stop, h.cancel = Position{File: binlogtest.File, Pos: last}, cancel
 	const ceiling = 40
 	start := Start{Position: Position{File: "binlog.000009", Pos: 7716}, GTID: old.String() + ":1-10", ByGTID: true, Ceiling: ceiling}
 	if err := s.Run(ctx, start, h); err != nil {
@@ -85,8 +86,8 @@ func TestMySQLFailoverByGTID(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s %s F=%d offset=%d", c.Position, c.GTID, mustF(c.File, c.Offset), c.Offset))
 	}
 	want := []string{
-		fmt.Sprintf("%s:%d %s:1-11 F=40 offset=37", testFile, pEnd, old),
-		fmt.Sprintf("%s:%d %s:1-11,%s:1 F=40 offset=37", testFile, last, old, promoted),
+		fmt.Sprintf("%s:%d %s:1-11 F=40 offset=37", binlogtest.File, pEnd, old),
+		fmt.Sprintf("%s:%d %s:1-11,%s:1 F=40 offset=37", binlogtest.File, last, old, promoted),
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("commits\n%q\nwant\n%q", got, want)

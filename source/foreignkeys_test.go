@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/binlog2ch/binlog2ch/binlog/binlogtest"
 	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/go-mysql-org/go-mysql/client"
@@ -128,16 +129,16 @@ func TestForeignKeyState(t *testing.T) {
 // raw or not.
 func TestRowsEventFlags(t *testing.T) {
 	for _, raw := range []bool{true, false} {
-		b := newFakeBinlog()
-		b.add(replication.ANONYMOUS_GTID_EVENT, gtidBody(1))
-		b.add(replication.QUERY_EVENT, queryBody("d", "BEGIN"))
-		b.add(replication.TABLE_MAP_EVENT, tableMapBody(18, "d", "t"))
-		b.add(replication.DELETE_ROWS_EVENTv2, rowsBody(18, stmtEnd|RowsSQLForeignKeys, false, image(1, "a", 1), image(2, "", 2)))
-		b.add(replication.TABLE_MAP_EVENT, tableMapBody(18, "d", "t")) // each statement maps its tables
-		b.add(replication.DELETE_ROWS_EVENTv2, rowsBody(18, stmtEnd|RowsNoForeignKeyChecks, false, image(3, "c", 3)))
-		b.add(replication.TABLE_MAP_EVENT, tableMapBody(18, "d", "t"))
-		b.add(replication.UPDATE_ROWS_EVENTv2, rowsBody(18, stmtEnd, true, image(4, "d", 4), image(40, "d", 4)))
-		_, end := b.add(replication.XID_EVENT, xidBody(1))
+		b := binlogtest.NewBinlog()
+		b.Add(replication.ANONYMOUS_GTID_EVENT, binlogtest.GTID(1))
+		b.Add(replication.QUERY_EVENT, binlogtest.Query("d", "BEGIN"))
+		b.Add(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t"))
+		b.Add(replication.DELETE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd|RowsSQLForeignKeys, false, binlogtest.Image(1, "a", 1), binlogtest.Image(2, "", 2)))
+		b.Add(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t")) // each statement maps its tables
+		b.Add(replication.DELETE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd|RowsNoForeignKeyChecks, false, binlogtest.Image(3, "c", 3)))
+		b.Add(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t"))
+		b.Add(replication.UPDATE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd, true, binlogtest.Image(4, "d", 4), binlogtest.Image(40, "d", 4)))
+		_, end := b.Add(replication.XID_EVENT, binlogtest.XID(1))
 		var flags []uint16
 		var values [][][]any
 		h := &rowsRecorder{onRows: func(r Rows) error {
@@ -149,8 +150,8 @@ func TestRowsEventFlags(t *testing.T) {
 			values = append(values, v)
 			return nil
 		}}
-		runTo(t, raw, end, h, func(_ int, pos Position) *client.Conn { return b.dial(t, pos) })
-		want := []uint16{stmtEnd | RowsSQLForeignKeys, stmtEnd | RowsNoForeignKeyChecks, stmtEnd}
+		runTo(t, raw, end, h, func(_ int, pos Position) *client.Conn { return b.Dial(t, pos.File, pos.Pos) })
+		want := []uint16{binlogtest.StmtEnd | RowsSQLForeignKeys, binlogtest.StmtEnd | RowsNoForeignKeyChecks, binlogtest.StmtEnd}
 		if !slices.Equal(flags, want) {
 			t.Errorf("raw %v: flags %v, want %v", raw, flags, want)
 		}

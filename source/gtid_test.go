@@ -1,7 +1,6 @@
 package source
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/binlog2ch/binlog2ch/binlog/binlogtest"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/google/uuid"
@@ -151,7 +151,7 @@ func TestStreamTracksMySQLGTIDs(t *testing.T) {
 		return []*replication.BinlogEvent{
 			gtid,
 			hdr(replication.QUERY_EVENT, at+10, 10, 1, &replication.QueryEvent{Query: []byte("BEGIN")}),
-			hdr(replication.TABLE_MAP_EVENT, at+20, 10, 1, mapEvent()),
+			hdr(replication.TABLE_MAP_EVENT, at+20, 10, 1, binlogtest.MariaDBTableMap()),
 			hdr(replication.WRITE_ROWS_EVENTv2, at+30, 10, 1, &replication.RowsEvent{TableID: 18, ColumnBitmap1: full, Rows: [][]any{{1}}}),
 			hdr(replication.XID_EVENT, at+40, 10, 1, &replication.XIDEvent{}),
 		}
@@ -210,13 +210,13 @@ func TestStreamTracksMariaDBGTIDs(t *testing.T) {
 	full := []byte{0x7f}
 	for _, e := range []*replication.BinlogEvent{
 		gtid(5, 0, 100),
-		hdr(replication.TABLE_MAP_EVENT, 110, 10, 1, mapEvent()),
+		hdr(replication.TABLE_MAP_EVENT, 110, 10, 1, binlogtest.MariaDBTableMap()),
 		hdr(replication.WRITE_ROWS_EVENTv1, 120, 10, 1, &replication.RowsEvent{TableID: 18, ColumnBitmap1: full, Rows: [][]any{{1}}}),
 		hdr(replication.XID_EVENT, 130, 10, 1, &replication.XIDEvent{}),
 		gtid(6, mariadbPreparedXA, 140),
-		hdr(replication.TABLE_MAP_EVENT, 150, 10, 1, mapEvent()),
+		hdr(replication.TABLE_MAP_EVENT, 150, 10, 1, binlogtest.MariaDBTableMap()),
 		hdr(replication.WRITE_ROWS_EVENTv1, 160, 10, 1, &replication.RowsEvent{TableID: 18, ColumnBitmap1: full, Rows: [][]any{{2}}}),
-		hdr(replication.XA_PREPARE_LOG_EVENT, 170, 10, 1, &replication.GenericEvent{Data: xaPrepareBody("g")}),
+		hdr(replication.XA_PREPARE_LOG_EVENT, 170, 10, 1, &replication.GenericEvent{Data: binlogtest.XAPrepare("g")}),
 		gtid(7, 0, 180),
 		hdr(replication.QUERY_EVENT, 190, 10, 1, &replication.QueryEvent{Schema: []byte("d"), Query: []byte("CREATE TABLE d.n (a INT)")}),
 	} {
@@ -290,28 +290,6 @@ func TestHistoryCheck(t *testing.T) {
 	}
 }
 
-// TestMySQLGTIDDumpCommand: COM_BINLOG_DUMP_GTID as MySQL reads it
-// (sql/rpl_binlog_sender, com_binlog_dump_gtid): command, flags (2),
-// server id (4), name length (4), name, position (8), data size (4), the
-// encoded set.
-func TestMySQLGTIDDumpCommand(t *testing.T) {
-	set, err := ParseGTIDSet(mysql.MySQLFlavor, "5ccc1033-44a8-11ea-bd59-0242ac190003:1-119")
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc := set.my.Encode()
-	got := mysqlGTIDDump(4242, enc)
-	want := []byte{0, 0, 0, 0, mysql.COM_BINLOG_DUMP_GTID, 0, 0, 0x92, 0x10, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, byte(len(enc)), 0, 0, 0}
-	want = append(want, enc...)
-	if !bytes.Equal(got, want) {
-		t.Errorf("got  %x\nwant %x", got, want)
-	}
-	back, err := mysql.DecodeMysqlGTIDSet(enc)
-	if err != nil || back.String() != set.String() {
-		t.Errorf("the encoded set decodes as %v, %v", back, err)
-	}
-}
-
 // TestNewHistoryVersions: a stream begun by GTID on a new history gives
 // its first file F = the old ceiling, so its rows outrank every version
 // written before, and keeps the offset for the files after.
@@ -326,12 +304,12 @@ func TestNewHistoryVersions(t *testing.T) {
 		hdr(replication.ROTATE_EVENT, 0, 40, 0, &replication.RotateEvent{NextLogName: []byte("binlog.000003"), Position: 4}),
 		hdr(replication.FORMAT_DESCRIPTION_EVENT, 256, 252, 9, &replication.FormatDescriptionEvent{}),
 		hdr(replication.MARIADB_GTID_EVENT, 300, 40, 9, &replication.MariadbGTIDEvent{GTID: mysql.MariadbGTID{ServerID: 8, SequenceNumber: 10}}),
-		hdr(replication.TABLE_MAP_EVENT, 350, 50, 9, mapEvent()),
+		hdr(replication.TABLE_MAP_EVENT, 350, 50, 9, binlogtest.MariaDBTableMap()),
 		hdr(replication.WRITE_ROWS_EVENTv1, 400, 50, 9, &replication.RowsEvent{TableID: 18, ColumnBitmap1: full, Rows: [][]any{{1}}}),
 		hdr(replication.XID_EVENT, 431, 31, 9, &replication.XIDEvent{}),
 		hdr(replication.ROTATE_EVENT, 0, 40, 0, &replication.RotateEvent{NextLogName: []byte("binlog.000004"), Position: 4}),
 		hdr(replication.MARIADB_GTID_EVENT, 300, 40, 9, &replication.MariadbGTIDEvent{GTID: mysql.MariadbGTID{ServerID: 8, SequenceNumber: 11}}),
-		hdr(replication.TABLE_MAP_EVENT, 350, 50, 9, mapEvent()),
+		hdr(replication.TABLE_MAP_EVENT, 350, 50, 9, binlogtest.MariaDBTableMap()),
 		hdr(replication.WRITE_ROWS_EVENTv1, 400, 50, 9, &replication.RowsEvent{TableID: 18, ColumnBitmap1: full, Rows: [][]any{{1}}}),
 	} {
 		if err := s.handle(context.Background(), e, h); err != nil {
@@ -449,10 +427,10 @@ func TestSavepointInsideTransaction(t *testing.T) {
 	full := []byte{0x7f}
 	for _, e := range []*replication.BinlogEvent{
 		hdr(replication.MARIADB_GTID_EVENT, 100, 10, 1, &replication.MariadbGTIDEvent{GTID: mysql.MariadbGTID{ServerID: 7, SequenceNumber: 3}}),
-		hdr(replication.TABLE_MAP_EVENT, 110, 10, 1, mapEvent()),
+		hdr(replication.TABLE_MAP_EVENT, 110, 10, 1, binlogtest.MariaDBTableMap()),
 		hdr(replication.WRITE_ROWS_EVENTv1, 120, 10, 1, &replication.RowsEvent{TableID: 18, ColumnBitmap1: full, Rows: [][]any{{1}}}),
 		hdr(replication.QUERY_EVENT, 130, 10, 1, &replication.QueryEvent{Query: []byte("SAVEPOINT `a`")}),
-		hdr(replication.TABLE_MAP_EVENT, 140, 10, 1, mapEvent()),
+		hdr(replication.TABLE_MAP_EVENT, 140, 10, 1, binlogtest.MariaDBTableMap()),
 		hdr(replication.WRITE_ROWS_EVENTv1, 150, 10, 1, &replication.RowsEvent{TableID: 18, ColumnBitmap1: full, Rows: [][]any{{2}}}),
 		hdr(replication.QUERY_EVENT, 160, 10, 1, &replication.QueryEvent{Query: []byte("ROLLBACK TO `a`")}),
 		hdr(replication.QUERY_EVENT, 170, 10, 1, &replication.QueryEvent{Query: []byte("ROLLBACK WORK TO SAVEPOINT b")}),

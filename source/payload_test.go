@@ -6,265 +6,19 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/binlog"
+	"github.com/binlog2ch/binlog2ch/binlog/binlogtest"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
-	"github.com/go-mysql-org/go-mysql/packet"
 	"github.com/go-mysql-org/go-mysql/replication"
-	"github.com/klauspost/compress/zstd"
 )
-
-// MySQL cannot run here, so compressed transactions are tested with
-// binlogs built byte by byte as MySQL 8.0 writes them (the events'
-// layouts: MySQL's libbinlogevents; the payload event's fields:
-// binary_log::codecs::binary::Transaction_payload), served to the stream
-// over an in-memory connection as a server answers COM_BINLOG_DUMP, and
-// read by the daemon's own code: the dump reader, Stream.Run and handle.
-
-const testFile = "binlog.000003"
-
-// mysql80PostHeader is MySQL 8.0's post-header length of each event type,
-// 1 to 41, as its format description event lists them.
-var mysql80PostHeader = []byte{56, 13, 0, 8, 0, 18, 0, 4, 4, 4, 4, 18, 0, 0, 92, 0, 4, 26, 8, 0, 0, 0, 8, 8, 8, 2, 0, 0, 0, 10, 10, 10, 25, 25, 0, 18, 52, 0, 10, 40, 0}
-
-func mysqlEvent(typ replication.EventType, logPos uint32, body []byte) []byte {
-	ev := make([]byte, replication.EventHeaderSize, replication.EventHeaderSize+len(body))
-	binary.LittleEndian.PutUint32(ev[0:], 1700000000)
-	ev[4] = byte(typ)
-	binary.LittleEndian.PutUint32(ev[5:], 1) // server id
-	binary.LittleEndian.PutUint32(ev[9:], uint32(len(ev)+len(body)))
-	binary.LittleEndian.PutUint32(ev[13:], logPos)
-	return append(ev, body...)
-}
-
-func appendLenEnc(b []byte, v uint64) []byte {
-	switch {
-	case v < 251:
-		return append(b, byte(v))
-	case v < 1<<16:
-		return binary.LittleEndian.AppendUint16(append(b, 0xfc), uint16(v))
-	case v < 1<<24:
-		return append(b, 0xfd, byte(v), byte(v>>8), byte(v>>16))
-	}
-	return binary.LittleEndian.AppendUint64(append(b, 0xfe), v)
-}
-
-func fdeBody() []byte {
-	b := binary.LittleEndian.AppendUint16(nil, 4)
-	var version [50]byte
-	copy(version[:], "8.0.36")
-	b = append(b, version[:]...)
-	b = append(b, 0, 0, 0, 0, replication.EventHeaderSize)
-	b = append(b, mysql80PostHeader...)
-	return append(b, 0, 0, 0, 0, 0) // checksum algorithm OFF, checksum
-}
-
-func rotateBody(pos uint32, file string) []byte {
-	return append(binary.LittleEndian.AppendUint64(nil, uint64(pos)), file...)
-}
-
-// gtidBody is a GTID event's: flags, source uuid, gno, logical clock.
-func gtidBody(gno uint64) []byte {
-	b := append([]byte{1}, bytes.Repeat([]byte{0x3e}, 16)...)
-	b = binary.LittleEndian.AppendUint64(b, gno)
-	b = append(b, 2)
-	b = binary.LittleEndian.AppendUint64(b, gno-1)
-	return binary.LittleEndian.AppendUint64(b, gno)
-}
-
-func queryBody(db, q string) []byte {
-	b := make([]byte, 13) // thread id, exec time, db length, error code, status vars length
-	b[8] = byte(len(db))
-	b = append(append(b, db...), 0)
-	return append(b, q...)
-}
-
-// tableMapBody maps id to db.tbl (id BIGINT NOT NULL, v VARCHAR(255)
-// utf8mb4 NULL, n INT, PRIMARY KEY (id)) with binlog_row_metadata=FULL.
-func tableMapBody(id uint64, db, tbl string) []byte {
-	b := binary.LittleEndian.AppendUint64(nil, id)[:6]
-	b = append(b, 1, 0) // flags
-	b = append(append(append(b, byte(len(db))), db...), 0)
-	b = append(append(append(b, byte(len(tbl))), tbl...), 0)
-	b = append(b, 3, mysql.MYSQL_TYPE_LONGLONG, mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_LONG)
-	b = append(b, 2, 0xfc, 0x03) // metadata: VARCHAR of 1020 bytes
-	b = append(b, 0b110)         // v and n nullable
-	b = append(b, 1, 1, 0)       // signedness: both signed
-	b = append(b, 2, 1, 255)     // default charset: utf8mb4_0900_ai_ci
-	names := []byte{}
-	for _, n := range []string{"id", "v", "n"} {
-		names = append(append(names, byte(len(n))), n...)
-	}
-	b = append(append(b, 4, byte(len(names))), names...)
-	return append(b, 8, 1, 0) // simple primary key: column 0
-}
-
-// image is a full row image of the test table; v "" is NULL.
-func image(id int64, v string, n int32) []byte {
-	if v == "" {
-		b := binary.LittleEndian.AppendUint64([]byte{0b010}, uint64(id))
-		return binary.LittleEndian.AppendUint32(b, uint32(n))
-	}
-	b := binary.LittleEndian.AppendUint64([]byte{0}, uint64(id))
-	b = binary.LittleEndian.AppendUint16(b, uint16(len(v)))
-	b = append(b, v...)
-	return binary.LittleEndian.AppendUint32(b, uint32(n))
-}
-
-// splitImages splits the test table's row images.
-func splitImages(raw []byte) (rows [][]any) {
-	for len(raw) > 0 {
-		id := int64(binary.LittleEndian.Uint64(raw[1:]))
-		p := 9
-		var v any
-		if raw[0]&0b010 == 0 {
-			l := int(binary.LittleEndian.Uint16(raw[p:]))
-			v, p = string(raw[p+2:p+2+l]), p+2+l
-		}
-		rows = append(rows, []any{id, v, int32(binary.LittleEndian.Uint32(raw[p:]))})
-		raw = raw[p+4:]
-	}
-	return rows
-}
-
-const stmtEnd = 1 // rows event flag: the statement's last
-
-func rowsBody(tableID uint64, flags uint16, update bool, images ...[]byte) []byte {
-	b := binary.LittleEndian.AppendUint64(nil, tableID)[:6]
-	b = binary.LittleEndian.AppendUint16(b, flags)
-	b = append(b, 2, 0, 3, 0b111) // no extra data; 3 columns, all present
-	if update {
-		b = append(b, 0b111)
-	}
-	for _, im := range images {
-		b = append(b, im...)
-	}
-	return b
-}
-
-func xidBody(xid uint64) []byte { return binary.LittleEndian.AppendUint64(nil, xid) }
-
-func xaPrepareBody(gtrid string) []byte {
-	b := []byte{0}
-	b = binary.LittleEndian.AppendUint32(b, 1)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(gtrid)))
-	b = binary.LittleEndian.AppendUint32(b, 0)
-	return append(b, gtrid...)
-}
-
-// inner is an event inside a payload: log_pos 0.
-func inner(typ replication.EventType, body []byte) []byte { return mysqlEvent(typ, 0, body) }
-
-// payloadFieldsFor encodes a payload event's fields as MySQL does:
-// compression type, uncompressed size (not for NONE), payload size, end.
-func payloadFieldsFor(compression, uncompressed uint64, size int) []byte {
-	field := func(b []byte, typ, v uint64) []byte {
-		return appendLenEnc(appendLenEnc(appendLenEnc(b, typ), uint64(len(appendLenEnc(nil, v)))), v)
-	}
-	b := field(nil, payloadCompressionField, compression)
-	if compression != payloadNone {
-		b = field(b, payloadUncompressedSize, uncompressed)
-	}
-	return append(field(b, payloadSizeField, uint64(size)), payloadEndMark)
-}
-
-// payloadBody is a TRANSACTION_PAYLOAD_EVENT's body holding events.
-func payloadBody(t testing.TB, compression uint64, events ...[]byte) []byte {
-	raw := bytes.Join(events, nil)
-	data := raw
-	if compression == payloadZSTD {
-		data = zstdBytes(t, raw)
-	}
-	return append(payloadFieldsFor(compression, uint64(len(raw)), len(data)), data...)
-}
-
-func zstdBytes(t testing.TB, raw []byte) []byte {
-	var buf bytes.Buffer
-	w := zstdWriter(t, &buf)
-	if _, err := w.Write(raw); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// zstdWriter compresses as MySQL does at its default level 3: a 2 MiB
-// window, the content size unknown.
-func zstdWriter(t testing.TB, w io.Writer) *zstd.Encoder {
-	enc, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithWindowSize(2<<20), zstd.WithEncoderConcurrency(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return enc
-}
-
-// fakeBinlog is one binlog file as a server holds it.
-type fakeBinlog struct {
-	file   string
-	pos    uint32
-	events []fakeEvent
-}
-
-type fakeEvent struct {
-	start uint32
-	data  []byte
-}
-
-func newFakeBinlog() *fakeBinlog {
-	b := &fakeBinlog{file: testFile, pos: 4}
-	b.add(replication.FORMAT_DESCRIPTION_EVENT, fdeBody())
-	return b
-}
-
-// add appends an event and returns where it starts and ends.
-func (b *fakeBinlog) add(typ replication.EventType, body []byte) (start, end uint32) {
-	start, end = b.pos, b.pos+replication.EventHeaderSize+uint32(len(body))
-	b.events = append(b.events, fakeEvent{start, mysqlEvent(typ, end, body)})
-	b.pos = end
-	return start, end
-}
-
-// dial serves the binlog from pos on a new in-memory connection as a
-// server answers COM_BINLOG_DUMP: a rotate event naming the file, the
-// format description (log_pos 0 after the file's start), the events
-// from pos; then it stays idle until the connection is closed.
-func (b *fakeBinlog) dial(t testing.TB, pos Position) *client.Conn {
-	if pos.File != b.file {
-		t.Errorf("asked for %s, the binlog is %s", pos, b.file)
-	}
-	c, srv := net.Pipe()
-	t.Cleanup(func() { c.Close(); srv.Close() })
-	go func() {
-		w := packet.NewConn(srv)
-		send := func(ev []byte) bool {
-			pkt := append(make([]byte, 4, 5+len(ev)), mysql.OK_HEADER)
-			return w.WritePacket(append(pkt, ev...)) == nil
-		}
-		if !send(mysqlEvent(replication.ROTATE_EVENT, 0, rotateBody(pos.Pos, b.file))) {
-			return
-		}
-		if pos.Pos > 4 && !send(mysqlEvent(replication.FORMAT_DESCRIPTION_EVENT, 0, fdeBody())) {
-			return
-		}
-		for _, e := range b.events {
-			if e.start >= pos.Pos && !send(e.data) {
-				return
-			}
-		}
-		_, _ = io.Copy(io.Discard, srv)
-	}()
-	return &client.Conn{Conn: packet.NewConn(c)}
-}
 
 // rowSeen is one row image (an UPDATE's after image) handed on.
 type rowSeen struct {
@@ -295,7 +49,7 @@ func (h *rowsRecorder) Rows(_ context.Context, r Rows) error {
 	}
 	images := r.Rows
 	if r.Raw != nil {
-		images = splitImages(r.Raw)
+		images = binlogtest.SplitImages(r.Raw)
 	}
 	step := 1
 	if r.Op == OpUpdate {
@@ -343,8 +97,8 @@ func runTo(t *testing.T, raw bool, stop uint32, h *rowsRecorder, dial func(n int
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	h.stop, h.cancel = Position{File: testFile, Pos: stop}, cancel
-	if err := s.Run(ctx, Start{Position: Position{File: testFile, Pos: 4}}, h); err != nil {
+	h.stop, h.cancel = Position{File: binlogtest.File, Pos: stop}, cancel
+	if err := s.Run(ctx, Start{Position: Position{File: binlogtest.File, Pos: 4}}, h); err != nil {
 		t.Fatal(err)
 	}
 	if !errors.Is(ctx.Err(), context.Canceled) {
@@ -358,32 +112,32 @@ func runTo(t *testing.T, raw bool, stop uint32, h *rowsRecorder, dial func(n int
 // delete of 1; the XID. lastLength, when not 0, is written as the XID's
 // length.
 func testTransaction(lastLength uint32) [][]byte {
-	xid := inner(replication.XID_EVENT, xidBody(77))
+	xid := binlogtest.Inner(replication.XID_EVENT, binlogtest.XID(77))
 	if lastLength != 0 {
 		binary.LittleEndian.PutUint32(xid[9:], lastLength)
 	}
 	return [][]byte{
-		inner(replication.QUERY_EVENT, queryBody("d", "BEGIN")),
-		inner(replication.TABLE_MAP_EVENT, tableMapBody(18, "d", "t")),
-		inner(replication.WRITE_ROWS_EVENTv2, rowsBody(18, stmtEnd, false, image(1, "a", 1), image(2, "", 2), image(3, "c", 3))),
-		inner(replication.TABLE_MAP_EVENT, tableMapBody(18, "d", "t")),
-		inner(replication.UPDATE_ROWS_EVENTv2, rowsBody(18, stmtEnd, true, image(2, "", 2), image(2, "b", 20), image(3, "c", 3), image(3, "", 30))),
-		inner(replication.TABLE_MAP_EVENT, tableMapBody(19, "other", "t")),
-		inner(replication.WRITE_ROWS_EVENTv2, rowsBody(19, stmtEnd, false, image(1, "", 1), image(2, "", 2), image(3, "", 3), image(4, "", 4), image(5, "", 5))),
-		inner(replication.TABLE_MAP_EVENT, tableMapBody(18, "d", "t")),
-		inner(replication.DELETE_ROWS_EVENTv2, rowsBody(18, stmtEnd, false, image(1, "a", 1))),
+		binlogtest.Inner(replication.QUERY_EVENT, binlogtest.Query("d", "BEGIN")),
+		binlogtest.Inner(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t")),
+		binlogtest.Inner(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd, false, binlogtest.Image(1, "a", 1), binlogtest.Image(2, "", 2), binlogtest.Image(3, "c", 3))),
+		binlogtest.Inner(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t")),
+		binlogtest.Inner(replication.UPDATE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd, true, binlogtest.Image(2, "", 2), binlogtest.Image(2, "b", 20), binlogtest.Image(3, "c", 3), binlogtest.Image(3, "", 30))),
+		binlogtest.Inner(replication.TABLE_MAP_EVENT, binlogtest.TableMap(19, "other", "t")),
+		binlogtest.Inner(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(19, binlogtest.StmtEnd, false, binlogtest.Image(1, "", 1), binlogtest.Image(2, "", 2), binlogtest.Image(3, "", 3), binlogtest.Image(4, "", 4), binlogtest.Image(5, "", 5))),
+		binlogtest.Inner(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t")),
+		binlogtest.Inner(replication.DELETE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd, false, binlogtest.Image(1, "a", 1))),
 		xid,
 	}
 }
 
 // addPlain appends an uncompressed transaction inserting id; it returns
 // where its rows event starts and ends, and where it ends.
-func addPlain(b *fakeBinlog, gno uint64, id int64) (rowsStart, rowsEnd, end uint32) {
-	b.add(replication.ANONYMOUS_GTID_EVENT, gtidBody(gno))
-	b.add(replication.QUERY_EVENT, queryBody("d", "BEGIN"))
-	b.add(replication.TABLE_MAP_EVENT, tableMapBody(18, "d", "t"))
-	rowsStart, rowsEnd = b.add(replication.WRITE_ROWS_EVENTv2, rowsBody(18, stmtEnd, false, image(id, "x", 0)))
-	_, end = b.add(replication.XID_EVENT, xidBody(uint64(gno)))
+func addPlain(b *binlogtest.Binlog, gno uint64, id int64) (rowsStart, rowsEnd, end uint32) {
+	b.Add(replication.ANONYMOUS_GTID_EVENT, binlogtest.GTID(gno))
+	b.Add(replication.QUERY_EVENT, binlogtest.Query("d", "BEGIN"))
+	b.Add(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t"))
+	rowsStart, rowsEnd = b.Add(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd, false, binlogtest.Image(id, "x", 0)))
+	_, end = b.Add(replication.XID_EVENT, binlogtest.XID(uint64(gno)))
 	return rowsStart, rowsEnd, end
 }
 
@@ -397,24 +151,24 @@ func TestCompressedTransaction(t *testing.T) {
 	for _, c := range []struct {
 		name        string
 		compression uint64
-	}{{"zstd", payloadZSTD}, {"none", payloadNone}} {
-		b := newFakeBinlog()
-		fdeEnd := b.pos
-		b.add(replication.ANONYMOUS_GTID_EVENT, gtidBody(1))
-		start, end := b.add(replication.TRANSACTION_PAYLOAD_EVENT, payloadBody(t, c.compression, testTransaction(0)...))
+	}{{"zstd", binlogtest.CompressZSTD}, {"none", binlogtest.CompressNone}} {
+		b := binlogtest.NewBinlog()
+		fdeEnd := b.End()
+		b.Add(replication.ANONYMOUS_GTID_EVENT, binlogtest.GTID(1))
+		start, end := b.Add(replication.TRANSACTION_PAYLOAD_EVENT, binlogtest.Payload(t, c.compression, testTransaction(0)...))
 		rowsStart, rowsEnd, last := addPlain(b, 2, 4)
-		at := Position{File: testFile, Pos: start}
+		at := Position{File: binlogtest.File, Pos: start}
 		lo := RowVersion(3, start, 0) + 1
 		want := []rowSeen{
 			{1, OpInsert, lo, at}, {2, OpInsert, lo + 1, at}, {3, OpInsert, lo + 2, at},
 			{2, OpUpdate, lo + 3, at}, {3, OpUpdate, lo + 4, at},
 			{1, OpDelete, lo + 10, at},
-			{4, OpInsert, RowVersion(3, rowsEnd, 0), Position{File: testFile, Pos: rowsStart}},
+			{4, OpInsert, RowVersion(3, rowsEnd, 0), Position{File: binlogtest.File, Pos: rowsStart}},
 		}
 		var first []rowSeen
 		for _, raw := range []bool{false, true} {
 			h := &rowsRecorder{}
-			runTo(t, raw, last, h, func(_ int, pos Position) *client.Conn { return b.dial(t, pos) })
+			runTo(t, raw, last, h, func(_ int, pos Position) *client.Conn { return b.Dial(t, pos.File, pos.Pos) })
 			got := fmt.Sprint(h.rows)
 			if got != fmt.Sprint(want) {
 				t.Errorf("%s, raw %v: rows\n%v\nwant\n%v", c.name, raw, got, want)
@@ -422,7 +176,7 @@ func TestCompressedTransaction(t *testing.T) {
 			if hi := RowVersion(3, end, MaxVersionRow); want[5].version > hi {
 				t.Fatalf("test: version %d above the payload's range (%d)", want[5].version, hi)
 			}
-			if fmt.Sprint(h.commits) != fmt.Sprint([]Position{{testFile, 4}, {testFile, fdeEnd}, {testFile, end}, {testFile, last}}) {
+			if fmt.Sprint(h.commits) != fmt.Sprint([]Position{{binlogtest.File, 4}, {binlogtest.File, fdeEnd}, {binlogtest.File, end}, {binlogtest.File, last}}) {
 				t.Errorf("%s, raw %v: commits at %v; want the file's start, after its format description, the payload's end %d, %d", c.name, raw, h.commits, end, last)
 			}
 			if first == nil {
@@ -442,27 +196,27 @@ func TestCompressedTransaction(t *testing.T) {
 // read again, whole, from the boundary before it: its rows get the same
 // versions, its Commit comes once, at its end.
 func TestCompressedTransactionReadAgain(t *testing.T) {
-	good, bad := newFakeBinlog(), newFakeBinlog()
-	for _, b := range []*fakeBinlog{good, bad} {
-		b.add(replication.ANONYMOUS_GTID_EVENT, gtidBody(1))
+	good, bad := binlogtest.NewBinlog(), binlogtest.NewBinlog()
+	for _, b := range []*binlogtest.Binlog{good, bad} {
+		b.Add(replication.ANONYMOUS_GTID_EVENT, binlogtest.GTID(1))
 	}
-	boundary := good.events[0].start + uint32(len(good.events[0].data))
-	start, end := good.add(replication.TRANSACTION_PAYLOAD_EVENT, payloadBody(t, payloadZSTD, testTransaction(0)...))
-	bad.add(replication.TRANSACTION_PAYLOAD_EVENT, payloadBody(t, payloadZSTD, testTransaction(100)...))
+	boundary := good.EventEnd(0)
+	start, end := good.Add(replication.TRANSACTION_PAYLOAD_EVENT, binlogtest.Payload(t, binlogtest.CompressZSTD, testTransaction(0)...))
+	bad.Add(replication.TRANSACTION_PAYLOAD_EVENT, binlogtest.Payload(t, binlogtest.CompressZSTD, testTransaction(100)...))
 	_, _, last := addPlain(good, 2, 4)
 	h := &rowsRecorder{}
 	runTo(t, true, last, h, func(n int, pos Position) *client.Conn {
 		if n == 1 {
-			return bad.dial(t, pos)
+			return bad.Dial(t, pos.File, pos.Pos)
 		}
 		// From the event that ended at the boundary, which the stream
 		// reads again to check the binlog is the one it read (History).
-		if pos != (Position{testFile, good.events[0].start}) {
-			t.Errorf("reconnected at %s, want the event ending at the boundary before the payload, %d", pos, good.events[0].start)
+		if pos != (Position{binlogtest.File, good.EventStart(0)}) {
+			t.Errorf("reconnected at %s, want the event ending at the boundary before the payload, %d", pos, good.EventStart(0))
 		}
-		return good.dial(t, pos)
+		return good.Dial(t, pos.File, pos.Pos)
 	})
-	if len(h.downs) != 1 || !strings.Contains(h.downs[0], fmt.Sprintf("%s:%d: binlog %s:%d: compressed transaction", testFile, boundary, testFile, start)) ||
+	if len(h.downs) != 1 || !strings.Contains(h.downs[0], fmt.Sprintf("%s:%d: binlog %s:%d: compressed transaction", binlogtest.File, boundary, binlogtest.File, start)) ||
 		!strings.Contains(h.downs[0], "has length 100, past the payload's end") {
 		t.Fatalf("reconnects %q, want one at %d for the payload at %d", h.downs, boundary, start)
 	}
@@ -479,7 +233,7 @@ func TestCompressedTransactionReadAgain(t *testing.T) {
 	}
 	n := 0
 	for _, c := range h.commits {
-		if c == (Position{testFile, end}) {
+		if c == (Position{binlogtest.File, end}) {
 			n++
 		}
 	}
@@ -494,38 +248,38 @@ func TestCompressedTransactionReadAgain(t *testing.T) {
 // prepared payload, and get the versions of its range; the stream then
 // goes on after the XA COMMIT.
 func TestCompressedXA(t *testing.T) {
-	b := newFakeBinlog()
-	boundary := b.pos
-	b.add(replication.ANONYMOUS_GTID_EVENT, gtidBody(1))
-	xaStart, xaEnd := b.add(replication.TRANSACTION_PAYLOAD_EVENT, payloadBody(t, payloadZSTD,
-		inner(replication.QUERY_EVENT, queryBody("d", "XA START X'7831',X'',1")),
-		inner(replication.TABLE_MAP_EVENT, tableMapBody(18, "d", "t")),
-		inner(replication.WRITE_ROWS_EVENTv2, rowsBody(18, stmtEnd, false, image(100, "p", 0), image(101, "q", 0))),
-		inner(replication.QUERY_EVENT, queryBody("d", "XA END X'7831',X'',1")),
-		inner(replication.XA_PREPARE_LOG_EVENT, xaPrepareBody("x1")),
+	b := binlogtest.NewBinlog()
+	boundary := b.End()
+	b.Add(replication.ANONYMOUS_GTID_EVENT, binlogtest.GTID(1))
+	xaStart, xaEnd := b.Add(replication.TRANSACTION_PAYLOAD_EVENT, binlogtest.Payload(t, binlogtest.CompressZSTD,
+		binlogtest.Inner(replication.QUERY_EVENT, binlogtest.Query("d", "XA START X'7831',X'',1")),
+		binlogtest.Inner(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t")),
+		binlogtest.Inner(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd, false, binlogtest.Image(100, "p", 0), binlogtest.Image(101, "q", 0))),
+		binlogtest.Inner(replication.QUERY_EVENT, binlogtest.Query("d", "XA END X'7831',X'',1")),
+		binlogtest.Inner(replication.XA_PREPARE_LOG_EVENT, binlogtest.XAPrepare("x1")),
 	))
-	b.add(replication.ANONYMOUS_GTID_EVENT, gtidBody(2))
-	between, betweenEnd := b.add(replication.TRANSACTION_PAYLOAD_EVENT, payloadBody(t, payloadZSTD,
-		inner(replication.QUERY_EVENT, queryBody("d", "BEGIN")),
-		inner(replication.TABLE_MAP_EVENT, tableMapBody(18, "d", "t")),
-		inner(replication.WRITE_ROWS_EVENTv2, rowsBody(18, stmtEnd, false, image(7, "", 0))),
-		inner(replication.XID_EVENT, xidBody(9)),
+	b.Add(replication.ANONYMOUS_GTID_EVENT, binlogtest.GTID(2))
+	between, betweenEnd := b.Add(replication.TRANSACTION_PAYLOAD_EVENT, binlogtest.Payload(t, binlogtest.CompressZSTD,
+		binlogtest.Inner(replication.QUERY_EVENT, binlogtest.Query("d", "BEGIN")),
+		binlogtest.Inner(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t")),
+		binlogtest.Inner(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd, false, binlogtest.Image(7, "", 0))),
+		binlogtest.Inner(replication.XID_EVENT, binlogtest.XID(9)),
 	))
-	b.add(replication.ANONYMOUS_GTID_EVENT, gtidBody(3))
-	commitStart, commitEnd := b.add(replication.TRANSACTION_PAYLOAD_EVENT, payloadBody(t, payloadZSTD,
-		inner(replication.QUERY_EVENT, queryBody("d", "XA COMMIT X'7831',X'',1")),
+	b.Add(replication.ANONYMOUS_GTID_EVENT, binlogtest.GTID(3))
+	commitStart, commitEnd := b.Add(replication.TRANSACTION_PAYLOAD_EVENT, binlogtest.Payload(t, binlogtest.CompressZSTD,
+		binlogtest.Inner(replication.QUERY_EVENT, binlogtest.Query("d", "XA COMMIT X'7831',X'',1")),
 	))
 	_, _, last := addPlain(b, 4, 8)
 	var dialed []Position
 	h := &rowsRecorder{}
 	runTo(t, true, last, h, func(_ int, pos Position) *client.Conn {
 		dialed = append(dialed, pos)
-		return b.dial(t, pos)
+		return b.Dial(t, pos.File, pos.Pos)
 	})
 	// The XA transaction is read again from the boundary before it; the
 	// stream goes on from the event that ended at its XA COMMIT's
 	// boundary, which it reads again to check it (History).
-	if fmt.Sprint(dialed) != fmt.Sprint([]Position{{testFile, 4}, {testFile, boundary}, {testFile, commitStart}}) {
+	if fmt.Sprint(dialed) != fmt.Sprint([]Position{{binlogtest.File, 4}, {binlogtest.File, boundary}, {binlogtest.File, commitStart}}) {
 		t.Errorf("connections from %v; want the start, the boundary before the XA transaction %d, after its XA COMMIT %d (from %d)", dialed, boundary, commitEnd, commitStart)
 	}
 	var ids []int64
@@ -556,10 +310,10 @@ func TestCompressedXA(t *testing.T) {
 // get consecutive versions and its one Commit is at its end.
 func TestCompressedTransactionMemory(t *testing.T) {
 	const rows = 100_000
-	b := newFakeBinlog()
-	b.add(replication.ANONYMOUS_GTID_EVENT, gtidBody(1))
+	b := binlogtest.NewBinlog()
+	b.Add(replication.ANONYMOUS_GTID_EVENT, binlogtest.GTID(1))
 	var compressed bytes.Buffer
-	zw := zstdWriter(t, &compressed)
+	zw := binlogtest.ZstdWriter(t, &compressed)
 	uncompressed := 0
 	write := func(ev []byte) {
 		uncompressed += len(ev)
@@ -567,13 +321,13 @@ func TestCompressedTransactionMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(inner(replication.QUERY_EVENT, queryBody("d", "BEGIN")))
-	write(inner(replication.TABLE_MAP_EVENT, tableMapBody(18, "d", "t")))
+	write(binlogtest.Inner(replication.QUERY_EVENT, binlogtest.Query("d", "BEGIN")))
+	write(binlogtest.Inner(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t")))
 	words := strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliett kilo lima mike november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu")
 	var images [][]byte
 	events := 0
 	flush := func(flags uint16) {
-		write(inner(replication.WRITE_ROWS_EVENTv2, rowsBody(18, flags, false, images...)))
+		write(binlogtest.Inner(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(18, flags, false, images...)))
 		images, events = images[:0], events+1
 	}
 	size := 0
@@ -583,19 +337,19 @@ func TestCompressedTransactionMemory(t *testing.T) {
 			v.WriteString(words[(i*7+j*j)%len(words)])
 			fmt.Fprintf(&v, "-%d ", (i+j)%1000)
 		}
-		im := image(int64(i+1), v.String(), int32(i))
+		im := binlogtest.Image(int64(i+1), v.String(), int32(i))
 		if size+len(im) > 8000 {
 			flush(0)
 			size = 0
 		}
 		images, size = append(images, im), size+len(im)
 	}
-	flush(stmtEnd)
-	write(inner(replication.XID_EVENT, xidBody(1)))
+	flush(binlogtest.StmtEnd)
+	write(binlogtest.Inner(replication.XID_EVENT, binlogtest.XID(1)))
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	start, end := b.add(replication.TRANSACTION_PAYLOAD_EVENT, append(payloadFieldsFor(payloadZSTD, uint64(uncompressed), compressed.Len()), compressed.Bytes()...))
+	start, end := b.Add(replication.TRANSACTION_PAYLOAD_EVENT, append(binlogtest.PayloadFields(binlogtest.CompressZSTD, uint64(uncompressed), compressed.Len()), compressed.Bytes()...))
 	compressed = bytes.Buffer{}
 	_, rowsEnd, last := addPlain(b, 2, rows+1)
 
@@ -607,7 +361,7 @@ func TestCompressedTransactionMemory(t *testing.T) {
 	next := RowVersion(3, start, 0) + 1
 	h := &rowsRecorder{}
 	h.onRows = func(r Rows) error {
-		n := len(splitImages(r.Raw))
+		n := len(binlogtest.SplitImages(r.Raw))
 		if r.At.Pos != start {
 			if r.Version != RowVersion(3, rowsEnd, 0) || r.Version < next {
 				return fmt.Errorf("rows after the payload: version %d, want %d, above %d", r.Version, RowVersion(3, rowsEnd, 0), next)
@@ -625,7 +379,7 @@ func TestCompressedTransactionMemory(t *testing.T) {
 		}
 		return nil
 	}
-	runTo(t, true, last, h, func(_ int, pos Position) *client.Conn { return b.dial(t, pos) }, func(s *Stream) { s.EventCache = 64 })
+	runTo(t, true, last, h, func(_ int, pos Position) *client.Conn { return b.Dial(t, pos.File, pos.Pos) }, func(s *Stream) { s.EventCache = 64 })
 	used := peak - base
 	t.Logf("%d rows in %d rows events, %d bytes uncompressed, %d compressed (%.3f rows per compressed byte): peak live heap %.1f MiB above the start",
 		rows, events, uncompressed, end-start, float64(rows)/float64(end-start), float64(used)/(1<<20))
@@ -635,7 +389,7 @@ func TestCompressedTransactionMemory(t *testing.T) {
 	if next-1 > RowVersion(3, end, MaxVersionRow) {
 		t.Errorf("the payload's last row has version %d, above its range", next-1)
 	}
-	if fmt.Sprint(h.commits) != fmt.Sprint([]Position{{testFile, 4}, {testFile, b.events[0].start + uint32(len(b.events[0].data))}, {testFile, end}, {testFile, last}}) {
+	if fmt.Sprint(h.commits) != fmt.Sprint([]Position{{binlogtest.File, 4}, {binlogtest.File, b.EventEnd(0)}, {binlogtest.File, end}, {binlogtest.File, last}}) {
 		t.Errorf("commits %v, want one at the payload's end %d", h.commits, end)
 	}
 	if uncompressed < 40<<20 {
@@ -650,37 +404,37 @@ func TestCompressedTransactionMemory(t *testing.T) {
 // its position, and nothing after the failure is handed on: no Commit at
 // its end.
 func TestCorruptPayload(t *testing.T) {
-	good := payloadBody(t, payloadZSTD, testTransaction(0)...)
+	good := binlogtest.Payload(t, binlogtest.CompressZSTD, testTransaction(0)...)
 	total := len(bytes.Join(testTransaction(0), nil))
 	xidAt := total - replication.EventHeaderSize - 8
-	fields := len(payloadFieldsFor(payloadZSTD, uint64(total), len(good)))
+	fields := len(binlogtest.PayloadFields(binlogtest.CompressZSTD, uint64(total), len(good)))
 	badZstd := bytes.Clone(good)
 	for i := fields + 8; i < len(badZstd)-4; i++ {
 		badZstd[i] ^= 0x5a
 	}
-	nested := payloadBody(t, payloadZSTD, inner(replication.TRANSACTION_PAYLOAD_EVENT, payloadBody(t, payloadZSTD, testTransaction(0)...)))
+	nested := binlogtest.Payload(t, binlogtest.CompressZSTD, binlogtest.Inner(replication.TRANSACTION_PAYLOAD_EVENT, binlogtest.Payload(t, binlogtest.CompressZSTD, testTransaction(0)...)))
 	for _, c := range []struct {
 		name string
 		body []byte
 		want string
 	}{
 		{"bad zstd", badZstd, "decompressing"},
-		{"length past the end", payloadBody(t, payloadZSTD, testTransaction(200)...), fmt.Sprintf("the XIDEvent at byte %d of the payload has length 200, past the payload's end at %d", xidAt, total)},
-		{"length too short", payloadBody(t, payloadZSTD, testTransaction(5)...), "has length 5"},
-		{"uncompressed size", append(payloadFieldsFor(payloadZSTD, 9999, len(good)-fields), good[fields:]...), fmt.Sprintf("ends after %d uncompressed bytes; the event says 9999", total)},
-		{"payload size", append(payloadFieldsFor(payloadZSTD, uint64(total), 5), good[fields:]...), "says its payload has 5 bytes"},
-		{"compression", payloadBody(t, 7, testTransaction(0)...), "unknown compression type 7"},
+		{"length past the end", binlogtest.Payload(t, binlogtest.CompressZSTD, testTransaction(200)...), fmt.Sprintf("the XIDEvent at byte %d of the payload has length 200, past the payload's end at %d", xidAt, total)},
+		{"length too short", binlogtest.Payload(t, binlogtest.CompressZSTD, testTransaction(5)...), "has length 5"},
+		{"uncompressed size", append(binlogtest.PayloadFields(binlogtest.CompressZSTD, 9999, len(good)-fields), good[fields:]...), fmt.Sprintf("ends after %d uncompressed bytes; the event says 9999", total)},
+		{"payload size", append(binlogtest.PayloadFields(binlogtest.CompressZSTD, uint64(total), 5), good[fields:]...), "says its payload has 5 bytes"},
+		{"compression", binlogtest.Payload(t, 7, testTransaction(0)...), "unknown compression type 7"},
 		{"nested", nested, "is a TRANSACTION_PAYLOAD_EVENT itself"},
 		{"fields", []byte{2, 1}, "fields end inside a compression type"},
 		{"field", []byte{2, 1, 0xfb, 0}, "or it is not a length-encoded integer, at byte 2"},
 	} {
-		b := newFakeBinlog()
-		b.add(replication.ANONYMOUS_GTID_EVENT, gtidBody(1))
-		start, end := b.add(replication.TRANSACTION_PAYLOAD_EVENT, c.body)
+		b := binlogtest.NewBinlog()
+		b.Add(replication.ANONYMOUS_GTID_EVENT, binlogtest.GTID(1))
+		start, end := b.Add(replication.TRANSACTION_PAYLOAD_EVENT, c.body)
 		s := testStream(t)
 		s.srv = Server{Flavor: mysql.MySQLFlavor, ID: "uuid:test", RawRows: true}
-		s.tables, s.pos, s.fileIdx = map[uint64]*tableState{}, Position{File: testFile, Pos: 4}, 3
-		d := s.newDump(b.dial(t, s.pos))
+		s.tables, s.pos, s.fileIdx = map[uint64]*tableState{}, Position{File: binlogtest.File, Pos: 4}, 3
+		d := binlog.Read(b.Dial(t, s.pos.File, s.pos.Pos), s.connConfig())
 		h := &recorder{}
 		var err error
 		for err == nil {
@@ -690,34 +444,13 @@ func TestCorruptPayload(t *testing.T) {
 			}
 		}
 		d.Close()
-		want := fmt.Sprintf("binlog %s:%d: compressed transaction (TRANSACTION_PAYLOAD_EVENT of %d bytes): ", testFile, start, end-start)
+		want := fmt.Sprintf("binlog %s:%d: compressed transaction (TRANSACTION_PAYLOAD_EVENT of %d bytes): ", binlogtest.File, start, end-start)
 		if !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want %q ... %q", c.name, err, want, c.want)
 		}
-		if got := strings.Join(h.got, "\n"); strings.Contains(got, fmt.Sprintf("commit %s:%d ", testFile, end)) {
+		if got := strings.Join(h.got, "\n"); strings.Contains(got, fmt.Sprintf("commit %s:%d ", binlogtest.File, end)) {
 			t.Errorf("%s: committed the payload:\n%s", c.name, got)
 		}
-	}
-}
-
-// TestPayloadFields: the fields are length-encoded integers (go-mysql
-// v1.16 reads them as one byte each, wrong from 251 on), in any order,
-// unknown ones skipped.
-func TestPayloadFields(t *testing.T) {
-	b := payloadFieldsFor(payloadZSTD, 70000, 3)
-	b = append(b[:len(b)-1], 9, 2, 0xaa, 0xbb, 0) // an unknown field before the end mark
-	f, err := parsePayloadFields(append(b, "xyz"...))
-	if err != nil || f.size != 3 || f.uncompressed != 70000 || !f.hasUncompressed || f.compression != payloadZSTD || string(f.payload) != "xyz" {
-		t.Errorf("got %+v, %v", f, err)
-	}
-	for _, v := range []uint64{0, 250, 251, 65535, 65536, 1<<24 - 1, 1 << 24, 1<<64 - 1} {
-		if got, n := lengthEncodedInt(appendLenEnc(nil, v)); got != v || n != len(appendLenEnc(nil, v)) {
-			t.Errorf("length-encoded %d read as %d (%d bytes)", v, got, n)
-		}
-	}
-	f, err = parsePayloadFields(append(payloadFieldsFor(payloadNone, 0, 300), make([]byte, 300)...))
-	if err != nil || f.size != 300 || f.uncompressed != 300 || f.compression != payloadNone {
-		t.Errorf("NONE: got %+v, %v", f, err)
 	}
 }
 
@@ -726,8 +459,8 @@ func TestPayloadFields(t *testing.T) {
 // ones before keep theirs.
 func TestPayloadVersionsRunOut(t *testing.T) {
 	s := testStream(t)
-	s.payload = &payloadState{start: Position{File: testFile, Pos: 100}, end: 101}
-	st := &tableState{name: schema.TableName{Database: "d", Table: "t"}, event: mapEvent()}
+	s.payload = &payloadState{start: Position{File: binlogtest.File, Pos: 100}, end: 101}
+	st := &tableState{name: schema.TableName{Database: "d", Table: "t"}, event: binlogtest.MariaDBTableMap()}
 	hi := RowVersion(3, 101, MaxVersionRow)
 	var got []uint64
 	for _, n := range []int{5000, 5000, 7} {
@@ -742,7 +475,7 @@ func TestPayloadVersionsRunOut(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("first and last versions of each event %v, want %v", got, want)
 	}
-	if _, _, ok, _ := s.payloadRows(Position{File: testFile, Pos: 101}, st, &replication.EventHeader{EventType: replication.WRITE_ROWS_EVENTv2}, &replication.RowsEvent{}); ok {
+	if _, _, ok, _ := s.payloadRows(Position{File: binlogtest.File, Pos: 101}, st, &replication.EventHeader{EventType: replication.WRITE_ROWS_EVENTv2}, &replication.RowsEvent{}); ok {
 		t.Error("a rows event read after the payload took a version of its range")
 	}
 }

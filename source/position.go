@@ -1,10 +1,13 @@
-// Package source is the MySQL side of replication: connecting and checking
-// the server (flavour, binlog settings, identity), the binlog stream
-// (Stream: reconnects, heartbeats, table maps and the schema as of each
-// event, rows decoding, DDL meaning), binlog positions and the server's
-// current one, and the tables a config selects. It hands events to a
-// Handler in binlog order and knows nothing of ClickHouse, of batching,
-// or of how positions are stored.
+// Package source is the stream: it follows one server's binlog in binlog
+// order and hands a Handler its Rows, Statements and Commits. It owns the
+// reading's state: positions and their order, reconnects and backoff, the
+// binlog history a checkpoint was saved on, GTID sets and what a server
+// lacks of them, XA transactions held until their outcome, row versions,
+// and the schema of each table map as of its event. It also connects to the
+// server and checks what the stream needs of it (Inspect). It must not know
+// of ClickHouse, batching or how positions are stored; the bytes of the
+// wire are the binlog package's, the meaning of a statement the ddl
+// package's.
 package source
 
 import (

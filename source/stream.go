@@ -1,7 +1,6 @@
 package source
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/pingcap/tidb/pkg/parser"
 
+	"github.com/binlog2ch/binlog2ch/binlog"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -59,8 +59,8 @@ type Rows struct {
 	Table  schema.TableName
 	Schema *schema.Table // as the event's table map describes it
 	Op     Op
-	Rows   [][]any // decoded by go-mysql, when Raw is nil
-	Raw    RawRows // the row images undecoded (see RowsDecoder)
+	Rows   [][]any        // decoded by go-mysql, when Raw is nil
+	Raw    binlog.RawRows // the row images undecoded (see RowsDecoder)
 	// Version is the _version of the event's first row; row i has
 	// Version + min(i, Slots-1) (see RowVersion).
 	Version uint64
@@ -163,15 +163,13 @@ func (e *PartialImageError) Error() string {
 // DDL meaning, heartbeats. It reconnects, with backoff, at the last
 // transaction boundary after a failure that reconnecting can fix.
 type Stream struct {
-	cfg  *config.Config
-	log  *slog.Logger
-	srv  Server
-	host string
-	port uint16
-	wk   waker
+	cfg *config.Config
+	log *slog.Logger
+	srv Server
+	wk  waker
 
 	// EventCache is how many events the connection may read ahead (at most
-	// maxAhead bytes of them).
+	// binlog.MaxAhead bytes of them).
 	EventCache int
 	// MaxBackoff caps the reconnect backoff.
 	MaxBackoff time.Duration
@@ -293,15 +291,40 @@ func (s *Stream) Touched() Touched { return s.touched }
 // NewStream returns a stream of the server at cfg.MySQL.Addr, which
 // Inspect described as srv.
 func NewStream(cfg *config.Config, log *slog.Logger, srv Server) (*Stream, error) {
-	host, portText, err := net.SplitHostPort(cfg.MySQL.Addr)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(cfg.MySQL.Addr); err != nil {
 		return nil, fmt.Errorf("mysql.addr: %w", err)
 	}
-	port, err := strconv.ParseUint(portText, 10, 16)
-	if err != nil {
-		return nil, fmt.Errorf("mysql.addr: bad port %q", portText)
+	return &Stream{cfg: cfg, log: log, srv: srv, EventCache: 1024, MaxBackoff: 30 * time.Second, touched: Touched{}}, nil
+}
+
+// connConfig is how the stream's binlog connections are opened.
+func (s *Stream) connConfig() binlog.Config {
+	m := s.cfg.MySQL
+	return binlog.Config{Addr: m.Addr, User: m.User, Password: m.Password.Reveal(), TLS: s.cfg.MySQLTLS(), ServerID: m.ServerID,
+		HeartbeatPeriod: m.HeartbeatPeriod, StallTimeout: m.StallTimeout, Flavor: s.srv.Flavor, RawRows: s.srv.RawRows,
+		EventCache: s.EventCache, Log: s.log}
+}
+
+// startDump opens a binlog connection and asks for the binlog from pos,
+// or, with gtids, from the first transaction not in gtids.
+func (s *Stream) startDump(ctx context.Context, pos Position, gtids *GTIDSet) (*binlog.Conn, error) {
+	if s.testDial != nil {
+		conn, err := s.testDial(pos, gtids)
+		if err != nil {
+			return nil, err
+		}
+		return binlog.Read(conn, s.connConfig()), nil
 	}
-	return &Stream{cfg: cfg, log: log, srv: srv, host: host, port: uint16(port), EventCache: 1024, MaxBackoff: 30 * time.Second, touched: Touched{}}, nil
+	req := binlog.Request{File: pos.File, Pos: pos.Pos}
+	if gtids != nil {
+		req = binlog.Request{ByGTID: true}
+		if s.srv.Flavor == mysql.MariaDBFlavor {
+			req.MariaDBGTIDs = gtids.String()
+		} else {
+			req.MySQLGTIDs = gtids.my.Encode()
+		}
+	}
+	return binlog.Dial(ctx, s.connConfig(), req)
 }
 
 // Wake interrupts the wait for the next event with a Tick, from any
@@ -795,13 +818,13 @@ func (s *Stream) openXA() {
 }
 
 func (s *Stream) tableMap(e *replication.TableMapEvent) error {
-	if st, ok := s.tables[e.TableID]; ok && st.event != nil && sameTableMap(st.event, e) {
+	if st, ok := s.tables[e.TableID]; ok && st.event != nil && binlog.SameTableMap(st.event, e) {
 		return nil
 	}
 	name := schema.TableName{Database: string(e.Schema), Table: string(e.Table)}
 	st := &tableState{name: name, skip: schema.SystemDatabase(name.Database) || !s.cfg.Replicates(name.Database, name.Table), event: e}
 	if !st.skip {
-		src, err := TableFromMap(e, s.srv.Collations)
+		src, err := binlog.TableFromMap(e, s.srv.Collations)
 		if err != nil {
 			return err
 		}
@@ -809,35 +832,6 @@ func (s *Stream) tableMap(e *replication.TableMapEvent) error {
 	}
 	s.tables[e.TableID] = st
 	return nil
-}
-
-// sameTableMap reports whether two table-map events describe the same
-// schema, so the decoded definition can be reused.
-func sameTableMap(a, b *replication.TableMapEvent) bool {
-	if !bytes.Equal(a.Schema, b.Schema) || !bytes.Equal(a.Table, b.Table) || !bytes.Equal(a.ColumnType, b.ColumnType) ||
-		!slices.Equal(a.ColumnMeta, b.ColumnMeta) || !bytes.Equal(a.NullBitmap, b.NullBitmap) ||
-		!bytes.Equal(a.SignednessBitmap, b.SignednessBitmap) || len(a.ColumnName) != len(b.ColumnName) ||
-		!slices.Equal(a.PrimaryKey, b.PrimaryKey) || len(a.EnumStrValue) != len(b.EnumStrValue) || len(a.SetStrValue) != len(b.SetStrValue) {
-		return false
-	}
-	for i := range a.ColumnName {
-		if !bytes.Equal(a.ColumnName[i], b.ColumnName[i]) {
-			return false
-		}
-	}
-	for _, pair := range [][2][][][]byte{{a.EnumStrValue, b.EnumStrValue}, {a.SetStrValue, b.SetStrValue}} {
-		for i := range pair[0] {
-			if len(pair[0][i]) != len(pair[1][i]) {
-				return false
-			}
-			for j := range pair[0][i] {
-				if !bytes.Equal(pair[0][i][j], pair[1][i][j]) {
-					return false
-				}
-			}
-		}
-	}
-	return true
 }
 
 func (s *Stream) rows(ctx context.Context, hd *replication.EventHeader, e *replication.RowsEvent, h Handler) error {
@@ -891,7 +885,7 @@ func (s *Stream) rows(ctx context.Context, hd *replication.EventHeader, e *repli
 	}
 	r.Flags = e.Flags
 	if len(e.Rows) == 1 && len(e.Rows[0]) == 1 {
-		if raw, ok := e.Rows[0][0].(RawRows); ok {
+		if raw, ok := e.Rows[0][0].(binlog.RawRows); ok {
 			r.Raw = raw
 			r.decode = func() ([][]any, error) {
 				// A copy keeps the event as the writer will read it.
@@ -931,7 +925,7 @@ func missingColumns(st *tableState, e *replication.RowsEvent, op Op) string {
 	}
 	var names []string
 	for _, bm := range bitmaps {
-		if fullImage(bm, n) {
+		if binlog.FullImage(bm, n) {
 			continue
 		}
 		for i := uint64(0); i < n; i++ {
@@ -1023,3 +1017,13 @@ func (k *waker) wakeAfter(d time.Duration) {
 		k.timer.Reset(d)
 	}
 }
+
+// Op is the kind of a rows event.
+type Op int8
+
+// The rows events.
+const (
+	OpInsert Op = iota + 1
+	OpUpdate    // rows alternate before and after images
+	OpDelete
+)

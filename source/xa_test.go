@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/binlog2ch/binlog2ch/binlog/binlogtest"
 	"github.com/go-mysql-org/go-mysql/replication"
 )
 
@@ -87,16 +88,16 @@ func TestStreamHoldsPreparedXA(t *testing.T) {
 	// MySQL: 'x1' prepared.
 	must(ev(replication.GTID_EVENT, 150, 1, &replication.GTIDEvent{}),
 		ev(replication.QUERY_EVENT, 200, 1, &replication.QueryEvent{Query: []byte("XA START X'7831',X'',1")}),
-		ev(replication.TABLE_MAP_EVENT, 250, 1, mapEvent()), rows(300),
+		ev(replication.TABLE_MAP_EVENT, 250, 1, binlogtest.MariaDBTableMap()), rows(300),
 		ev(replication.QUERY_EVENT, 350, 1, &replication.QueryEvent{Query: []byte("XA END X'7831',X'',1")}),
 		prepare(400, "000100000002000000000000007831"))
 	// MariaDB: 'x2' prepared, then an ordinary transaction commits.
 	must(ev(replication.MARIADB_GTID_EVENT, 450, 1, &replication.MariadbGTIDEvent{Flags: 0x4c}),
-		ev(replication.TABLE_MAP_EVENT, 500, 1, mapEvent()), rows(550),
+		ev(replication.TABLE_MAP_EVENT, 500, 1, binlogtest.MariaDBTableMap()), rows(550),
 		ev(replication.QUERY_EVENT, 600, 1, &replication.QueryEvent{Query: []byte("XA END X'7832',X'',1")}),
 		prepare(650, "000100000002000000000000007832"),
 		ev(replication.MARIADB_GTID_EVENT, 700, 1, &replication.MariadbGTIDEvent{Flags: 0x0c}),
-		ev(replication.TABLE_MAP_EVENT, 750, 1, mapEvent()), rows(800), ev(replication.XID_EVENT, 850, 1, &replication.XIDEvent{}))
+		ev(replication.TABLE_MAP_EVENT, 750, 1, binlogtest.MariaDBTableMap()), rows(800), ev(replication.XID_EVENT, 850, 1, &replication.XIDEvent{}))
 	handed := 0
 	for _, g := range h.got {
 		if strings.HasPrefix(g, "rows ") {
@@ -126,7 +127,7 @@ func TestStreamHoldsPreparedXA(t *testing.T) {
 	}
 	// MySQL's XA COMMIT ... ONE PHASE.
 	must(ev(replication.QUERY_EVENT, 1000, 1, &replication.QueryEvent{Query: []byte("XA START X'7833',X'',1")}),
-		ev(replication.TABLE_MAP_EVENT, 1050, 1, mapEvent()), rows(1100),
+		ev(replication.TABLE_MAP_EVENT, 1050, 1, binlogtest.MariaDBTableMap()), rows(1100),
 		ev(replication.QUERY_EVENT, 1150, 1, &replication.QueryEvent{Query: []byte("XA END X'7833',X'',1")}))
 	if x, ok := errIsXACommitted(feed(prepare(1200, "010100000002000000000000007833"))); !ok || x.start.Pos != 950 || x.end.Pos != 1200 {
 		t.Errorf("one-phase prepare gave %+v, %v; want its rows from :950 to :1200", x, ok)

@@ -1,4 +1,4 @@
-package source
+package binlog
 
 import (
 	"bytes"
@@ -168,7 +168,7 @@ func updateBytes(typ replication.EventType, cols []tcol, rows ...[]any) []byte {
 // connection's parser and returns the rows event.
 func decodeRows(t *testing.T, raw bool, tableMap, rows []byte) (*replication.RowsEvent, error) {
 	t.Helper()
-	return decodeRowsWith(t, newBinlogParser(mysql.MySQLFlavor, raw), tableMap, rows)
+	return decodeRowsWith(t, NewParser(mysql.MySQLFlavor, raw), tableMap, rows)
 }
 
 func decodeRowsWith(t *testing.T, p *replication.BinlogParser, tableMap, rows []byte) (*replication.RowsEvent, error) {
@@ -312,7 +312,7 @@ func decodeBoth(t *testing.T, newParser func() *replication.BinlogParser) (got, 
 // the rows the same UPDATE logged with whole documents decodes to, byte
 // for byte.
 func TestPartialJSONUpdates(t *testing.T) {
-	got, want := decodeBoth(t, func() *replication.BinlogParser { return newBinlogParser(mysql.MySQLFlavor, true) })
+	got, want := decodeBoth(t, func() *replication.BinlogParser { return NewParser(mysql.MySQLFlavor, true) })
 	for i := range want.Rows {
 		if !reflect.DeepEqual(got.Rows[i], want.Rows[i]) {
 			t.Errorf("row image %d:\n got %#v\nwant %#v", i, got.Rows[i], want.Rows[i])
@@ -456,7 +456,7 @@ func TestJSONStringBinary(t *testing.T) {
 // rather than followed by inserts in the wrong place.
 func TestPartialJSONParserSettings(t *testing.T) {
 	got, want := decodeBoth(t, func() *replication.BinlogParser {
-		p := newBinlogParser(mysql.MySQLFlavor, false)
+		p := NewParser(mysql.MySQLFlavor, false)
 		p.SetUseFloatWithTrailingZero(true)
 		p.SetUseDecimal(true)
 		return p
@@ -469,7 +469,7 @@ func TestPartialJSONParserSettings(t *testing.T) {
 	}
 
 	got, _ = decodeBoth(t, func() *replication.BinlogParser {
-		p := newBinlogParser(mysql.MySQLFlavor, false)
+		p := NewParser(mysql.MySQLFlavor, false)
 		p.SetRenderJSONAsMySQLText(true)
 		return p
 	})

@@ -1,7 +1,15 @@
-package source
+// Package binlog is the binlog wire: a binlog connection read with each
+// event in one buffer of its size (Conn), MySQL's compressed transactions
+// handed on one event at a time, rows events decoded (or left as row
+// images for the block package), MySQL's partial JSON updates made whole,
+// and table maps read as schemas. Like go-mysql's replication package it
+// turns bytes into events and must not hold policy: positions, versions,
+// reconnects and what an event means are the source package's.
+package binlog
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -20,7 +28,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// dump is one binlog connection, read by binlog2ch rather than by
+// Conn is one binlog connection, read by binlog2ch rather than by
 // go-mysql's BinlogSyncer. go-mysql's packet reader grows a large event's
 // buffer by doubling (updating a row that holds a 64 MiB value peaked at
 // over ten times the value), reads up to its event cache ahead whatever
@@ -30,11 +38,11 @@ import (
 // read ahead are bounded in bytes as well as in number; closing closes the
 // socket. go-mysql still does the handshake, authentication, TLS, the
 // session settings and the event parsing, as its BinlogSyncer does.
-type dump struct {
+type Conn struct {
 	conn   *client.Conn
-	events chan dumpItem
+	events chan item
 	// ahead is the bytes of the events read and not yet taken; the reader
-	// waits while it is over maxAhead (and one event is queued).
+	// waits while it is over MaxAhead (and one event is queued).
 	mu       sync.Mutex
 	ahead    int
 	room     *sync.Cond
@@ -49,59 +57,88 @@ type dump struct {
 	zr        *zstd.Decoder                       // made at the first compressed transaction
 }
 
-type dumpItem struct {
+type item struct {
 	ev   *replication.BinlogEvent
 	size int
 	err  error
 }
 
-// maxAhead bounds the bytes of events read ahead of the handler.
-const maxAhead = 64 << 20
+// MaxAhead bounds the bytes of events read ahead of the reader's caller.
+const MaxAhead = 64 << 20
 
-// startDump opens a binlog connection and asks for the binlog from pos,
-// or, with gtids, from the first transaction not in gtids.
-func (s *Stream) startDump(ctx context.Context, pos Position, gtids *GTIDSet) (*dump, error) {
-	if s.testDial != nil {
-		conn, err := s.testDial(pos, gtids)
-		if err != nil {
-			return nil, err
-		}
-		return s.newDump(conn), nil
+// Config is how binlog connections are opened and read.
+type Config struct {
+	Addr           string // host:port
+	User, Password string
+	TLS            *tls.Config
+	// ServerID is the replica's server id the connection registers with.
+	ServerID uint32
+	// HeartbeatPeriod is asked of the server; StallTimeout bounds each read.
+	HeartbeatPeriod, StallTimeout time.Duration
+	Flavor                        string // mysql.MySQLFlavor or mysql.MariaDBFlavor
+	// RawRows: rows of tables whose types binlog2ch decodes itself stay
+	// undecoded (RowsDecoder).
+	RawRows bool
+	// EventCache is how many events may be read ahead (at most MaxAhead
+	// bytes of them).
+	EventCache int
+	Log        *slog.Logger
+}
+
+// Request is where the server is to start sending: at File:Pos, or, with
+// ByGTID, from the first transaction not in the GTID set (MariaDB's text
+// form, or MySQL's encoded set).
+type Request struct {
+	File         string
+	Pos          uint32
+	ByGTID       bool
+	MariaDBGTIDs string
+	MySQLGTIDs   []byte
+}
+
+// Dial opens a binlog connection and asks for the binlog req names.
+func Dial(ctx context.Context, cfg Config, req Request) (*Conn, error) {
+	host, portText, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("mysql.addr: %w", err)
 	}
-	addr := net.JoinHostPort(s.host, strconv.Itoa(int(s.port)))
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("mysql.addr: bad port %q", portText)
+	}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	connectCtx, cancel := context.WithTimeout(ctx, 10*time.Second+s.cfg.MySQL.StallTimeout)
+	connectCtx, cancel := context.WithTimeout(ctx, 10*time.Second+cfg.StallTimeout)
 	defer cancel()
-	conn, err := client.ConnectWithDialer(connectCtx, "", addr, s.cfg.MySQL.User, s.cfg.MySQL.Password.Reveal(), "", dialer.DialContext,
+	conn, err := client.ConnectWithDialer(connectCtx, "", net.JoinHostPort(host, portText), cfg.User, cfg.Password, "", dialer.DialContext,
 		func(c *client.Conn) error {
-			c.SetTLSConfig(s.cfg.MySQLTLS())
+			c.SetTLSConfig(cfg.TLS)
 			c.SetAttributes(map[string]string{"_client_role": "binary_log_listener", "program_name": "binlog2ch"})
 			// Each read of the stream waits at most this long: heartbeats
 			// come every heartbeat period on an idle stream.
-			c.ReadTimeout = s.cfg.MySQL.StallTimeout
+			c.ReadTimeout = cfg.StallTimeout
 			return nil
 		})
 	if err != nil {
 		return nil, err
 	}
-	if err := s.prepareDump(conn, pos, gtids); err != nil {
+	if err := prepare(conn, cfg, uint16(port), req); err != nil {
 		conn.Close()
 		return nil, err
 	}
-	d := s.newDump(conn)
-	d.log.Debug("binlog connection opened", "position", pos.String(), "server_version", conn.GetServerVersion(), "connection_id", conn.GetConnectionID())
+	d := Read(conn, cfg)
+	d.log.Debug("binlog connection opened", "position", req.File+":"+strconv.FormatUint(uint64(req.Pos), 10), "server_version", conn.GetServerVersion(), "connection_id", conn.GetConnectionID())
 	return d, nil
 }
 
-// newBinlogParser is a parser of the binlog connection: times parsed,
+// NewParser is a parser of the binlog connection: times parsed,
 // TIMESTAMPs in UTC, rows decoded by a RowsDecoder (raw: rows of tables
 // binlog2ch decodes itself left as bytes). JSON values are go-mysql's
-// default rendering, which partial JSON updates reproduce (jsondiff.go).
-func newBinlogParser(flavor string, raw bool) *replication.BinlogParser {
-	return newBinlogParserWith(flavor, NewRowsDecoder(raw))
+// default rendering, which partial JSON updates reproduce (jsondiff).
+func NewParser(flavor string, raw bool) *replication.BinlogParser {
+	return newParserWith(flavor, NewRowsDecoder(raw))
 }
 
-func newBinlogParserWith(flavor string, dec *RowsDecoder) *replication.BinlogParser {
+func newParserWith(flavor string, dec *RowsDecoder) *replication.BinlogParser {
 	parser := replication.NewBinlogParser()
 	parser.SetFlavor(flavor)
 	parser.SetParseTime(true)
@@ -110,22 +147,27 @@ func newBinlogParserWith(flavor string, dec *RowsDecoder) *replication.BinlogPar
 	return parser
 }
 
-// newDump reads the binlog stream of conn, on which prepareDump asked for
-// it, in a goroutine of its own. A compressed transaction's events are
-// parsed by parsers of their own (payload.go), with the same decoder.
-func (s *Stream) newDump(conn *client.Conn) *dump {
-	dec := NewRowsDecoder(s.srv.RawRows)
-	newParser := func() *replication.BinlogParser { return newBinlogParserWith(s.srv.Flavor, dec) }
-	d := &dump{conn: conn, events: make(chan dumpItem, max(1, s.EventCache)), log: s.log.With("component", "binlog"), newParser: newParser}
+// Read reads the binlog stream of conn, on which the binlog was asked
+// for (by Dial, or by a test's server), in a goroutine of its own. A
+// compressed transaction's events are parsed by parsers of their own
+// (payload.go), with the same decoder.
+func Read(conn *client.Conn, cfg Config) *Conn {
+	dec := NewRowsDecoder(cfg.RawRows)
+	newParser := func() *replication.BinlogParser { return newParserWith(cfg.Flavor, dec) }
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	d := &Conn{conn: conn, events: make(chan item, max(1, cfg.EventCache)), log: log.With("component", "binlog"), newParser: newParser}
 	d.room = sync.NewCond(&d.mu)
 	go d.read(newParser())
 	return d
 }
 
-// prepareDump sets the session up as go-mysql's BinlogSyncer does
-// (checksums off, MariaDB's GTID capability, heartbeats, a replica uuid),
-// registers as a replica and sends COM_BINLOG_DUMP.
-func (s *Stream) prepareDump(conn *client.Conn, pos Position, gtids *GTIDSet) error {
+// prepare sets the session up as go-mysql's BinlogSyncer does (checksums
+// off, MariaDB's GTID capability, heartbeats, a replica uuid), registers
+// as a replica and sends COM_BINLOG_DUMP.
+func prepare(conn *client.Conn, cfg Config, port uint16, req Request) error {
 	r, err := conn.Execute("SHOW GLOBAL VARIABLES LIKE 'BINLOG_CHECKSUM'")
 	if err != nil {
 		return err
@@ -137,13 +179,13 @@ func (s *Stream) prepareDump(conn *client.Conn, pos Position, gtids *GTIDSet) er
 			return err
 		}
 	}
-	if s.srv.Flavor == mysql.MariaDBFlavor {
+	if cfg.Flavor == mysql.MariaDBFlavor {
 		// MARIA_SLAVE_CAPABILITY_GTID: the server sends its GTID events.
 		if _, err := conn.Execute("SET @mariadb_slave_capability=4"); err != nil {
 			return fmt.Errorf("SET @mariadb_slave_capability=4: %w", err)
 		}
 	}
-	period := s.cfg.MySQL.HeartbeatPeriod.Nanoseconds()
+	period := cfg.HeartbeatPeriod.Nanoseconds()
 	if _, err := conn.Execute(fmt.Sprintf("SET @master_heartbeat_period = %d, @source_heartbeat_period = %d", period, period)); err != nil {
 		return err
 	}
@@ -154,13 +196,13 @@ func (s *Stream) prepareDump(conn *client.Conn, pos Position, gtids *GTIDSet) er
 	// COM_REGISTER_SLAVE: server id, host, user, password, port, rank, master id.
 	host, _ := os.Hostname()
 	host = host[:min(len(host), 255)]
-	user := s.cfg.MySQL.User[:min(len(s.cfg.MySQL.User), 255)]
+	user := cfg.User[:min(len(cfg.User), 255)]
 	reg := []byte{0, 0, 0, 0, mysql.COM_REGISTER_SLAVE}
-	reg = binary.LittleEndian.AppendUint32(reg, s.cfg.MySQL.ServerID)
+	reg = binary.LittleEndian.AppendUint32(reg, cfg.ServerID)
 	reg = append(append(reg, byte(len(host))), host...)
 	reg = append(append(reg, byte(len(user))), user...)
 	reg = append(reg, 0)
-	reg = binary.LittleEndian.AppendUint16(reg, s.port)
+	reg = binary.LittleEndian.AppendUint16(reg, port)
 	reg = binary.LittleEndian.AppendUint32(reg, 0)
 	reg = binary.LittleEndian.AppendUint32(reg, 0)
 	conn.ResetSequence()
@@ -170,8 +212,8 @@ func (s *Stream) prepareDump(conn *client.Conn, pos Position, gtids *GTIDSet) er
 	if _, err := conn.ReadOKPacket(); err != nil {
 		return err
 	}
-	if gtids != nil {
-		cmd, err := s.gtidDumpCommand(conn, *gtids)
+	if req.ByGTID {
+		cmd, err := gtidDumpCommand(conn, cfg, req)
 		if err != nil {
 			return err
 		}
@@ -179,33 +221,33 @@ func (s *Stream) prepareDump(conn *client.Conn, pos Position, gtids *GTIDSet) er
 		return conn.WritePacket(cmd)
 	}
 	conn.ResetSequence()
-	return conn.WritePacket(s.dumpCommand(pos))
+	return conn.WritePacket(dumpCommand(cfg.ServerID, req.File, req.Pos))
 }
 
 // dumpCommand is COM_BINLOG_DUMP: position, flags (0: wait for new
 // events), server id, file name.
-func (s *Stream) dumpCommand(pos Position) []byte {
+func dumpCommand(serverID uint32, file string, pos uint32) []byte {
 	cmd := []byte{0, 0, 0, 0, mysql.COM_BINLOG_DUMP}
-	cmd = binary.LittleEndian.AppendUint32(cmd, pos.Pos)
+	cmd = binary.LittleEndian.AppendUint32(cmd, pos)
 	cmd = binary.LittleEndian.AppendUint16(cmd, 0)
-	cmd = binary.LittleEndian.AppendUint32(cmd, s.cfg.MySQL.ServerID)
-	return append(cmd, pos.File...)
+	cmd = binary.LittleEndian.AppendUint32(cmd, serverID)
+	return append(cmd, file...)
 }
 
 // gtidDumpCommand asks for the binlog from the first transaction not in
-// gtids: on MariaDB, COM_BINLOG_DUMP without a file after setting
-// @slave_connect_state (in strict mode: a server whose binlog has a
-// domain's sequence numbers out of order refuses rather than skip);
-// on MySQL, COM_BINLOG_DUMP_GTID with the set encoded (flags,
-// server id, empty file name, position 4, the set's length and bytes).
-func (s *Stream) gtidDumpCommand(conn *client.Conn, gtids GTIDSet) ([]byte, error) {
-	if s.srv.Flavor == mysql.MariaDBFlavor {
-		if _, err := conn.Execute("SET @slave_connect_state = '" + gtids.String() + "', @slave_gtid_strict_mode = 1, @slave_gtid_ignore_duplicates = 0"); err != nil {
+// the request's GTIDs: on MariaDB, COM_BINLOG_DUMP without a file after
+// setting @slave_connect_state (in strict mode: a server whose binlog has
+// a domain's sequence numbers out of order refuses rather than skip); on
+// MySQL, COM_BINLOG_DUMP_GTID with the set encoded (flags, server id,
+// empty file name, position 4, the set's length and bytes).
+func gtidDumpCommand(conn *client.Conn, cfg Config, req Request) ([]byte, error) {
+	if cfg.Flavor == mysql.MariaDBFlavor {
+		if _, err := conn.Execute("SET @slave_connect_state = '" + req.MariaDBGTIDs + "', @slave_gtid_strict_mode = 1, @slave_gtid_ignore_duplicates = 0"); err != nil {
 			return nil, fmt.Errorf("set @slave_connect_state: %w", err)
 		}
-		return s.dumpCommand(Position{}), nil
+		return dumpCommand(cfg.ServerID, "", 0), nil
 	}
-	return mysqlGTIDDump(s.cfg.MySQL.ServerID, gtids.my.Encode()), nil
+	return mysqlGTIDDump(cfg.ServerID, req.MySQLGTIDs), nil
 }
 
 func mysqlGTIDDump(serverID uint32, set []byte) []byte {
@@ -219,7 +261,7 @@ func mysqlGTIDDump(serverID uint32, set []byte) []byte {
 }
 
 // read reads and parses events until the connection fails or is closed.
-func (d *dump) read(parser *replication.BinlogParser) {
+func (d *Conn) read(parser *replication.BinlogParser) {
 	defer close(d.events)
 	defer d.closePayloads()
 	for {
@@ -248,15 +290,15 @@ func (d *dump) read(parser *replication.BinlogParser) {
 			ev, err = parser.Parse(data[1:])
 			d.track(ev)
 		}
-		if !d.send(dumpItem{ev: ev, size: len(data), err: err}) || err != nil {
+		if !d.send(item{ev: ev, size: len(data), err: err}) || err != nil {
 			return
 		}
 	}
 }
 
 // send queues an item for GetEvent once the events read ahead leave room
-// for it; it reports false when the dump was closed.
-func (d *dump) send(it dumpItem) bool {
+// for it; it reports false when the connection was closed.
+func (d *Conn) send(it item) bool {
 	if !d.wait(it.size) {
 		return false
 	}
@@ -266,7 +308,7 @@ func (d *dump) send(it dumpItem) bool {
 
 // track keeps what reading a compressed transaction needs of the events
 // before it: the format description and the file name.
-func (d *dump) track(ev *replication.BinlogEvent) {
+func (d *Conn) track(ev *replication.BinlogEvent) {
 	if ev == nil {
 		return
 	}
@@ -278,12 +320,12 @@ func (d *dump) track(ev *replication.BinlogEvent) {
 	}
 }
 
-// wait holds the reader while the events read ahead are over maxAhead; it
-// reports false when the dump was closed.
-func (d *dump) wait(size int) bool {
+// wait holds the reader while the events read ahead are over MaxAhead; it
+// reports false when the connection was closed.
+func (d *Conn) wait(size int) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for !d.closed && d.ahead > 0 && d.ahead+size > maxAhead {
+	for !d.closed && d.ahead > 0 && d.ahead+size > MaxAhead {
 		d.room.Wait()
 	}
 	d.ahead += size
@@ -291,7 +333,7 @@ func (d *dump) wait(size int) bool {
 }
 
 // GetEvent returns the next event; ctx ending returns its error.
-func (d *dump) GetEvent(ctx context.Context) (*replication.BinlogEvent, error) {
+func (d *Conn) GetEvent(ctx context.Context) (*replication.BinlogEvent, error) {
 	select {
 	case it, ok := <-d.events:
 		if !ok {
@@ -309,7 +351,7 @@ func (d *dump) GetEvent(ctx context.Context) (*replication.BinlogEvent, error) {
 
 // Close closes the connection; the server's dump thread ends when it next
 // writes. It never waits for the server.
-func (d *dump) Close() {
+func (d *Conn) Close() {
 	d.stopOnce.Do(func() {
 		d.mu.Lock()
 		d.closed = true

@@ -1,7 +1,9 @@
-package source
+package binlog
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -219,4 +221,33 @@ func Enrich(binlog, live *schema.Table) *schema.Table {
 		t.PrimaryKey = binlog.PrimaryKey
 	}
 	return &t
+}
+
+// SameTableMap reports whether two table-map events describe the same
+// schema, so the decoded definition can be reused.
+func SameTableMap(a, b *replication.TableMapEvent) bool {
+	if !bytes.Equal(a.Schema, b.Schema) || !bytes.Equal(a.Table, b.Table) || !bytes.Equal(a.ColumnType, b.ColumnType) ||
+		!slices.Equal(a.ColumnMeta, b.ColumnMeta) || !bytes.Equal(a.NullBitmap, b.NullBitmap) ||
+		!bytes.Equal(a.SignednessBitmap, b.SignednessBitmap) || len(a.ColumnName) != len(b.ColumnName) ||
+		!slices.Equal(a.PrimaryKey, b.PrimaryKey) || len(a.EnumStrValue) != len(b.EnumStrValue) || len(a.SetStrValue) != len(b.SetStrValue) {
+		return false
+	}
+	for i := range a.ColumnName {
+		if !bytes.Equal(a.ColumnName[i], b.ColumnName[i]) {
+			return false
+		}
+	}
+	for _, pair := range [][2][][][]byte{{a.EnumStrValue, b.EnumStrValue}, {a.SetStrValue, b.SetStrValue}} {
+		for i := range pair[0] {
+			if len(pair[0][i]) != len(pair[1][i]) {
+				return false
+			}
+			for j := range pair[0][i] {
+				if !bytes.Equal(pair[0][i][j], pair[1][i][j]) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }

@@ -1,36 +1,17 @@
-package source
+package binlog
 
 import (
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/go-mysql-org/go-mysql/replication"
-
+	"github.com/binlog2ch/binlog2ch/binlog/binlogtest"
 	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
-// mapEvent is the table map MariaDB 10.11 wrote (binlog_row_metadata=FULL)
-// for CREATE TABLE d.t (a INT UNSIGNED NOT NULL, b VARCHAR(5) NOT NULL,
-// c BINARY(4), e ENUM('x','y'), dd DECIMAL(10,3), PRIMARY KEY (b, a)),
-// plus a DATETIME(3) and a BLOB column.
-func mapEvent() *replication.TableMapEvent {
-	return &replication.TableMapEvent{
-		TableID: 18, Schema: []byte("d"), Table: []byte("t"), ColumnCount: 7,
-		ColumnType:       []byte{3, 15, 254, 254, 246, 18, 252},
-		ColumnMeta:       []uint16{0, 20, 65028, 63233, 2563, 3, 2},
-		NullBitmap:       []byte{0b1111100},
-		SignednessBitmap: []byte{0b10000000},
-		ColumnName:       [][]byte{[]byte("a"), []byte("b"), []byte("c"), []byte("e"), []byte("dd"), []byte("dt"), []byte("bl")},
-		ColumnCharset:    []uint64{45, 63, 63},
-		EnumStrValue:     [][][]byte{{[]byte("x"), []byte("y")}},
-		PrimaryKey:       []uint64{1, 0},
-	}
-}
-
 func TestTableFromMap(t *testing.T) {
-	tb, err := TableFromMap(mapEvent(), nil)
+	tb, err := TableFromMap(binlogtest.MariaDBTableMap(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +53,7 @@ func TestTableFromMap(t *testing.T) {
 }
 
 func TestTableFromMapNeedsColumnNames(t *testing.T) {
-	e := mapEvent()
+	e := binlogtest.MariaDBTableMap()
 	e.ColumnName = nil
 	if _, err := TableFromMap(e, nil); err == nil || !strings.Contains(err.Error(), "binlog_row_metadata was not FULL") {
 		t.Fatalf("got %v", err)
@@ -80,7 +61,7 @@ func TestTableFromMapNeedsColumnNames(t *testing.T) {
 }
 
 func TestEnrichKeepsBinlogTypes(t *testing.T) {
-	binlog, err := TableFromMap(mapEvent(), nil)
+	binlog, err := TableFromMap(binlogtest.MariaDBTableMap(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,5 +76,21 @@ func TestEnrichKeepsBinlogTypes(t *testing.T) {
 	live.Columns[1].Name = "renamed"
 	if got := Enrich(binlog, live); got != binlog {
 		t.Error("a live schema with other columns must not be used")
+	}
+}
+
+func TestSameTableMap(t *testing.T) {
+	a, b := binlogtest.MariaDBTableMap(), binlogtest.MariaDBTableMap()
+	if !SameTableMap(a, b) {
+		t.Fatal("equal table maps differ")
+	}
+	b.ColumnName[3] = []byte("renamed")
+	if SameTableMap(a, b) {
+		t.Error("a renamed column went unnoticed")
+	}
+	b = binlogtest.MariaDBTableMap()
+	b.EnumStrValue[0][1] = []byte("z")
+	if SameTableMap(a, b) {
+		t.Error("a changed ENUM label went unnoticed")
 	}
 }

@@ -1,4 +1,4 @@
-package source
+package binlog
 
 import (
 	"sync"
@@ -52,7 +52,7 @@ func (d *RowsDecoder) Decode(e *replication.RowsEvent, data []byte) error {
 	if isPartialUpdate(e) {
 		return d.decodePartial(e, pos, data, td) // partial.go
 	}
-	if td.raw && fullImage(e.ColumnBitmap1, orig.ColumnCount) && (e.ColumnBitmap2 == nil || fullImage(e.ColumnBitmap2, orig.ColumnCount)) {
+	if td.raw && FullImage(e.ColumnBitmap1, orig.ColumnCount) && (e.ColumnBitmap2 == nil || FullImage(e.ColumnBitmap2, orig.ColumnCount)) {
 		e.Rows = [][]any{{RawRows(data[pos:])}}
 		return nil
 	}
@@ -63,8 +63,8 @@ func (d *RowsDecoder) Decode(e *replication.RowsEvent, data []byte) error {
 	return e.DecodeData(pos, data)
 }
 
-// fullImage reports whether a columns-present bitmap has every column.
-func fullImage(bitmap []byte, columns uint64) bool {
+// FullImage reports whether a columns-present bitmap has every column.
+func FullImage(bitmap []byte, columns uint64) bool {
 	for i := uint64(0); i < columns; i++ {
 		if i/8 >= uint64(len(bitmap)) || bitmap[i/8]&(1<<(i%8)) == 0 {
 			return false
@@ -92,13 +92,3 @@ func (d *RowsDecoder) lookup(t *replication.TableMapEvent) tableDecoding {
 	d.byTable[t.TableID] = td
 	return td
 }
-
-// Op is the kind of a rows event.
-type Op int8
-
-// The rows events.
-const (
-	OpInsert Op = iota + 1
-	OpUpdate    // rows alternate before and after images
-	OpDelete
-)

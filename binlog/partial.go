@@ -1,4 +1,4 @@
-package source
+package binlog
 
 import (
 	"encoding/binary"
@@ -60,7 +60,7 @@ func isPartialUpdate(e *replication.RowsEvent) bool {
 // header is decoded and whose rows start at data[pos:].
 func (d *RowsDecoder) decodePartial(e *replication.RowsEvent, pos int, data []byte, td tableDecoding) error {
 	t := td.orig
-	raw := td.raw && fullImage(e.ColumnBitmap1, t.ColumnCount) && fullImage(e.ColumnBitmap2, t.ColumnCount)
+	raw := td.raw && FullImage(e.ColumnBitmap1, t.ColumnCount) && FullImage(e.ColumnBitmap2, t.ColumnCount)
 	images, rows, partials, err := splitPartialImages(e, t, data[pos:], raw)
 	if err != nil {
 		return fmt.Errorf("%s: a PARTIAL_UPDATE_ROWS_EVENT binlog2ch cannot read: %w", tableOf(t), err)
