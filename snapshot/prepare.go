@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/metrics"
+	"github.com/binlog2ch/binlog2ch/retry"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/source"
 )
@@ -30,7 +32,7 @@ func (c *copier) discover(ctx context.Context) error {
 	}
 	c.Log.Info("reading the definitions of the tables to copy", "tables", len(c.tables))
 	var defs map[schema.Name]schema.Loaded
-	err := c.retryMySQL(ctx, "read the tables' definitions", func() error {
+	err := c.retryMySQL(ctx, c.Log, "read the tables' definitions", func() error {
 		var err error
 		defs, err = schema.LoadTables(ctx, c.MySQL, names)
 		return err
@@ -60,23 +62,11 @@ func (c *copier) discover(ctx context.Context) error {
 	return nil
 }
 
-// retryMySQL runs a MySQL statement of the whole copy, retrying what
-// retrying can fix.
-func (c *copier) retryMySQL(ctx context.Context, what string, op func() error) error {
-	delay := 100 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := op()
-		if err == nil || ctx.Err() != nil || !mysqlTransient(err) {
-			return err
-		}
-		c.Log.Warn(what+" failed; retrying", "error", err, "attempt", attempt, "retry_in", delay)
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(delay):
-		}
-		delay = min(delay*2, c.MaxBackoff)
-	}
+// retryMySQL runs a MySQL statement, retrying what retrying can fix, and
+// logs each failure it retries to log; it returns op's last error.
+func (c *copier) retryMySQL(ctx context.Context, log *slog.Logger, what string, op func() error) error {
+	p := retry.Policy{First: 100 * time.Millisecond, Max: c.MaxBackoff, Transient: mysqlTransient, Log: log, What: what}
+	return retry.Do(ctx, p, func(context.Context) error { return op() }).Err
 }
 
 // prepareTable prepares t for its copy and reports whether it is to be
