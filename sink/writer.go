@@ -20,7 +20,7 @@ import (
 // Message is one unit of work for a writer, in binlog order: the rows of
 // one rows event, or a DDL action.
 type Message struct {
-	// Seq numbers the messages a writer is sent, from 1 up; Flushed
+	// Seq numbers the messages a writer is sent, from 1 up; Writer.Flushed
 	// reports the last one whose rows are durable.
 	Seq    uint64
 	Schema *schema.Table // the rows' schema, from the binlog's table map
@@ -61,10 +61,10 @@ type Message struct {
 	// statement and those it removed.
 	Partitions *source.Partitions
 	Removed    []string
-	// Flushed, when set, asks the writer to send what it holds and wait
+	// FlushDone, when set, asks the writer to send what it holds and wait
 	// for ClickHouse to have it, then close the channel (a foreign-key
 	// cascade reads the table next).
-	Flushed chan struct{}
+	FlushDone chan struct{}
 }
 
 // where says where a message's rows come from, for errors.
@@ -338,11 +338,11 @@ func (w *Writer) run(parent context.Context) error {
 // handle takes one message: a flush barrier, DDL, or rows (after a
 // schema change, when their schema differs).
 func (w *Writer) handle(ctx context.Context, m Message) error {
-	if m.Flushed != nil {
+	if m.FlushDone != nil {
 		if err := w.drain(ctx); err != nil {
 			return err
 		}
-		close(m.Flushed)
+		close(m.FlushDone)
 		return nil
 	}
 	if m.DDL != 0 {
