@@ -260,7 +260,7 @@ func (s *router) derive(ctx context.Context, ev sink.CascadeEvent, older bool) e
 			continue // nothing pending
 		}
 		done := make(chan struct{})
-		if err := s.dispatch(ctx, t, sink.Message{Flushed: done, At: ev.At}); err != nil {
+		if err := s.dispatch(ctx, t, sink.Message{FlushDone: done, At: ev.At}); err != nil {
 			return err
 		}
 		waits = append(waits, done)

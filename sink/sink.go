@@ -21,6 +21,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/metrics"
+	"github.com/binlog2ch/binlog2ch/retry"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
@@ -190,29 +191,28 @@ func transient(err error) bool {
 // each failure once. It gives up when ctx ends or on an error retrying
 // cannot fix (a ClickHouse exception about the statement itself).
 func (c *ClickHouse) Retry(ctx context.Context, log *slog.Logger, stage, what string, op func(context.Context) error) error {
-	delay := 100 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := op(ctx)
-		if err == nil {
-			c.up.Store(true)
-			if attempt > 1 {
-				log.Info(what+" succeeded after retrying", "attempts", attempt)
+	out := retry.Do(ctx, retry.Policy{
+		First: 100 * time.Millisecond, Max: c.MaxBackoff, Log: log, What: what,
+		Transient: func(err error) bool {
+			// Every failure counts; one retrying may fix says the server is
+			// not up.
+			c.m.Errors.WithLabelValues(stage).Inc()
+			t := transient(err)
+			if t {
+				c.up.Store(false)
 			}
-			return nil
+			return t
+		},
+	}, op)
+	switch {
+	case out.Err == nil:
+		c.up.Store(true)
+		if out.Attempts > 1 {
+			log.Info(what+" succeeded after retrying", "attempts", out.Attempts)
 		}
-		c.m.Errors.WithLabelValues(stage).Inc()
-		if transient(err) {
-			c.up.Store(false)
-		}
-		if !transient(err) || ctx.Err() != nil {
-			return err
-		}
-		log.Warn(what+" failed; retrying", "error", err, "attempt", attempt, "retry_in", delay)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: %w (gave up: %v)", what, err, ctx.Err())
-		case <-time.After(delay):
-		}
-		delay = min(delay*2, c.MaxBackoff)
+		return nil
+	case out.Interrupted:
+		return fmt.Errorf("%s: %w (gave up: %v)", what, out.Err, ctx.Err())
 	}
+	return out.Err
 }

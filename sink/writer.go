@@ -13,7 +13,6 @@ import (
 	"github.com/binlog2ch/binlog2ch/binlog"
 	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/binlog2ch/binlog2ch/catalog"
-	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/mysqlproto"
@@ -24,7 +23,7 @@ import (
 // Message is one unit of work for a writer, in binlog order: the rows of
 // one rows event, or a DDL action.
 type Message struct {
-	// Seq numbers the messages a writer is sent, from 1 up; Flushed
+	// Seq numbers the messages a writer is sent, from 1 up; Writer.Flushed
 	// reports the last one whose rows are durable.
 	Seq    uint64
 	Schema *schema.Table // the rows' schema, from the binlog's table map
@@ -65,10 +64,10 @@ type Message struct {
 	// statement and those it removed.
 	Partitions *catalog.Partitions
 	Removed    []string
-	// Flushed, when set, asks the writer to send what it holds and wait
+	// FlushDone, when set, asks the writer to send what it holds and wait
 	// for ClickHouse to have it, then close the channel (a foreign-key
 	// cascade reads the table next).
-	Flushed chan struct{}
+	FlushDone chan struct{}
 }
 
 // where says where a message's rows come from, for errors.
@@ -339,6 +338,42 @@ func (w *Writer) run(parent context.Context) error {
 	}
 }
 
+// handle takes one message: a flush barrier, DDL, or rows (after a
+// schema change, when their schema differs).
+func (w *Writer) handle(ctx context.Context, m Message) error {
+	if m.FlushDone != nil {
+		if err := w.drain(ctx); err != nil {
+			return err
+		}
+		close(m.FlushDone)
+		return nil
+	}
+	if m.DDL != 0 {
+		if err := w.drain(ctx); err != nil {
+			return err
+		}
+		return w.applyDDL(ctx, m)
+	}
+	if w.source == nil || (m.Schema != w.source && !binlog.SameColumns(m.Schema, w.source)) {
+		if err := w.drain(ctx); err != nil {
+			return err
+		}
+		if err := w.changeSchema(ctx, m.Schema); err != nil {
+			return fmt.Errorf("%s at %s: %w", w.name, m.where(), err)
+		}
+	}
+	w.source = m.Schema
+	if w.block == nil {
+		// Let go while the writer was parked.
+		w.block = block.NewBlock(w.target)
+		w.blocks++
+	}
+	if err := w.appendRows(m); err != nil {
+		return fmt.Errorf("%s: %w", m.where(), err)
+	}
+	return nil
+}
+
 // idle reports whether the writer holds nothing: no rows, none in flight.
 func (w *Writer) idle() bool {
 	return w.inflight == 0 && (w.block == nil || w.block.Rows() == 0)
@@ -424,360 +459,7 @@ func (w *Writer) noteQueue() {
 	w.tm.SetQueued(n)
 }
 
-// sendJob is a block on its way to ClickHouse; seq is the last message
-// whose rows it holds.
-type sendJob struct {
-	block   *block.Block
-	route   *route
-	seq     uint64
-	rows    int
-	bytes   int // the block's size when handed off
-	sent    bool
-	scratch *shardScratch
-}
-
 // largeEvent is the size of a rows event after which the writer collects
 // garbage at once (values of tens of MiB: the heap would otherwise hold
 // several of them before the collector's next cycle).
 const largeEvent = 32 << 20
-
-// largeRow is the average row size above which a sent block's buffers are
-// let go rather than reused.
-const largeRow = 4 << 20
-
-// sendOne sends a block handed off, in a goroutine of its own, and
-// returns it; the channels have room for every block in flight.
-func (w *Writer) sendOne(ctx context.Context, job *sendJob) {
-	defer w.sending.Done()
-	if err := w.send(ctx, job.block, job.route, job.scratch); err != nil {
-		w.sendErr <- err
-		return
-	}
-	w.returned <- job
-}
-
-// recycle takes back a sent block. Blocks may come back out of order: the
-// flushed mark advances over the longest prefix of handed-off blocks that
-// are all sent.
-func (w *Writer) recycle(job *sendJob) {
-	w.inflight--
-	w.inflightRows -= job.rows
-	w.c.mem.add(-job.bytes)
-	w.scratch = append(w.scratch, job.scratch)
-	defer w.noteQueue()
-	job.sent = true
-	for len(w.order) > 0 && w.order[0].sent {
-		w.flushed.Store(w.order[0].seq)
-		w.order = w.order[1:]
-	}
-	if w.flushedHook != nil {
-		defer w.flushedHook()
-	}
-	switch {
-	case job.block.Target() != w.target:
-		w.blocks-- // built for an older schema
-	case job.bytes > 2*w.c.cfg.Batch.MaxBytes, job.rows > 0 && job.bytes/job.rows > largeRow:
-		// Grown by large values: its buffers are not kept for the next
-		// rows, which would rarely need them, and go back to the system
-		// now rather than when the runtime gets to it.
-		w.blocks--
-		job.block = nil
-		debug.FreeOSMemory()
-	default:
-		w.free = append(w.free, job.block)
-	}
-	if w.inflight == 0 && (w.block == nil || w.block.Rows() == 0) {
-		w.flushed.Store(w.lastSeq)
-	}
-}
-
-// handOff queues the current block for sending and continues with another,
-// waiting for one to come back when both are in flight.
-func (w *Writer) handOff(ctx context.Context) error {
-	if w.ticket != nil {
-		// Going out another way (full, drained): no turn needed.
-		w.c.budget.Cancel(w.ticket)
-		w.ticket = nil
-	}
-	if !w.firstRow.IsZero() {
-		w.tm.OldestUnsent.Set(0)
-	}
-	w.firstRow = time.Time{}
-	if w.block == nil || w.block.Rows() == 0 {
-		if w.inflight == 0 {
-			w.flushed.Store(w.lastSeq)
-		}
-		return nil
-	}
-	if max := w.c.cfg.Batch.MaxInFlight + 1; len(w.free) == 0 && w.blocks >= max {
-		start := time.Now()
-		for len(w.free) == 0 && w.blocks >= max {
-			if err := w.await(ctx); err != nil {
-				return err
-			}
-		}
-		w.waited += time.Since(start)
-	}
-	var next *block.Block
-	if n := len(w.free); n > 0 {
-		next, w.free = w.free[n-1], w.free[:n-1]
-	} else {
-		next = block.NewBlock(w.target)
-		w.blocks++
-	}
-	w.lastSend = time.Now()
-	if w.block.Size() <= 2*w.c.cfg.Batch.MaxBytes {
-		// The next batch is likely as large (one grown by large values is
-		// not kept, see recycle): room for it now, while the buffers are
-		// empty, costs no copy.
-		next.Reserve(w.block)
-	}
-	job := &sendJob{block: w.block, route: w.route, seq: w.lastSeq, rows: w.block.Rows(), bytes: w.block.Size()}
-	// The block's bytes stay counted until it comes back.
-	w.c.mem.add(job.bytes - w.held)
-	w.held = 0
-	if n := len(w.scratch); n > 0 {
-		job.scratch, w.scratch = w.scratch[n-1], w.scratch[:n-1]
-	} else {
-		job.scratch = &shardScratch{}
-	}
-	w.sending.Add(1)
-	go w.sendOne(ctx, job)
-	w.order = append(w.order, job)
-	w.inflight++
-	w.inflightRows += job.rows
-	w.block = next
-	return nil
-}
-
-// await waits for one block to come back from the sender.
-func (w *Writer) await(ctx context.Context) error {
-	select {
-	case job := <-w.returned:
-		w.recycle(job)
-		return nil
-	case err := <-w.sendErr:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// drain sends everything pending and waits until ClickHouse has it: before
-// DDL, a schema change, and at shutdown.
-func (w *Writer) drain(ctx context.Context) error {
-	if w.block != nil && w.block.Rows() > 0 {
-		w.c.budget.Take(GrantDrain)
-	}
-	if err := w.handOff(ctx); err != nil {
-		return err
-	}
-	for w.inflight > 0 {
-		if err := w.await(ctx); err != nil {
-			return err
-		}
-	}
-	w.flushed.Store(w.lastSeq)
-	return nil
-}
-
-func (w *Writer) handle(ctx context.Context, m Message) error {
-	if m.Flushed != nil {
-		if err := w.drain(ctx); err != nil {
-			return err
-		}
-		close(m.Flushed)
-		return nil
-	}
-	if m.DDL != 0 {
-		if err := w.drain(ctx); err != nil {
-			return err
-		}
-		return w.applyDDL(ctx, m)
-	}
-	if w.source == nil || (m.Schema != w.source && !binlog.SameColumns(m.Schema, w.source)) {
-		if err := w.drain(ctx); err != nil {
-			return err
-		}
-		if err := w.changeSchema(ctx, m.Schema); err != nil {
-			return fmt.Errorf("%s at %s: %w", w.name, m.where(), err)
-		}
-	}
-	w.source = m.Schema
-	if w.block == nil {
-		// Let go while the writer was parked.
-		w.block = block.NewBlock(w.target)
-		w.blocks++
-	}
-	if err := w.appendRows(m); err != nil {
-		return fmt.Errorf("%s: %w", m.where(), err)
-	}
-	return nil
-}
-
-// send writes one block to ClickHouse, retrying until it takes it, and
-// empties the block. With a route, the block goes to the shards.
-func (w *Writer) send(ctx context.Context, b *block.Block, rt *route, sc *shardScratch) error {
-	start := time.Now()
-	rows := b.Rows()
-	t := b.Target()
-	var err error
-	if rt != nil && w.native(t) {
-		err = w.sendShards(ctx, b, rt, sc)
-	} else {
-		err = w.c.Retry(ctx, w.log, metrics.StageInsert, "insert into ClickHouse", w.counted(func(ctx context.Context) error {
-			if b.NativeOK() && w.native(t) {
-				err := w.c.ins.insertNative(ctx, "", t.InsertSQL(), b, nil)
-				var mismatch *headerMismatch
-				switch {
-				case w.protocolSurprise(err):
-					// The whole block goes again, through clickhouse-go
-					// below (see protocolSurprise on what the server may
-					// already hold).
-				case errors.As(err, &mismatch):
-					// The server's columns differ from the block's: the
-					// table changed by hand, or only the wire names a type
-					// otherwise.
-					if changed := w.c.changedOnline(ctx, t, w.name.String()); changed != nil {
-						return permanent(changed)
-					}
-					w.refuseNative(t, err)
-				default:
-					return w.explain(ctx, t, err)
-				}
-			}
-			return w.explain(ctx, t, w.insertDriver(ctx, b))
-		}))
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", t.FullName(), err)
-	}
-	w.noteFixups(b.Fixups)
-	b.Fixups = [len(b.Fixups)]uint64{}
-	for op := schema.OpInsert; op <= schema.OpDelete; op++ {
-		w.tm.AddRows(op, b.OpRows[op])
-	}
-	w.tm.Flushed(time.Now())
-	took := time.Since(start)
-	w.tm.FlushDuration.Observe(took.Seconds())
-	w.tm.BatchRows.Observe(float64(rows))
-	b.Reset()
-	w.log.Debug("flushed", "rows", rows, "duration", took)
-	return nil
-}
-
-// counted is an insert attempt whose failures the table's status counts.
-func (w *Writer) counted(insert func(context.Context) error) func(context.Context) error {
-	return func(ctx context.Context) error {
-		err := insert(ctx)
-		if err != nil && ctx.Err() == nil {
-			w.tm.InsertFailed(err)
-		}
-		return err
-	}
-}
-
-// explain turns an insert that failed for good into a TargetChangedError
-// when the table changed under the writer (dropped, a column dropped or
-// retyped by hand).
-func (w *Writer) explain(ctx context.Context, t *schema.Target, err error) error {
-	if err == nil || transient(err) {
-		return err
-	}
-	if changed := w.c.changedOnline(ctx, t, w.name.String()); changed != nil {
-		return permanent(changed)
-	}
-	return err
-}
-
-// native reports whether blocks of target t go through chnative.
-func (w *Writer) native(t *schema.Target) bool {
-	return w.nativeRefused.Load() != t && !w.nativeOff.Load()
-}
-
-// refuseNative reports whether err says the ClickHouse table differs from
-// the mapping; from then on the target's blocks go through clickhouse-go
-// (a new target, after a schema change, tries chnative again).
-func (w *Writer) refuseNative(t *schema.Target, err error) bool {
-	var mismatch *headerMismatch
-	if !errors.As(err, &mismatch) {
-		return false
-	}
-	if w.nativeRefused.Swap(t) != t {
-		w.c.m.NativeFallbacks.WithLabelValues(metrics.FallbackHeaderMismatch).Inc()
-		w.tm.NativeFallback(metrics.FallbackHeaderMismatch)
-		w.log.Warn("the ClickHouse table's columns differ on the wire from binlog2ch's mapping; inserting through clickhouse-go, which converts",
-			"reason", metrics.FallbackHeaderMismatch, "detail", mismatch.detail)
-	}
-	return true
-}
-
-// protocolSurprise reports whether err is a protocol surprise from the
-// native inserter (chnative.ProtocolError: a packet, compression method
-// or header it cannot read). The first one switches the table to
-// clickhouse-go for good, with one WARN and binlog2ch_native_fallbacks_total;
-// the daemon goes on, and the caller sends the block that met it again,
-// whole, through clickhouse-go.
-//
-// A surprise before the data went out leaves nothing on the server (the
-// connection is closed mid-query, which cancels the INSERT). One after it
-// (DataSent) is ambiguous: the server may have stored the block before the
-// answer chnative could not follow. Sending it again is then what every
-// retried insert does (Retry sends a failed block whole again, the native
-// path included): each row carries the same _version both times, so
-// ReplacingMergeTree keeps one (FINAL reads, merges) and the state is
-// exact; a changelog table (no key) keeps both, as it keeps a replay's
-// (docs/guarantees.md).
-func (w *Writer) protocolSurprise(err error) bool {
-	var pe *chnative.ProtocolError
-	if !errors.As(err, &pe) {
-		return false
-	}
-	if w.nativeOff.CompareAndSwap(false, true) {
-		w.c.m.NativeFallbacks.WithLabelValues(pe.Reason).Inc()
-		w.tm.NativeFallback(pe.Reason)
-		w.log.Warn("ClickHouse answered the native inserter with something it cannot read; this table is inserting through clickhouse-go from now on",
-			"reason", pe.Reason, "error", pe.Err, "block_sent", pe.DataSent)
-	}
-	return true
-}
-
-// insertDriver sends a block through clickhouse-go, into the table (in a
-// cluster, its Distributed table, which routes each row to its shard).
-func (w *Writer) insertDriver(ctx context.Context, b *block.Block) error {
-	batch, err := w.c.conn.PrepareBatch(w.c.driverContext(ctx), b.Target().InsertSQL())
-	if err != nil {
-		return err
-	}
-	if err := b.AppendTo(batch); err != nil {
-		_ = batch.Abort()
-		return permanent(err)
-	}
-	return batch.Send()
-}
-
-// noteFixups adds a sent batch's fix-ups to the writer's totals and logs
-// the totals at most once a minute (the first at once), not once a batch.
-func (w *Writer) noteFixups(f [block.NumFixups]uint64) {
-	changed := false
-	for k, n := range f {
-		if n > 0 {
-			w.fixups[k].Add(n)
-			w.tm.Fixups[k].Add(float64(n))
-			changed = true
-		}
-	}
-	if !changed {
-		return
-	}
-	now := time.Now().UnixNano()
-	last := w.fixupsLogged.Load()
-	if now-last < int64(time.Minute) || !w.fixupsLogged.CompareAndSwap(last, now) {
-		return
-	}
-	attrs := []any{}
-	for k := range w.fixups {
-		attrs = append(attrs, block.Fixup(k).String(), w.fixups[k].Load())
-	}
-	w.log.Warn("values changed by schema.invalid_dates so far", attrs...)
-}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
@@ -126,20 +125,7 @@ func rangeText(j chunkJob) string {
 
 // retryRead runs a MySQL read, retrying what retrying can fix.
 func (c *copier) retryRead(t *tableCopy, what string, op func() error) error {
-	delay := 100 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := op()
-		if err == nil || t.ctx.Err() != nil || !mysqlTransient(err) {
-			return err
-		}
-		t.log.Warn(what+" failed; retrying", "error", err, "attempt", attempt, "retry_in", delay)
-		select {
-		case <-t.ctx.Done():
-			return err
-		case <-time.After(delay):
-		}
-		delay = min(delay*2, c.MaxBackoff)
-	}
+	return c.retryMySQL(t.ctx, t.log, what, op)
 }
 
 // readJob reads one range (or a whole table) into the table's writer.
