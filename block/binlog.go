@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/binlog2ch/binlog2ch/column"
+
 	"github.com/binlog2ch/binlog2ch/mysqltime"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -170,7 +172,7 @@ func beUint(p []byte, n int) uint64 {
 // rawConverter builds the binlog-bytes decoder of a column; nil when the
 // column has no binlog type (a definition from information_schema only) or
 // binlog2ch has no decoder for it.
-func (b *Block) rawConverter(c *schema.Column, t schema.CHType, buf colBuf, put intPut) rawConverter {
+func (b *Block) rawConverter(c *schema.Column, t schema.CHType, buf column.Buf, put intPut) rawConverter {
 	if c.BinlogType == 0 && c.BinlogMeta == 0 || !RawDecodable(c.BinlogType, c.BinlogMeta) {
 		return nil
 	}
@@ -237,37 +239,37 @@ func (b *Block) rawConverter(c *schema.Column, t schema.CHType, buf colBuf, put 
 			return n, put(v, int64(v))
 		}
 	case mysql.MYSQL_TYPE_FLOAT:
-		fb := buf.(*numBuf[float32])
+		fb := buf.(*column.Num[float32])
 		return func(p []byte) (int, error) {
 			if len(p) < 4 {
 				return 0, errShort
 			}
-			fb.add(math.Float32frombits(binary.LittleEndian.Uint32(p)))
+			fb.Add(math.Float32frombits(binary.LittleEndian.Uint32(p)))
 			return 4, nil
 		}
 	case mysql.MYSQL_TYPE_DOUBLE:
-		fb := buf.(*numBuf[float64])
+		fb := buf.(*column.Num[float64])
 		return func(p []byte) (int, error) {
 			if len(p) < 8 {
 				return 0, errShort
 			}
-			fb.add(math.Float64frombits(binary.LittleEndian.Uint64(p)))
+			fb.Add(math.Float64frombits(binary.LittleEndian.Uint64(p)))
 			return 8, nil
 		}
 	case mysql.MYSQL_TYPE_NEWDECIMAL:
-		sb := buf.(*strBuf)
+		sb := buf.(*column.Str)
 		precision, scale := int(meta>>8), int(meta&0xff)
 		return func(p []byte) (int, error) {
 			n, err := size(p)
 			if err != nil {
 				return 0, err
 			}
-			sb.arena = appendDecimal(sb.arena, p[:n], precision, scale)
-			sb.end()
+			sb.Arena = appendDecimal(sb.Arena, p[:n], precision, scale)
+			sb.End()
 			return n, nil
 		}
 	case mysql.MYSQL_TYPE_DATE:
-		tb := buf.(*timeBuf)
+		tb := buf.(*column.Time)
 		lo, hi := b.dateBounds(t)
 		return func(p []byte) (int, error) {
 			if len(p) < 3 {
@@ -287,17 +289,17 @@ func (b *Block) rawConverter(c *schema.Column, t schema.CHType, buf colBuf, put 
 			}
 			us := time2Micros(p, fsp)
 			if t.Kind == schema.CHInt64 {
-				buf.(*numBuf[int64]).add(us)
+				buf.(*column.Num[int64]).Add(us)
 			} else {
-				sb := buf.(*strBuf)
-				sb.arena = mysqltime.AppendTime(sb.arena, us, fsp)
-				sb.end()
+				sb := buf.(*column.Str)
+				sb.Arena = mysqltime.AppendTime(sb.Arena, us, fsp)
+				sb.End()
 			}
 			return n, nil
 		}
 	}
 	// Length-prefixed bytes: strings, blobs, geometry.
-	sb := buf.(*strBuf)
+	sb := buf.(*column.Str)
 	switch {
 	case c.Kind == schema.KindGeometry:
 		return func(p []byte) (int, error) {
@@ -305,9 +307,9 @@ func (b *Block) rawConverter(c *schema.Column, t schema.CHType, buf colBuf, put 
 			if err != nil {
 				return 0, err
 			}
-			sb.room(2 * (n - layout.prefix))
-			sb.arena = appendHex(sb.arena, p[layout.prefix:n])
-			sb.end()
+			sb.Room(2 * (n - layout.prefix))
+			sb.Arena = appendHex(sb.Arena, p[layout.prefix:n])
+			sb.End()
 			return n, nil
 		}
 	case c.Kind == schema.KindBinary && t.Kind == schema.CHFixedString:
@@ -321,12 +323,12 @@ func (b *Block) rawConverter(c *schema.Column, t schema.CHType, buf colBuf, put 
 			if len(v) > width {
 				return 0, errMsg(fmt.Sprintf("longer than BINARY(%d)", width))
 			}
-			sb.room(width)
-			sb.arena = append(sb.arena, v...)
+			sb.Room(width)
+			sb.Arena = append(sb.Arena, v...)
 			for l := len(v); l < width; l++ {
-				sb.arena = append(sb.arena, 0) // the binlog drops BINARY's trailing zeros
+				sb.Arena = append(sb.Arena, 0) // the binlog drops BINARY's trailing zeros
 			}
-			sb.end()
+			sb.End()
 			return n, nil
 		}
 	}
@@ -336,7 +338,7 @@ func (b *Block) rawConverter(c *schema.Column, t schema.CHType, buf colBuf, put 
 			if err != nil {
 				return 0, err
 			}
-			return n, sb.addDecoded(dec, decErr, p[layout.prefix:n])
+			return n, addDecoded(sb, dec, decErr, p[layout.prefix:n])
 		}
 	}
 	return func(p []byte) (int, error) {
@@ -344,15 +346,15 @@ func (b *Block) rawConverter(c *schema.Column, t schema.CHType, buf colBuf, put 
 		if err != nil {
 			return 0, err
 		}
-		sb.addBytes(p[layout.prefix:n])
+		sb.AddBytes(p[layout.prefix:n])
 		return n, nil
 	}
 }
 
 // rawInt decodes a width-byte little-endian integer into a column of T at
 // least as wide (signed columns into signed T, unsigned into unsigned T).
-func rawInt[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](buf colBuf, width int, unsigned bool) rawConverter {
-	nb := buf.(*numBuf[T])
+func rawInt[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](buf column.Buf, width int, unsigned bool) rawConverter {
+	nb := buf.(*column.Num[T])
 	shift := 64 - 8*width
 	return func(p []byte) (int, error) {
 		if len(p) < width {
@@ -360,16 +362,16 @@ func rawInt[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](b
 		}
 		v := leUint(p, width)
 		if unsigned {
-			nb.add(T(v))
+			nb.Add(T(v))
 		} else {
-			nb.add(T(int64(v<<shift) >> shift))
+			nb.Add(T(int64(v<<shift) >> shift))
 		}
 		return width, nil
 	}
 }
 
 // rawDateTime decodes DATETIME2 and TIMESTAMP2 values.
-func (b *Block) rawDateTime(c *schema.Column, t schema.CHType, buf colBuf, size func([]byte) (int, error)) rawConverter {
+func (b *Block) rawDateTime(c *schema.Column, t schema.CHType, buf column.Buf, size func([]byte) (int, error)) rawConverter {
 	fsp := int(c.BinlogMeta)
 	isTimestamp := realType(c.BinlogType, c.BinlogMeta) == mysql.MYSQL_TYPE_TIMESTAMP2
 	var dt *dateTimeBuf
@@ -394,18 +396,18 @@ func (b *Block) rawDateTime(c *schema.Column, t schema.CHType, buf colBuf, size 
 				H: int(hms >> 12), Mi: int(hms >> 6 & 63), S: int(hms & 63), US: fraction(p[5:], fsp)}
 		}
 		if dt == nil { // text: ClickHouse without DateTime64
-			sb := buf.(*strBuf)
+			sb := buf.(*column.Str)
 			if isTimestamp {
 				if unix == 0 && parts.US == 0 {
-					sb.arena = append(sb.arena, "0000-00-00 00:00:00"...)
-					sb.arena = mysqltime.AppendFracDigits(sb.arena, 0, fsp)
-					sb.end()
+					sb.Arena = append(sb.Arena, "0000-00-00 00:00:00"...)
+					sb.Arena = mysqltime.AppendFracDigits(sb.Arena, 0, fsp)
+					sb.End()
 					return n, nil
 				}
 				parts = mysqltime.PartsFromUnix(unix, parts.US)
 			}
-			sb.arena = mysqltime.AppendParts(sb.arena, parts, fsp)
-			sb.end()
+			sb.Arena = mysqltime.AppendParts(sb.Arena, parts, fsp)
+			sb.End()
 			return n, nil
 		}
 		if isTimestamp {
@@ -651,7 +653,7 @@ func (b *Block) AppendImage(data []byte, version uint64, op schema.Op) (int, err
 				continue
 			}
 			if tc := b.target.SourceToTarget[i]; b.target.Columns[tc].Type.Nullable {
-				b.cols[tc].appendNull()
+				b.cols[tc].AppendNull()
 				continue
 			}
 			err = errMsg("NULL in a column that is NOT NULL in the schema binlog2ch knows")
@@ -662,7 +664,7 @@ func (b *Block) AppendImage(data []byte, version uint64, op schema.Op) (int, err
 		}
 		if err != nil {
 			for _, col := range b.cols {
-				col.truncate(rows)
+				col.Truncate(rows)
 			}
 			return 0, &ConvertError{Table: src.FullName(), Column: c.Name, Type: c.Type, Value: rawValue(data[pos:]), Msg: err.Error()}
 		}

@@ -1,13 +1,16 @@
-// Package block holds a table's rows in columnar buffers on their way to
-// ClickHouse: converters built once per target turn go-mysql's values, SQL
-// text or raw binlog row images into them, without loss or with a counted
-// fix-up, and the buffers are encoded straight into Native blocks, handed
-// to clickhouse-go, split by sharding key or hashed as ClickHouse hashes
-// them. It decides no mapping (package schema does) and does no I/O.
+// Package block holds a table's rows on their way to ClickHouse: the Block,
+// whose converters, built once per target, turn go-mysql's values, SQL
+// text, raw binlog row images or MySQL's binary result rows into package column's
+// buffers, without loss or with a counted fix-up; its Native encoding,
+// split by shard and sharding-key hasher are column's, applied to the
+// block's columns. It decides no mapping (package schema does) and does no
+// I/O.
 package block
 
 import (
 	"unsafe"
+
+	"github.com/binlog2ch/binlog2ch/column"
 
 	"fmt"
 	"strconv"
@@ -84,7 +87,7 @@ func (v *BadValue) Error() string { return v.Msg }
 // A Block is used by one goroutine.
 type Block struct {
 	target *schema.Target
-	cols   []colBuf
+	cols   []column.Buf
 	conv   []converter    // per MySQL column; nil for excluded ones
 	raw    []rawConverter // per MySQL column: from binlog bytes; nil when excluded or not decodable
 	puts   []intPut       // per MySQL column: the typed append of integer-like columns
@@ -106,7 +109,7 @@ type Block struct {
 	// OpRows counts the rows appended, by Op (index 1-3).
 	OpRows [4]uint64
 	// native are the columns' Native-format encoders, set by NativeOK.
-	native   []nativeFn
+	native   []column.NativeFn
 	nativeOK bool
 }
 
@@ -115,29 +118,29 @@ type converter func(v any) error
 
 // NewBlock returns an empty block for the target table.
 func NewBlock(t *schema.Target) *Block {
-	b := &Block{target: t, cols: make([]colBuf, len(t.Columns)), conv: make([]converter, len(t.Source.Columns)),
+	b := &Block{target: t, cols: make([]column.Buf, len(t.Columns)), conv: make([]converter, len(t.Source.Columns)),
 		raw: make([]rawConverter, len(t.Source.Columns)), puts: make([]intPut, len(t.Source.Columns)),
 		dateTimeBufs: map[*schema.Column]*dateTimeBuf{}}
 	for i, tc := range t.Columns {
 		switch tc.Meta {
 		case schema.MetaVersion:
-			buf := &numBuf[uint64]{}
+			buf := &column.Num[uint64]{}
 			b.cols[i] = buf
-			b.meta = append(b.meta, func(v uint64, _ schema.Op) { buf.add(v) })
+			b.meta = append(b.meta, func(v uint64, _ schema.Op) { buf.Add(v) })
 		case schema.MetaIsDeleted:
-			buf := &numBuf[uint8]{}
+			buf := &column.Num[uint8]{}
 			b.cols[i] = buf
 			b.meta = append(b.meta, func(_ uint64, op schema.Op) {
 				if op == schema.OpDelete {
-					buf.add(1)
+					buf.Add(1)
 				} else {
-					buf.add(0)
+					buf.Add(0)
 				}
 			})
 		case schema.MetaOp:
-			buf := &numBuf[int8]{}
+			buf := &column.Num[int8]{}
 			b.cols[i] = buf
-			b.meta = append(b.meta, func(_ uint64, op schema.Op) { buf.add(int8(op)) })
+			b.meta = append(b.meta, func(_ uint64, op schema.Op) { buf.Add(int8(op)) })
 		default:
 			c := &t.Source.Columns[tc.Source]
 			buf, conv, put := b.newConverter(c, tc.Type)
@@ -158,14 +161,14 @@ func (b *Block) Rows() int {
 	if len(b.cols) == 0 {
 		return 0
 	}
-	return b.cols[0].len()
+	return b.cols[0].Len()
 }
 
 // Size is roughly the bytes the block holds.
 func (b *Block) Size() int {
 	n := 0
 	for _, c := range b.cols {
-		n += c.size()
+		n += c.Size()
 	}
 	return n
 }
@@ -189,7 +192,7 @@ func (b *Block) Append(row []any, version uint64, op schema.Op) error {
 		if v == nil {
 			c := &src.Columns[i]
 			if tc := b.target.SourceToTarget[i]; b.target.Columns[tc].Type.Nullable {
-				b.cols[tc].appendNull()
+				b.cols[tc].AppendNull()
 				continue
 			}
 			err = &ConvertError{Table: src.FullName(), Column: c.Name, Type: c.Type, Value: v, Msg: "NULL in a column that is NOT NULL in the schema binlog2ch knows"}
@@ -200,7 +203,7 @@ func (b *Block) Append(row []any, version uint64, op schema.Op) error {
 		}
 		if err != nil {
 			for _, c := range b.cols {
-				c.truncate(n)
+				c.Truncate(n)
 			}
 			if ce, ok := err.(*ConvertError); ok {
 				return ce
@@ -225,7 +228,7 @@ func (e errMsg) Error() string { return string(e) }
 // InsertSQL. The batch must be sent before the block is appended to again.
 func (b *Block) AppendTo(batch driver.Batch) error {
 	for i, c := range b.cols {
-		if err := c.appendTo(batch.Column(i)); err != nil {
+		if err := c.AppendTo(batch.Column(i)); err != nil {
 			return fmt.Errorf("%s: column %s: %w", b.target.FullName(), b.target.Columns[i].Name, err)
 		}
 	}
@@ -244,15 +247,15 @@ func (b *Block) Reserve(o *Block) {
 		return
 	}
 	for i, c := range b.cols {
-		values, bytes := o.cols[i].fill()
-		c.reserve(values, bytes)
+		values, bytes := o.cols[i].Fill()
+		c.Reserve(values, bytes)
 	}
 }
 
 // Reset empties the block, keeping its buffers for reuse.
 func (b *Block) Reset() {
 	for _, c := range b.cols {
-		c.reset()
+		c.Reset()
 	}
 	b.OpRows = [4]uint64{}
 }
@@ -260,9 +263,9 @@ func (b *Block) Reset() {
 // newConverter returns the column buffer and converter for a MySQL column
 // written as ClickHouse type t, and for integer-like columns (integers,
 // YEAR, BIT, ENUM, SET) the typed append both converters share.
-func (b *Block) newConverter(c *schema.Column, t schema.CHType) (colBuf, converter, intPut) {
-	nl := nulls{nullable: t.Nullable}
-	var buf colBuf
+func (b *Block) newConverter(c *schema.Column, t schema.CHType) (column.Buf, converter, intPut) {
+	nl := column.Nulls{Nullable: t.Nullable}
+	var buf column.Buf
 	var put intPut
 	switch c.Kind {
 	case schema.KindTinyInt, schema.KindSmallInt, schema.KindMediumInt, schema.KindInt, schema.KindBigInt, schema.KindYear, schema.KindBit:
@@ -279,8 +282,8 @@ func (b *Block) newConverter(c *schema.Column, t schema.CHType) (colBuf, convert
 		buf, put = enumConverter(c, t, nl)
 		return buf, func(v any) error {
 			if s, ok := v.(string); ok { // already a label (a decoder that resolves them)
-				if sb, ok := buf.(*strBuf); ok {
-					sb.addString(s)
+				if sb, ok := buf.(*column.Str); ok {
+					sb.AddString(s)
 					return nil
 				}
 			}
@@ -305,33 +308,33 @@ func (b *Block) newConverter(c *schema.Column, t schema.CHType) (colBuf, convert
 }
 
 // valueConverter handles the columns that are not integer-like.
-func (b *Block) valueConverter(c *schema.Column, t schema.CHType, nl nulls) (colBuf, converter) {
+func (b *Block) valueConverter(c *schema.Column, t schema.CHType, nl column.Nulls) (column.Buf, converter) {
 	switch c.Kind {
 	case schema.KindFloat:
-		buf := &numBuf[float32]{nulls: nl}
+		buf := &column.Num[float32]{Nulls: nl}
 		return buf, func(v any) error {
 			f, ok := v.(float32)
 			if !ok {
 				return errMsg("want a float32")
 			}
-			buf.add(f)
+			buf.Add(f)
 			return nil
 		}
 	case schema.KindDouble:
-		buf := &numBuf[float64]{nulls: nl}
+		buf := &column.Num[float64]{Nulls: nl}
 		return buf, func(v any) error {
 			switch f := v.(type) {
 			case float64:
-				buf.add(f)
+				buf.Add(f)
 			case float32:
-				buf.add(float64(f))
+				buf.Add(float64(f))
 			default:
 				return errMsg("want a float64")
 			}
 			return nil
 		}
 	case schema.KindDecimal:
-		buf := &strBuf{nulls: nl}
+		buf := &column.Str{Nulls: nl}
 		intDigits := c.Precision - c.Scale
 		return buf, func(v any) error {
 			switch d := v.(type) {
@@ -339,14 +342,14 @@ func (b *Block) valueConverter(c *schema.Column, t schema.CHType, nl nulls) (col
 				if !validDecimal(d, intDigits, c.Scale) {
 					return errMsg(fmt.Sprintf("not a DECIMAL(%d,%d)", c.Precision, c.Scale))
 				}
-				buf.addString(d)
+				buf.AddString(d)
 			case decimal.Decimal:
 				// go-mysql's UseDecimal; not the hot path, so String may allocate.
 				if !validDecimal(d.String(), intDigits, c.Scale) {
 					return errMsg(fmt.Sprintf("not a DECIMAL(%d,%d)", c.Precision, c.Scale))
 				}
-				buf.arena = append(buf.arena, d.StringFixed(int32(c.Scale))...)
-				buf.end()
+				buf.Arena = append(buf.Arena, d.StringFixed(int32(c.Scale))...)
+				buf.End()
 			default:
 				return errMsg("want a decimal string")
 			}
@@ -361,7 +364,7 @@ func (b *Block) valueConverter(c *schema.Column, t schema.CHType, nl nulls) (col
 		return b.dateTimeConverter(c, t, nl)
 	case schema.KindTime:
 		if t.Kind == schema.CHInt64 {
-			buf := &numBuf[int64]{nulls: nl}
+			buf := &column.Num[int64]{Nulls: nl}
 			return buf, func(v any) error {
 				s, ok := v.(string)
 				if !ok {
@@ -371,13 +374,13 @@ func (b *Block) valueConverter(c *schema.Column, t schema.CHType, nl nulls) (col
 				if !ok {
 					return errMsg("not a TIME value")
 				}
-				buf.add(us)
+				buf.Add(us)
 				return nil
 			}
 		}
 		// MySQL prints TIME(fsp) with exactly fsp fraction digits; go-mysql
 		// drops a zero fraction.
-		buf := &strBuf{nulls: nl}
+		buf := &column.Str{Nulls: nl}
 		fsp := c.Fsp
 		return buf, func(v any) error {
 			s, ok := v.(string)
@@ -387,8 +390,8 @@ func (b *Block) valueConverter(c *schema.Column, t schema.CHType, nl nulls) (col
 			if _, ok := mysqltime.ParseTimeMicros(s); !ok {
 				return errMsg("not a TIME value")
 			}
-			buf.arena = mysqltime.AppendFraction(buf.arena, s, fsp)
-			buf.end()
+			buf.Arena = mysqltime.AppendFraction(buf.Arena, s, fsp)
+			buf.End()
 			return nil
 		}
 	case schema.KindChar, schema.KindBlob, schema.KindJSON:
@@ -397,44 +400,44 @@ func (b *Block) valueConverter(c *schema.Column, t schema.CHType, nl nulls) (col
 		if t.Kind == schema.CHString {
 			return textConverter(c, nl)
 		}
-		buf := &strBuf{nulls: nl}
+		buf := &column.Str{Nulls: nl}
 		n := c.Length
 		return buf, func(v any) error {
 			var l int
-			buf.room(n)
+			buf.Room(n)
 			switch s := v.(type) {
 			case string:
-				buf.arena, l = append(buf.arena, s...), len(s)
+				buf.Arena, l = append(buf.Arena, s...), len(s)
 			case []byte:
-				buf.arena, l = append(buf.arena, s...), len(s)
+				buf.Arena, l = append(buf.Arena, s...), len(s)
 			default:
 				return errMsg("want a string")
 			}
 			if l > n {
-				buf.arena = buf.arena[:len(buf.arena)-l]
+				buf.Arena = buf.Arena[:len(buf.Arena)-l]
 				return errMsg(fmt.Sprintf("longer than BINARY(%d)", n))
 			}
 			// The binlog drops BINARY's trailing zero bytes; MySQL holds them.
 			for ; l < n; l++ {
-				buf.arena = append(buf.arena, 0)
+				buf.Arena = append(buf.Arena, 0)
 			}
-			buf.end()
+			buf.End()
 			return nil
 		}
 	case schema.KindGeometry:
-		buf := &strBuf{nulls: nl}
+		buf := &column.Str{Nulls: nl}
 		return buf, func(v any) error {
 			switch g := v.(type) {
 			case []byte:
-				buf.room(2 * len(g))
-				buf.arena = appendHex(buf.arena, g)
+				buf.Room(2 * len(g))
+				buf.Arena = appendHex(buf.Arena, g)
 			case string:
-				buf.room(2 * len(g))
-				buf.arena = appendHex(buf.arena, []byte(g))
+				buf.Room(2 * len(g))
+				buf.Arena = appendHex(buf.Arena, []byte(g))
 			default:
 				return errMsg("want geometry bytes")
 			}
-			buf.end()
+			buf.End()
 			return nil
 		}
 	}
@@ -442,15 +445,15 @@ func (b *Block) valueConverter(c *schema.Column, t schema.CHType, nl nulls) (col
 	panic(fmt.Sprintf("schema: no converter for MySQL %s to ClickHouse %s", c.Type, t))
 }
 
-func textConverter(c *schema.Column, nl nulls) (colBuf, converter) {
-	buf := &strBuf{nulls: nl}
+func textConverter(c *schema.Column, nl column.Nulls) (column.Buf, converter) {
+	buf := &column.Str{Nulls: nl}
 	if dec, err := textDecoder(c); dec != nil || err != nil {
 		return buf, func(v any) error {
 			switch s := v.(type) {
 			case string:
-				return buf.addDecoded(dec, err, unsafe.Slice(unsafe.StringData(s), len(s)))
+				return addDecoded(buf, dec, err, unsafe.Slice(unsafe.StringData(s), len(s)))
 			case []byte:
-				return buf.addDecoded(dec, err, s)
+				return addDecoded(buf, dec, err, s)
 			}
 			return errMsg("want a string")
 		}
@@ -458,9 +461,9 @@ func textConverter(c *schema.Column, nl nulls) (colBuf, converter) {
 	return buf, func(v any) error {
 		switch s := v.(type) {
 		case string:
-			buf.addString(s)
+			buf.AddString(s)
 		case []byte:
-			buf.addBytes(s)
+			buf.AddBytes(s)
 		default:
 			return errMsg("want a string")
 		}
@@ -480,17 +483,17 @@ func textDecoder(c *schema.Column) (*charset.Decoder, error) {
 }
 
 // addDecoded appends text converted to UTF-8.
-func (b *strBuf) addDecoded(dec *charset.Decoder, decErr error, p []byte) error {
+func addDecoded(b *column.Str, dec *charset.Decoder, decErr error, p []byte) error {
 	if decErr != nil {
 		return decErr
 	}
-	b.room(4 * len(p)) // UTF-8 takes at most 4 bytes a character
-	out, err := dec.Append(b.arena, p)
+	b.Room(4 * len(p)) // UTF-8 takes at most 4 bytes a character
+	out, err := dec.Append(b.Arena, p)
 	if err != nil {
 		return errMsg(err.Error() + ": the text is not valid in the column's character set, so binlog2ch cannot write it as UTF-8")
 	}
-	b.arena = out
-	b.end()
+	b.Arena = out
+	b.End()
 	return nil
 }
 

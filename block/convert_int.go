@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/binlog2ch/binlog2ch/column"
+
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
@@ -20,7 +22,7 @@ func intShape(c *schema.Column) (unsigned bool, bits uint) {
 // arrive as Go integers of the column's width; without signedness metadata
 // in the binlog an UNSIGNED column's value arrives signed and is
 // reinterpreted at the column's width (intValue).
-func intConverter(c *schema.Column, t schema.CHType, nl nulls) (colBuf, intPut) {
+func intConverter(c *schema.Column, t schema.CHType, nl column.Nulls) (column.Buf, intPut) {
 	switch t.Kind {
 	case schema.CHInt8:
 		return signedBuf[int8](nl, math.MinInt8, math.MaxInt8)
@@ -33,12 +35,12 @@ func intConverter(c *schema.Column, t schema.CHType, nl nulls) (colBuf, intPut) 
 	case schema.CHUInt8:
 		if c.Kind == schema.KindTinyInt && c.Precision == 1 && !c.Unsigned {
 			// TINYINT(1) as a boolean on a server without Bool.
-			buf := &numBuf[uint8]{nulls: nl}
+			buf := &column.Num[uint8]{Nulls: nl}
 			return buf, func(_ uint64, s int64) error {
 				if err := checkBool(s); err != nil {
 					return err
 				}
-				buf.add(uint8(s))
+				buf.Add(uint8(s))
 				return nil
 			}
 		}
@@ -50,12 +52,12 @@ func intConverter(c *schema.Column, t schema.CHType, nl nulls) (colBuf, intPut) 
 	case schema.CHUInt64:
 		return unsignedBuf[uint64](nl, math.MaxUint64)
 	case schema.CHBool:
-		buf := &numBuf[bool]{nulls: nl}
+		buf := &column.Num[bool]{Nulls: nl}
 		return buf, func(_ uint64, s int64) error {
 			if err := checkBool(s); err != nil {
 				return err
 			}
-			buf.add(s == 1)
+			buf.Add(s == 1)
 			return nil
 		}
 	}
@@ -112,63 +114,63 @@ func fromSigned(s int64, unsigned bool, bits uint) (uint64, int64) {
 	return u, s
 }
 
-func signedBuf[T int8 | int16 | int32 | int64](nl nulls, lo, hi int64) (colBuf, intPut) {
-	buf := &numBuf[T]{nulls: nl}
+func signedBuf[T int8 | int16 | int32 | int64](nl column.Nulls, lo, hi int64) (column.Buf, intPut) {
+	buf := &column.Num[T]{Nulls: nl}
 	return buf, func(_ uint64, s int64) error {
 		if s < lo || s > hi {
 			return errMsg("out of the ClickHouse column's range")
 		}
-		buf.add(T(s))
+		buf.Add(T(s))
 		return nil
 	}
 }
 
-func unsignedBuf[T uint8 | uint16 | uint32 | uint64](nl nulls, hi uint64) (colBuf, intPut) {
-	buf := &numBuf[T]{nulls: nl}
+func unsignedBuf[T uint8 | uint16 | uint32 | uint64](nl column.Nulls, hi uint64) (column.Buf, intPut) {
+	buf := &column.Num[T]{Nulls: nl}
 	return buf, func(u uint64, _ int64) error {
 		if u > hi {
 			return errMsg("out of the ClickHouse column's range")
 		}
-		buf.add(T(u))
+		buf.Add(T(u))
 		return nil
 	}
 }
 
 // enumConverter writes ENUM indexes (in s): MySQL's 1-based index, 0 for
 // an invalid value stored as ”.
-func enumConverter(c *schema.Column, t schema.CHType, nl nulls) (colBuf, intPut) {
+func enumConverter(c *schema.Column, t schema.CHType, nl column.Nulls) (column.Buf, intPut) {
 	labels := c.Labels
 	index := enumIndex(labels)
 	switch t.Kind {
 	case schema.CHEnum8:
-		buf := &numBuf[int8]{nulls: nl}
+		buf := &column.Num[int8]{Nulls: nl}
 		return buf, func(_ uint64, s int64) error {
 			i, err := index(s)
 			if err == nil {
-				buf.add(int8(i))
+				buf.Add(int8(i))
 			}
 			return err
 		}
 	case schema.CHEnum16:
-		buf := &numBuf[int16]{nulls: nl}
+		buf := &column.Num[int16]{Nulls: nl}
 		return buf, func(_ uint64, s int64) error {
 			i, err := index(s)
 			if err == nil {
-				buf.add(int16(i))
+				buf.Add(int16(i))
 			}
 			return err
 		}
 	}
-	buf := &strBuf{nulls: nl}
+	buf := &column.Str{Nulls: nl}
 	return buf, func(_ uint64, s int64) error {
 		i, err := index(s)
 		if err != nil {
 			return err
 		}
 		if i == 0 {
-			buf.addString("")
+			buf.AddString("")
 		} else {
-			buf.addString(labels[i-1])
+			buf.AddString(labels[i-1])
 		}
 		return nil
 	}
@@ -196,7 +198,7 @@ func enumIndex(labels []string) func(i int64) (int64, error) {
 }
 
 // setConverter writes SET bitmasks (in u).
-func setConverter(c *schema.Column, t schema.CHType, nl nulls) (colBuf, intPut) {
+func setConverter(c *schema.Column, t schema.CHType, nl column.Nulls) (column.Buf, intPut) {
 	labels := c.Labels
 	check := func(m uint64) error {
 		if len(labels) < 64 && m>>uint(len(labels)) != 0 {
@@ -205,21 +207,21 @@ func setConverter(c *schema.Column, t schema.CHType, nl nulls) (colBuf, intPut) 
 		return nil
 	}
 	if t.Kind == schema.CHArrayString {
-		buf := &arrBuf{}
+		buf := &column.Arr{}
 		return buf, func(m uint64, _ int64) error {
 			if err := check(m); err != nil {
 				return err
 			}
 			for i := range labels {
 				if m&(1<<uint(i)) != 0 {
-					buf.addString(labels[i])
+					buf.AddString(labels[i])
 				}
 			}
-			buf.endRow()
+			buf.EndRow()
 			return nil
 		}
 	}
-	buf := &strBuf{nulls: nl}
+	buf := &column.Str{Nulls: nl}
 	all := len(labels) // every label and comma
 	for _, l := range labels {
 		all += len(l)
@@ -228,18 +230,18 @@ func setConverter(c *schema.Column, t schema.CHType, nl nulls) (colBuf, intPut) 
 		if err := check(m); err != nil {
 			return err
 		}
-		buf.room(all)
+		buf.Room(all)
 		first := true
 		for i := range labels {
 			if m&(1<<uint(i)) != 0 {
 				if !first {
-					buf.arena = append(buf.arena, ',')
+					buf.Arena = append(buf.Arena, ',')
 				}
 				first = false
-				buf.arena = append(buf.arena, labels[i]...)
+				buf.Arena = append(buf.Arena, labels[i]...)
 			}
 		}
-		buf.end()
+		buf.End()
 		return nil
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/column"
+
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/schema/schematest"
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -28,30 +30,30 @@ func oneColumn(t *testing.T, columnType string, nullable bool, caps schema.Capab
 func value(t *testing.T, b *Block) any {
 	t.Helper()
 	switch buf := b.cols[1].(type) {
-	case *strBuf:
-		s := buf.strings()
-		if buf.nullable && buf.isNull[len(s)-1] {
+	case *column.Str:
+		s := buf.Strings()
+		if buf.Nullable && buf.IsNull[len(s)-1] {
 			return nil
 		}
 		return s[len(s)-1]
-	case *timeBuf:
-		if buf.nullable && buf.isNull[len(buf.vals)-1] {
+	case *column.Time:
+		if buf.Nullable && buf.IsNull[len(buf.Vals)-1] {
 			return nil
 		}
-		return time.UnixMicro(buf.vals[len(buf.vals)-1]).UTC()
-	case *numBuf[int64]:
-		if buf.nullable && buf.isNull[len(buf.vals)-1] {
+		return time.UnixMicro(buf.Vals[len(buf.Vals)-1]).UTC()
+	case *column.Num[int64]:
+		if buf.Nullable && buf.IsNull[len(buf.Vals)-1] {
 			return nil
 		}
-		return buf.vals[len(buf.vals)-1]
-	case *numBuf[uint8]:
-		return buf.vals[len(buf.vals)-1]
-	case *numBuf[uint32]:
-		return buf.vals[len(buf.vals)-1]
-	case *numBuf[uint64]:
-		return buf.vals[len(buf.vals)-1]
-	case *numBuf[int8]:
-		return buf.vals[len(buf.vals)-1]
+		return buf.Vals[len(buf.Vals)-1]
+	case *column.Num[uint8]:
+		return buf.Vals[len(buf.Vals)-1]
+	case *column.Num[uint32]:
+		return buf.Vals[len(buf.Vals)-1]
+	case *column.Num[uint64]:
+		return buf.Vals[len(buf.Vals)-1]
+	case *column.Num[int8]:
+		return buf.Vals[len(buf.Vals)-1]
 	}
 	t.Fatalf("unhandled buffer %T", b.cols[1])
 	return nil
@@ -276,8 +278,8 @@ func TestAppendIsAtomic(t *testing.T) {
 		t.Fatalf("rows %d after a failed append, want 1", b.Rows())
 	}
 	for i, c := range b.cols {
-		if c.len() != 1 {
-			t.Errorf("column %s holds %d values, want 1", target.Columns[i].Name, c.len())
+		if c.Len() != 1 {
+			t.Errorf("column %s holds %d values, want 1", target.Columns[i].Name, c.Len())
 		}
 	}
 	if err := b.Append(row[:3], 3, schema.OpInsert); err == nil || !strings.Contains(err.Error(), "row has 3 values but the table has 31 columns") {
@@ -297,8 +299,8 @@ func TestMetaColumns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	version := b.cols[2].(*numBuf[uint64]).vals
-	deleted := b.cols[3].(*numBuf[uint8]).vals
+	version := b.cols[2].(*column.Num[uint64]).Vals
+	deleted := b.cols[3].(*column.Num[uint8]).Vals
 	if version[0] != 100 || version[2] != 102 || deleted[0] != 0 || deleted[1] != 0 || deleted[2] != 1 {
 		t.Errorf("version %v is_deleted %v", version, deleted)
 	}

@@ -4,6 +4,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/column"
+
 	"github.com/binlog2ch/binlog2ch/mysqltime"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
@@ -16,7 +18,7 @@ const (
 	date32MaxDays = 120529 // Date32: 2299-12-31
 	dt64MinMicros = -2208988800 * 1e6
 	dt64MaxMicros = (10413792000-1)*1e6 + 999999 // 2299-12-31 23:59:59.999999
-	dayMicros     = 86400 * 1e6
+	dayMicros     = column.DayMicros
 )
 
 // fix applies the invalid_dates policy to a value that cannot be written as
@@ -41,9 +43,9 @@ func (b *Block) fix(kind Fixup, nullable bool, clampTo int64) (v int64, null boo
 	return clampTo, false, nil
 }
 
-func (b *Block) dateConverter(c *schema.Column, t schema.CHType, nl nulls) (colBuf, converter) {
+func (b *Block) dateConverter(c *schema.Column, t schema.CHType, nl column.Nulls) (column.Buf, converter) {
 	lo, hi := b.dateBounds(t)
-	buf := &timeBuf{numBuf: numBuf[int64]{nulls: nl}}
+	buf := &column.Time{Num: column.Num[int64]{Nulls: nl}}
 	return buf, func(v any) error {
 		switch d := v.(type) {
 		case string:
@@ -72,7 +74,7 @@ func (b *Block) dateBounds(t schema.CHType) (lo, hi int64) {
 }
 
 // putDate appends a DATE given as its parts, which may be zero or invalid.
-func (b *Block) putDate(buf *timeBuf, lo, hi int64, y, m, d int) error {
+func (b *Block) putDate(buf *column.Time, lo, hi int64, y, m, d int) error {
 	switch {
 	case y == 0 && m == 0 && d == 0:
 		return b.putDays(buf, lo, hi, 0, FixupZeroDate)
@@ -84,7 +86,7 @@ func (b *Block) putDate(buf *timeBuf, lo, hi int64, y, m, d int) error {
 
 // putDays appends a date, applying the invalid_dates policy to a value of
 // fix-up kind `kind` (-1: none) or outside lo..hi.
-func (b *Block) putDays(buf *timeBuf, lo, hi, days int64, kind Fixup) error {
+func (b *Block) putDays(buf *column.Time, lo, hi, days int64, kind Fixup) error {
 	clampTo := lo
 	if kind < 0 && (days < lo || days > hi) {
 		kind = FixupDateOutOfRange
@@ -93,17 +95,17 @@ func (b *Block) putDays(buf *timeBuf, lo, hi, days int64, kind Fixup) error {
 		}
 	}
 	if kind >= 0 {
-		fixed, null, err := b.fix(kind, buf.nullable, clampTo)
+		fixed, null, err := b.fix(kind, buf.Nullable, clampTo)
 		if err != nil {
 			return err
 		}
 		if null {
-			buf.appendNull()
+			buf.AppendNull()
 			return nil
 		}
 		days = fixed
 	}
-	buf.add(days * dayMicros)
+	buf.Add(days * dayMicros)
 	return nil
 }
 
@@ -111,7 +113,7 @@ func (b *Block) putDays(buf *timeBuf, lo, hi, days int64, kind Fixup) error {
 // DateTime64 (microseconds). TIMESTAMP strings are taken as UTC (binlog2ch
 // sets go-mysql's TimestampStringLocation to UTC); DATETIME values are wall
 // clock in the configured zone.
-func (b *Block) dateTimeConverter(c *schema.Column, t schema.CHType, nl nulls) (colBuf, converter) {
+func (b *Block) dateTimeConverter(c *schema.Column, t schema.CHType, nl column.Nulls) (column.Buf, converter) {
 	dt := b.newDateTimeBuf(c, t, nl)
 	b.dateTimeBufs[c] = dt
 	wallClock := c.Kind == schema.KindDateTime
@@ -136,13 +138,13 @@ func (b *Block) dateTimeConverter(c *schema.Column, t schema.CHType, nl nulls) (
 // dateTimeBuf is a DateTime or DateTime64 column with its range and zone.
 type dateTimeBuf struct {
 	b      *Block
-	buf    colBuf
+	buf    column.Buf
 	add    func(us int64)
 	lo, hi int64
 	loc    *time.Location // zone of wall-clock values; nil: UTC
 }
 
-func (b *Block) newDateTimeBuf(c *schema.Column, t schema.CHType, nl nulls) *dateTimeBuf {
+func (b *Block) newDateTimeBuf(c *schema.Column, t schema.CHType, nl column.Nulls) *dateTimeBuf {
 	dt := &dateTimeBuf{b: b, loc: b.target.Options.DateTimeZone, lo: 0, hi: int64(math.MaxUint32)*1e6 + 999999}
 	if c.Kind == schema.KindTimestamp || dt.loc == time.UTC {
 		dt.loc = nil // nil: UTC arithmetic, no zone lookups
@@ -152,11 +154,11 @@ func (b *Block) newDateTimeBuf(c *schema.Column, t schema.CHType, nl nulls) *dat
 	}
 	if t.Kind == schema.CHDateTime64 {
 		dt.lo, dt.hi = dt64MinMicros, dt64MaxMicros
-		tb := &timeBuf{numBuf: numBuf[int64]{nulls: nl}}
-		dt.buf, dt.add = tb, tb.add
+		tb := &column.Time{Num: column.Num[int64]{Nulls: nl}}
+		dt.buf, dt.add = tb, tb.Add
 	} else {
-		nb := &numBuf[int64]{nulls: nl}
-		dt.buf, dt.add = nb, func(us int64) { nb.add(us / 1e6) }
+		nb := &column.Num[int64]{Nulls: nl}
+		dt.buf, dt.add = nb, func(us int64) { nb.Add(us / 1e6) }
 	}
 	return dt
 }
@@ -183,12 +185,12 @@ func (dt *dateTimeBuf) put(us int64, kind Fixup) error {
 		}
 	}
 	if kind >= 0 {
-		fixed, null, err := dt.b.fix(kind, dt.buf.(interface{ isNullable() bool }).isNullable(), clampTo)
+		fixed, null, err := dt.b.fix(kind, dt.buf.(interface{ IsNullable() bool }).IsNullable(), clampTo)
 		if err != nil {
 			return err
 		}
 		if null {
-			dt.buf.appendNull()
+			dt.buf.AppendNull()
 			return nil
 		}
 		us = fixed
@@ -200,8 +202,8 @@ func (dt *dateTimeBuf) put(us int64, kind Fixup) error {
 // dateTimeTextConverter keeps DATETIME(fsp)/TIMESTAMP(fsp) as text where the
 // server has no DateTime64: "YYYY-MM-DD hh:mm:ss.ffffff" with fsp digits,
 // TIMESTAMP in UTC. Zero dates stay as MySQL prints them.
-func dateTimeTextConverter(c *schema.Column, nl nulls) (colBuf, converter) {
-	buf := &strBuf{nulls: nl}
+func dateTimeTextConverter(c *schema.Column, nl column.Nulls) (column.Buf, converter) {
+	buf := &column.Str{Nulls: nl}
 	fsp := c.Fsp
 	return buf, func(v any) error {
 		switch d := v.(type) {
@@ -209,16 +211,16 @@ func dateTimeTextConverter(c *schema.Column, nl nulls) (colBuf, converter) {
 			if _, ok := mysqltime.ParseDateTime(d); !ok {
 				return errMsg("not a DATETIME value")
 			}
-			buf.arena = mysqltime.AppendFraction(buf.arena, d, fsp)
+			buf.Arena = mysqltime.AppendFraction(buf.Arena, d, fsp)
 		case time.Time:
 			if c.Kind == schema.KindTimestamp {
 				d = d.UTC()
 			}
-			buf.arena = mysqltime.AppendDateTime(buf.arena, d, fsp)
+			buf.Arena = mysqltime.AppendDateTime(buf.Arena, d, fsp)
 		default:
 			return errMsg("want a DATETIME string or time.Time")
 		}
-		buf.end()
+		buf.End()
 		return nil
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/column"
+
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/shopspring/decimal"
@@ -294,65 +296,65 @@ func (in *fuzzInput) wild(c *schema.Column, k byte) any {
 func fuzzCheckBlock(t *testing.T, b *Block) {
 	t.Helper()
 	rows := b.Rows()
-	checkNulls := func(i int, n *nulls, l int) {
-		if n.nullable != b.target.Columns[i].Type.Nullable || (n.nullable && len(n.isNull) != l) {
-			t.Fatalf("column %s: %d null flags for %d values (nullable %v)", b.target.Columns[i].Name, len(n.isNull), l, n.nullable)
+	checkNulls := func(i int, n *column.Nulls, l int) {
+		if n.Nullable != b.target.Columns[i].Type.Nullable || (n.Nullable && len(n.IsNull) != l) {
+			t.Fatalf("column %s: %d null flags for %d values (nullable %v)", b.target.Columns[i].Name, len(n.IsNull), l, n.Nullable)
 		}
 	}
-	checkStr := func(i int, s *strBuf) {
+	checkStr := func(i int, s *column.Str) {
 		prev := 0
-		for _, e := range s.ends {
+		for _, e := range s.Ends {
 			if e < prev {
-				t.Fatalf("column %s: value ends %v not ascending", b.target.Columns[i].Name, s.ends)
+				t.Fatalf("column %s: value ends %v not ascending", b.target.Columns[i].Name, s.Ends)
 			}
 			prev = e
 		}
-		if prev != s.bytesHeld() {
-			t.Fatalf("column %s: values end at %d, arena holds %d bytes", b.target.Columns[i].Name, prev, s.bytesHeld())
+		if prev != s.BytesHeld() {
+			t.Fatalf("column %s: values end at %d, arena holds %d bytes", b.target.Columns[i].Name, prev, s.BytesHeld())
 		}
 	}
 	for i, c := range b.cols {
-		if c.len() != rows {
-			t.Fatalf("column %s holds %d values, the block %d rows", b.target.Columns[i].Name, c.len(), rows)
+		if c.Len() != rows {
+			t.Fatalf("column %s holds %d values, the block %d rows", b.target.Columns[i].Name, c.Len(), rows)
 		}
 		switch c := c.(type) {
-		case *strBuf:
+		case *column.Str:
 			checkStr(i, c)
-			checkNulls(i, &c.nulls, c.len())
-		case *arrBuf:
-			checkStr(i, &c.strBuf)
-			if rows > 0 && c.rowEnds[rows-1] != len(c.ends) {
-				t.Fatalf("column %s: rows end at element %d of %d", b.target.Columns[i].Name, c.rowEnds[rows-1], len(c.ends))
+			checkNulls(i, &c.Nulls, c.Len())
+		case *column.Arr:
+			checkStr(i, &c.Str)
+			if rows > 0 && c.RowEnds[rows-1] != len(c.Ends) {
+				t.Fatalf("column %s: rows end at element %d of %d", b.target.Columns[i].Name, c.RowEnds[rows-1], len(c.Ends))
 			}
-		case *timeBuf:
-			checkNulls(i, &c.nulls, c.len())
-		case *numBuf[int8]:
-			checkNulls(i, &c.nulls, c.len())
-		case *numBuf[int16]:
-			checkNulls(i, &c.nulls, c.len())
-		case *numBuf[int32]:
-			checkNulls(i, &c.nulls, c.len())
-		case *numBuf[int64]:
-			checkNulls(i, &c.nulls, c.len())
-		case *numBuf[uint8]:
-			checkNulls(i, &c.nulls, c.len())
-		case *numBuf[uint16]:
-			checkNulls(i, &c.nulls, c.len())
-		case *numBuf[uint32]:
-			checkNulls(i, &c.nulls, c.len())
-		case *numBuf[uint64]:
-			checkNulls(i, &c.nulls, c.len())
-		case *numBuf[float32]:
-			checkNulls(i, &c.nulls, c.len())
-		case *numBuf[float64]:
-			checkNulls(i, &c.nulls, c.len())
-		case *numBuf[bool]:
-			checkNulls(i, &c.nulls, c.len())
+		case *column.Time:
+			checkNulls(i, &c.Nulls, c.Len())
+		case *column.Num[int8]:
+			checkNulls(i, &c.Nulls, c.Len())
+		case *column.Num[int16]:
+			checkNulls(i, &c.Nulls, c.Len())
+		case *column.Num[int32]:
+			checkNulls(i, &c.Nulls, c.Len())
+		case *column.Num[int64]:
+			checkNulls(i, &c.Nulls, c.Len())
+		case *column.Num[uint8]:
+			checkNulls(i, &c.Nulls, c.Len())
+		case *column.Num[uint16]:
+			checkNulls(i, &c.Nulls, c.Len())
+		case *column.Num[uint32]:
+			checkNulls(i, &c.Nulls, c.Len())
+		case *column.Num[uint64]:
+			checkNulls(i, &c.Nulls, c.Len())
+		case *column.Num[float32]:
+			checkNulls(i, &c.Nulls, c.Len())
+		case *column.Num[float64]:
+			checkNulls(i, &c.Nulls, c.Len())
+		case *column.Num[bool]:
+			checkNulls(i, &c.Nulls, c.Len())
 		default:
 			t.Fatalf("column %s: unexpected buffer %T", b.target.Columns[i].Name, c)
 		}
 		var got fuzzCountColumn
-		if err := c.appendTo(&got); err != nil {
+		if err := c.AppendTo(&got); err != nil {
 			t.Fatalf("column %s: hand-off: %v", b.target.Columns[i].Name, err)
 		}
 		if got.n != rows {

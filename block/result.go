@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"unsafe"
+
+	"github.com/binlog2ch/binlog2ch/column"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
@@ -126,7 +127,7 @@ func (b *Block) appendResultRow(row []byte, version uint64, op schema.Op) error 
 				continue
 			}
 			if tc := b.target.SourceToTarget[i]; b.target.Columns[tc].Type.Nullable {
-				b.cols[tc].appendNull()
+				b.cols[tc].AppendNull()
 				continue
 			}
 			err = errMsg("NULL in a column that is NOT NULL in the schema binlog2ch knows")
@@ -137,7 +138,7 @@ func (b *Block) appendResultRow(row []byte, version uint64, op schema.Op) error 
 		}
 		if err != nil {
 			for _, col := range b.cols {
-				col.truncate(rows)
+				col.Truncate(rows)
 			}
 			c := &cols[i]
 			return &ConvertError{Table: src.FullName(), Column: c.Name, Type: c.Type, Value: resultValue(b.resCols[i], row[pos:]), Msg: err.Error()}
@@ -154,123 +155,9 @@ func (b *Block) appendResultRow(row []byte, version uint64, op schema.Op) error 
 	return nil
 }
 
-// wireIntWidth is the bytes of a binary-protocol integer of type typ (0:
-// not an integer type).
-func wireIntWidth(typ byte) int {
-	switch typ {
-	case mysql.MYSQL_TYPE_TINY:
-		return 1
-	case mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_YEAR:
-		return 2
-	case mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG:
-		return 4
-	case mysql.MYSQL_TYPE_LONGLONG:
-		return 8
-	}
-	return 0
-}
-
-// lenenc reads a length-encoded string's header: the value starts at
-// p[start:] and ends at end.
-func lenenc(p []byte) (start, end int, err error) {
-	if len(p) == 0 {
-		return 0, 0, errShort
-	}
-	var n uint64
-	switch b := p[0]; {
-	case b < 0xfb:
-		n, start = uint64(b), 1
-	case b == 0xfc && len(p) >= 3:
-		n, start = uint64(binary.LittleEndian.Uint16(p[1:])), 3
-	case b == 0xfd && len(p) >= 4:
-		n, start = uint64(p[1])|uint64(p[2])<<8|uint64(p[3])<<16, 4
-	case b == 0xfe && len(p) >= 9:
-		n, start = binary.LittleEndian.Uint64(p[1:]), 9
-	default:
-		return 0, 0, errShort
-	}
-	if uint64(len(p)-start) < n {
-		return 0, 0, errShort
-	}
-	return start, start + int(n), nil
-}
-
-// wireTemporal reads a binary-protocol DATE, DATETIME or TIMESTAMP: a
-// length (0, 4, 7 or 11) and that many bytes of year, month, day, hour,
-// minute, second and microseconds. Zero values come with length 0.
-func wireTemporal(p []byte) (mysqltime.Parts, int, error) {
-	var t mysqltime.Parts
-	if len(p) == 0 {
-		return t, 0, errShort
-	}
-	n := int(p[0])
-	if len(p) < 1+n {
-		return t, 0, errShort
-	}
-	v := p[1 : 1+n]
-	switch n {
-	case 11:
-		t.US = int(binary.LittleEndian.Uint32(v[7:]))
-		fallthrough
-	case 7:
-		t.H, t.Mi, t.S = int(v[4]), int(v[5]), int(v[6])
-		fallthrough
-	case 4:
-		t.Y, t.Mo, t.D = int(binary.LittleEndian.Uint16(v)), int(v[2]), int(v[3])
-	case 0:
-	default:
-		return t, 0, errMsg("a date or time of " + strconv.Itoa(n) + " bytes")
-	}
-	if t.US > 999999 {
-		return t, 0, errMsg("microseconds beyond 999999")
-	}
-	return t, 1 + n, nil
-}
-
-// wireTime reads a binary-protocol TIME into signed microseconds: a length
-// (0, 8 or 12), then sign, days, hours, minutes, seconds, microseconds.
-func wireTime(p []byte) (int64, int, error) {
-	if len(p) == 0 {
-		return 0, 0, errShort
-	}
-	n := int(p[0])
-	if len(p) < 1+n {
-		return 0, 0, errShort
-	}
-	if n == 0 {
-		return 0, 1, nil
-	}
-	if n != 8 && n != 12 {
-		return 0, 0, errMsg("a TIME of " + strconv.Itoa(n) + " bytes")
-	}
-	v := p[1 : 1+n]
-	days := int64(binary.LittleEndian.Uint32(v[1:]))
-	us := ((days*24+int64(v[5]))*3600 + int64(v[6])*60 + int64(v[7])) * 1e6
-	if n == 12 {
-		f := int64(binary.LittleEndian.Uint32(v[8:]))
-		if f > 999999 {
-			return 0, 0, errMsg("microseconds beyond 999999")
-		}
-		us += f
-	}
-	if v[0] == 1 {
-		us = -us
-	}
-	return us, 1 + n, nil
-}
-
-// bytesString views p as a string for parsing, without a copy; the string
-// must not outlive p.
-func bytesString(p []byte) string {
-	if len(p) == 0 {
-		return ""
-	}
-	return unsafe.String(&p[0], len(p))
-}
-
 // resultConverter builds the binary-protocol decoder of column c, whose
 // values the server describes as rc, into buffer buf of ClickHouse type t.
-func (b *Block) resultConverter(c *schema.Column, rc mysqlproto.Column, t schema.CHType, buf colBuf, put intPut) (resultConverter, error) {
+func (b *Block) resultConverter(c *schema.Column, rc mysqlproto.Column, t schema.CHType, buf column.Buf, put intPut) (resultConverter, error) {
 	unsignedWire := rc.Flags&mysqlproto.UnsignedFlag != 0
 	wrong := func() (resultConverter, error) {
 		return nil, fmt.Errorf("the server sent MySQL type 0x%02x (flags 0x%x) for it, which binlog2ch does not read as %s", rc.Type, rc.Flags, c.Type)
@@ -337,31 +224,31 @@ func (b *Block) resultConverter(c *schema.Column, rc mysqlproto.Column, t schema
 		if rc.Type != mysql.MYSQL_TYPE_FLOAT {
 			return wrong()
 		}
-		fb := buf.(*numBuf[float32])
+		fb := buf.(*column.Num[float32])
 		return func(p []byte) (int, error) {
 			if len(p) < 4 {
 				return 0, errShort
 			}
-			fb.add(math.Float32frombits(binary.LittleEndian.Uint32(p)))
+			fb.Add(math.Float32frombits(binary.LittleEndian.Uint32(p)))
 			return 4, nil
 		}, nil
 	case schema.KindDouble:
 		if rc.Type != mysql.MYSQL_TYPE_DOUBLE {
 			return wrong()
 		}
-		fb := buf.(*numBuf[float64])
+		fb := buf.(*column.Num[float64])
 		return func(p []byte) (int, error) {
 			if len(p) < 8 {
 				return 0, errShort
 			}
-			fb.add(math.Float64frombits(binary.LittleEndian.Uint64(p)))
+			fb.Add(math.Float64frombits(binary.LittleEndian.Uint64(p)))
 			return 8, nil
 		}, nil
 	case schema.KindDecimal:
 		if rc.Type != mysql.MYSQL_TYPE_NEWDECIMAL && rc.Type != mysql.MYSQL_TYPE_DECIMAL {
 			return wrong()
 		}
-		sb := buf.(*strBuf)
+		sb := buf.(*column.Str)
 		intDigits, scale := c.Precision-c.Scale, c.Scale
 		bad := errMsg(fmt.Sprintf("not a DECIMAL(%d,%d)", c.Precision, c.Scale))
 		return func(p []byte) (int, error) {
@@ -373,14 +260,14 @@ func (b *Block) resultConverter(c *schema.Column, rc mysqlproto.Column, t schema
 			if !validDecimal(bytesString(v), intDigits, scale) {
 				return 0, bad
 			}
-			sb.addBytes(v)
+			sb.AddBytes(v)
 			return end, nil
 		}, nil
 	case schema.KindDate:
 		if rc.Type != mysql.MYSQL_TYPE_DATE && rc.Type != mysql.MYSQL_TYPE_NEWDATE {
 			return wrong()
 		}
-		tb := buf.(*timeBuf)
+		tb := buf.(*column.Time)
 		lo, hi := b.dateBounds(t)
 		return func(p []byte) (int, error) {
 			d, n, err := wireTemporal(p)
@@ -395,21 +282,21 @@ func (b *Block) resultConverter(c *schema.Column, rc mysqlproto.Column, t schema
 		}
 		fsp := c.Fsp
 		if t.Kind == schema.CHString { // ClickHouse without DateTime64: MySQL's text
-			sb := buf.(*strBuf)
+			sb := buf.(*column.Str)
 			return func(p []byte) (int, error) {
 				parts, n, err := wireTemporal(p)
 				if err != nil {
 					return 0, err
 				}
-				sb.arena = mysqltime.AppendParts(sb.arena, parts, fsp)
-				sb.end()
+				sb.Arena = mysqltime.AppendParts(sb.Arena, parts, fsp)
+				sb.End()
 				return n, nil
 			}, nil
 		}
 		// TIMESTAMPs arrive in the session's zone, UTC, and dt takes
 		// them as UTC; DATETIMEs are wall clock in the configured zone.
 		dt := b.dateTimeBufs[c]
-		if nb, ok := dt.buf.(*numBuf[int64]); ok && dt.loc == nil {
+		if nb, ok := dt.buf.(*column.Num[int64]); ok && dt.loc == nil {
 			// DateTime in UTC, the common case: a valid value in range is
 			// appended here, anything else goes through putParts.
 			return func(p []byte) (int, error) {
@@ -425,7 +312,7 @@ func (b *Block) resultConverter(c *schema.Column, rc mysqlproto.Column, t schema
 				if us < dt.lo || us > dt.hi {
 					return n, dt.put(us, -1)
 				}
-				nb.add(us / 1e6)
+				nb.Add(us / 1e6)
 				return n, nil
 			}, nil
 		}
@@ -442,24 +329,24 @@ func (b *Block) resultConverter(c *schema.Column, rc mysqlproto.Column, t schema
 		}
 		fsp := c.Fsp
 		if t.Kind == schema.CHInt64 {
-			nb := buf.(*numBuf[int64])
+			nb := buf.(*column.Num[int64])
 			return func(p []byte) (int, error) {
 				us, n, err := wireTime(p)
 				if err != nil {
 					return 0, err
 				}
-				nb.add(us)
+				nb.Add(us)
 				return n, nil
 			}, nil
 		}
-		sb := buf.(*strBuf)
+		sb := buf.(*column.Str)
 		return func(p []byte) (int, error) {
 			us, n, err := wireTime(p)
 			if err != nil {
 				return 0, err
 			}
-			sb.arena = mysqltime.AppendTime(sb.arena, us, fsp)
-			sb.end()
+			sb.Arena = mysqltime.AppendTime(sb.Arena, us, fsp)
+			sb.End()
 			return n, nil
 		}, nil
 	case schema.KindChar, schema.KindBinary, schema.KindBlob, schema.KindJSON, schema.KindGeometry:
@@ -476,8 +363,8 @@ func (b *Block) resultConverter(c *schema.Column, rc mysqlproto.Column, t schema
 }
 
 // resultBytes decodes length-prefixed values: text, bytes, JSON, geometry.
-func (b *Block) resultBytes(c *schema.Column, t schema.CHType, buf colBuf) (resultConverter, error) {
-	sb := buf.(*strBuf)
+func (b *Block) resultBytes(c *schema.Column, t schema.CHType, buf column.Buf) (resultConverter, error) {
+	sb := buf.(*column.Str)
 	switch {
 	case c.Kind == schema.KindGeometry:
 		return func(p []byte) (int, error) {
@@ -485,9 +372,9 @@ func (b *Block) resultBytes(c *schema.Column, t schema.CHType, buf colBuf) (resu
 			if err != nil {
 				return 0, err
 			}
-			sb.room(2 * (end - start))
-			sb.arena = appendHex(sb.arena, p[start:end])
-			sb.end()
+			sb.Room(2 * (end - start))
+			sb.Arena = appendHex(sb.Arena, p[start:end])
+			sb.End()
 			return end, nil
 		}, nil
 	case c.Kind == schema.KindBinary && t.Kind == schema.CHFixedString:
@@ -502,12 +389,12 @@ func (b *Block) resultBytes(c *schema.Column, t schema.CHType, buf colBuf) (resu
 			if len(v) > width {
 				return 0, tooLong
 			}
-			sb.room(width)
-			sb.arena = append(sb.arena, v...)
+			sb.Room(width)
+			sb.Arena = append(sb.Arena, v...)
 			for l := len(v); l < width; l++ {
-				sb.arena = append(sb.arena, 0)
+				sb.Arena = append(sb.Arena, 0)
 			}
-			sb.end()
+			sb.End()
 			return end, nil
 		}, nil
 	}
@@ -517,7 +404,7 @@ func (b *Block) resultBytes(c *schema.Column, t schema.CHType, buf colBuf) (resu
 			if err != nil {
 				return 0, err
 			}
-			return end, sb.addDecoded(dec, decErr, p[start:end])
+			return end, addDecoded(sb, dec, decErr, p[start:end])
 		}, nil
 	}
 	return func(p []byte) (int, error) {
@@ -525,7 +412,7 @@ func (b *Block) resultBytes(c *schema.Column, t schema.CHType, buf colBuf) (resu
 		if err != nil {
 			return 0, err
 		}
-		sb.addBytes(p[start:end])
+		sb.AddBytes(p[start:end])
 		return end, nil
 	}, nil
 }
@@ -534,7 +421,7 @@ func (b *Block) resultBytes(c *schema.Column, t schema.CHType, buf colBuf) (resu
 // included) whose ClickHouse type holds every value of the column, so
 // values are appended without a range check (as rawInt does for row
 // images); nil for any other.
-func directInt(c *schema.Column, t schema.CHType, buf colBuf, width int, unsignedWire bool) resultConverter {
+func directInt(c *schema.Column, t schema.CHType, buf column.Buf, width int, unsignedWire bool) resultConverter {
 	switch c.Kind {
 	case schema.KindTinyInt, schema.KindSmallInt, schema.KindMediumInt, schema.KindInt, schema.KindBigInt,
 		schema.KindYear, schema.KindBit:
@@ -570,7 +457,7 @@ func directInt(c *schema.Column, t schema.CHType, buf colBuf, width int, unsigne
 // directEnum is the converter of an ENUM read as its index (col+0) into
 // an Enum8 or Enum16 column: the index checked and mapped as enumConverter
 // does, without its layers of calls.
-func directEnum(c *schema.Column, t schema.CHType, buf colBuf, width int, unsignedWire bool) resultConverter {
+func directEnum(c *schema.Column, t schema.CHType, buf column.Buf, width int, unsignedWire bool) resultConverter {
 	if c.Kind != schema.KindEnum || width > 8 {
 		return nil
 	}
@@ -585,7 +472,7 @@ func directEnum(c *schema.Column, t schema.CHType, buf colBuf, width int, unsign
 	}
 	switch t.Kind {
 	case schema.CHEnum8:
-		nb := buf.(*numBuf[int8])
+		nb := buf.(*column.Num[int8])
 		return func(p []byte) (int, error) {
 			if len(p) < width {
 				return 0, errShort
@@ -594,11 +481,11 @@ func directEnum(c *schema.Column, t schema.CHType, buf colBuf, width int, unsign
 			if err != nil {
 				return 0, err
 			}
-			nb.add(int8(i))
+			nb.Add(int8(i))
 			return width, nil
 		}
 	case schema.CHEnum16:
-		nb := buf.(*numBuf[int16])
+		nb := buf.(*column.Num[int16])
 		return func(p []byte) (int, error) {
 			if len(p) < width {
 				return 0, errShort
@@ -607,7 +494,7 @@ func directEnum(c *schema.Column, t schema.CHType, buf colBuf, width int, unsign
 			if err != nil {
 				return 0, err
 			}
-			nb.add(int16(i))
+			nb.Add(int16(i))
 			return width, nil
 		}
 	}
@@ -617,8 +504,8 @@ func directEnum(c *schema.Column, t schema.CHType, buf colBuf, width int, unsign
 // wireInt decodes a width-byte little-endian integer (the wire's width,
 // which may exceed the column's: MEDIUMINT comes in 4 bytes) holding a
 // value of the column, into a column of T that holds every such value.
-func wireInt[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](buf colBuf, width int, unsigned bool) resultConverter {
-	nb := buf.(*numBuf[T])
+func wireInt[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](buf column.Buf, width int, unsigned bool) resultConverter {
+	nb := buf.(*column.Num[T])
 	shift := 64 - 8*width
 	switch {
 	case width == 8:
@@ -626,7 +513,7 @@ func wireInt[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](
 			if len(p) < 8 {
 				return 0, errShort
 			}
-			nb.add(T(binary.LittleEndian.Uint64(p)))
+			nb.Add(T(binary.LittleEndian.Uint64(p)))
 			return 8, nil
 		}
 	case width == 4 && unsigned:
@@ -634,7 +521,7 @@ func wireInt[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](
 			if len(p) < 4 {
 				return 0, errShort
 			}
-			nb.add(T(binary.LittleEndian.Uint32(p)))
+			nb.Add(T(binary.LittleEndian.Uint32(p)))
 			return 4, nil
 		}
 	case width == 4:
@@ -642,7 +529,7 @@ func wireInt[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](
 			if len(p) < 4 {
 				return 0, errShort
 			}
-			nb.add(T(int32(binary.LittleEndian.Uint32(p))))
+			nb.Add(T(int32(binary.LittleEndian.Uint32(p))))
 			return 4, nil
 		}
 	}
@@ -652,9 +539,9 @@ func wireInt[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](
 		}
 		v := leUint(p, width)
 		if unsigned {
-			nb.add(T(v))
+			nb.Add(T(v))
 		} else {
-			nb.add(T(int64(v<<shift) >> shift))
+			nb.Add(T(int64(v<<shift) >> shift))
 		}
 		return width, nil
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/binlog2ch/binlog2ch/column"
+
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 
 	binlog2ch "github.com/binlog2ch/binlog2ch"
@@ -402,7 +404,7 @@ func TestResultDateTimeFastPath(t *testing.T) {
 				for k, n := range slow.pending {
 					slow.Fixups[k] += n
 				}
-				slow.cols[0].(*numBuf[int32]).add(int32(i))
+				slow.cols[0].(*column.Num[int32]).Add(int32(i))
 				for _, m := range slow.meta {
 					m(1, schema.OpInsert)
 				}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/binlog2ch/binlog2ch/column"
+
 	"github.com/binlog2ch/binlog2ch/mysqlproto"
 	"github.com/binlog2ch/binlog2ch/mysqltime"
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -45,30 +47,30 @@ func (b *Block) textConverters(tb testing.TB) []textRowConverter {
 				return put(u, int64(u))
 			}
 		case schema.KindFloat:
-			fb := buf.(*numBuf[float32])
+			fb := buf.(*column.Num[float32])
 			conv[i] = func(v []byte) error {
 				f, err := strconv.ParseFloat(bytesString(v), 32)
-				fb.add(float32(f))
+				fb.Add(float32(f))
 				return err
 			}
 		case schema.KindDouble:
-			fb := buf.(*numBuf[float64])
+			fb := buf.(*column.Num[float64])
 			conv[i] = func(v []byte) error {
 				f, err := strconv.ParseFloat(bytesString(v), 64)
-				fb.add(f)
+				fb.Add(f)
 				return err
 			}
 		case schema.KindDecimal:
-			sb := buf.(*strBuf)
+			sb := buf.(*column.Str)
 			conv[i] = func(v []byte) error {
 				if !validDecimal(bytesString(v), c.Precision-c.Scale, c.Scale) {
 					return errMsg("not a decimal")
 				}
-				sb.addBytes(v)
+				sb.AddBytes(v)
 				return nil
 			}
 		case schema.KindDate:
-			tb := buf.(*timeBuf)
+			tb := buf.(*column.Time)
 			lo, hi := b.dateBounds(t)
 			conv[i] = func(v []byte) error {
 				y, m, d, ok := mysqltime.ParseDate(bytesString(v))
@@ -87,19 +89,19 @@ func (b *Block) textConverters(tb testing.TB) []textRowConverter {
 				return dt.putParts(p)
 			}
 		case schema.KindTime:
-			sb := buf.(*strBuf)
+			sb := buf.(*column.Str)
 			conv[i] = func(v []byte) error {
 				us, ok := mysqltime.ParseTimeMicros(bytesString(v))
 				if !ok {
 					return errMsg("not a time")
 				}
-				sb.arena = mysqltime.AppendTime(sb.arena, us, c.Fsp)
-				sb.end()
+				sb.Arena = mysqltime.AppendTime(sb.Arena, us, c.Fsp)
+				sb.End()
 				return nil
 			}
 		case schema.KindChar, schema.KindBlob, schema.KindBinary:
-			sb := buf.(*strBuf)
-			conv[i] = func(v []byte) error { sb.addBytes(v); return nil }
+			sb := buf.(*column.Str)
+			conv[i] = func(v []byte) error { sb.AddBytes(v); return nil }
 		default:
 			tb.Fatalf("no text decoder for %s", c.Type)
 		}
@@ -118,7 +120,7 @@ func (b *Block) appendTextRows(conv []textRowConverter, rows []byte) error {
 		rows = rest
 		for i := range conv {
 			if len(row) > 0 && row[0] == 0xfb {
-				b.cols[b.target.SourceToTarget[i]].appendNull()
+				b.cols[b.target.SourceToTarget[i]].AppendNull()
 				row = row[1:]
 				continue
 			}
@@ -178,7 +180,7 @@ func TestTextRowsDecode(t *testing.T) {
 		got, want := nativeColumnBytes(t, fromText, i), nativeColumnBytes(t, fromBinary, i)
 		if c.Type.Kind == schema.CHFloat32 {
 			// MySQL prints FLOAT with six significant digits.
-			ft, fb := fromText.cols[i].(*numBuf[float32]).vals, fromBinary.cols[i].(*numBuf[float32]).vals
+			ft, fb := fromText.cols[i].(*column.Num[float32]).Vals, fromBinary.cols[i].(*column.Num[float32]).Vals
 			for r := range ft {
 				if math.Abs(float64(ft[r]-fb[r])) > 1e-5*math.Abs(float64(fb[r]))+1e-6 {
 					t.Fatalf("%s row %d: text %v, binary %v", c.Name, r, ft[r], fb[r])

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/binlog2ch/binlog2ch/column"
+
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/binlog2ch/binlog2ch/chnative"
@@ -285,7 +287,7 @@ func compareColumnHashes(t *testing.T, ch driver.Conn, target *schema.Target, b 
 	t.Helper()
 	c := target.Columns[i]
 	want := make([]uint64, b.Rows())
-	if err := hashArg(b.cols[i], c.Type, raw, true, want); err != nil {
+	if err := column.HashArg(b.cols[i], c.Type, raw, true, want); err != nil {
 		t.Errorf("%s: %v", c.Name, err)
 		return nil
 	}

@@ -361,7 +361,53 @@ func validTypeName(s string) bool {
 	if s == "" || len(s) > 1<<20 || !isLetter(s[0]) {
 		return false
 	}
-	depth := 0
+	ok := true
+	depth, inQuote := scanTypeText(s, func(i, depth int) bool {
+		switch c := s[i]; {
+		case c == '(':
+		case c == ')':
+			ok = depth > 0
+		case isLetter(c), c >= '0' && c <= '9', strings.IndexByte(" ,._=-+", c) >= 0:
+		default:
+			ok = false
+		}
+		return ok
+	})
+	return ok && depth == 0 && !inQuote
+}
+
+// SplitTypeArgs splits an argument list opened just before s at its commas
+// outside parentheses and quotes, up to the ')' that closes it: the
+// arguments and the index in s of that ')', or -1 when nothing closes it.
+// It reads type arguments and engine arguments as the server prints them
+// (sink reads a Distributed table's sharding key with it).
+func SplitTypeArgs(s string) (args []string, end int) {
+	start := 0
+	end = -1
+	scanTypeText(s, func(i, depth int) bool {
+		switch c := s[i]; {
+		case c == ')' && depth == 0:
+			args, end = append(args, s[start:i]), i
+			return false
+		case c == ',' && depth == 0:
+			args = append(args, s[start:i])
+			start = i + 1
+		}
+		return true
+	})
+	if end < 0 {
+		return nil, -1
+	}
+	return args, end
+}
+
+// scanTypeText walks ClickHouse type or expression text as the server
+// prints it, the one scanner of validTypeName and SplitTypeArgs: quoted
+// strings (', ` and ", with backslash escapes) are skipped whole, and
+// fn is called with the index of every other byte and the depth of the
+// parentheses open before it, until it returns false. It returns the
+// depth after the last byte walked and whether s ended inside a quote.
+func scanTypeText(s string, fn func(i, depth int) bool) (depth int, inQuote bool) {
 	var quote byte
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -372,20 +418,22 @@ func validTypeName(s string) bool {
 			} else if c == quote {
 				quote = 0
 			}
+			continue
 		case c == '\'' || c == '`' || c == '"':
 			quote = c
-		case c == '(':
+			continue
+		}
+		if !fn(i, depth) {
+			return depth, quote != 0
+		}
+		switch c {
+		case '(':
 			depth++
-		case c == ')':
-			if depth--; depth < 0 {
-				return false
-			}
-		case isLetter(c), c >= '0' && c <= '9', strings.IndexByte(" ,._=-+", c) >= 0:
-		default:
-			return false
+		case ')':
+			depth--
 		}
 	}
-	return depth == 0 && quote == 0
+	return depth, quote != 0
 }
 
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"testing"
 
 	"github.com/ClickHouse/ch-go/compress"
@@ -87,6 +88,27 @@ func TestValidTypeName(t *testing.T) {
 	for _, s := range []string{"", "\x01UInt8", "UInt8\x00", "Array(UInt8", "Array(UInt8))", "Enum8('a = 1)", "8Int", "(UInt8)", "UInt8;"} {
 		if validTypeName(s) {
 			t.Errorf("%q accepted", s)
+		}
+	}
+}
+
+// TestSplitTypeArgs splits at the commas outside nested parentheses and
+// quotes, up to the closing ')'.
+func TestSplitTypeArgs(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		args []string
+		end  int
+	}{
+		{"a, b)", []string{"a", " b"}, 4},
+		{"'c,)', cityHash64(x, `y,)`), 3) tail", []string{"'c,)'", " cityHash64(x, `y,)`)", " 3"}, 30},
+		{")", []string{""}, 0},
+		{"a, b", nil, -1},
+		{"'a)", nil, -1},
+	} {
+		args, end := SplitTypeArgs(tc.in)
+		if end != tc.end || !slices.Equal(args, tc.args) {
+			t.Errorf("SplitTypeArgs(%q) = %q, %d; want %q, %d", tc.in, args, end, tc.args, tc.end)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/block"
+	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/metrics"
 )
@@ -353,33 +354,7 @@ func keyText(args []block.KeyArg) string {
 // splitArgs splits an argument list opened just before s at its commas
 // outside parentheses and quotes, up to the ')' that closes it: the
 // arguments and the index in s of that ')', or -1 when nothing closes it.
-func splitArgs(s string) (args []string, end int) {
-	depth, start := 0, 0
-	var quote byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0:
-			if c == '\\' {
-				i++
-			} else if c == quote {
-				quote = 0
-			}
-		case c == '\'' || c == '`' || c == '"':
-			quote = c
-		case c == '(':
-			depth++
-		case c == ')' && depth == 0:
-			return append(args, s[start:i]), i
-		case c == ')':
-			depth--
-		case c == ',' && depth == 0:
-			args = append(args, s[start:i])
-			start = i + 1
-		}
-	}
-	return nil, -1
-}
+func splitArgs(s string) (args []string, end int) { return chnative.SplitTypeArgs(s) }
 
 // identifier unquotes a column name as ClickHouse prints it: bare, or in
 // backquotes or double quotes with backslash escapes.

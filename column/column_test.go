@@ -1,4 +1,4 @@
-package block
+package column
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 // must reuse the chunks.
 func TestStrBufChunks(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(1, 2))
-	b := &strBuf{nulls: nulls{nullable: true}}
+	b := &Str{Nulls: Nulls{Nullable: true}}
 	var want [][]byte
 	var null []bool
 	add := func(n int) {
@@ -25,10 +25,10 @@ func TestStrBufChunks(t *testing.T) {
 			v[i] = seed + byte(i)
 		}
 		if n == 0 && rnd.IntN(2) == 0 {
-			b.appendNull()
+			b.AppendNull()
 			null = append(null, true)
 		} else {
-			b.addBytes(v)
+			b.AddBytes(v)
 			null = append(null, false)
 		}
 		want = append(want, v)
@@ -41,7 +41,7 @@ func TestStrBufChunks(t *testing.T) {
 			case r < 102:
 				add(chunkMax + rnd.IntN(chunkMax)) // larger than a chunk
 			case r < 106:
-				add(chunkMax - (b.bytesHeld()-b.base)%chunkMax) // fills the chunk exactly
+				add(chunkMax - (b.BytesHeld()-b.base)%chunkMax) // fills the chunk exactly
 			default:
 				add(rnd.IntN(3000))
 			}
@@ -49,18 +49,18 @@ func TestStrBufChunks(t *testing.T) {
 	}
 	check := func(what string) {
 		t.Helper()
-		if b.len() != len(want) {
-			t.Fatalf("%s: %d values, want %d", what, b.len(), len(want))
+		if b.Len() != len(want) {
+			t.Fatalf("%s: %d values, want %d", what, b.Len(), len(want))
 		}
 		total := 0
 		for _, v := range want {
 			total += len(v)
 		}
-		if b.bytesHeld() != total {
-			t.Fatalf("%s: %d bytes held, want %d", what, b.bytesHeld(), total)
+		if b.BytesHeld() != total {
+			t.Fatalf("%s: %d bytes held, want %d", what, b.BytesHeld(), total)
 		}
 		it := b.iter()
-		strs := b.strings()
+		strs := b.Strings()
 		e := chnative.NewCapture()
 		ref := chnative.NewCapture()
 		for i, w := range want {
@@ -73,7 +73,7 @@ func TestStrBufChunks(t *testing.T) {
 			if strs[i] != string(w) {
 				t.Fatalf("%s: string %d differs", what, i)
 			}
-			if b.isNull[i] != null[i] {
+			if b.IsNull[i] != null[i] {
 				t.Fatalf("%s: NULL flag %d", what, i)
 			}
 			ref.StringBytes(w)
@@ -91,7 +91,7 @@ func TestStrBufChunks(t *testing.T) {
 	}
 	check("filled")
 	for _, n := range []int{len(want) - 1, len(want) / 2, len(want) / 3, 1} {
-		b.truncate(n)
+		b.Truncate(n)
 		want, null = want[:n], null[:n]
 		check("truncated")
 		fill(700)
@@ -105,10 +105,10 @@ func TestStrBufChunks(t *testing.T) {
 		to[i] = uint32(rnd.IntN(2))
 		parts[to[i]] = append(parts[to[i]], want[i])
 	}
-	ds := []colBuf{&strBuf{nulls: nulls{nullable: true}}, &strBuf{nulls: nulls{nullable: true}}}
-	b.scatter(to, ds)
+	ds := []Buf{&Str{Nulls: Nulls{Nullable: true}}, &Str{Nulls: Nulls{Nullable: true}}}
+	b.Scatter(to, ds)
 	for p, d := range ds {
-		it := d.(*strBuf).iter()
+		it := d.(*Str).iter()
 		for i, w := range parts[p] {
 			if got := it.next(); !bytes.Equal(got, w) {
 				t.Fatalf("part %d value %d differs", p, i)
@@ -119,15 +119,15 @@ func TestStrBufChunks(t *testing.T) {
 	// A reset block refills into the chunks it has: only values larger
 	// than a chunk (or chunks too few for them) allocate.
 	chunks := len(b.chunks) + 1
-	b.reset()
+	b.Reset()
 	want, null = want[:0], null[:0]
 	if len(b.spare)+1 < chunks-2 {
 		t.Fatalf("reset kept %d of %d chunks", len(b.spare)+1, chunks)
 	}
 	small := make([]byte, 1000)
 	allocs := testing.AllocsPerRun(1, func() {
-		for b.bytesHeld() < (chunks-3)*chunkMax {
-			b.addBytes(small)
+		for b.BytesHeld() < (chunks-3)*chunkMax {
+			b.AddBytes(small)
 		}
 	})
 	if allocs > 2 { // the ends and NULL flags may grow
@@ -139,12 +139,12 @@ func TestStrBufChunks(t *testing.T) {
 // buffer, as a writer does to a reused block.
 func BenchmarkStrBufFill(b *testing.B) {
 	v := make([]byte, 600)
-	buf := &strBuf{}
+	buf := &Str{}
 	b.SetBytes(64 << 20)
 	for i := 0; i < b.N; i++ {
-		buf.reset()
-		for buf.bytesHeld() < 64<<20 {
-			buf.addBytes(v)
+		buf.Reset()
+		for buf.BytesHeld() < 64<<20 {
+			buf.AddBytes(v)
 		}
 	}
 }

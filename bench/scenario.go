@@ -1,0 +1,229 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	binlog2ch "github.com/binlog2ch/binlog2ch"
+	"github.com/binlog2ch/binlog2ch/loadgen"
+	"github.com/binlog2ch/binlog2ch/schema"
+)
+
+// The scenarios' phases: each drives loadgen and the daemon and counts what
+// reaches ClickHouse; measure.go turns the counts into lag and rates.
+
+// catchUp fills a table with the daemon stopped, then starts it and times
+// it until ClickHouse holds every row.
+func (r *run) catchUp(ctx context.Context) (Scenario, error) {
+	s := Scenario{Name: "catch-up"}
+	lo := r.loadOptions()
+	lo.Table, lo.Count = "binlog_field_test_1", r.o.CatchUpRows
+	fmt.Fprintf(r.log, "catch-up: writing %d rows with the daemon stopped\n", lo.Count)
+	res, err := loadgen.Run(ctx, *lo)
+	if err != nil {
+		return s, err
+	}
+	s.Rows = res.Inserted
+	fmt.Fprintf(r.log, "catch-up: %d rows in MySQL (%.0f rows/s); starting the daemon\n", res.Inserted, res.RowsPerSecond())
+	start := time.Now()
+	if err := r.startDaemon(ctx); err != nil {
+		return s, err
+	}
+	m := r.newMeter()
+	var counts []sample
+	for {
+		n, err := r.count(ctx, lo.Table)
+		if err != nil {
+			return s, err
+		}
+		counts = append(counts, sample{time.Since(start), n})
+		if n >= s.Rows {
+			break
+		}
+		if err := r.alive(); err != nil {
+			return s, err
+		}
+		if time.Since(start) > 30*time.Minute {
+			return s, fmt.Errorf("catch-up: ClickHouse holds %d of %d rows after 30 minutes", n, s.Rows)
+		}
+		time.Sleep(sampleEvery)
+	}
+	el := time.Since(start)
+	s.RowsInCH = counts[len(counts)-1].n
+	s.Seconds = el.Seconds()
+	s.RowsPerMin = float64(s.Rows) / el.Minutes()
+	s.CPUPerMRows, s.PeakRSSMiB = m.read(s.Rows)
+	s.Series = series(nil, counts)
+	s.MySQLRows = writtenBySecond(len(s.Series), []sample{{0, s.Rows}}) // all written before the start
+	s.Parts = r.parts(ctx, lo.Table)
+	return s, nil
+}
+
+// sample is a row count at a moment of a phase.
+type sample struct {
+	t time.Duration
+	n uint64
+}
+
+// live runs loadgen into a new table at rate rows/s (0: as fast as it
+// goes) while the daemon follows, and measures the lag.
+func (r *run) live(ctx context.Context, table string, rate float64) (Scenario, error) {
+	name := "live, max rate"
+	if rate > 0 {
+		name = fmt.Sprintf("live, %.0f rows/s", rate)
+	}
+	s := Scenario{Name: name}
+	lo := r.loadOptions()
+	lo.Table, lo.Rate, lo.Duration = table, rate, r.o.LiveDuration
+	var inserted atomic.Uint64
+	lo.Inserted = &inserted
+	// The table exists before the clock starts, so the phase measures rows
+	// (created from the DDL, not LIKE the catch-up table: live may run
+	// without catch-up).
+	if _, err := r.my.ExecContext(ctx, strings.Replace(binlog2ch.BinlogFieldTestDDL, "`binlog_field_test_1`", "`"+r.db+"`.`"+table+"`", 1)); err != nil {
+		return s, err
+	}
+	// Rows timed to the millisecond where the table's directory can be
+	// watched here (arrivals.go): sampling ClickHouse's count every
+	// sampleEvery adds up to a sample period plus the query to each
+	// lag, too coarse for a lag of a few hundred milliseconds. The
+	// watcher needs the table and a part: one warm-up row first.
+	var (
+		arr     *partWatcher
+		warm    uint64
+		mu      sync.Mutex
+		commits []time.Time
+	)
+	if r.o.Cluster == "" {
+		wo := *lo
+		wo.Count, wo.BatchSize, wo.Rate, wo.Duration, wo.Inserted, wo.Progress = 1, 1, 0, 0, nil, nil
+		if _, err := loadgen.Run(ctx, wo); err != nil {
+			return s, err
+		}
+		warm = 1
+		if err := r.awaitRows(ctx, "^"+table+"$", warm, 10*time.Minute); err != nil {
+			return s, fmt.Errorf("%s: warm-up: %w", name, err)
+		}
+		w, err := r.newPartWatcher(ctx, "^"+table+"$", 1)
+		if err != nil {
+			fmt.Fprintf(r.log, "%s: cannot watch the table's directory (%v); lag from ClickHouse's count sampled every %s\n", name, err, sampleEvery)
+		} else {
+			arr = w
+			defer arr.stop()
+			lo.Committed = func(_ string, rows int) {
+				now := time.Now()
+				mu.Lock()
+				for range rows {
+					commits = append(commits, now)
+				}
+				mu.Unlock()
+			}
+		}
+	}
+	fmt.Fprintf(r.log, "%s: loadgen for %s while the daemon follows\n", name, r.o.LiveDuration)
+	m := r.newMeter()
+	cpu0 := r.chCPU(ctx)
+	start := time.Now()
+	type result struct {
+		res loadgen.Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := loadgen.Run(ctx, *lo)
+		done <- result{res, err}
+	}()
+	var mysqlSide, chSide []sample
+	var lr result
+	finished := false
+	for {
+		t := time.Since(start)
+		mysqlSide = append(mysqlSide, sample{t, inserted.Load()})
+		n, err := r.count(ctx, table)
+		if err != nil {
+			return s, err
+		}
+		chSide = append(chSide, sample{time.Since(start), n})
+		if !finished {
+			select {
+			case lr = <-done:
+				finished = true
+				if lr.err != nil {
+					return s, lr.err
+				}
+				s.Rows = lr.res.Inserted
+				s.LoadRowsPerMin = lr.res.RowsPerSecond() * 60
+			default:
+			}
+		}
+		if finished && n >= s.Rows+warm {
+			break
+		}
+		if err := r.alive(); err != nil {
+			return s, err
+		}
+		if finished && time.Since(start) > r.o.LiveDuration+10*time.Minute {
+			return s, fmt.Errorf("%s: ClickHouse holds %d of %d rows 10 minutes after the load stopped", name, n, s.Rows)
+		}
+		time.Sleep(sampleEvery)
+	}
+	el := chSide[len(chSide)-1].t
+	s.CHCPUSeconds = (r.chCPU(ctx).cpu - cpu0.cpu).Seconds()
+	s.RowsInCH = chSide[len(chSide)-1].n - warm
+	s.Seconds = el.Seconds()
+	s.RowsPerMin = float64(s.Rows) / el.Minutes()
+	s.CPUPerMRows, s.PeakRSSMiB = m.read(s.Rows)
+	lags := lagSamples(mysqlSide, chSide)
+	s.Lag = summarize(lags)
+	s.Lag.Source = "ClickHouse's count sampled every " + sampleEvery.String()
+	s.Series = series(lags, chSide)
+	if arr != nil {
+		mu.Lock()
+		want := map[string]uint64{table: uint64(len(commits))}
+		mu.Unlock()
+		if _, err := arr.awaitAll(ctx, want, 0, r.alive); err != nil {
+			return s, fmt.Errorf("%s: watching the table's parts: %w", name, err)
+		}
+		exact, _ := tableLags(start, map[string][]time.Time{table: commits}, arr.arrivals())
+		if len(exact) == 0 {
+			return s, fmt.Errorf("%s: no row's arrival observed in the table's directory", name)
+		}
+		s.SampledLag = s.Lag
+		s.Lag = summarize(exact)
+		s.Lag.Source = "each row, by the part it arrived in (inotify)"
+		s.Series = arrivalSeries(start, start.Add(el), exact, arr.arrivals())
+	}
+	s.MySQLRows = writtenBySecond(len(s.Series), mysqlSide)
+	kept := s.Lag.Max <= keptUpLag.Seconds()
+	s.KeptUp = &kept
+	s.Parts = r.parts(ctx, table) - warm
+	return s, nil
+}
+
+func (r *run) count(ctx context.Context, table string) (uint64, error) {
+	if r.o.Cluster != "" {
+		table += "_all" // the daemon's default distributed_table
+	}
+	var n uint64
+	err := r.ch.QueryRow(ctx, "SELECT count() FROM "+r.db+"."+table).Scan(&n)
+	if err != nil && strings.Contains(err.Error(), "doesn't exist") {
+		return 0, nil // not created yet
+	}
+	return n, err
+}
+
+// parts counts the parts ClickHouse created for a table: active ones and
+// those merged away (kept for old_parts_lifetime, 8 minutes by default).
+func (r *run) parts(ctx context.Context, table string) uint64 {
+	from := "system.parts"
+	if r.o.Cluster != "" {
+		from = "cluster(" + schema.QuoteString(r.o.Cluster) + ", system, parts)" // one replica per shard
+	}
+	var n uint64
+	_ = r.ch.QueryRow(ctx, "SELECT count() FROM "+from+" WHERE database = ? AND table = ? AND level = 0", r.db, table).Scan(&n)
+	return n
+}
