@@ -1,5 +1,7 @@
 // Package binlog2ch holds the fixtures that the binary needs at run time
-// (go:embed cannot reach testdata/ from the packages below it).
+// (go:embed cannot reach testdata/ from the packages below it). It must
+// not grow code or import binlog2ch's packages: it stands below every
+// package that reads a fixture through it.
 package binlog2ch
 
 import _ "embed"

@@ -1,8 +1,9 @@
 // Package config is binlog2ch's configuration file: the YAML model, strict
 // decoding that reports every problem with its file and line, validation,
-// and the TLS material the file names. It connects to no server and reads
-// nothing but the file and the files it names (passwords, certificates);
-// what a setting does belongs to the packages that act on it.
+// and the TLS material the file names. It must not open a connection to
+// a server, and reads nothing but the file, the files it names (passwords,
+// certificates) and the environment variables it references; what a
+// setting does belongs to the packages that act on it.
 package config
 
 import (

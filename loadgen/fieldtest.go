@@ -1,6 +1,8 @@
 // Package loadgen generates rows for binlog_field_test, the 30-column table
 // of Bifrost's performance test, with varied values across each column's
-// range.
+// range. It must not import the daemon's packages (only the root
+// package's fixture): it writes to MySQL as any client does, so what a
+// benchmark measures is the daemon.
 //
 // Integers, strings, blobs, decimals, TIME, YEAR, ENUM and SET values span
 // MySQL's whole range. Dates and times are kept, by default, inside the

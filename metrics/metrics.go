@@ -1,8 +1,8 @@
 // Package metrics defines binlog2ch's Prometheus metrics: their names
 // (with units), help texts and labels, in a registry of their own, and the
-// lag clocks the gauges read at scrape time. It holds no server code and
-// decides nothing: the packages that do the work update the metrics, and
-// replicator serves them.
+// lag clocks the gauges read at scrape time. It must not serve the
+// metrics (replicator does) nor decide anything: the packages that do the
+// work update them.
 package metrics
 
 import (

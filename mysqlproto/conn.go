@@ -9,7 +9,9 @@
 // it knows) and TLS; after that the connection's packets are read and
 // written here. Commands: COM_QUERY, and prepared statements (MySQL's
 // binary protocol, in which FLOAT and DOUBLE arrive as their bits and
-// temporal values as numbers). It depends on no package of binlog2ch.
+// temporal values as numbers). It must not import a package of binlog2ch,
+// and never decodes a value: splitting a row into each value's bytes
+// (BinaryValues) is as far as it goes.
 package mysqlproto
 
 import (

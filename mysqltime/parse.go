@@ -2,7 +2,8 @@
 // go-mysql and the SQL protocol produce, calendar arithmetic, and the texts
 // MySQL prints. Pure functions on the hot path: no allocation, no
 // time.Parse or time.Format, and MySQL's zero and invalid dates kept as
-// they are for the caller to judge.
+// they are for the caller to judge. It must not read the process's clock
+// or time zone: a zone is always the caller's (nil meaning UTC).
 package mysqltime
 
 import "time"

@@ -1,9 +1,10 @@
 // Package schema describes tables on both sides and decides what a MySQL
 // table becomes in ClickHouse: MySQL definitions (from information_schema
 // or a table map), ClickHouse capabilities and types, the mapping with its
-// options and overrides, and the DDL. It converts no values (package block
-// does) and talks to a server only to read a table's definition or a
-// server's capabilities.
+// options and overrides, and the DDL. It must not convert values (package
+// block does), and never changes a server: it talks to one only to read a
+// table's definition or a server's capabilities, and the DDL it writes is
+// run by its callers.
 package schema
 
 import (

@@ -2,6 +2,8 @@
 // does: READY=1, STOPPING=1, STATUS=... and WATCHDOG=1 datagrams to the
 // unix socket named by $NOTIFY_SOCKET. Outside systemd (the variable unset)
 // every call does nothing, so callers need no "are we under systemd" check.
+// It must not judge the daemon's health itself: KeepAlive pings only while
+// the caller's alive says so.
 package sdnotify
 
 import (

@@ -1,7 +1,8 @@
 // Package state keeps what replication must remember across restarts and
 // hosts: the checkpoint (a file in state_dir, or a replicated ClickHouse
 // table) and the ZooKeeper lease that lets one daemon at a time move it. It
-// reads no binlog and writes no replicated rows.
+// must not read the binlog or write replicated rows: it stores the
+// positions its callers hand it.
 package state
 
 import (

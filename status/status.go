@@ -4,7 +4,7 @@
 // fallbacks; the read position, the checkpoint, the servers), assembled by
 // a Collector from the metrics registry and what the daemon tells it, and
 // rendered as JSON (/status.json), as a self-refreshing HTML page (/) and
-// as text (`binlog2ch status`). It queries no server: everything comes
+// as text (`binlog2ch status`). It never queries a server: everything comes
 // from memory the daemon keeps anyway, so a page open on a daemon with
 // thousands of tables costs it little.
 package status

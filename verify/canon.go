@@ -1,7 +1,8 @@
 // Package verify compares replicated tables between MySQL and ClickHouse:
 // row counts and an order-independent checksum per primary-key range,
 // computed by each server over a canonical text of every row, so a large
-// table is checked without reading it into memory.
+// table is checked without reading it into memory. It must never change a
+// replicated table or its rows: a difference is reported, not repaired.
 package verify
 
 import (

@@ -1,4 +1,8 @@
 // Command binlog2ch replicates MySQL into ClickHouse by reading the binlog.
+// Each subcommand parses its flags, loads the config, sets up logging and
+// hands the work to the package that does it (replicator, snapshot,
+// verify, bench, loadgen, status); it must not replicate, copy or compare
+// rows itself.
 package main
 
 import (

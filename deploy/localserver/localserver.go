@@ -2,7 +2,8 @@
 // servers on free loopback ports in temporary directories, for the demo,
 // the tests and the benchmarks. It also accepts servers the user already
 // runs (MySQL 8, a current ClickHouse) through environment variables, so the
-// same tests can run against them.
+// same tests can run against them. It never installs anything: a missing
+// server binary is an error that says what to install.
 package localserver
 
 import (

@@ -1,6 +1,7 @@
 // Package schematest holds MySQL table definitions for tests of the
 // packages that map and convert tables: every type binlog2ch maps, and
-// Bifrost's binlog_field_test. Only tests import it.
+// Bifrost's binlog_field_test. It must never be imported outside tests
+// (architecture_test.go checks).
 package schematest
 
 import (

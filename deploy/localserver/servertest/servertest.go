@@ -7,7 +7,7 @@
 // An integration test whose servers cannot start fails; it never skips
 // silently. Set BINLOG2CH_SKIP_INTEGRATION=1 (or run `go test -short`) to skip
 // the integration tests on purpose, for example on a laptop without the
-// server binaries.
+// server binaries. It must never be imported outside tests.
 package servertest
 
 import (
