@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/google/uuid"
 )
 
@@ -466,4 +467,27 @@ func OldestBinlogFile(ctx context.Context, db *sql.DB) (string, error) {
 		return "", err
 	}
 	return name, nil
+}
+
+// learnGTIDs takes the executed set from a file's header, which the
+// server writes with the set before the file: MySQL's previous GTIDs,
+// MariaDB's GTID list (its binlog state, whose last number per domain is
+// the position). The stream started without a set knows it from here.
+func (s *Stream) learnGTIDs(e replication.Event) {
+	switch e := e.(type) {
+	case *replication.PreviousGTIDsEvent:
+		if g, err := ParseGTIDSet(mysql.MySQLFlavor, e.GTIDSets); err == nil && s.srv.Flavor != mysql.MariaDBFlavor {
+			s.gtids, s.gtidsKnown = g, true
+		}
+	case *replication.MariadbGTIDListEvent:
+		if s.srv.Flavor == mysql.MariaDBFlavor {
+			g := NewGTIDSet(mysql.MariaDBFlavor)
+			for _, id := range e.GTIDs {
+				if old, ok := g.maria[id.DomainID]; !ok || id.SequenceNumber > old.SequenceNumber {
+					g.maria[id.DomainID] = id
+				}
+			}
+			s.gtids, s.gtidsKnown = g, true
+		}
+	}
 }

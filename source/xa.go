@@ -282,3 +282,12 @@ func errIsXACommitted(err error) (preparedXA, bool) {
 	}
 	return preparedXA{}, false
 }
+
+// openXA marks the transaction being read as an XA transaction's.
+func (s *Stream) openXA() {
+	x := &openXA{start: s.boundary, hist: s.boundHist}
+	if !s.gtids.IsEmpty() && s.gtidsKnown {
+		x.gtids = s.gtids.String()
+	}
+	s.xa = x
+}
