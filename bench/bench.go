@@ -5,6 +5,8 @@
 // live (the daemon follows loadgen at a fixed rate, then at full speed) and
 // many-tables (single-row inserts spread over hundreds of tables, against
 // the same rate into one table: what ClickHouse spends, see tables.go).
+// It measures the binary from outside, as a user runs it, and must not
+// import the packages that replicate (source, sink, snapshot, replicator).
 package bench
 
 import (

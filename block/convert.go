@@ -3,8 +3,8 @@
 // text, raw binlog row images or MySQL's binary result rows into package column's
 // buffers, without loss or with a counted fix-up; its Native encoding,
 // split by shard and sharding-key hasher are column's, applied to the
-// block's columns. It decides no mapping (package schema does) and does no
-// I/O.
+// block's columns. It must not decide a mapping (package schema does) nor
+// do I/O.
 package block
 
 import (

@@ -3,7 +3,9 @@
 // into its own column types before encoding them, while here the caller
 // writes its buffers straight into LZ4 frames on the socket. It speaks only
 // what an INSERT needs: handshake, query, data blocks, and the server's
-// progress, exception and end-of-stream packets.
+// progress, exception and end-of-stream packets. It never runs anything but
+// an INSERT (DDL and reads go through clickhouse-go) and imports none of
+// binlog2ch's packages.
 package chnative
 
 import (

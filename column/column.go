@@ -4,7 +4,7 @@
 // scatter of rows to shards and cityHash64 of them as ClickHouse computes
 // it. Values arrive already converted (package block turns MySQL's values
 // into them): it knows ClickHouse's types and storage, not MySQL's, and
-// does no I/O.
+// must not do I/O.
 package column
 
 import (

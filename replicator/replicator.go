@@ -2,7 +2,7 @@
 // the binlog stream (source), routes each table's events in binlog order to
 // that table's writer (sink), advances the checkpoint (state) as writers
 // report their rows durable, runs the initial snapshot (snapshot) first,
-// and serves metrics and health. It decodes no rows and writes no
+// and serves metrics and health. It must not decode rows or write
 // ClickHouse SQL itself: those belong to the packages below it.
 package replicator
 

@@ -1,6 +1,6 @@
 // Package retry runs an operation again after failures retrying may fix,
-// with capped exponential backoff and one WARN line per failure. It knows
-// nothing of MySQL or ClickHouse: the caller says which errors are
+// with capped exponential backoff and one WARN line per failure. It must
+// not know of MySQL or ClickHouse: the caller says which errors are
 // transient, and what a success or a failure means to it beyond the log
 // line (metrics, health) stays with the caller. It imports only the
 // standard library.

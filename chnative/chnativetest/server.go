@@ -16,9 +16,10 @@
 // knows; an unknown one is skipped as if its value were a string, as the
 // server does, which desynchronises the packet when it was an integer.
 //
-// It shares no code with the client it tests: it decodes with ch-go's
+// It never shares code with the client it tests: it decodes with ch-go's
 // compress package and its own parsing (codec.go), so that it checks the
-// client rather than agreeing with it.
+// client rather than agreeing with it. It must not be imported outside
+// tests.
 package chnativetest
 
 import (
