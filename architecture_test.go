@@ -419,6 +419,7 @@ var (
 	fileExt   = regexp.MustCompile(`\.(?:go|md|sql|sh|ya?ml|json|html|css|js|txt|toml|service|mod|sum)$`)
 	testName  = regexp.MustCompile(`^(?:Test|Benchmark|Fuzz)[A-Z0-9_]\w*$`)
 	changeFor = regexp.MustCompile(`^\s*[-*] \*A new ([^:*]+):?\*`)
+	entryFor  = regexp.MustCompile(`^\s*[-*] \*([^:*]+):?\*`)
 )
 
 func isPath(s string) bool {
@@ -429,12 +430,17 @@ func isPath(s string) bool {
 // entry "- *A new X:*" whose X contains the text.
 var changeEntries = []string{"MySQL type", "DDL", "event type", "metric", "setting"}
 
-// checkLayout checks the Layout table and the "Where a change goes" list
-// of the architecture document md against the module at root: every path
-// they name exists (in the Layout table, a row's paths are relative to the
-// row's first cell, or to root), every package directory but the root's
-// is a row or a path in one, every test named in the list exists, and the
-// list has every entry of changeEntries.
+// featureEntries are the features "Where a feature lives" must give a
+// home: an entry "- *X:*" whose X contains the text.
+var featureEntries = []string{"cascade", "partition", "GTID", "XA", "character set"}
+
+// checkLayout checks the Layout table and the "Where a change goes" and
+// "Where a feature lives" lists of the architecture document md against
+// the module at root: every path they name exists (in the Layout table, a
+// row's paths are relative to the row's first cell, or to root), every
+// package directory but the root's is a row or a path in one, every test
+// named in the lists exists, and they have every entry of changeEntries
+// and featureEntries.
 func checkLayout(root, md string, pkgs []archPackage) []string {
 	var problems []string
 	exists := func(p string) bool {
@@ -495,10 +501,12 @@ func checkLayout(root, md string, pkgs []archPackage) []string {
 		return append(problems, architectureDoc+": no \"**Where a change goes.**\" list")
 	}
 	text := outsideFences(md)
-	entries := map[string]bool{}
+	entries, features := map[string]bool{}, map[string]bool{}
 	for i := start; i < len(text) && (i == start || !strings.HasPrefix(text[i], "#")); i++ {
 		if m := changeFor.FindStringSubmatch(text[i]); m != nil {
 			entries[m[1]] = true
+		} else if m := entryFor.FindStringSubmatch(text[i]); m != nil {
+			features[m[1]] = true
 		}
 		where := fmt.Sprintf("%s:%d", architectureDoc, i+1)
 		for _, b := range backquoted.FindAllStringSubmatch(text[i], -1) {
@@ -517,6 +525,15 @@ func checkLayout(root, md string, pkgs []archPackage) []string {
 		}
 		if !found {
 			problems = append(problems, fmt.Sprintf("%s: \"Where a change goes\" has no entry \"- *A new ...%s...:*\"", architectureDoc, want))
+		}
+	}
+	for _, want := range featureEntries {
+		found := false
+		for e := range features {
+			found = found || strings.Contains(strings.ToLower(e), strings.ToLower(want))
+		}
+		if !found {
+			problems = append(problems, fmt.Sprintf("%s: \"Where a feature lives\" has no entry \"- *...%s...:*\"", architectureDoc, want))
 		}
 	}
 	return problems
@@ -682,6 +699,9 @@ func TestArchitectureLayoutCheckerFindsMissingPaths(t *testing.T) {
 		"- *A new MySQL type:* `a/convert*.go`, `a/nope*.go`, `b/two.go`; tests: `TestReal`, `TestMissing`.\n" +
 		"- *A new DDL statement:* `d/conf.yaml`, `d/gone.yml`\n" +
 		"- *A new metric:* nowhere\n\n" +
+		"**Where a feature lives.**\n" +
+		"- *Foreign-key cascades:* `a/one.go`\n" +
+		"- *GTIDs:* `a/nogtid.go`\n\n" +
 		"```\n`a/fenced.go`\n```\n\n## Next\n\n`b/after.go`\n"
 	pkgs := []archPackage{
 		{Path: ".", Files: []archFile{{}}}, {Path: "a", Files: []archFile{{}}, Tests: []string{"TestReal"}},
@@ -697,8 +717,12 @@ func TestArchitectureLayoutCheckerFindsMissingPaths(t *testing.T) {
 		"docs/architecture.md:16: a/nope*.go: no such file or directory",
 		"docs/architecture.md:16: TestMissing: no such test",
 		"docs/architecture.md:17: d/gone.yml: no such file or directory",
+		"docs/architecture.md:22: a/nogtid.go: no such file or directory",
 		"docs/architecture.md: \"Where a change goes\" has no entry \"- *A new ...event type...:*\"",
 		"docs/architecture.md: \"Where a change goes\" has no entry \"- *A new ...setting...:*\"",
+		"docs/architecture.md: \"Where a feature lives\" has no entry \"- *...partition...:*\"",
+		"docs/architecture.md: \"Where a feature lives\" has no entry \"- *...XA...:*\"",
+		"docs/architecture.md: \"Where a feature lives\" has no entry \"- *...character set...:*\"",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
