@@ -228,7 +228,7 @@ func (s *router) Commit(c source.Commit) {
 func (s *router) commit(c source.Commit) {
 	// A restart must start at Resume: it is behind Position while an XA
 	// transaction prepared before is still open.
-	s.commits = append(s.commits, commitPoint{seq: s.seq, pos: c.Resume, at: c.At, server: s.r.server.ID, gtid: c.GTID, hist: c.History, offset: c.Offset})
+	s.commits = append(s.commits, commitPoint{seq: s.seq, pos: c.Resume, at: c.Timestamp, server: s.r.server.ID, gtid: c.GTID, hist: c.History, offset: c.Offset})
 	s.readF, _ = source.VersionFile(c.File, c.Offset)
 	s.r.m.XAPrepared.Set(float64(c.Prepared))
 	pos := c.Position
@@ -406,12 +406,12 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 	if err := s.flushBatch(ctx); err != nil {
 		return err
 	}
-	if st.NoTable != "" {
+	if st.NonTableKind != "" {
 		// Routines, triggers, views, events, accounts, grants: routine
 		// when a schema is loaded, and nothing for replication to do. Not
 		// their text: account statements carry passwords.
 		r.m.DDL.WithLabelValues(metrics.DDLIgnored).Inc()
-		r.log.Debug("statement changes no table; ignored", "kind", st.NoTable, "binlog", st.At.String())
+		r.log.Debug("statement changes no table; ignored", "kind", st.NonTableKind, "binlog", st.At.String())
 		return nil
 	}
 	if !st.Parsed {

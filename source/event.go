@@ -85,9 +85,9 @@ func (r *Rows) Values() ([][]any, error) {
 type Statement struct {
 	At   Position
 	Text string
-	// NoTable is the kind of a statement that changes no table (routine,
+	// NonTableKind is the kind of a statement that changes no table (routine,
 	// trigger, grant...; see ddl.NonTableKind), "" otherwise.
-	NoTable string
+	NonTableKind string
 	// Effects are what the statement does to tables: parsed, or when not
 	// Parsed, what its words show (ddl.Unparsed).
 	Effects []ddl.Effect
@@ -106,9 +106,9 @@ type Commit struct {
 	Resume Position
 	// Prepared is how many such XA transactions there are.
 	Prepared int
-	// At is the timestamp (Unix ns) of the transaction's last event; 0
+	// Timestamp is the timestamp (Unix ns) of the transaction's last event; 0
 	// when unknown.
-	At int64
+	Timestamp int64
 	// GTID is the executed GTID set at Resume ("" when the server writes
 	// no GTIDs), History identifies the binlog Resume is on.
 	GTID    string

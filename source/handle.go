@@ -151,7 +151,7 @@ func (s *Stream) commit(h Handler) {
 	} else if !s.gtids.IsEmpty() && s.gtidsKnown {
 		gtids = s.gtids.String()
 	}
-	h.Commit(Commit{Position: s.pos, File: s.fileIdx, Resume: s.resume, Prepared: len(s.prepared), At: s.lastTS,
+	h.Commit(Commit{Position: s.pos, File: s.fileIdx, Resume: s.resume, Prepared: len(s.prepared), Timestamp: s.lastTS,
 		GTID: gtids, History: hist, Offset: s.offset})
 }
 
@@ -296,7 +296,7 @@ func (s *Stream) query(ctx context.Context, e *replication.QueryEvent, h Handler
 		return nil
 	}
 	st := Statement{At: s.pos, Text: q}
-	if st.NoTable = ddl.NonTableKind(q); st.NoTable == "" {
+	if st.NonTableKind = ddl.NonTableKind(q); st.NonTableKind == "" {
 		if st.Effects, st.Parsed = ddl.Parse(s.parser, string(e.Schema), q); !st.Parsed {
 			st.Effects = ddl.Unparsed(string(e.Schema), q)
 		}

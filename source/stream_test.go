@@ -31,12 +31,12 @@ func (h *recorder) Rows(_ context.Context, r Rows) error {
 }
 
 func (h *recorder) Statement(_ context.Context, st Statement) error {
-	h.got = append(h.got, fmt.Sprintf("statement at=%s notable=%q parsed=%v effects=%d", st.At, st.NoTable, st.Parsed, len(st.Effects)))
+	h.got = append(h.got, fmt.Sprintf("statement at=%s notable=%q parsed=%v effects=%d", st.At, st.NonTableKind, st.Parsed, len(st.Effects)))
 	return nil
 }
 
 func (h *recorder) Commit(c Commit) {
-	h.got = append(h.got, fmt.Sprintf("commit %s file=%d at=%d", c.Position, c.File, c.At))
+	h.got = append(h.got, fmt.Sprintf("commit %s file=%d at=%d", c.Position, c.File, c.Timestamp))
 }
 
 func (h *recorder) Tick(bool) (time.Duration, error)    { return 0, nil }
