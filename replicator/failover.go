@@ -103,7 +103,7 @@ func (r *Replicator) changeOfHistory(ctx context.Context, cp *state.Checkpoint) 
 		return none, fmt.Errorf("%s, whose binlog has no transaction from the checkpoint's GTID origins (%s; the server has %q): it is not a replica of the server binlog2ch followed. Point mysql.addr at the right server. %s", what, cp.GTID, have.String(), recopyOnThisServer)
 	}
 	if gaps := read.Missing(have); len(gaps) > 0 {
-		e := &GTIDGapError{Addr: r.cfg.MySQL.Addr, Server: r.server.ID, Applied: want.Missing(have), Tables: cp.Touched.Affected(gaps)}
+		e := &GTIDGapError{Addr: r.cfg.MySQL.Addr, Server: r.server.ID, Applied: want.Missing(have), Tables: cp.TableGTIDs.Affected(gaps)}
 		if cp.ReadGTID != cp.GTID {
 			e.Read = gaps
 		}
@@ -121,7 +121,7 @@ func (r *Replicator) changeOfHistory(ctx context.Context, cp *state.Checkpoint) 
 	}
 	r.log.Warn("the binlog history changed: following the server from the checkpoint's GTIDs; its changes get versions above every one written before",
 		"reason", what, "gtid", cp.GTID, "server_gtid", have.String(), "version_ceiling", cp.Ceiling)
-	return source.Start{Position: cp.Position, GTID: cp.GTID, ByGTID: true, Ceiling: cp.Ceiling, Touched: cp.Touched}, nil
+	return source.Start{Position: cp.Position, GTID: cp.GTID, ByGTID: true, Ceiling: cp.Ceiling, TableGTIDs: cp.TableGTIDs}, nil
 }
 
 // gapRepair is how `fullsync -recreate -checkpoint -tables` repairs a GTID
@@ -136,7 +136,7 @@ type gapRepair struct {
 	resume  source.GTIDSet
 	offset  int64
 	ceiling uint32
-	touched source.Touched
+	touched source.TableGTIDs
 }
 
 // planGapRepair checks that run's checkpoint has a GTID gap on this server
@@ -194,7 +194,7 @@ func (r *Replicator) planGapRepair(ctx context.Context, tables []schema.TableNam
 	if err != nil {
 		return nil, err
 	}
-	rp := &gapRepair{resume: resume, offset: int64(cp.Ceiling) - int64(idx), ceiling: cp.Ceiling, touched: cp.Touched}
+	rp := &gapRepair{resume: resume, offset: int64(cp.Ceiling) - int64(idx), ceiling: cp.Ceiling, touched: cp.TableGTIDs}
 	r.log.Warn("repairing a GTID gap: copying the tables the missing transactions may have changed from this server; run then reads on from the transactions both servers hold",
 		"missing", gapsText(append(gap.Applied, gap.Read...)), "tables", strings.Join(gap.Tables, ","), "resume_gtid", resume.String())
 	return rp, nil
@@ -208,7 +208,7 @@ func (r *Replicator) saveRepairedCheckpoint(st *snapshot.State, rp *gapRepair) e
 	}
 	f, _ := source.VersionFile(source.MustFileIndex(st.Position.File), rp.offset)
 	cp := state.Checkpoint{Position: st.Position, Server: r.server.ID, SavedAt: time.Now().UTC(), Ext: state.Ext{
-		GTID: rp.resume.String(), Offset: rp.offset, Ceiling: max(rp.ceiling, f+ceilingGap), Touched: rp.touched, ResumeByGTID: true}}
+		GTID: rp.resume.String(), Offset: rp.offset, Ceiling: max(rp.ceiling, f+ceilingGap), TableGTIDs: rp.touched, ResumeByGTID: true}}
 	if err := r.checkpoints().Save(context.Background(), cp); err != nil {
 		return err
 	}

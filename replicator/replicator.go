@@ -179,7 +179,7 @@ func (r *Replicator) startPosition(ctx context.Context) (start source.Start, fro
 		// Everything before the checkpoint was in ClickHouse when it was
 		// saved: the lag is at least the time since.
 		r.m.Durable.Store(cp.SavedAt.UnixNano())
-		start = source.Start{Position: cp.Position, GTID: cp.GTID, History: cp.History, Offset: cp.Offset, Touched: cp.Touched}
+		start = source.Start{Position: cp.Position, GTID: cp.GTID, History: cp.History, Offset: cp.Offset, TableGTIDs: cp.TableGTIDs}
 		if cp.Server == r.server.ID && cp.ResumeByGTID {
 			// Set by the repair of a GTID gap: read on from the GTIDs, on
 			// the new history's offset.
@@ -238,7 +238,7 @@ func (r *Replicator) startPosition(ctx context.Context) (start source.Start, fro
 			}
 		}
 	}
-	start = source.Start{Position: cp.Position, GTID: cp.GTID, History: cp.History, Offset: cp.Offset, Touched: cp.Touched}
+	start = source.Start{Position: cp.Position, GTID: cp.GTID, History: cp.History, Offset: cp.Offset, TableGTIDs: cp.TableGTIDs}
 	return start, cp, snap, r.fillGTIDs(ctx, &start)
 }
 

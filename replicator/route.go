@@ -746,7 +746,7 @@ func (s *router) save(final, force bool) error {
 	}
 	point := s.commits[0]
 	ceiling := max(s.ceiling, s.readF+ceilingGap)
-	ext := state.Ext{GTID: point.gtid, History: point.hist, Offset: point.offset, Ceiling: ceiling, Touched: s.stream.Touched(), ResumeByGTID: point.byGTID}
+	ext := state.Ext{GTID: point.gtid, History: point.hist, Offset: point.offset, Ceiling: ceiling, TableGTIDs: s.stream.TableGTIDs(), ResumeByGTID: point.byGTID}
 	if s.fks != nil {
 		ext.ForeignKeys = s.foreignKeysAt(cp)
 	}

@@ -289,15 +289,15 @@ func PurgedGTIDs(ctx context.Context, db *sql.DB, flavor string) (GTIDSet, error
 	return ParseGTIDSet(flavor, s.String)
 }
 
-// Touched is, per replicated table (db.table), the newest transaction
+// TableGTIDs is, per replicated table (db.table), the newest transaction
 // number of each GTID origin that changed it: when a server lacks some of
 // the transactions binlog2ch applied, the tables they may have changed are
 // those touched at or after the first one missing.
-type Touched map[string]map[string]int64
+type TableGTIDs map[string]map[string]int64
 
 // Clone is a deep copy.
-func (t Touched) Clone() Touched {
-	c := make(Touched, len(t))
+func (t TableGTIDs) Clone() TableGTIDs {
+	c := make(TableGTIDs, len(t))
 	for k, v := range t {
 		m := make(map[string]int64, len(v))
 		for o, n := range v {
@@ -309,7 +309,7 @@ func (t Touched) Clone() Touched {
 }
 
 // Affected lists the tables a transaction in gaps may have changed.
-func (t Touched) Affected(gaps []GTIDGap) []string {
+func (t TableGTIDs) Affected(gaps []GTIDGap) []string {
 	var out []string
 	for table, origins := range t {
 		for _, g := range gaps {

@@ -99,7 +99,7 @@ func (g GTIDGap) N() int64 { return g.From }
 // TestTouchedAffected: the tables changed at or after the first missing
 // transaction of an origin.
 func TestTouchedAffected(t *testing.T) {
-	touched := Touched{"d.a": {"0": 5}, "d.b": {"0": 9}, "d.c": {"1": 9}, "d.d": {"0": 8, "1": 1}}
+	touched := TableGTIDs{"d.a": {"0": 5}, "d.b": {"0": 9}, "d.c": {"1": 9}, "d.d": {"0": 8, "1": 1}}
 	got := touched.Affected([]GTIDGap{{Origin: "0", From: 8}})
 	if !slices.Equal(got, []string{"d.b", "d.d"}) {
 		t.Errorf("affected %v", got)

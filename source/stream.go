@@ -56,7 +56,7 @@ type Stream struct {
 	gtidsKnown bool
 	txGTID     *GTID // the transaction being read, until its commit
 	// touched: the newest transaction of each GTID origin per table.
-	touched     Touched
+	touched     TableGTIDs
 	fileCreated uint32   // header timestamp of the current file's format description
 	last        History  // of the event ending at pos
 	boundHist   History  // History at boundary
@@ -104,8 +104,8 @@ type Start struct {
 	// gets F = Ceiling, above every version written before.
 	ByGTID  bool
 	Ceiling uint32
-	// Touched is the checkpoint's per-table record of GTIDs.
-	Touched Touched
+	// TableGTIDs is the checkpoint's per-table record of GTIDs.
+	TableGTIDs TableGTIDs
 }
 
 // Offset is the version offset of the history being read.
@@ -120,9 +120,9 @@ func (s *Stream) GTIDs() GTIDSet {
 	return s.gtids
 }
 
-// Touched is the stream's per-table record of GTIDs, shared: the caller
+// TableGTIDs is the stream's per-table record of GTIDs, shared: the caller
 // must not keep it past the Stream's goroutine (the handler may read it).
-func (s *Stream) Touched() Touched { return s.touched }
+func (s *Stream) TableGTIDs() TableGTIDs { return s.touched }
 
 // NewStream returns a stream of the server at cfg.MySQL.Addr, which
 // Inspect described as srv.
@@ -130,7 +130,7 @@ func NewStream(cfg *config.Config, log *slog.Logger, srv Server) (*Stream, error
 	if _, _, err := net.SplitHostPort(cfg.MySQL.Addr); err != nil {
 		return nil, fmt.Errorf("mysql.addr: %w", err)
 	}
-	return &Stream{cfg: cfg, log: log, srv: srv, EventCache: 1024, MaxBackoff: 30 * time.Second, touched: Touched{}}, nil
+	return &Stream{cfg: cfg, log: log, srv: srv, EventCache: 1024, MaxBackoff: 30 * time.Second, touched: TableGTIDs{}}, nil
 }
 
 // connConfig is how the stream's binlog connections are opened.
@@ -181,7 +181,7 @@ func (s *Stream) Run(ctx context.Context, st Start, h Handler) error {
 		s.ceiling = st.Ceiling
 	}
 	s.boundHist = st.History
-	s.touched = st.Touched.Clone()
+	s.touched = st.TableGTIDs.Clone()
 	var err error
 	if s.gtids, err = ParseGTIDSet(s.srv.Flavor, st.GTID); err != nil {
 		return fmt.Errorf("the checkpoint's GTIDs: %w", err)

@@ -48,9 +48,9 @@ type Ext struct {
 	// Ceiling bounds the versions written: every row in ClickHouse has F
 	// below it. A new history starts there.
 	Ceiling uint32 `json:"version_ceiling,omitempty"`
-	// Touched is, per table, the newest transaction of each GTID origin
-	// that changed it (source.Touched).
-	Touched source.Touched `json:"touched,omitempty"`
+	// TableGTIDs is, per table, the newest transaction of each GTID origin
+	// that changed it (source.TableGTIDs).
+	TableGTIDs source.TableGTIDs `json:"touched,omitempty"`
 	// ResumeByGTID: read on from GTID, not from the position, which is
 	// only where a copy was taken (the repair of a GTID gap after a
 	// failover; Offset is then the new history's).
