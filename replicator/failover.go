@@ -207,7 +207,7 @@ func (r *Replicator) saveRepairedCheckpoint(st *snapshot.State, rp *gapRepair) e
 		return fmt.Errorf("remove the initial snapshot's state: %w", err)
 	}
 	f, _ := source.VersionFile(source.MustFileIndex(st.Position.File), rp.offset)
-	cp := state.Checkpoint{Position: st.Position, Server: r.server.ID, SavedAt: time.Now().UTC(), Ext: state.Ext{
+	cp := state.Checkpoint{Position: st.Position, Server: r.server.ID, SavedAt: time.Now().UTC(), StreamState: state.StreamState{
 		GTID: rp.resume.String(), Offset: rp.offset, Ceiling: max(rp.ceiling, f+ceilingGap), TableGTIDs: rp.touched, ResumeByGTID: true}}
 	if err := r.checkpoints().Save(context.Background(), cp); err != nil {
 		return err

@@ -259,7 +259,7 @@ func (r *Replicator) fillGTIDs(ctx context.Context, start *source.Start) error {
 func snapshotCheckpoint(snap *snapshot.State, server string) *state.Checkpoint {
 	f, _ := source.VersionFile(source.MustFileIndex(snap.Position.File), snap.FileOffset)
 	return &state.Checkpoint{Position: snap.Position, Server: server, SavedAt: time.Now().UTC(),
-		Ext: state.Ext{GTID: snap.GTID, Offset: snap.FileOffset, Ceiling: f + ceilingGap}}
+		StreamState: state.StreamState{GTID: snap.GTID, Offset: snap.FileOffset, Ceiling: f + ceilingGap}}
 }
 
 // initialSnapshot copies the tables listed when the snapshot began (tables

@@ -746,7 +746,7 @@ func (s *router) save(final, force bool) error {
 	}
 	point := s.commits[0]
 	ceiling := max(s.ceiling, s.readF+ceilingGap)
-	ext := state.Ext{GTID: point.gtid, History: point.hist, Offset: point.offset, Ceiling: ceiling, TableGTIDs: s.stream.TableGTIDs(), ResumeByGTID: point.byGTID}
+	ext := state.StreamState{GTID: point.gtid, History: point.hist, Offset: point.offset, Ceiling: ceiling, TableGTIDs: s.stream.TableGTIDs(), ResumeByGTID: point.byGTID}
 	if s.fks != nil {
 		ext.ForeignKeys = s.foreignKeysAt(cp)
 	}
@@ -754,7 +754,7 @@ func (s *router) save(final, force bool) error {
 		ext.ReadGTID = g.String()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	saved := state.Checkpoint{Position: cp, Server: point.server, SavedAt: time.Now().UTC(), Ext: ext}
+	saved := state.Checkpoint{Position: cp, Server: point.server, SavedAt: time.Now().UTC(), StreamState: ext}
 	err := r.checkpoints().Save(ctx, saved)
 	cancel()
 	if err != nil {

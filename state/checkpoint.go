@@ -29,12 +29,13 @@ type Checkpoint struct {
 	// applied to another server's binlog.
 	Server  string    `json:"server"`
 	SavedAt time.Time `json:"saved_at"`
-	Ext
+	StreamState
 }
 
-// Ext is what a checkpoint holds beside its position, for a change of
-// binlog history (a failover to another server, RESET MASTER).
-type Ext struct {
+// StreamState is what the stream needs beside the position to resume it,
+// also after a change of binlog history (a failover to another server,
+// RESET MASTER): GTIDs, the history, row versions, the keys of the time.
+type StreamState struct {
 	// GTID is the executed GTID set at the position ("" when the server
 	// writes none).
 	GTID string `json:"gtid,omitempty"`

@@ -136,7 +136,7 @@ func (s *chStore) Load(ctx context.Context) (*Checkpoint, error) {
 	if ext != "" {
 		dec := json.NewDecoder(strings.NewReader(ext))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&cp.Ext); err != nil {
+		if err := dec.Decode(&cp.StreamState); err != nil {
 			return nil, fmt.Errorf("checkpoint in %s is corrupt (ext: %v)", s, err)
 		}
 	}
@@ -164,7 +164,7 @@ func (s *chStore) Save(ctx context.Context, cp Checkpoint) error {
 	if len(settings) > 0 {
 		ctx = clickhouse.Context(ctx, clickhouse.WithSettings(settings))
 	}
-	ext, err := json.Marshal(cp.Ext)
+	ext, err := json.Marshal(cp.StreamState)
 	if err != nil {
 		return err
 	}

@@ -65,11 +65,11 @@ state_dir: state
 	if err != nil {
 		t.Fatal(err)
 	}
-	if old == nil || old.Position != (source.Position{File: "binlog.000007", Pos: 1234}) || !reflect.DeepEqual(old.Ext, Ext{}) {
+	if old == nil || old.Position != (source.Position{File: "binlog.000007", Pos: 1234}) || !reflect.DeepEqual(old.StreamState, StreamState{}) {
 		t.Fatalf("the old checkpoint reads as %+v", old)
 	}
 	want := Checkpoint{Position: source.Position{File: "binlog.000009", Pos: 99}, Server: "server_id:8", SavedAt: time.Unix(1_800_000_000, 0).UTC(),
-		Ext: Ext{GTID: "0-8-12", ReadGTID: "0-8-14", History: source.History{FileCreated: 5, LastType: 16, LastTime: 6, LastSize: 31},
+		StreamState: StreamState{GTID: "0-8-12", ReadGTID: "0-8-14", History: source.History{FileCreated: 5, LastType: 16, LastTime: 6, LastSize: 31},
 			Offset: 21, Ceiling: 46, TableGTIDs: source.TableGTIDs{"d.t": {"0": 14}}}}
 	// A later lease's holder saves it (store clickhouse runs with a lease).
 	if err := NewStore(cfg, ch, 1, nil, nil).Save(ctx, want); err != nil {
