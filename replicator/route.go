@@ -150,7 +150,7 @@ type commitPoint struct {
 	gtid   string
 	hist   source.History
 	offset int64
-	byGTID bool // resume by gtid (state.Ext.ResumeByGTID)
+	byGTID bool // resume by gtid (state.StreamState.ResumeByGTID)
 }
 
 // ceilingGap is how many binlog files past the one being read a saved
