@@ -21,10 +21,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/chtables"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/binlog2ch/binlog2ch/sink"
 	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/state"
 )
@@ -871,7 +871,7 @@ func TestCreatedTableLeavesRegistry(t *testing.T) {
 	h := newHarness(t, 1, "")
 	a := h.dbs[0]
 	stale := fmt.Sprintf(`{"tables": {"%s.t": ["_is_deleted", "_version", "id"]}}`, a)
-	if err := os.WriteFile(filepath.Join(h.cfg.StateDir, sink.RegistryFile), []byte(stale), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(h.cfg.StateDir, chtables.RegistryFile), []byte(stale), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	run := h.start()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/binlog"
 	"github.com/binlog2ch/binlog2ch/block"
+	"github.com/binlog2ch/binlog2ch/chtables"
 	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -44,10 +45,10 @@ func (w *Writer) changeSchema(ctx context.Context, src *schema.Table) error {
 			}
 		}
 	}
-	if err := w.c.EnsureTable(ctx, w.log, target, drop, w.defaults, w.name.String()); err != nil {
+	if err := w.c.tables.EnsureTable(ctx, w.log, target, drop, w.defaults, w.name.String()); err != nil {
 		return err
 	}
-	if err := w.c.reg.record(target.Database, target.Name, targetColumns(target), drop, false); err != nil {
+	if err := w.c.reg.Record(target.Database, target.Name, chtables.TargetColumns(target), drop, false); err != nil {
 		return err
 	}
 	return w.useTarget(ctx, target)
@@ -94,7 +95,7 @@ func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
 		defer w.c.m.Forget(w.name)
 		defer func() {
 			if err == nil {
-				err = w.c.reg.forget(db, name)
+				err = w.c.reg.Forget(db, name)
 			}
 		}()
 	case ddl.RenameTable:
@@ -102,15 +103,15 @@ func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
 		if o := w.c.cfg.TableOptions(w.name.Database, m.NewName); o.Name != "" {
 			newName = o.Name
 		}
-		exists, err := w.c.tableExists(ctx, db, name)
+		exists, err := w.c.tables.TableExists(ctx, db, name)
 		if err != nil {
 			return err
 		}
 		var key string // the Distributed table's sharding key, kept
 		if inCluster {
 			err := w.c.Retry(ctx, w.log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) error {
-				engine, err := w.c.engine(ctx, db, dist.Name)
-				key = shardingExpr(engine)
+				engine, err := w.c.tables.Engine(ctx, db, dist.Name)
+				key = chtables.ShardingExpr(engine)
 				return err
 			})
 			if err != nil {
@@ -122,7 +123,7 @@ func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
 			stmts = append(stmts, table.RenameSQL(newName))
 			defer func() {
 				if err == nil {
-					err = w.c.reg.rename(db, name, newName, nil)
+					err = w.c.reg.Rename(db, name, newName, nil)
 				}
 			}()
 		}
@@ -131,7 +132,7 @@ func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
 			renamed.Name = newName
 			defer func() {
 				if err == nil {
-					err = w.c.ensureDistributed(ctx, w.log, &renamed, key)
+					err = w.c.tables.EnsureDistributed(ctx, w.log, &renamed, key)
 				}
 			}()
 		}
@@ -151,10 +152,10 @@ func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
 		if w.target == nil {
 			return nil // no rows seen yet: the next table map has the new names
 		}
-		if err := w.c.renameColumns(ctx, w.log, w.target, m.Renames); err != nil {
+		if err := w.c.tables.RenameColumns(ctx, w.log, w.target, m.Renames); err != nil {
 			return fmt.Errorf("%s at binlog %s: %w", w.name, m.At, err)
 		}
-		if err := w.c.reg.rename(db, name, name, m.Renames); err != nil {
+		if err := w.c.reg.Rename(db, name, name, m.Renames); err != nil {
 			return err
 		}
 		// Follow the rename in the known schema, so the next table map
@@ -170,7 +171,7 @@ func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
 		return w.changeSchema(ctx, &src)
 	}
 	for _, stmt := range stmts {
-		if err := w.c.Exec(ctx, w.log, stmt, "binlog", m.At.String()); err != nil {
+		if err := w.c.tables.Exec(ctx, w.log, stmt, "binlog", m.At.String()); err != nil {
 			return err
 		}
 	}
@@ -195,7 +196,7 @@ func (w *Writer) addColumnsNow(ctx context.Context, m Message) error {
 	if err != nil {
 		return nil // the next rows stop with this error, at their position
 	}
-	if err := w.c.addColumns(ctx, w.log, target, m.Added, m.Defaults, m.At.String()); err != nil {
+	if err := w.c.tables.AddColumns(ctx, w.log, target, m.Added, m.Defaults, m.At.String()); err != nil {
 		return fmt.Errorf("%s at binlog %s: %w", w.name, m.At, err)
 	}
 	return nil
@@ -221,8 +222,8 @@ func (w *Writer) deletePartitions(ctx context.Context, m Message, db, name strin
 	if err != nil {
 		return fmt.Errorf("%s at binlog %s: partition maintenance cannot be applied by its bounds: %v. Set replication.on_partition_maintenance: recopy (the table is copied again instead), or stop binlog2ch and run binlog2ch fullsync -recreate -tables %s", w.name, m.At, err, w.name)
 	}
-	if err := w.c.Exec(ctx, w.log, w.c.cfg.SchemaOptions().Table(db, name).DeleteWhereSQL(where), "binlog", m.At.String()); err != nil {
+	if err := w.c.tables.Exec(ctx, w.log, w.c.cfg.SchemaOptions().Table(db, name).DeleteWhereSQL(where), "binlog", m.At.String()); err != nil {
 		return err
 	}
-	return w.c.awaitMutations(ctx, w.log, db, name)
+	return w.c.tables.AwaitMutations(ctx, w.log, db, name)
 }

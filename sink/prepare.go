@@ -3,110 +3,30 @@ package sink
 import (
 	"context"
 	"log/slog"
-	"strings"
-	"sync"
 
-	"github.com/binlog2ch/binlog2ch/metrics"
+	"github.com/binlog2ch/binlog2ch/chtables"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
-// A copy of many tables prepares their targets from one read of what
-// ClickHouse holds (Existing), where CheckTable and EnsureTable read each
-// table's columns with a query of their own: two queries per table, four
-// thousand for two thousand tables.
-
-// Existing is what ClickHouse held in some databases when it was read:
-// each table's columns; and the databases created since.
-type Existing struct {
-	mu     sync.Mutex
-	tables map[string][]chColumn // by key(db, table)
-	// dbs were created (IF NOT EXISTS) by PrepareTable. A database the
-	// read saw is created too, once: in a cluster, the one server read
-	// may have it where others lack it.
-	dbs map[string]bool
-}
+// A copy's targets are prepared by chtables from one read of what
+// ClickHouse holds (chtables.Existing); these are the copy's ways to them.
 
 // ReadExisting reads the columns of every table in databases, with one
-// query.
-func (c *ClickHouse) ReadExisting(ctx context.Context, log *slog.Logger, databases []string) (*Existing, error) {
-	ex := &Existing{tables: map[string][]chColumn{}, dbs: map[string]bool{}}
-	if len(databases) == 0 {
-		return ex, nil
-	}
-	quoted := make([]string, len(databases))
-	for i, db := range databases {
-		quoted[i] = schema.QuoteString(db)
-	}
-	// system.columns lists a table's columns in order (18.16 has no
-	// position column to sort by).
-	q := "SELECT database, table, name, type FROM system.columns WHERE database IN (" + strings.Join(quoted, ", ") + ")"
-	err := c.Retry(ctx, log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) error {
-		clear(ex.tables)
-		rows, err := c.conn.Query(ctx, q)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var db, table string
-			var col chColumn
-			if err := rows.Scan(&db, &table, &col.name, &col.typ); err != nil {
-				return err
-			}
-			ex.tables[key(db, table)] = append(ex.tables[key(db, table)], col)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, err
-	}
-	return ex, nil
+// query (chtables.Manager.ReadExisting).
+func (c *ClickHouse) ReadExisting(ctx context.Context, log *slog.Logger, databases []string) (*chtables.Existing, error) {
+	return c.tables.ReadExisting(ctx, log, databases)
 }
 
-// PrepareTable makes a copy's target ready, as CheckTable and then
-// EnsureTable do, but from what ex says ClickHouse holds: an existing
-// table must have the target's columns and types (else the error names
-// them), a missing one is created (its database once). dropped: the copy
-// has just dropped the table (-recreate), whatever ex says.
-func (c *ClickHouse) PrepareTable(ctx context.Context, log *slog.Logger, t *schema.Target, ex *Existing, dropped bool) error {
-	var cols []chColumn
-	if !dropped {
-		ex.mu.Lock()
-		cols = ex.tables[key(t.Database, t.Name)]
-		ex.mu.Unlock()
-	}
-	if len(cols) > 0 {
-		if err := checkColumns(t, cols); err != nil {
-			return err
-		}
-	} else {
-		if err := c.ensureDatabase(ctx, log, t, ex); err != nil {
-			return err
-		}
-		if err := c.Exec(ctx, log, t.CreateTableSQL()); err != nil {
-			return err
-		}
-	}
-	if t.Options.Cluster != nil {
-		return c.ensureDistributed(ctx, log, t, "")
-	}
-	return nil
+// PrepareTable makes a copy's target ready from what ex says ClickHouse
+// holds (chtables.Manager.PrepareTable).
+func (c *ClickHouse) PrepareTable(ctx context.Context, log *slog.Logger, t *schema.Target, ex *chtables.Existing, dropped bool) error {
+	return c.tables.PrepareTable(ctx, log, t, ex, dropped)
 }
 
-// ensureDatabase creates t's database, once per Existing.
-func (c *ClickHouse) ensureDatabase(ctx context.Context, log *slog.Logger, t *schema.Target, ex *Existing) error {
-	// Held while creating: the other tables of the database wait for it
-	// rather than create it too.
-	ex.mu.Lock()
-	defer ex.mu.Unlock()
-	if ex.dbs[t.Database] {
-		return nil
-	}
-	if err := c.Exec(ctx, log, t.CreateDatabaseSQL()); err != nil {
-		return err
-	}
-	ex.dbs[t.Database] = true
-	return nil
+// RecordTables notes in the registry the tables a copy just created or
+// wrote, replace[i] for ts[i]: copied from scratch (-recreate).
+func (c *ClickHouse) RecordTables(ts []*schema.Target, replace []bool) error {
+	return c.tables.RecordTables(ts, replace)
 }
 
 // NewCopyWriter is NewWriter for a copy's rows of src, whose target the

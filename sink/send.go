@@ -188,7 +188,7 @@ func (w *Writer) send(ctx context.Context, b *block.Block, rt *route, sc *shardS
 					// The server's columns differ from the block's: the
 					// table changed by hand, or only the wire names a type
 					// otherwise.
-					if changed := w.c.changedOnline(ctx, t, w.name.String()); changed != nil {
+					if changed := w.c.tables.ChangedOnline(ctx, t, w.name.String()); changed != nil {
 						return permanent(changed)
 					}
 					w.refuseNative(t, err)
@@ -227,14 +227,14 @@ func (w *Writer) counted(insert func(context.Context) error) func(context.Contex
 	}
 }
 
-// explain turns an insert that failed for good into a TargetChangedError
-// when the table changed under the writer (dropped, a column dropped or
-// retyped by hand).
+// explain turns an insert that failed for good into a
+// chtables.TargetChangedError when the table changed under the writer
+// (dropped, a column dropped or retyped by hand).
 func (w *Writer) explain(ctx context.Context, t *schema.Target, err error) error {
 	if err == nil || transient(err) {
 		return err
 	}
-	if changed := w.c.changedOnline(ctx, t, w.name.String()); changed != nil {
+	if changed := w.c.tables.ChangedOnline(ctx, t, w.name.String()); changed != nil {
 		return permanent(changed)
 	}
 	return err

@@ -2,7 +2,6 @@ package sink
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -14,7 +13,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/block"
-	"github.com/binlog2ch/binlog2ch/chnative"
+	"github.com/binlog2ch/binlog2ch/chtables"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/metrics"
 )
@@ -236,7 +235,7 @@ func (c *ClickHouse) routeFor(ctx context.Context, log *slog.Logger, b *block.Bl
 	}
 	var engine string
 	err := c.Retry(ctx, log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) (err error) {
-		engine, err = c.engine(ctx, t.Database, t.ReadName())
+		engine, err = c.tables.Engine(ctx, t.Database, t.ReadName())
 		return err
 	})
 	switch {
@@ -245,7 +244,7 @@ func (c *ClickHouse) routeFor(ctx context.Context, log *slog.Logger, b *block.Bl
 	case engine == "":
 		return through(fmt.Sprintf("its Distributed table %s.%s does not exist", t.Database, t.ReadName()))
 	}
-	cols, keyless, err := shardingColumns(engine)
+	cols, keyless, err := chtables.ShardingColumns(engine)
 	if err != nil {
 		return through(err.Error())
 	}
@@ -288,57 +287,6 @@ func (c *ClickHouse) routeFor(ctx context.Context, log *slog.Logger, b *block.Bl
 	return rt, nil
 }
 
-// shardingExpr is the sharding key of a Distributed table's engine_full,
-// as the server prints it ("" when there is none or engine is not one).
-func shardingExpr(engine string) string {
-	name, rest, ok := strings.Cut(strings.TrimSpace(engine), "(")
-	if !ok || strings.TrimSpace(name) != "Distributed" {
-		return ""
-	}
-	if args, _ := splitArgs(rest); len(args) >= 4 {
-		return strings.TrimSpace(args[3])
-	}
-	return ""
-}
-
-// shardingColumns parses a Distributed table's engine_full for its
-// sharding key: the arguments of cityHash64(a, reinterpretAsString(b), ...),
-// or keyless for rand(). Any other expression is refused: binlog2ch cannot
-// compute it.
-func shardingColumns(engine string) (cols []block.KeyArg, keyless bool, err error) {
-	name, rest, ok := strings.Cut(strings.TrimSpace(engine), "(")
-	if !ok || strings.TrimSpace(name) != "Distributed" {
-		return nil, false, fmt.Errorf("the table's engine is not Distributed: %q", engine)
-	}
-	if _, end := splitArgs(rest); end < 0 {
-		return nil, false, fmt.Errorf("cannot parse the engine %q", engine)
-	}
-	key := shardingExpr(engine)
-	if key == "" {
-		return nil, false, fmt.Errorf("the Distributed table has no sharding key (%q): every row would go to one shard", engine)
-	}
-	if strings.ReplaceAll(key, " ", "") == "rand()" {
-		return nil, true, nil
-	}
-	inner, ok := strings.CutPrefix(key, "cityHash64(")
-	args, end := splitArgs(inner)
-	if !ok || end != len(inner)-1 {
-		return nil, false, fmt.Errorf("binlog2ch computes only cityHash64(columns) or rand() as a sharding key, not %s", key)
-	}
-	for _, a := range args {
-		a = strings.TrimSpace(a)
-		var arg block.KeyArg
-		if in, ok := strings.CutPrefix(a, "reinterpretAsString("); ok && strings.HasSuffix(in, ")") {
-			a, arg.Reinterpret = strings.TrimSpace(in[:len(in)-1]), true
-		}
-		if arg.Column, err = identifier(a); err != nil {
-			return nil, false, fmt.Errorf("sharding key %s: %w", key, err)
-		}
-		cols = append(cols, arg)
-	}
-	return cols, false, nil
-}
-
 // keyText is the sharding key's arguments, for messages.
 func keyText(args []block.KeyArg) string {
 	parts := make([]string, len(args))
@@ -349,50 +297,6 @@ func keyText(args []block.KeyArg) string {
 		}
 	}
 	return strings.Join(parts, ", ")
-}
-
-// splitArgs splits an argument list opened just before s at its commas
-// outside parentheses and quotes, up to the ')' that closes it: the
-// arguments and the index in s of that ')', or -1 when nothing closes it.
-func splitArgs(s string) (args []string, end int) { return chnative.SplitTypeArgs(s) }
-
-// identifier unquotes a column name as ClickHouse prints it: bare, or in
-// backquotes or double quotes with backslash escapes.
-func identifier(s string) (string, error) {
-	if s == "" {
-		return "", errors.New("empty argument")
-	}
-	if q := s[0]; q == '`' || q == '"' {
-		if len(s) < 2 || s[len(s)-1] != q {
-			return "", fmt.Errorf("cannot parse %s", s)
-		}
-		var b strings.Builder
-		for i := 1; i < len(s)-1; i++ {
-			c := s[i]
-			if c == '\\' && i+1 < len(s)-1 {
-				i++
-				switch s[i] {
-				case '0':
-					c = 0
-				case 'n':
-					c = '\n'
-				case 't':
-					c = '\t'
-				default:
-					c = s[i]
-				}
-			}
-			b.WriteByte(c)
-		}
-		return b.String(), nil
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
-			return "", fmt.Errorf("%s is not a column", s)
-		}
-	}
-	return s, nil
 }
 
 // shardScratch is one sender's buffers for splitting blocks, reused from

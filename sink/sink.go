@@ -19,6 +19,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/binlog2ch/binlog2ch/chnative"
+	"github.com/binlog2ch/binlog2ch/chtables"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/retry"
@@ -40,8 +41,9 @@ type ClickHouse struct {
 	layout clusterLayout // the cluster's shards, for rows routed to them (shards.go)
 	m      *metrics.Metrics
 	live   LiveTable
-	reg    *Registry   // nil: tables are not tracked (no state_dir)
-	up     atomic.Bool // the last insert, DDL or ping succeeded
+	reg    *chtables.Registry // nil: tables are not tracked (no state_dir)
+	tables *chtables.Manager  // the ClickHouse tables binlog2ch manages
+	up     atomic.Bool        // the last insert, DDL or ping succeeded
 	// settings are those binlog2ch may send that the server knows;
 	// driverSettings those of clickhouse-go's inserts (settings.go).
 	settings       serverSettings
@@ -79,13 +81,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.M
 	// MySQL's DROP, which is then a stop (a copy too many), never a silent
 	// partial table.
 	if cfg.StateDir != "" {
-		if c.reg, err = LoadRegistry(cfg.StateDir); err != nil {
+		if c.reg, err = chtables.LoadRegistry(cfg.StateDir); err != nil {
 			return nil, err
 		}
 	}
 	if c.conn, err = OpenClickHouse(ctx, cfg, log); err != nil {
 		return nil, err
 	}
+	c.tables = chtables.New(c.conn, cfg, log, c.reg, c.Retry)
 	if c.caps, err = schema.DetectCapabilities(ctx, c.conn); err != nil {
 		c.Close()
 		return nil, err
@@ -143,16 +146,6 @@ func (c *ClickHouse) IdleConns() int {
 		n += len(idle)
 	}
 	return n
-}
-
-// Exec runs a DDL statement, logged with attrs, retrying what retrying
-// can fix.
-func (c *ClickHouse) Exec(ctx context.Context, log *slog.Logger, stmt string, attrs ...any) error {
-	log.Info("applying DDL", append([]any{"statement", stmt}, attrs...)...)
-	if err := c.Retry(ctx, log, metrics.StageDDL, "DDL", func(ctx context.Context) error { return c.conn.Exec(ctx, stmt) }); err != nil {
-		return fmt.Errorf("%s: %w", stmt, err)
-	}
-	return nil
 }
 
 // permanentError marks an error retrying cannot fix.

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/chtables"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -88,8 +89,8 @@ type copier struct {
 	Options
 	pool     *readPool // the readers' and key walks' connections
 	tables   []*tableCopy
-	version  uint64         // every copied row's, from the recorded position
-	existing *sink.Existing // the ClickHouse tables there were
+	version  uint64             // every copied row's, from the recorded position
+	existing *chtables.Existing // the ClickHouse tables there were
 
 	discoverErr error // every table failed for it (set before the tables' states)
 

@@ -1,4 +1,4 @@
-package sink
+package chtables
 
 import (
 	"encoding/json"
@@ -54,10 +54,10 @@ func (r *Registry) columns(db, table string) (cols []string, ok bool) {
 	return cols, ok
 }
 
-// record notes a table's columns after binlog2ch made them so: the ones it
+// Record notes a table's columns after binlog2ch made them so: the ones it
 // has, less dropped ones. replace forgets earlier columns (a table copied
 // from scratch).
-func (r *Registry) record(db, table string, cols, dropped []string, replace bool) error {
+func (r *Registry) Record(db, table string, cols, dropped []string, replace bool) error {
 	return r.recordAll([]registryEntry{{db: db, table: table, cols: cols, dropped: dropped, replace: replace}})
 }
 
@@ -101,8 +101,8 @@ func (r *Registry) recordAll(entries []registryEntry) error {
 	return r.save()
 }
 
-// forget drops a table binlog2ch dropped.
-func (r *Registry) forget(db, table string) error {
+// Forget drops a table binlog2ch dropped.
+func (r *Registry) Forget(db, table string) error {
 	if r == nil {
 		return nil
 	}
@@ -115,8 +115,8 @@ func (r *Registry) forget(db, table string) error {
 	return r.save()
 }
 
-// rename follows a table or column rename binlog2ch applied.
-func (r *Registry) rename(db, from, to string, columns map[string]string) error {
+// Rename follows a table or column rename binlog2ch applied.
+func (r *Registry) Rename(db, from, to string, columns map[string]string) error {
 	if r == nil {
 		return nil
 	}

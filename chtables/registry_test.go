@@ -1,4 +1,4 @@
-package sink
+package chtables
 
 import (
 	"os"
@@ -21,12 +21,12 @@ func TestRegistry(t *testing.T) {
 		t.Fatal("an empty registry lists d.t")
 	}
 	steps := []func() error{
-		func() error { return r.record("d", "t", []string{"id", "v", "_version"}, nil, false) },
-		func() error { return r.record("d", "t", []string{"id", "w", "_version"}, []string{"v"}, false) },
-		func() error { return r.rename("d", "t", "t", map[string]string{"w": "w2"}) },
-		func() error { return r.record("d", "gone", []string{"id"}, nil, false) },
-		func() error { return r.forget("d", "gone") },
-		func() error { return r.rename("d", "t", "t2", nil) },
+		func() error { return r.Record("d", "t", []string{"id", "v", "_version"}, nil, false) },
+		func() error { return r.Record("d", "t", []string{"id", "w", "_version"}, []string{"v"}, false) },
+		func() error { return r.Rename("d", "t", "t", map[string]string{"w": "w2"}) },
+		func() error { return r.Record("d", "gone", []string{"id"}, nil, false) },
+		func() error { return r.Forget("d", "gone") },
+		func() error { return r.Rename("d", "t", "t2", nil) },
 	}
 	for i, step := range steps {
 		if err := step(); err != nil {
@@ -48,14 +48,14 @@ func TestRegistry(t *testing.T) {
 			}
 		}
 	}
-	if err := r.record("d", "t2", []string{"id"}, nil, true); err != nil {
+	if err := r.Record("d", "t2", []string{"id"}, nil, true); err != nil {
 		t.Fatal(err)
 	}
 	if cols, _ := r.columns("d", "t2"); !slices.Equal(cols, []string{"id"}) {
 		t.Errorf("replaced: %v", cols)
 	}
 	var nilReg *Registry
-	if err := nilReg.record("d", "t", []string{"id"}, nil, false); err != nil {
+	if err := nilReg.Record("d", "t", []string{"id"}, nil, false); err != nil {
 		t.Error(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, RegistryFile), []byte("{garbled"), 0o600); err != nil {
