@@ -133,7 +133,7 @@ func statements(t *testing.T, caps schema.Capabilities, opts schema.Options) str
 
 	stmt("the table's database, before its CREATE TABLE", target.CreateDatabaseSQL())
 	stmt("DROP COLUMN (MySQL dropped it)", target.DropColumnSQL("g"))
-	// EnsureTable and addColumns add a column MySQL added after the column
+	// chtables' EnsureTable and AddColumns add a column MySQL added after the column
 	// before it, with MySQL's DEFAULT as a string literal ClickHouse casts
 	// to the column's type. The new columns here take the type of the one
 	// they are named after.
@@ -211,7 +211,7 @@ func statements(t *testing.T, caps schema.Capabilities, opts schema.Options) str
 	if inCluster {
 		renamed := *target
 		renamed.Name = "every_type_old"
-		// sink's ensureDistributed makes it again the same way, its key
+		// chtables' EnsureDistributed makes it again the same way, its key
 		// kept, after any change to the local table's columns: 18.16
 		// refuses ALTER ... ON CLUSTER on a Distributed table.
 		stmt("RENAME TABLE: the Distributed table again, over the renamed table, its sharding key kept", renamed.CreateDistributedSQL(columnDefs(&renamed), "cityHash64(`id`)"))
