@@ -70,11 +70,11 @@ type ForeignKey struct {
 	OnDelete   FKAction         `json:"on_delete"`
 	OnUpdate   FKAction         `json:"on_update"`
 	// Inline: declared as a column's REFERENCES in CREATE TABLE, which
-	// only some servers make a key (ForeignKeys.InlineReferences).
+	// only some servers make a key (cascade.Keys.InlineReferences).
 	Inline bool `json:"-"`
 	// IndexName: Name is the FOREIGN KEY clause's index name, not a
 	// CONSTRAINT symbol; MySQL from 8.0.16 names such a key as an unnamed
-	// one (ForeignKeys.IndexNamesKeys).
+	// one (cascade.Keys.IndexNamesKeys).
 	IndexName bool `json:"-"`
 }
 

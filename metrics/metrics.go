@@ -74,7 +74,7 @@ type Metrics struct {
 	XAPrepared                    prometheus.Gauge
 	StatementsWithoutRows         *prometheus.CounterVec
 	NativeFallbacks               *prometheus.CounterVec
-	// Foreign-key cascades derived (sink/cascade.go).
+	// Foreign-key cascades derived (package cascade).
 	CascadedRows    *prometheus.CounterVec
 	CascadeDuration prometheus.Histogram
 	// The insert budget (sink/budget.go).

@@ -18,9 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/binlog2ch/binlog2ch/cascade"
 	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/binlog2ch/binlog2ch/sink"
 	"github.com/binlog2ch/binlog2ch/state"
 )
 
@@ -241,7 +241,7 @@ func TestCascades(t *testing.T) {
 	if n := strings.Count(run.logs.String(), "replay=true"); n != 1 {
 		t.Errorf("%d live cascades read as a replay, want 1 (the XA transaction's)", n)
 	}
-	for _, action := range []string{sink.CascadeDelete, sink.CascadeSetNull, sink.CascadeUpdate} {
+	for _, action := range []string{cascade.ActionDelete, cascade.ActionSetNull, cascade.ActionUpdate} {
 		if n := counterSum(t, run.r.m.CascadedRows, action); n == 0 {
 			t.Errorf("binlog2ch_cascaded_rows_total{action=%q} = 0; want the cascades' rows counted", action)
 		}
@@ -322,7 +322,7 @@ func pauseInCascade(r *Replicator, v string, log *slog.Logger) error {
 	}
 	switch kind {
 	case "insert":
-		r.sink.SetCascadeTestHook(pause)
+		r.cascadeRunner.SetTestHook(pause)
 	case "after":
 		r.hooks.afterCascade = pause
 	default:

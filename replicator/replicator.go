@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/cascade"
 	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/metrics"
@@ -63,9 +64,12 @@ type Replicator struct {
 	store state.Store  // where the checkpoint lives (state.store)
 
 	hooks testHooks
-	// copyEnd is the version of the binlog position when this process's
-	// initial snapshot ended (0: none).
-	copyEnd uint64
+	// snapshotEndVersion is the version of the binlog position when this
+	// process's initial snapshot ended (0: none).
+	snapshotEndVersion uint64
+	// cascadeRunner derives foreign-key cascades in ClickHouse, and
+	// remembers what it read there for as long as the process runs.
+	cascadeRunner *cascade.Runner
 }
 
 // writerParkAfter is how long a table's writer holds nothing before its
@@ -139,6 +143,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Replicator
 		r.my.Close()
 		return nil, err
 	}
+	r.cascadeRunner = cascade.NewRunner(r.sink, cfg, log)
+	r.sink.OnCascadeColumns(r.cascadeRunner.ForgetTable)
 	r.m.Ready = r.ready
 	log.Info("connected", "mysql", cfg.MySQL.Addr, "flavor", r.server.Flavor, "gtids", r.server.GTIDMode, "clickhouse", cfg.ClickHouse.Addr, "clickhouse_version", r.sink.Caps().Version)
 	if r.server.GTIDNotes != "" {
@@ -285,11 +291,11 @@ func (r *Replicator) initialSnapshot(ctx context.Context, st *snapshot.State) er
 	}
 	st.Complete = true
 	// The copy read its tables between its position and now: an ON UPDATE
-	// CASCADE in that window may show in the copy already (cascade.go).
+	// CASCADE in that window may show in the copy already (package cascade).
 	if end, err := r.currentPosition(ctx); err == nil {
 		if idx, err := source.FileIndex(end.File); err == nil {
 			if f, ok := source.VersionFile(idx, st.FileOffset); ok {
-				r.copyEnd = source.RowVersion(f, end.Pos, source.MaxVersionRow)
+				r.snapshotEndVersion = source.RowVersion(f, end.Pos, source.MaxVersionRow)
 			}
 		}
 	}
@@ -427,7 +433,7 @@ func (r *Replicator) run(ctx context.Context) error {
 			}
 		}()
 	})
-	s.fks = fks
+	s.followCascades(fks)
 	readErr := r.streamError(r.stream.Run(readCtx, start, s))
 
 	// Stop: close every queue; writers flush what they hold and exit.

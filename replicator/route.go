@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/cascade"
 	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/ddl"
@@ -57,19 +58,9 @@ type router struct {
 	queued atomic.Int64
 	// pendingNoted is when notePending last ran.
 	pendingNoted time.Time
-	// fks are the foreign keys as of the event being read; fkBefore the
-	// keys before each change the checkpoint has not passed (cascade.go).
-	fks                *source.ForeignKeys
-	fkBefore           []fkChange
-	fkSaved            *source.FKState // fkState's
-	cascadeParents     map[schema.TableName]cascadeKinds
-	warnedUnreplicated map[schema.TableName]bool
-	warnedCopyWindow   bool
-	newestVersion      uint64 // of the rows dispatched
-	// batch is a run of cascading deletes held back (cascade.go); ctx is
-	// the stream's, for the Tick that ends it.
-	batch *cascadeBatch
-	ctx   context.Context
+	// cascades are the foreign-key cascades of the events read: every
+	// rows event and commit goes through them (cascade.go).
+	cascades *cascade.Follower
 }
 
 // route is a writer and what the router sent it.
@@ -204,7 +195,7 @@ func (s *router) Event(e source.Event) {
 
 // Down counts a failed binlog connection.
 func (s *router) Down(error, source.Position, time.Duration) {
-	s.trimBatch()
+	s.cascades.DropUncommitted()
 	s.r.mysqlUp.Store(false)
 	s.r.m.Errors.WithLabelValues(metrics.StageRead).Inc()
 	s.r.checkIn()
@@ -216,12 +207,7 @@ const liveWithin = int64(3 * time.Second)
 
 // Commit records a transaction boundary.
 func (s *router) Commit(c source.Commit) {
-	if s.batch != nil {
-		// Held with the run: the checkpoint must not pass its deletes yet.
-		s.batch.items = append(s.batch.items, batchItem{commit: &c})
-		return
-	}
-	s.commit(c)
+	s.cascades.Commit(c) // it may hold c with a run of deletes
 }
 
 // commit records a transaction boundary.
@@ -244,14 +230,9 @@ func (s *router) Tick(woken bool) (time.Duration, error) {
 	if now.Sub(s.pendingNoted) >= pendingEvery {
 		s.notePending(now)
 	}
-	var hold time.Duration // until the held run of cascading deletes ends
-	if b := s.batch; b != nil {
-		if hold = cascadeBatchWindow - time.Since(b.started); hold <= 0 {
-			hold = 0
-			if err := s.flushBatch(s.ctx); err != nil {
-				return 0, err
-			}
-		}
+	hold, err := s.cascades.Tick() // until the held run of cascading deletes ends
+	if err != nil {
+		return 0, err
 	}
 	interval := s.r.cfg.Checkpoint.Interval
 	since := now.Sub(s.lastSaved)
@@ -289,31 +270,12 @@ func (s *router) Rows(ctx context.Context, e source.Rows) error {
 			return err
 		}
 	}
-	// InnoDB's cascades, unless the session had foreign_key_checks=0 (none
-	// then) or the server wrote them itself (MySQL 9.6+'s SQL-layer keys).
-	if s.fks != nil && e.Flags&(source.RowsNoForeignKeyChecks|source.RowsSQLForeignKeys) == 0 && s.cascades(e.Table, e.Op) {
-		s.ctx = ctx
-		held, err := s.hold(ctx, e)
-		if err != nil || held {
-			return err
-		}
-		if err := s.flushBatch(ctx); err != nil {
-			return err
-		}
-		if err := s.cascade(ctx, e); err != nil {
-			return err
-		}
-	} else if s.endBatchOn(e) {
-		if err := s.flushBatch(ctx); err != nil {
-			return err
-		}
-	}
-	return s.send(ctx, e)
+	// After its cascades (send, or held back with a run of deletes).
+	return s.cascades.Rows(ctx, e)
 }
 
 // send hands a rows event to its table's writer.
 func (s *router) send(ctx context.Context, e source.Rows) error {
-	s.newestVersion = max(s.newestVersion, e.Version+uint64(max(1, e.Slots)-1))
 	m := sink.Message{Schema: e.Schema, Rows: e.Rows, Raw: e.Raw, Op: e.Op, Version: e.Version, Slots: e.Slots, At: e.At}
 	if size := int64(len(e.Raw)); size > 0 {
 		if err := s.awaitQueueRoom(ctx, size); err != nil {
@@ -403,7 +365,7 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 	r := s.r
 	// The held run of cascading deletes goes first: DDL may change the
 	// keys or the tables.
-	if err := s.flushBatch(ctx); err != nil {
+	if err := s.cascades.EndRun(ctx); err != nil {
 		return err
 	}
 	if st.NonTableKind != "" {
@@ -422,7 +384,7 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 		}
 		// Its words still show a change the table maps will not: act on it.
 	}
-	if err := s.followForeignKeys(ctx, st); err != nil {
+	if err := s.cascades.FollowDDL(ctx, st); err != nil {
 		return err
 	}
 	applied := false
@@ -584,8 +546,8 @@ const recopyFile = "recopy.json"
 func (s *router) recopy(ctx context.Context, t schema.TableName, st source.Statement) error {
 	r := s.r
 	// The tables t's rows cascade to are copied with it: their cascades
-	// through t cannot be derived from a copy of t (cascade.go).
-	tables := append([]schema.TableName{t}, s.cascadeDescendants(t)...)
+	// through t cannot be derived from a copy of t (package cascade).
+	tables := append([]schema.TableName{t}, s.cascades.Descendants(t)...)
 	for _, x := range tables {
 		s.stopWriter(x)
 	}
@@ -612,7 +574,7 @@ func (s *router) recopy(ctx context.Context, t schema.TableName, st source.State
 	}
 	_ = os.Remove(filepath.Join(r.cfg.StateDir, recopyFile))
 	for _, x := range tables {
-		r.sink.ForgetCascadeHorizon(x)
+		r.cascadeRunner.ForgetHorizon(x)
 	}
 	r.m.StatementsWithoutRows.WithLabelValues(config.OnRecopy).Inc()
 	var rows uint64
@@ -747,8 +709,8 @@ func (s *router) save(final, force bool) error {
 	point := s.commits[0]
 	ceiling := max(s.ceiling, s.readF+ceilingGap)
 	ext := state.StreamState{GTID: point.gtid, History: point.hist, Offset: point.offset, Ceiling: ceiling, TableGTIDs: s.stream.TableGTIDs(), ResumeByGTID: point.byGTID}
-	if s.fks != nil {
-		ext.ForeignKeys = s.foreignKeysAt(cp)
+	if s.cascades != nil {
+		ext.ForeignKeys = s.cascades.KeysAt(cp)
 	}
 	if g := s.stream.GTIDs(); !g.IsEmpty() {
 		ext.ReadGTID = g.String()

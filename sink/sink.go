@@ -54,8 +54,9 @@ type ClickHouse struct {
 	caughtUp atomic.Bool
 	// mem is the writers' batch memory (memory.go).
 	mem *memory
-	// cascades is what foreign-key cascades keep (cascade.go).
-	cascades cascadeState
+	// cascadeColumns is told when a writer changes its table's columns
+	// (cascade.go).
+	cascadeColumns func(schema.TableName)
 
 	// MaxBackoff caps the retry backoff.
 	MaxBackoff time.Duration

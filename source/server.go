@@ -38,18 +38,16 @@ type Server struct {
 	NativeForeignKeys string
 }
 
-// NewForeignKeys returns an empty foreign-key model that names keys as
-// this server does.
-func (s Server) NewForeignKeys() *ForeignKeys {
-	m := NewForeignKeys()
+// ForeignKeyNaming says how this server makes and names foreign keys
+// (cascade.Keys' fields of the same names): inlineReferences, whether a
+// column's REFERENCES makes a key; indexNamesKeys, whether a FOREIGN KEY
+// clause's index name names the key when no CONSTRAINT symbol does.
+func (s Server) ForeignKeyNaming() (inlineReferences, indexNamesKeys bool) {
 	if s.Flavor == mysql.MariaDBFlavor {
-		m.InlineReferences, m.IndexNamesKeys = true, true
-		return m
+		return true, true
 	}
 	major, minor, patch := versionNumbers(s.Version)
-	m.InlineReferences = major >= 9
-	m.IndexNamesKeys = major < 8 || major == 8 && minor == 0 && patch < 16
-	return m
+	return major >= 9, major < 8 || major == 8 && minor == 0 && patch < 16
 }
 
 // versionNumbers reads "8.0.36-log" as 8, 0, 36.

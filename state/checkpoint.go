@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/cascade"
 	"github.com/binlog2ch/binlog2ch/source"
 )
 
@@ -57,9 +58,9 @@ type StreamState struct {
 	// failover; Offset is then the new history's).
 	ResumeByGTID bool `json:"resume_by_gtid,omitempty"`
 	// ForeignKeys are the keys of the replicated tables as of the position
-	// (source.FKState): a restart replays the binlog with the keys of its
+	// (cascade.KeyState): a restart replays the binlog with the keys of its
 	// time, which information_schema no longer shows after DDL since.
-	ForeignKeys *source.FKState `json:"foreign_keys,omitempty"`
+	ForeignKeys *cascade.KeyState `json:"foreign_keys,omitempty"`
 }
 
 // LoadFile reads the checkpoint from dir. It returns nil and no error

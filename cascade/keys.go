@@ -1,4 +1,4 @@
-package source
+package cascade
 
 import (
 	"context"
@@ -19,12 +19,12 @@ import (
 // order: a replay of old events sees the keys as they were when the events
 // were written, not as they are now.
 
-// ForeignKeys is the foreign keys of the source's tables at one point of
+// Keys is the foreign keys of the source's tables at one point of
 // the binlog, by child table. It belongs to the stream's goroutine.
-type ForeignKeys struct {
+type Keys struct {
 	byChild map[schema.TableName][]*ddl.ForeignKey
 	// Tracked are the child tables whose keys the model holds for certain
-	// (see FKState); others come from information_schema at start.
+	// (see KeyState); others come from information_schema at start.
 	tracked map[schema.TableName]bool
 	// InlineReferences: the server makes a column's REFERENCES a key
 	// (MariaDB; MySQL from 9.0), as a FOREIGN KEY clause.
@@ -34,13 +34,13 @@ type ForeignKeys struct {
 	IndexNamesKeys bool
 }
 
-// NewForeignKeys returns an empty model.
-func NewForeignKeys() *ForeignKeys {
-	return &ForeignKeys{byChild: map[schema.TableName][]*ddl.ForeignKey{}, tracked: map[schema.TableName]bool{}}
+// NewKeys returns an empty model.
+func NewKeys() *Keys {
+	return &Keys{byChild: map[schema.TableName][]*ddl.ForeignKey{}, tracked: map[schema.TableName]bool{}}
 }
 
 // Add adds a key (replacing one of the same name on the same table).
-func (m *ForeignKeys) Add(k ddl.ForeignKey) {
+func (m *Keys) Add(k ddl.ForeignKey) {
 	keys := m.byChild[k.Child]
 	keys = slices.DeleteFunc(keys, func(x *ddl.ForeignKey) bool { return strings.EqualFold(x.Name, k.Name) })
 	m.byChild[k.Child] = append(keys, k.Clone())
@@ -48,11 +48,11 @@ func (m *ForeignKeys) Add(k ddl.ForeignKey) {
 }
 
 // Of returns the keys of a child table.
-func (m *ForeignKeys) Of(child schema.TableName) []*ddl.ForeignKey { return m.byChild[child] }
+func (m *Keys) Of(child schema.TableName) []*ddl.ForeignKey { return m.byChild[child] }
 
 // Referencing returns the keys whose parent is the table, in a stable
 // order (child, then name).
-func (m *ForeignKeys) Referencing(parent schema.TableName) []*ddl.ForeignKey {
+func (m *Keys) Referencing(parent schema.TableName) []*ddl.ForeignKey {
 	var out []*ddl.ForeignKey
 	for _, keys := range m.byChild {
 		for _, k := range keys {
@@ -66,7 +66,7 @@ func (m *ForeignKeys) Referencing(parent schema.TableName) []*ddl.ForeignKey {
 }
 
 // All returns every key, sorted by child and name.
-func (m *ForeignKeys) All() []*ddl.ForeignKey {
+func (m *Keys) All() []*ddl.ForeignKey {
 	var out []*ddl.ForeignKey
 	for _, keys := range m.byChild {
 		out = append(out, keys...)
@@ -85,8 +85,8 @@ func sortKeys(keys []*ddl.ForeignKey) {
 }
 
 // Clone returns a copy the caller may keep while the model changes.
-func (m *ForeignKeys) Clone() *ForeignKeys {
-	c := NewForeignKeys()
+func (m *Keys) Clone() *Keys {
+	c := NewKeys()
 	c.InlineReferences, c.IndexNamesKeys = m.InlineReferences, m.IndexNamesKeys
 	for t, keys := range m.byChild {
 		for _, k := range keys {
@@ -99,9 +99,9 @@ func (m *ForeignKeys) Clone() *ForeignKeys {
 	return c
 }
 
-// FKState is the model as the checkpoint keeps it: the keys of the
+// KeyState is the model as the checkpoint keeps it: the keys of the
 // Tracked child tables, exactly as of the checkpoint's position.
-type FKState struct {
+type KeyState struct {
 	Tracked []schema.TableName `json:"tracked"`
 	Keys    []ddl.ForeignKey   `json:"keys,omitempty"`
 }
@@ -110,8 +110,8 @@ type FKState struct {
 // tables that keep replicates (a key with a replicated child or parent)
 // and those tables, so a start from the checkpoint knows they had no other
 // keys then.
-func (m *ForeignKeys) State(keep func(schema.TableName) bool) *FKState {
-	st := &FKState{}
+func (m *Keys) State(keep func(schema.TableName) bool) *KeyState {
+	st := &KeyState{}
 	tracked := map[schema.TableName]bool{}
 	for _, k := range m.All() {
 		if keep(k.Child) || keep(k.Parent) {
@@ -134,7 +134,7 @@ func (m *ForeignKeys) State(keep func(schema.TableName) bool) *FKState {
 // Restore puts a checkpoint's keys over the model: the tracked tables'
 // keys replace those read from information_schema (which are the keys of
 // now, perhaps after DDL the binlog from the checkpoint on will replay).
-func (m *ForeignKeys) Restore(st *FKState) {
+func (m *Keys) Restore(st *KeyState) {
 	if st == nil {
 		return
 	}
@@ -149,14 +149,14 @@ func (m *ForeignKeys) Restore(st *FKState) {
 
 // Track marks tables whose keys the model now holds for certain (they
 // were read from information_schema, or have none).
-func (m *ForeignKeys) Track(tables ...schema.TableName) {
+func (m *Keys) Track(tables ...schema.TableName) {
 	for _, t := range tables {
 		m.tracked[t] = true
 	}
 }
 
 // Equal reports whether two models hold the same keys.
-func (m *ForeignKeys) Equal(o *ForeignKeys) bool {
+func (m *Keys) Equal(o *Keys) bool {
 	a, b := m.All(), o.All()
 	return slices.EqualFunc(a, b, func(x, y *ddl.ForeignKey) bool {
 		return x.Name == y.Name && x.Child == y.Child && x.Parent == y.Parent && slices.Equal(x.Columns, y.Columns) &&
@@ -164,16 +164,16 @@ func (m *ForeignKeys) Equal(o *ForeignKeys) bool {
 	})
 }
 
-// LoadForeignKeys reads every foreign key of the server's tables (the
+// LoadKeys reads every foreign key of the server's tables (the
 // system databases' aside) from information_schema. Every table is
 // tracked, those without keys too: the checkpoint then records that they
 // had none, which a key added since must not change for a replay.
-func LoadForeignKeys(ctx context.Context, db *sql.DB) (*ForeignKeys, error) {
+func LoadKeys(ctx context.Context, db *sql.DB) (*Keys, error) {
 	keys, tables, err := catalog.ForeignKeys(ctx, db)
 	if err != nil {
 		return nil, err
 	}
-	m := NewForeignKeys()
+	m := NewKeys()
 	for _, t := range tables {
 		m.tracked[t] = true
 	}
@@ -189,7 +189,7 @@ func LoadForeignKeys(ctx context.Context, db *sql.DB) (*ForeignKeys, error) {
 // binlog order; it reports whether the keys changed. dropped names keys a
 // DROP FOREIGN KEY named that the model does not know (their table's keys
 // may have been named otherwise by the server).
-func (m *ForeignKeys) ApplyDDL(effects []ddl.Effect) (changed bool, unknown []string) {
+func (m *Keys) ApplyDDL(effects []ddl.Effect) (changed bool, unknown []string) {
 	for _, ef := range effects {
 		switch ef.Kind {
 		case ddl.Create:
@@ -237,7 +237,7 @@ func (m *ForeignKeys) ApplyDDL(effects []ddl.Effect) (changed bool, unknown []st
 
 // addNamed adds keys, naming those declared without a name as InnoDB does:
 // table_ibfk_N, N one past the highest such number the table has.
-func (m *ForeignKeys) addNamed(t schema.TableName, keys []ddl.ForeignKey) {
+func (m *Keys) addNamed(t schema.TableName, keys []ddl.ForeignKey) {
 	next := 1
 	prefix := strings.ToLower(t.Table) + "_ibfk_"
 	for _, k := range m.byChild[t] {
@@ -271,7 +271,7 @@ func (m *ForeignKeys) addNamed(t schema.TableName, keys []ddl.ForeignKey) {
 // renameTable moves a table's keys to its new name, renaming the names
 // InnoDB generated (t_ibfk_N becomes new_ibfk_N), and points the keys that
 // referenced it at the new name, as InnoDB does.
-func (m *ForeignKeys) renameTable(from, to schema.TableName) bool {
+func (m *Keys) renameTable(from, to schema.TableName) bool {
 	changed := false
 	if keys, ok := m.byChild[from]; ok {
 		delete(m.byChild, from)
@@ -302,7 +302,7 @@ func (m *ForeignKeys) renameTable(from, to schema.TableName) bool {
 
 // renameColumns follows RENAME COLUMN and CHANGE COLUMN in the keys of the
 // table and in the keys that reference it.
-func (m *ForeignKeys) renameColumns(t schema.TableName, renames map[string]string) bool {
+func (m *Keys) renameColumns(t schema.TableName, renames map[string]string) bool {
 	changed := false
 	rename := func(cols []string) {
 		for i, c := range cols {

@@ -1,17 +1,12 @@
-package source
+package cascade
 
 import (
 	"encoding/json"
-	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
-	"github.com/binlog2ch/binlog2ch/binlog/binlogtest"
 	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/go-mysql-org/go-mysql/client"
-	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/pingcap/tidb/pkg/parser"
 )
 
@@ -20,7 +15,7 @@ import (
 // model, with the names InnoDB gives keys declared without one.
 func TestForeignKeyDDL(t *testing.T) {
 	p := parser.New()
-	m := NewForeignKeys()
+	m := NewKeys()
 	m.InlineReferences, m.IndexNamesKeys = true, true // MariaDB
 	apply := func(q string) {
 		t.Helper()
@@ -75,7 +70,7 @@ func TestForeignKeyDDL(t *testing.T) {
 
 	// MySQL 8.0.16+: the index name does not name the key; MySQL before
 	// 9.0 ignores a column's REFERENCES.
-	m = NewForeignKeys()
+	m = NewKeys()
 	apply("CREATE TABLE c (id INT PRIMARY KEY, a INT REFERENCES p(id), FOREIGN KEY ix (a) REFERENCES p(id), CONSTRAINT FOREIGN KEY (a) REFERENCES p(id), CONSTRAINT s FOREIGN KEY ix2 (a) REFERENCES p(id))")
 	want("c_ibfk_1 db.c(a) REFERENCES db.p(id) ON DELETE RESTRICT ON UPDATE RESTRICT",
 		"c_ibfk_2 db.c(a) REFERENCES db.p(id) ON DELETE RESTRICT ON UPDATE RESTRICT",
@@ -91,7 +86,7 @@ func TestForeignKeyDDL(t *testing.T) {
 // TestForeignKeyState: the checkpoint keeps the keys of the tables that
 // matter and restores them over those information_schema shows now.
 func TestForeignKeyState(t *testing.T) {
-	m := NewForeignKeys()
+	m := NewKeys()
 	keep := schema.TableName{Database: "db", Table: "c"}
 	m.Add(ddl.ForeignKey{Name: "k1", Child: keep, Columns: []string{"p"}, Parent: schema.TableName{Database: "db", Table: "p"}, RefColumns: []string{"id"}, OnDelete: ddl.FKCascade})
 	m.Add(ddl.ForeignKey{Name: "k2", Child: schema.TableName{Database: "other", Table: "x"}, Columns: []string{"p"}, Parent: schema.TableName{Database: "other", Table: "y"}, RefColumns: []string{"id"}})
@@ -105,59 +100,17 @@ func TestForeignKeyState(t *testing.T) {
 	if string(data) != want {
 		t.Fatalf("state:\n%s\nwant\n%s", data, want)
 	}
-	var back FKState
+	var back KeyState
 	if err := json.Unmarshal(data, &back); err != nil {
 		t.Fatal(err)
 	}
 	// Now: k1 was dropped since and another key added to db.empty; the
 	// checkpoint's keys are those of its position.
-	now := NewForeignKeys()
+	now := NewKeys()
 	now.Add(ddl.ForeignKey{Name: "k3", Child: schema.TableName{Database: "db", Table: "empty"}, Columns: []string{"a"}, Parent: keep, RefColumns: []string{"id"}})
 	now.Add(ddl.ForeignKey{Name: "k2", Child: schema.TableName{Database: "other", Table: "x"}, Columns: []string{"p"}, Parent: schema.TableName{Database: "other", Table: "y"}, RefColumns: []string{"id"}})
 	now.Restore(&back)
 	if !now.Equal(m) {
 		t.Fatalf("restored: %v; want %v", now.All(), m.All())
-	}
-}
-
-// TestRowsEventFlags feeds MySQL-shaped rows events built from bytes (no
-// MySQL 9.6 runs here): a DELETE as MySQL 9.6+ with SQL-layer foreign
-// keys writes it (USE_SQL_FOREIGN_KEY_F: the children's rows came as
-// events of their own, before it), one written with foreign_key_checks=0
-// (NO_FOREIGN_KEY_CHECKS_F), and a plain one. Their flags reach the
-// handler, and their rows decode on demand whether the stream left them
-// raw or not.
-func TestRowsEventFlags(t *testing.T) {
-	for _, raw := range []bool{true, false} {
-		b := binlogtest.NewBinlog()
-		b.Add(replication.ANONYMOUS_GTID_EVENT, binlogtest.GTID(1))
-		b.Add(replication.QUERY_EVENT, binlogtest.Query("d", "BEGIN"))
-		b.Add(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t"))
-		b.Add(replication.DELETE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd|RowsSQLForeignKeys, false, binlogtest.Image(1, "a", 1), binlogtest.Image(2, "", 2)))
-		b.Add(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t")) // each statement maps its tables
-		b.Add(replication.DELETE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd|RowsNoForeignKeyChecks, false, binlogtest.Image(3, "c", 3)))
-		b.Add(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t"))
-		b.Add(replication.UPDATE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd, true, binlogtest.Image(4, "d", 4), binlogtest.Image(40, "d", 4)))
-		_, end := b.Add(replication.XID_EVENT, binlogtest.XID(1))
-		var flags []uint16
-		var values [][][]any
-		h := &rowsRecorder{onRows: func(r Rows) error {
-			flags = append(flags, r.Flags)
-			v, err := r.Values()
-			if err != nil {
-				return err
-			}
-			values = append(values, v)
-			return nil
-		}}
-		runTo(t, raw, end, h, func(_ int, pos Position) *client.Conn { return b.Dial(t, pos.File, pos.Pos) })
-		want := []uint16{binlogtest.StmtEnd | RowsSQLForeignKeys, binlogtest.StmtEnd | RowsNoForeignKeyChecks, binlogtest.StmtEnd}
-		if !slices.Equal(flags, want) {
-			t.Errorf("raw %v: flags %v, want %v", raw, flags, want)
-		}
-		got := fmt.Sprint(values)
-		if wantRows := "[[[1 a 1] [2 <nil> 2]] [[3 c 3]] [[4 d 4] [40 d 4]]]"; got != wantRows {
-			t.Errorf("raw %v: rows %s, want %s", raw, got, wantRows)
-		}
 	}
 }

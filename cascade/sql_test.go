@@ -1,4 +1,4 @@
-package sink
+package cascade
 
 import (
 	"flag"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/binlog2ch/binlog2ch/source"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -20,9 +19,9 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden files in testd
 // cc((pid, n) primary key, pid → p.id ON UPDATE CASCADE) and its
 // grandchild gg((pid, n) → cc(pid, n) ON UPDATE CASCADE); r(pid → p.id
 // RESTRICT); t(id, parent → t.id ON DELETE CASCADE), a tree.
-func cascadeSchema() (*source.ForeignKeys, map[schema.TableName]*chTable) {
+func cascadeSchema() (*Keys, map[schema.TableName]*chTable) {
 	tn := func(t string) schema.TableName { return schema.TableName{Database: "db", Table: t} }
-	m := source.NewForeignKeys()
+	m := NewKeys()
 	add := func(name, child string, cols []string, parent string, refs []string, del, upd ddl.FKAction) {
 		m.Add(ddl.ForeignKey{Name: name, Child: tn(child), Columns: cols, Parent: tn(parent), RefColumns: refs, OnDelete: del, OnUpdate: upd})
 	}
@@ -70,9 +69,9 @@ func TestCascadeSQL(t *testing.T) {
 	keys, tables := cascadeSchema()
 	all := func(schema.TableName) bool { return true }
 	var out strings.Builder
-	render := func(title string, ev CascadeEvent, replay bool, levels int) {
+	render := func(title string, ev Event, replay bool, levels int) {
 		t.Helper()
-		plan, err := PlanCascade(keys, ev, all)
+		plan, err := PlanEvent(keys, ev, all)
 		if err != nil {
 			t.Fatalf("%s: %v", title, err)
 		}
@@ -92,9 +91,9 @@ func TestCascadeSQL(t *testing.T) {
 			}
 			out.WriteString("\n")
 		}
-		b := newCascadeSQL(plan, tables, replay)
+		b := newBuilder(plan, tables, replay)
 		for _, n := range plan.nodes {
-			// The levels RunCascade finds empty.
+			// The levels Runner.Run finds empty.
 			b.live[n.id] = b.live[n.id] && n.depth <= levels
 		}
 		order, cyclic := b.writeOrder()
@@ -112,14 +111,14 @@ func TestCascadeSQL(t *testing.T) {
 		out.WriteString("\n")
 	}
 	p := schema.TableName{Database: "db", Table: "p"}
-	del := CascadeEvent{Table: p, Schema: parentSchema(), Delete: true, Rows: [][]any{{int32(200), "a"}, {int32(201), "b"}, {int32(200), "a"}}, First: 1000, Last: 1999}
+	del := Event{Table: p, Schema: parentSchema(), Delete: true, Rows: [][]any{{int32(200), "a"}, {int32(201), "b"}, {int32(200), "a"}}, First: 1000, Last: 1999}
 	render("DELETE FROM p WHERE id IN (200, 201)", del, false, 15)
 	render("the same, replayed", del, true, 15)
-	upd := CascadeEvent{Table: p, Schema: parentSchema(), Rows: [][]any{{int32(200), "a"}, {int32(1000), "a"}, {int32(5), "x"}, {int32(5), "y"}}, First: 2000, Last: 2999}
+	upd := Event{Table: p, Schema: parentSchema(), Rows: [][]any{{int32(200), "a"}, {int32(1000), "a"}, {int32(5), "x"}, {int32(5), "y"}}, First: 2000, Last: 2999}
 	render("UPDATE p SET id = 1000 WHERE id = 200 (and a row whose id stays)", upd, false, 15)
-	noop := CascadeEvent{Table: p, Schema: parentSchema(), Rows: [][]any{{int32(5), "x"}, {int32(5), "y"}}, First: 3000, Last: 3999}
+	noop := Event{Table: p, Schema: parentSchema(), Rows: [][]any{{int32(5), "x"}, {int32(5), "y"}}, First: 3000, Last: 3999}
 	render("UPDATE p SET code = 'y' (no referenced column changes)", noop, false, 15)
-	tree := CascadeEvent{Table: schema.TableName{Database: "db", Table: "t"}, Schema: &schema.Table{Database: "db", Name: "t", Columns: []schema.Column{
+	tree := Event{Table: schema.TableName{Database: "db", Table: "t"}, Schema: &schema.Table{Database: "db", Name: "t", Columns: []schema.Column{
 		{Name: "id", Kind: schema.KindInt, Type: "int unsigned", Unsigned: true}, {Name: "parent", Kind: schema.KindInt, Type: "int unsigned", Unsigned: true, Nullable: true}}},
 		Delete: true, Rows: [][]any{{int32(-1), nil}}, First: 4000, Last: 4999}
 	render("DELETE FROM t WHERE id = 4294967295 (a tree, three levels deep: those below are pruned while the level above is empty)", tree, false, 3)
@@ -132,13 +131,13 @@ func TestCascadeRefuses(t *testing.T) {
 	keys, _ := cascadeSchema()
 	tn := func(t string) schema.TableName { return schema.TableName{Database: "db", Table: t} }
 	keys.Add(ddl.ForeignKey{Name: "x_s", Child: tn("x"), Columns: []string{"spid"}, Parent: tn("s"), RefColumns: []string{"pid"}, OnDelete: ddl.FKCascade, OnUpdate: ddl.FKCascade})
-	_, err := PlanCascade(keys, CascadeEvent{Table: tn("p"), Schema: parentSchema(), Delete: true, Rows: [][]any{{int32(1), "a"}}}, func(schema.TableName) bool { return true })
+	_, err := PlanEvent(keys, Event{Table: tn("p"), Schema: parentSchema(), Delete: true, Rows: [][]any{{int32(1), "a"}}}, func(schema.TableName) bool { return true })
 	if err == nil || !strings.Contains(err.Error(), "references columns that key") {
 		t.Fatalf("got %v", err)
 	}
 	// Not replicated: left out, and said.
 	keys, _ = cascadeSchema()
-	plan, err := PlanCascade(keys, CascadeEvent{Table: tn("p"), Schema: parentSchema(), Delete: true, Rows: [][]any{{int32(1), "a"}}}, func(t schema.TableName) bool { return t.Table != "c" })
+	plan, err := PlanEvent(keys, Event{Table: tn("p"), Schema: parentSchema(), Delete: true, Rows: [][]any{{int32(1), "a"}}}, func(t schema.TableName) bool { return t.Table != "c" })
 	if err != nil || len(plan.Unreplicated) != 1 || plan.Unreplicated[0] != tn("c") || len(plan.Tables) != 1 || plan.Tables[0] != tn("s") {
 		t.Fatalf("plan %+v, %v", plan, err)
 	}
@@ -158,7 +157,7 @@ func golden(t *testing.T, name, got string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./sink -run %s -update to create it)", err, t.Name())
+		t.Fatalf("%v (run go test ./cascade -run %s -update to create it)", err, t.Name())
 	}
 	if got != string(want) {
 		t.Errorf("differs from %s (-update rewrites it):\ngot:\n%s\nwant:\n%s", path, got, want)
