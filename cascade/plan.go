@@ -295,7 +295,7 @@ func rootKeysOf(fk *ddl.ForeignKey, ev Event) (*rootKeys, error) {
 					new[k] = ev.Rows[i+1][j]
 				}
 			}
-			if !slices.EqualFunc(old, new, equalValue) {
+			if !slices.EqualFunc(old, new, source.SameValue) {
 				add(old, new)
 			}
 		}
@@ -304,14 +304,4 @@ func rootKeysOf(fk *ddl.ForeignKey, ev Event) (*rootKeys, error) {
 		return nil, nil
 	}
 	return rk, nil
-}
-
-// equalValue compares two values as go-mysql decodes them ([]byte by
-// content).
-func equalValue(a, b any) bool {
-	if x, ok := a.([]byte); ok {
-		y, ok := b.([]byte)
-		return ok && string(x) == string(y)
-	}
-	return a == b
 }

@@ -106,7 +106,7 @@ func (m *Message) version(i int) uint64 {
 // sameKey reports whether two row images have the same sorting key.
 func (w *Writer) sameKey(a, b []any) bool {
 	for _, i := range w.keyColumns() {
-		if !equalValue(a[i], b[i]) {
+		if !source.SameValue(a[i], b[i]) {
 			return false
 		}
 	}
@@ -120,12 +120,4 @@ func (w *Writer) keyColumns() []int {
 		key = w.target.Source.UniqueKey
 	}
 	return key
-}
-
-func equalValue(a, b any) bool {
-	if x, ok := a.([]byte); ok {
-		y, ok := b.([]byte)
-		return ok && string(x) == string(y)
-	}
-	return a == b
 }

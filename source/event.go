@@ -154,3 +154,13 @@ const (
 	OpUpdate    // rows alternate before and after images
 	OpDelete
 )
+
+// SameValue compares two values of a rows event's rows as go-mysql decodes
+// them ([]byte by content).
+func SameValue(a, b any) bool {
+	if x, ok := a.([]byte); ok {
+		y, ok := b.([]byte)
+		return ok && string(x) == string(y)
+	}
+	return a == b
+}
