@@ -138,7 +138,7 @@ func (f *Follower) Rows(ctx context.Context, e source.Rows) error {
 
 // send hands a rows event to its table's writer.
 func (f *Follower) send(ctx context.Context, e source.Rows) error {
-	f.newestVersion = max(f.newestVersion, e.Version+uint64(max(1, e.Slots)-1))
+	f.newestVersion = max(f.newestVersion, e.Version+uint64(max(1, e.Versions)-1))
 	return f.opt.Flusher.Send(ctx, e)
 }
 
@@ -219,7 +219,7 @@ func (f *Follower) cascade(ctx context.Context, e source.Rows) error {
 		return err
 	}
 	ev := Event{Table: e.Table, Schema: e.Schema, Delete: e.Op == source.OpDelete, Rows: values,
-		First: e.Version, Last: e.Version + uint64(max(1, e.Slots)-1), At: e.At}
+		First: e.Version, Last: e.Version + uint64(max(1, e.Versions)-1), At: e.At}
 	return f.derive(ctx, ev, ev.First <= f.newestVersion)
 }
 

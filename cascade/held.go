@@ -85,7 +85,7 @@ func (f *Follower) holdDelete(ctx context.Context, e source.Rows) (bool, error) 
 		return f.holdDelete(ctx, e)
 	}
 	b.ev.Rows = append(b.ev.Rows, values...)
-	b.ev.Last = e.Version + uint64(max(1, e.Slots)-1)
+	b.ev.Last = e.Version + uint64(max(1, e.Versions)-1)
 	b.held = append(b.held, heldEvent{rows: &e})
 	b.deletes++
 	b.bytes += len(e.Raw)
@@ -184,7 +184,7 @@ func (f *Follower) DropUncommitted() {
 			continue // decoded once already: cannot fail now
 		}
 		b.ev.Rows = append(b.ev.Rows, values...)
-		b.ev.Last = it.rows.Version + uint64(max(1, it.rows.Slots)-1)
+		b.ev.Last = it.rows.Version + uint64(max(1, it.rows.Versions)-1)
 		b.deletes++
 	}
 }

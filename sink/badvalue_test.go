@@ -25,7 +25,7 @@ func TestBadValueStopsWriter(t *testing.T) {
 	}
 	w := &Writer{name: schema.TableName{Database: "d", Table: "t"}, source: tb, target: target, block: block.NewBlock(target)}
 	msg := "a partial JSON update binlog2ch cannot apply: ... run `binlog2ch fullsync -recreate -checkpoint`"
-	err = w.handle(context.Background(), Message{Schema: tb, Op: source.OpUpdate, Version: source.RowVersion(3, 1234, 0), Slots: source.VersionSlots,
+	err = w.handle(context.Background(), Message{Schema: tb, Op: source.OpUpdate, Version: source.RowVersion(3, 1234, 0), Versions: source.VersionSlots,
 		At:   source.Position{File: "binlog.000003", Pos: 1000},
 		Rows: [][]any{{int32(1), `{"a":1}`}, {int32(1), &block.BadValue{Msg: msg}}}})
 	if want := "binlog binlog.000003:1000: d.t.j (json): " + msg; err == nil || err.Error() != want {

@@ -187,7 +187,7 @@ func TestNativeFallback(t *testing.T) {
 
 			w := c.NewWriter(schema.TableName{Database: db, Table: "t"}, 8)
 			for i := 1; i <= 2; i++ {
-				w.In() <- &Message{Seq: uint64(i), Schema: tb, Op: source.OpInsert, Version: source.RowVersion(1, uint32(100*i), 0), Slots: source.VersionSlots,
+				w.In() <- &Message{Seq: uint64(i), Schema: tb, Op: source.OpInsert, Version: source.RowVersion(1, uint32(100*i), 0), Versions: source.VersionSlots,
 					At: source.Position{File: "binlog.000001", Pos: uint32(100 * i)}, Rows: [][]any{{int32(2*i - 1), "x"}, {int32(2 * i), "y"}}}
 			}
 			close(w.In())

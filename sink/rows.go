@@ -100,7 +100,7 @@ func (w *Writer) appendImages(m Message) error {
 
 // version is the _version of the message's i-th row.
 func (m *Message) version(i int) uint64 {
-	return m.Version + uint64(max(0, min(i, m.Slots-1)))
+	return m.Version + uint64(max(0, min(i, m.Versions-1)))
 }
 
 // sameKey reports whether two row images have the same sorting key.

@@ -39,13 +39,14 @@ type Message struct {
 	// be reused from then on.
 	Taken func()
 	Op    source.Op
-	// Version is the _version of the first row; row i has Version +
-	// min(i, Slots-1). Rows copied by a snapshot all share one version
-	// (Slots 1), at or above every event ending at or before the copy's
+	// Version is the _version of the first row; Versions is how many
+	// distinct versions the rows get: row i has Version +
+	// min(i, Versions-1). Rows copied by a snapshot all share one version
+	// (Versions 1), at or above every event ending at or before the copy's
 	// position and below every later one.
-	Version uint64
-	Slots   int
-	At      source.Position // for error messages
+	Version  uint64
+	Versions int
+	At       source.Position // for error messages
 	// Snapshot marks rows read from the table rather than the binlog;
 	// Range names their key range, for errors.
 	Snapshot bool

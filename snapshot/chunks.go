@@ -145,7 +145,7 @@ func (c *copier) readJob(j chunkJob) {
 		defer t.sendMu.Unlock()
 		t.seq++
 		m := sink.Message{Seq: t.seq, Schema: t.source, Result: batch.data, ResultCols: batch.cols, Op: source.OpInsert,
-			Version: c.version, Slots: 1, At: c.State.Position, Snapshot: true, Range: where,
+			Version: c.version, Versions: 1, At: c.State.Position, Snapshot: true, Range: where,
 			Taken: func() { c.pool.recycle(batch.data) }}
 		select {
 		case t.w.In() <- &m:

@@ -47,12 +47,13 @@ type Rows struct {
 	Schema *schema.Table // as the event's table map describes it
 	Op     Op
 	Rows   [][]any        // decoded by go-mysql, when Raw is nil
-	Raw    binlog.RawRows // the row images undecoded (see RowsDecoder)
-	// Version is the _version of the event's first row; row i has
-	// Version + min(i, Slots-1) (see RowVersion).
-	Version uint64
-	Slots   int
-	At      Position
+	Raw    binlog.RawRows // the row images undecoded (see binlog.RowsDecoder)
+	// Version is the _version of the event's first row; Versions is how
+	// many distinct versions its rows get: row i has Version +
+	// min(i, Versions-1) (see RowVersion).
+	Version  uint64
+	Versions int
+	At       Position
 	// Flags are the rows event's flags (RowsNoForeignKeyChecks,
 	// RowsSQLForeignKeys).
 	Flags uint16

@@ -217,9 +217,9 @@ func (s *Stream) rows(ctx context.Context, hd *replication.EventHeader, e *repli
 	if !ok {
 		return fatalError{fmt.Errorf("binlog %s: file index %d with the history's version offset %d is outside the 20 bits row versions hold; the versions of this history are used up: re-copy every table with `binlog2ch fullsync -recreate -checkpoint`", at, s.fileIdx, s.offset)}
 	}
-	r := Rows{Table: st.name, Schema: st.schema, Op: op, Version: RowVersion(f, hd.LogPos, 0), Slots: VersionSlots, At: at}
+	r := Rows{Table: st.name, Schema: st.schema, Op: op, Version: RowVersion(f, hd.LogPos, 0), Versions: VersionSlots, At: at}
 	if inPayload {
-		r.Version, r.Slots = s.payload.version(f, first), slots
+		r.Version, r.Versions = s.payload.version(f, first), slots
 	}
 	r.Flags = e.Flags
 	if len(e.Rows) == 1 && len(e.Rows[0]) == 1 {

@@ -52,7 +52,7 @@ func (s *Stream) payloadBegins(hd *replication.EventHeader) error {
 
 // payloadRows gives the rows of a rows event read at `at` inside the
 // compressed transaction being read their versions: the first one's
-// offset above RowVersion(F, start, 0) and the slots (Rows.Slots), or ok
+// offset above RowVersion(F, start, 0) and the versions (Rows.Versions), or ok
 // false outside a payload. Every rows event counts, of selected tables or
 // not, so the versions do not depend on the configuration.
 func (s *Stream) payloadRows(at Position, st *tableState, hd *replication.EventHeader, e *replication.RowsEvent) (first uint64, slots int, ok bool, err error) {

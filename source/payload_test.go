@@ -56,7 +56,7 @@ func (h *rowsRecorder) Rows(_ context.Context, r Rows) error {
 		step = 2
 	}
 	for i := 0; i < len(images); i += step {
-		v := r.Version + uint64(max(0, min(i/step, r.Slots-1)))
+		v := r.Version + uint64(max(0, min(i/step, r.Versions-1)))
 		h.rows = append(h.rows, rowSeen{id: images[i+step-1][0].(int64), op: r.Op, version: v, at: r.At})
 	}
 	return nil
@@ -366,8 +366,8 @@ func TestCompressedTransactionMemory(t *testing.T) {
 			if r.Version != RowVersion(3, rowsEnd, 0) || r.Version < next {
 				return fmt.Errorf("rows after the payload: version %d, want %d, above %d", r.Version, RowVersion(3, rowsEnd, 0), next)
 			}
-		} else if r.Version != next || r.Slots != n {
-			return fmt.Errorf("rows event %d: version %d slots %d for %d rows; want version %d", calls, r.Version, r.Slots, n, next)
+		} else if r.Version != next || r.Versions != n {
+			return fmt.Errorf("rows event %d: version %d slots %d for %d rows; want version %d", calls, r.Version, r.Versions, n, next)
 		} else {
 			next += uint64(n)
 		}

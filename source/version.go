@@ -5,8 +5,9 @@ package source
 //
 //	F (20 bits) | event end position (32 bits) | row in event (12 bits)
 //
-// F is the binlog file's index plus the history's FileOffset. On the first
-// history binlog2ch follows the offset is 0, so F is the file's index; when
+// F, a file's version file number (VersionFile), is the binlog file's index
+// plus the history's version offset. On the first history binlog2ch
+// follows the offset is 0, so F is the file's index; when
 // the binlog history changes (a failover to another server, RESET MASTER),
 // the new history's offset puts its first file at the old history's
 // version ceiling, above every version written before (see

@@ -1,0 +1,214 @@
+package replicator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/ddl"
+	"github.com/binlog2ch/binlog2ch/metrics"
+	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/sink"
+	"github.com/binlog2ch/binlog2ch/snapshot"
+	"github.com/binlog2ch/binlog2ch/source"
+)
+
+// Statement acts on DDL: each effect on a replicated table goes to its
+// writer, in order with the table's rows.
+func (s *router) Statement(ctx context.Context, st source.Statement) error {
+	r := s.r
+	// The held run of cascading deletes goes first: DDL may change the
+	// keys or the tables.
+	if err := s.cascades.EndRun(ctx); err != nil {
+		return err
+	}
+	if st.NonTableKind != "" {
+		// Routines, triggers, views, events, accounts, grants: routine
+		// when a schema is loaded, and nothing for replication to do. Not
+		// their text: account statements carry passwords.
+		r.m.DDL.WithLabelValues(metrics.DDLIgnored).Inc()
+		r.log.Debug("statement changes no table; ignored", "kind", st.NonTableKind, "binlog", st.At.String())
+		return nil
+	}
+	if !st.Parsed {
+		r.m.DDL.WithLabelValues(metrics.DDLNotUnderstood).Inc()
+		r.log.Warn("DDL not understood; tables keep replicating with the columns the binlog shows", "statement", truncate(st.Text, 500), "binlog", st.At.String())
+		if len(st.Effects) == 0 {
+			return nil
+		}
+		// Its words still show a change the table maps will not: act on it.
+	}
+	if err := s.cascades.FollowDDL(ctx, st); err != nil {
+		return err
+	}
+	applied := false
+	defer func() {
+		result := metrics.DDLSkipped // not about a replicated table, or nothing to do
+		if applied {
+			result = metrics.DDLApplied
+		}
+		if st.Parsed {
+			r.m.DDL.WithLabelValues(result).Inc()
+		}
+	}()
+	for _, ef := range st.Effects {
+		oldIn := r.cfg.Replicates(ef.Table.Database, ef.Table.Table) && !schema.SystemDatabase(ef.Table.Database)
+		switch ef.Kind {
+		case ddl.RowsByStatement, ddl.PartitionRows:
+			if !oldIn && ef.Table != (schema.TableName{}) {
+				continue
+			}
+			policy := r.cfg.Replication.OnStatementDML
+			if ef.Kind == ddl.PartitionRows {
+				policy = r.cfg.Replication.OnPartitionMaintenance
+			}
+			switch {
+			case ef.Table == (schema.TableName{}) || policy == config.OnStop:
+				return rowsWithoutEvents(ef, st)
+			case policy == config.OnApply:
+				if err := s.applyPartitions(ctx, ef, st); err != nil {
+					return err
+				}
+				applied = true
+			case policy == config.OnKeep:
+				r.m.StatementsWithoutRows.WithLabelValues(config.OnKeep).Inc()
+				r.log.Warn("partition maintenance removed or moved rows in MySQL; ClickHouse keeps them (replication.on_partition_maintenance: keep)",
+					"table", ef.Table.String(), "statement", truncate(st.Text, 300), "binlog", st.At.String())
+			case policy == config.OnRecopy:
+				if err := s.recopy(ctx, ef.Table, st); err != nil {
+					return err
+				}
+				applied = true
+			}
+		case ddl.Drop, ddl.Truncate, ddl.RenameColumns, ddl.AddColumns:
+			if !oldIn {
+				continue
+			}
+			if err := s.dispatch(ctx, ef.Table, sink.Message{DDL: ef.Kind, Renames: ef.Renames, Defaults: ef.Defaults, Added: ef.Added, At: st.At}); err != nil {
+				return err
+			}
+			applied = true
+			if ef.Kind == ddl.Drop {
+				s.stopWriter(ef.Table)
+			}
+		case ddl.Create:
+			if oldIn {
+				if err := r.sink.ForgetTable(ef.Table); err != nil {
+					return err
+				}
+			}
+		case ddl.RenameTable:
+			newIn := r.cfg.Replicates(ef.NewTable.Database, ef.NewTable.Table) && !schema.SystemDatabase(ef.NewTable.Database)
+			switch {
+			case oldIn && newIn && ef.Table.Database == ef.NewTable.Database:
+				// A writer still dropping or renaming away the new name's
+				// table must be done before this rename runs.
+				if err := s.awaitRetired(ctx, ef.NewTable); err != nil {
+					return err
+				}
+				if err := s.dispatch(ctx, ef.Table, sink.Message{DDL: ddl.RenameTable, NewName: ef.NewTable.Table, At: st.At}); err != nil {
+					return err
+				}
+				applied = true
+				rt := s.writers[ef.Table]
+				rt.tm = r.m.ForTable(ef.NewTable) // the writer's too, once it has renamed
+				rt.tm.PendingSince.Store(0)
+				if len(rt.marks) > 0 {
+					rt.tm.PendingSince.Store(rt.marks[0].at)
+				}
+				s.writers[ef.NewTable] = rt
+				delete(s.writers, ef.Table)
+				s.retire(ef.Table, rt.w, s.seq)
+			case oldIn:
+				r.log.Warn("table renamed out of the replicated set (or to another database); its ClickHouse table is kept but no longer updated", "from", ef.Table.String(), "to", ef.NewTable.String())
+				s.stopWriter(ef.Table)
+			case newIn:
+				r.log.Warn("table renamed into the replicated set: only changes from now on are replicated; copy its existing rows with binlog2ch fullsync", "from", ef.Table.String(), "to", ef.NewTable.String())
+			}
+		}
+	}
+	return nil
+}
+
+// recopy is the way out after a change the binlog cannot replay: a
+// restart alone would stop at the same event again.
+const recopy = "re-copy: stop binlog2ch, run `binlog2ch fullsync -recreate -checkpoint` (it copies every table into emptied tables and moves the checkpoint past this event), and start binlog2ch again"
+
+// rowsWithoutEvents is the error that stops the daemon at a statement that
+// changed a replicated table's rows without row events: binlog2ch cannot
+// know which rows, and will not guess.
+func rowsWithoutEvents(ef ddl.Effect, st source.Statement) error {
+	if ef.Kind == ddl.PartitionRows {
+		return fmt.Errorf("binlog %s: %s: partition maintenance removed or moved rows without row events (statement %q). ClickHouse still holds the rows MySQL no longer has. To make it equal again, %s. Or choose in the config what such statements do from now on: replication.on_partition_maintenance: recopy (copy the table again, then go on) or keep (ClickHouse keeps the rows, as an archive)",
+			st.At, ef.Table, truncate(st.Text, 300), recopy)
+	}
+	table := ef.Table.String()
+	if ef.Table == (schema.TableName{}) {
+		table = "a table binlog2ch could not tell (it cannot parse the statement)"
+	}
+	return fmt.Errorf("binlog %s: %s: rows changed by a statement the binlog holds as SQL text, not as row events: the session that ran it had binlog_format STATEMENT or MIXED (statement %q). binlog2ch replicates row events only and will not guess the rows. Set binlog_format = ROW globally and make sure no session sets it otherwise (SET SESSION binlog_format), then %s. Or set replication.on_statement_dml: recopy, which copies such a table again by itself and goes on",
+		st.At, table, truncate(st.Text, 300), recopy)
+}
+
+// recopyFile is the progress file of a table copied again while running.
+const recopyFile = "recopy.json"
+
+// recopy copies a table again from MySQL after a statement changed its rows
+// without row events (replication.on_... recopy). The stream waits: the
+// table's writer finishes, its ClickHouse table is emptied and copied at
+// the current binlog position, and the table's events read from here on
+// apply over the copy by their versions (those before the copy's position
+// lose to it, those after win), as for `fullsync -recreate -tables`. A
+// crash meanwhile leaves the checkpoint before the statement: the restart
+// reads it again and copies again.
+func (s *router) recopy(ctx context.Context, t schema.TableName, st source.Statement) error {
+	r := s.r
+	// The tables t's rows cascade to are copied with it: their cascades
+	// through t cannot be derived from a copy of t (package cascade).
+	tables := append([]schema.TableName{t}, s.cascades.Descendants(t)...)
+	for _, x := range tables {
+		s.stopWriter(x)
+	}
+	for _, x := range tables {
+		if err := s.awaitRetired(ctx, x); err != nil {
+			return err
+		}
+	}
+	pos, err := r.currentPosition(ctx)
+	if err != nil {
+		return err
+	}
+	log := r.log.With("component", "recopy", "table", t.String())
+	log.Warn("a statement changed the table's rows without row events; copying it again from MySQL (replication.on_... recopy)",
+		"statement", truncate(st.Text, 300), "binlog", st.At.String(), "copy_position", pos.String(), "with_cascade_children", len(tables)-1)
+	// The server's position is on the history the stream reads: its
+	// versions take the same offset.
+	snap := &snapshot.State{Server: r.server.ID, Position: pos, FileOffset: s.stream.Offset(), Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, Recreate: true}
+	opts := r.copyOptions(log, snap, recopyFile)
+	opts.Recreate = true
+	statuses, err := snapshot.Copy(ctx, opts, tables)
+	if err != nil {
+		return fmt.Errorf("binlog %s: %s: copying the table again after a statement that changed its rows without row events: %w", st.At, t, err)
+	}
+	_ = os.Remove(filepath.Join(r.cfg.StateDir, recopyFile))
+	for _, x := range tables {
+		r.cascadeRunner.ForgetHorizon(x)
+	}
+	r.m.StatementsWithoutRows.WithLabelValues(config.OnRecopy).Inc()
+	var rows uint64
+	for _, x := range statuses {
+		rows += x.Rows
+	}
+	log.Info("table copied again", "rows", rows)
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
