@@ -380,7 +380,7 @@ func validTypeName(s string) bool {
 // outside parentheses and quotes, up to the ')' that closes it: the
 // arguments and the index in s of that ')', or -1 when nothing closes it.
 // It reads type arguments and engine arguments as the server prints them
-// (sink reads a Distributed table's sharding key with it).
+// (chtables reads a Distributed table's sharding key with it).
 func SplitTypeArgs(s string) (args []string, end int) {
 	start := 0
 	end = -1

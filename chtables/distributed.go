@@ -82,7 +82,7 @@ func ShardingExpr(engine string) string {
 	if !ok || strings.TrimSpace(name) != "Distributed" {
 		return ""
 	}
-	if args, _ := splitArgs(rest); len(args) >= 4 {
+	if args, _ := chnative.SplitTypeArgs(rest); len(args) >= 4 {
 		return strings.TrimSpace(args[3])
 	}
 	return ""
@@ -97,7 +97,7 @@ func ShardingColumns(engine string) (cols []block.KeyArg, keyless bool, err erro
 	if !ok || strings.TrimSpace(name) != "Distributed" {
 		return nil, false, fmt.Errorf("the table's engine is not Distributed: %q", engine)
 	}
-	if _, end := splitArgs(rest); end < 0 {
+	if _, end := chnative.SplitTypeArgs(rest); end < 0 {
 		return nil, false, fmt.Errorf("cannot parse the engine %q", engine)
 	}
 	key := ShardingExpr(engine)
@@ -108,7 +108,7 @@ func ShardingColumns(engine string) (cols []block.KeyArg, keyless bool, err erro
 		return nil, true, nil
 	}
 	inner, ok := strings.CutPrefix(key, "cityHash64(")
-	args, end := splitArgs(inner)
+	args, end := chnative.SplitTypeArgs(inner)
 	if !ok || end != len(inner)-1 {
 		return nil, false, fmt.Errorf("binlog2ch computes only cityHash64(columns) or rand() as a sharding key, not %s", key)
 	}
@@ -125,11 +125,6 @@ func ShardingColumns(engine string) (cols []block.KeyArg, keyless bool, err erro
 	}
 	return cols, false, nil
 }
-
-// splitArgs splits an argument list opened just before s at its commas
-// outside parentheses and quotes, up to the ')' that closes it: the
-// arguments and the index in s of that ')', or -1 when nothing closes it.
-func splitArgs(s string) (args []string, end int) { return chnative.SplitTypeArgs(s) }
 
 // identifier unquotes a column name as ClickHouse prints it: bare, or in
 // backquotes or double quotes with backslash escapes.
