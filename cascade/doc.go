@@ -2,7 +2,7 @@
 // row events (docs/replication.md, "Foreign-key cascades"): the key model
 // kept as of the binlog event being read (keys.go), the plan of the tables
 // a parent event cascades to (plan.go), the as-of ClickHouse statements
-// that derive the children's rows (sql.go, derive.go), their run in
+// that derive the children's rows (sql.go, write.go), their run in
 // ClickHouse (run.go), and, for the router, the following of the stream:
 // the keys' DDL, a parent event's tables flushed before its cascades are
 // derived, runs of deletes held back and derived together (follow.go,
