@@ -518,25 +518,28 @@ func checkLayout(root, md string, pkgs []archPackage) []string {
 			}
 		}
 	}
-	for _, want := range changeEntries {
+	for _, want := range missingEntries(entries, changeEntries) {
+		problems = append(problems, fmt.Sprintf("%s: \"Where a change goes\" has no entry \"- *A new ...%s...:*\"", architectureDoc, want))
+	}
+	for _, want := range missingEntries(features, featureEntries) {
+		problems = append(problems, fmt.Sprintf("%s: \"Where a feature lives\" has no entry \"- *...%s...:*\"", architectureDoc, want))
+	}
+	return problems
+}
+
+// missingEntries are the wants no entry's text contains (any case).
+func missingEntries(entries map[string]bool, wants []string) []string {
+	var missing []string
+	for _, want := range wants {
 		found := false
 		for e := range entries {
 			found = found || strings.Contains(strings.ToLower(e), strings.ToLower(want))
 		}
 		if !found {
-			problems = append(problems, fmt.Sprintf("%s: \"Where a change goes\" has no entry \"- *A new ...%s...:*\"", architectureDoc, want))
+			missing = append(missing, want)
 		}
 	}
-	for _, want := range featureEntries {
-		found := false
-		for e := range features {
-			found = found || strings.Contains(strings.ToLower(e), strings.ToLower(want))
-		}
-		if !found {
-			problems = append(problems, fmt.Sprintf("%s: \"Where a feature lives\" has no entry \"- *...%s...:*\"", architectureDoc, want))
-		}
-	}
-	return problems
+	return missing
 }
 
 // The checkers on synthetic input: each must find what it is for.

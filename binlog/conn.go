@@ -82,7 +82,7 @@ type Config struct {
 	// EventCache is how many events may be read ahead (at most MaxAhead
 	// bytes of them).
 	EventCache int
-	Log        *slog.Logger
+	Log        *slog.Logger // required
 }
 
 // Request is where the server is to start sending: at File:Pos, or, with
@@ -154,11 +154,7 @@ func newParserWith(flavor string, dec *RowsDecoder) *replication.BinlogParser {
 func Read(conn *client.Conn, cfg Config) *Conn {
 	dec := NewRowsDecoder(cfg.RawRows)
 	newParser := func() *replication.BinlogParser { return newParserWith(cfg.Flavor, dec) }
-	log := cfg.Log
-	if log == nil {
-		log = slog.Default()
-	}
-	d := &Conn{conn: conn, events: make(chan item, max(1, cfg.EventCache)), log: log.With("component", "binlog"), newParser: newParser}
+	d := &Conn{conn: conn, events: make(chan item, max(1, cfg.EventCache)), log: cfg.Log.With("component", "binlog"), newParser: newParser}
 	d.room = sync.NewCond(&d.mu)
 	go d.read(newParser())
 	return d

@@ -11,9 +11,9 @@ import (
 )
 
 // A copy of many tables prepares their targets from one read of what
-// ClickHouse holds (Existing), where CheckTable and EnsureTable read each
-// table's columns with a query of their own: two queries per table, four
-// thousand for two thousand tables.
+// ClickHouse holds (Existing), where checking and ensuring each table on
+// its own (EnsureTable) reads its columns with queries of their own: two
+// queries per table, four thousand for two thousand tables.
 
 // Existing is what ClickHouse held in some databases when it was read:
 // each table's columns; and the databases created since.
@@ -63,7 +63,7 @@ func (c *Manager) ReadExisting(ctx context.Context, log *slog.Logger, databases 
 	return ex, nil
 }
 
-// PrepareTable makes a copy's target ready, as CheckTable and then
+// PrepareTable makes a copy's target ready, as checkColumns and then
 // EnsureTable do, but from what ex says ClickHouse holds: an existing
 // table must have the target's columns and types (else the error names
 // them), a missing one is created (its database once). dropped: the copy

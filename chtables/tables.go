@@ -164,14 +164,9 @@ func (c *Manager) ForgetTable(t schema.TableName) error {
 	return c.reg.Forget(c.cfg.ClickHouseDatabase(t.Database), name)
 }
 
-// RecordTable notes in the registry the table a copy just created or
-// wrote; replace: it was copied from scratch (-recreate).
-func (c *Manager) RecordTable(t *schema.Target, replace bool) error {
-	return c.reg.Record(t.Database, t.Name, TargetColumns(t), nil, replace)
-}
-
-// RecordTables is RecordTable for many tables (replace[i] for ts[i]),
-// saving the registry once.
+// RecordTables notes in the registry the tables a copy just created or
+// wrote, saving it once; replace[i]: ts[i] was copied from scratch
+// (-recreate).
 func (c *Manager) RecordTables(ts []*schema.Target, replace []bool) error {
 	entries := make([]registryEntry, len(ts))
 	for i, t := range ts {
@@ -343,21 +338,6 @@ func (c *Manager) RenameColumns(ctx context.Context, log *slog.Logger, t *schema
 		}
 	}
 	return nil
-}
-
-// CheckTable refuses an existing ClickHouse table whose columns are not
-// what the mapping gives (-recreate replaces it).
-func (c *Manager) CheckTable(ctx context.Context, log *slog.Logger, target *schema.Target) error {
-	var cols []chColumn
-	err := c.retry(ctx, log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) error {
-		var err error
-		cols, err = c.columns(ctx, target.Database, target.Name)
-		return err
-	})
-	if err != nil || len(cols) == 0 {
-		return err
-	}
-	return checkColumns(target, cols)
 }
 
 // checkColumns refuses the columns cols of an existing table unless they

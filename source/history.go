@@ -44,14 +44,9 @@ func (s *Stream) VerifyHistory(ctx context.Context, p Position, hist History) er
 	if hist.FileCreated == 0 {
 		return nil // saved before histories were kept
 	}
-	from := p
-	s.expect, s.pos, s.last = &hist, p, History{}
+	s.pos, s.last = p, History{}
+	from := s.expectHistory(p, hist)
 	defer func() { s.expect = nil }()
-	if hist.LastSize > 0 && p.Pos >= 4+hist.LastSize {
-		from.Pos -= hist.LastSize
-	} else {
-		s.expect.LastSize = 0
-	}
 	d, err := s.startDump(ctx, from, nil)
 	if err != nil {
 		return nil
@@ -138,3 +133,16 @@ func (s *Stream) checkHistory(ev *replication.BinlogEvent) (consumed bool, err e
 }
 
 func unixText(ts uint32) string { return time.Unix(int64(ts), 0).UTC().Format(time.RFC3339) }
+
+// expectHistory has the stream check hist at a connection that resumes at
+// p, and returns where to ask the binlog from: the start of the event that
+// ends at p, which checkHistory compares with hist's, when p is past it.
+func (s *Stream) expectHistory(p Position, hist History) Position {
+	s.expect = &hist
+	if hist.LastSize > 0 && p.Pos >= 4+hist.LastSize {
+		p.Pos -= hist.LastSize
+	} else {
+		s.expect.LastSize = 0
+	}
+	return p
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -127,8 +128,12 @@ func (s *Stream) TableGTIDs() TableGTIDs { return s.touched }
 // NewStream returns a stream of the server at cfg.MySQL.Addr, which
 // Inspect described as srv.
 func NewStream(cfg *config.Config, log *slog.Logger, srv Server) (*Stream, error) {
-	if _, _, err := net.SplitHostPort(cfg.MySQL.Addr); err != nil {
+	_, portText, err := net.SplitHostPort(cfg.MySQL.Addr)
+	if err != nil {
 		return nil, fmt.Errorf("mysql.addr: %w", err)
+	}
+	if _, err := strconv.ParseUint(portText, 10, 16); err != nil {
+		return nil, fmt.Errorf("mysql.addr: bad port %q", portText)
 	}
 	return &Stream{cfg: cfg, log: log, srv: srv, EventCache: 1024, MaxBackoff: 30 * time.Second, touched: TableGTIDs{}}, nil
 }
@@ -290,12 +295,7 @@ func (s *Stream) stream(ctx context.Context, from Position, fresh bool, h Handle
 	if s.byGTID {
 		gtids = &s.gtids
 	} else if hist := s.historyAt(from); hist.FileCreated != 0 {
-		s.expect = &hist
-		if hist.LastSize > 0 && from.Pos >= 4+hist.LastSize {
-			dumpFrom.Pos -= hist.LastSize
-		} else {
-			s.expect.LastSize = 0
-		}
+		dumpFrom = s.expectHistory(from, hist)
 	}
 	d, err := s.startDump(ctx, dumpFrom, gtids)
 	if err != nil {
