@@ -485,8 +485,12 @@ func (c *Config) ClickHouseDatabase(db string) string {
 
 // Replicates reports whether table db.table is selected by tables.include
 // and not by tables.exclude.
-func (c *Config) Replicates(db, table string) bool {
-	return matchAny(c.Tables.Include, db, table) && !matchAny(c.Tables.Exclude, db, table)
+func (c *Config) Replicates(db, table string) bool { return c.Tables.Selects(db, table) }
+
+// Selects reports whether table db.table is selected by Include and not by
+// Exclude.
+func (t *TablesConfig) Selects(db, table string) bool {
+	return matchAny(t.Include, db, table) && !matchAny(t.Exclude, db, table)
 }
 
 func matchAny(patterns []string, db, table string) bool {

@@ -34,11 +34,6 @@ func (r *Replicator) loadForeignKeys(ctx context.Context, from *state.Checkpoint
 	return keys, nil
 }
 
-// replicates reports whether a table's rows are in ClickHouse.
-func (r *Replicator) replicates(t schema.TableName) bool {
-	return !schema.SystemDatabase(t.Database) && r.cfg.Replicates(t.Database, t.Table)
-}
-
 // reportForeignKeys logs the cascading keys among the replicated tables,
 // and warns about what cannot be derived.
 func (r *Replicator) reportForeignKeys(keys *cascade.Keys) {

@@ -59,6 +59,8 @@ type Replicator struct {
 	shutdownTimeout time.Duration // how long a shutdown may spend flushing
 
 	loader *schema.Loader // the writers' live table definitions
+	// tables is the selection a reload set (nil: cfg.Tables; selection.go).
+	tables atomic.Pointer[config.TablesConfig]
 
 	lease *state.Lease // the ZooKeeper lease while held (state.lease zookeeper)
 	store state.Store  // where the checkpoint lives (state.store)
@@ -124,6 +126,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Replicator
 		r.my.Close()
 		return nil, err
 	}
+	r.stream.Selected = r.replicates
 	// The daemon's statements are short and few at once: bounded, with
 	// idle connections kept rather than one opened per statement. Writers
 	// starting together (a thousand tables' first events) read their

@@ -55,7 +55,7 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 		}
 	}()
 	for _, ef := range st.Effects {
-		oldIn := r.cfg.Replicates(ef.Table.Database, ef.Table.Table) && !schema.SystemDatabase(ef.Table.Database)
+		oldIn := r.replicates(ef.Table)
 		switch ef.Kind {
 		case ddl.RowsByStatement, ddl.PartitionRows:
 			if !oldIn && ef.Table != (schema.TableName{}) {
@@ -101,7 +101,7 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 				}
 			}
 		case ddl.RenameTable:
-			newIn := r.cfg.Replicates(ef.NewTable.Database, ef.NewTable.Table) && !schema.SystemDatabase(ef.NewTable.Database)
+			newIn := r.replicates(ef.NewTable)
 			switch {
 			case oldIn && newIn && ef.Table.Database == ef.NewTable.Database:
 				// A writer still dropping or renaming away the new name's

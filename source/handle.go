@@ -155,12 +155,45 @@ func (s *Stream) commit(h Handler) {
 		GTID: gtids, History: hist, Offset: s.offset})
 }
 
+// selected reports whether a table's events go to the handler.
+func (s *Stream) selected(t schema.TableName) bool {
+	if schema.SystemDatabase(t.Database) {
+		return false
+	}
+	if s.Selected != nil {
+		return s.Selected(t)
+	}
+	return s.cfg.Replicates(t.Database, t.Table)
+}
+
+// ApplySelection applies a changed selection to the table maps read:
+// call it from the handler (the stream's goroutine) once Selected answers
+// differently.
+func (s *Stream) ApplySelection() error {
+	// In place: a Tick may come between a table map and its rows events.
+	for _, st := range s.tables {
+		skip := !s.selected(st.name)
+		if skip == st.skip {
+			continue
+		}
+		st.skip, st.schema = skip, nil
+		if !skip {
+			src, err := binlog.TableFromMap(st.event, s.srv.Collations)
+			if err != nil {
+				return err
+			}
+			st.schema = src
+		}
+	}
+	return nil
+}
+
 func (s *Stream) tableMap(e *replication.TableMapEvent) error {
 	if st, ok := s.tables[e.TableID]; ok && st.event != nil && binlog.SameTableMap(st.event, e) {
 		return nil
 	}
 	name := schema.TableName{Database: string(e.Schema), Table: string(e.Table)}
-	st := &tableState{name: name, skip: schema.SystemDatabase(name.Database) || !s.cfg.Replicates(name.Database, name.Table), event: e}
+	st := &tableState{name: name, skip: !s.selected(name), event: e}
 	if !st.skip {
 		src, err := binlog.TableFromMap(e, s.srv.Collations)
 		if err != nil {

@@ -76,6 +76,12 @@ type Stream struct {
 
 	// payload is the compressed transaction being read (payload.go).
 	payload *payloadState
+
+	// Selected says which tables' events go to the handler; nil: those
+	// the config's tables.include and exclude select. Set it before Run;
+	// after the selection changes, call ApplySelection from the
+	// handler.
+	Selected func(schema.TableName) bool
 }
 
 // tableState is what the reader knows of one table-map id.

@@ -61,6 +61,11 @@ type StreamState struct {
 	// (cascade.KeyState): a restart replays the binlog with the keys of its
 	// time, which information_schema no longer shows after DDL since.
 	ForeignKeys *cascade.KeyState `json:"foreign_keys,omitempty"`
+	// Selection is the tables selected at the position (nil: saved before
+	// it was kept; the config's then), and Tables those of them
+	// ClickHouse does not hold whole, by MySQL db.table (tables.go).
+	Selection *Selection            `json:"selection,omitempty"`
+	Tables    map[string]*TableCopy `json:"tables,omitempty"`
 }
 
 // LoadFile reads the checkpoint from dir. It returns nil and no error

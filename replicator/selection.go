@@ -1,0 +1,26 @@
+package replicator
+
+import (
+	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/schema"
+)
+
+// The tables the daemon replicates: those tables.include and exclude
+// select, a selection a reload replaces while the daemon runs (the stream
+// and the router read it; neither holds its own copy).
+
+// selection is the current tables.include and exclude.
+func (r *Replicator) selection() *config.TablesConfig {
+	if t := r.tables.Load(); t != nil {
+		return t
+	}
+	return &r.cfg.Tables
+}
+
+// replicates reports whether a table's rows go to ClickHouse.
+func (r *Replicator) replicates(t schema.TableName) bool {
+	if schema.SystemDatabase(t.Database) {
+		return false
+	}
+	return r.selection().Selects(t.Database, t.Table)
+}
