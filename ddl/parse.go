@@ -45,6 +45,9 @@ const (
 	Create
 	// ForeignKeys: ALTER TABLE ... ADD or DROP FOREIGN KEY.
 	ForeignKeys
+	// DropDatabase: DROP DATABASE (Table.Database; Table.Table ""), which
+	// drops every table in it and writes no statement per table.
+	DropDatabase
 )
 
 // Effect is what a DDL statement means for replication. Column adds,
@@ -59,6 +62,11 @@ type Effect struct {
 	Renames  map[string]string // RenameColumns
 	Defaults map[string]string // AddColumns: column -> ClickHouse literal
 	Added    []string          // AddColumns: the columns, in statement order
+	// Unfilled (AddColumns) are the columns added whose values in the
+	// existing rows neither the binlog carries nor a constant DEFAULT
+	// gives: a non-constant DEFAULT (CURRENT_TIMESTAMP, (UUID())), a
+	// generated column, AUTO_INCREMENT. The table must be copied again.
+	Unfilled []string
 	// PartitionRows: the operation (TRUNCATE, DROP; others such as
 	// EXCHANGE move rows elsewhere) and the partitions named ("" op: not
 	// read).
@@ -116,6 +124,8 @@ func Parse(p *parser.Parser, defaultDB, query string) (effects []Effect, ok bool
 			}
 		case *ast.TruncateTableStmt:
 			effects = append(effects, Effect{Kind: Truncate, Table: name(s.Table)})
+		case *ast.DropDatabaseStmt:
+			effects = append(effects, Effect{Kind: DropDatabase, Table: schema.TableName{Database: s.Name.O}})
 		case *ast.RenameTableStmt:
 			for _, tt := range s.TableToTables {
 				effects = append(effects, Effect{Kind: RenameTable, Table: name(tt.OldTable), NewTable: name(tt.NewTable)})
@@ -124,7 +134,7 @@ func Parse(p *parser.Parser, defaultDB, query string) (effects []Effect, ok bool
 			t := name(s.Table)
 			renames := map[string]string{}
 			defaults := map[string]string{}
-			var added []string
+			var added, unfilled []string
 			var rename *schema.TableName
 			var fks Effect
 			var inline []ForeignKey
@@ -148,10 +158,15 @@ func Parse(p *parser.Parser, defaultDB, query string) (effects []Effect, ok bool
 					for _, col := range spec.NewColumns {
 						added = append(added, col.Name.Name.O)
 						for _, opt := range col.Options {
-							if opt.Tp == ast.ColumnOptionDefaultValue {
+							switch opt.Tp {
+							case ast.ColumnOptionDefaultValue:
 								if lit, ok := defaultLiteral(opt.Expr); ok {
 									defaults[col.Name.Name.O] = lit
+								} else if !isNull(opt.Expr) {
+									unfilled = append(unfilled, col.Name.Name.O)
 								}
+							case ast.ColumnOptionGenerated, ast.ColumnOptionAutoIncrement:
+								unfilled = append(unfilled, col.Name.Name.O)
 							}
 						}
 					}
@@ -188,7 +203,7 @@ func Parse(p *parser.Parser, defaultDB, query string) (effects []Effect, ok bool
 				}
 			}
 			if len(added) > 0 {
-				effects = append(effects, Effect{Kind: AddColumns, Table: t, Defaults: defaults, Added: added})
+				effects = append(effects, Effect{Kind: AddColumns, Table: t, Defaults: defaults, Added: added, Unfilled: unfilled})
 			}
 			if len(renames) > 0 {
 				effects = append(effects, Effect{Kind: RenameColumns, Table: t, Renames: renames})
@@ -326,6 +341,20 @@ func (c *tableCollector) Enter(n ast.Node) (ast.Node, bool) {
 }
 
 func (c *tableCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// isNull reports whether a DEFAULT is NULL, which ClickHouse's Nullable
+// columns are filled with too.
+func isNull(e ast.ExprNode) bool {
+	for {
+		p, ok := e.(*ast.ParenthesesExpr)
+		if !ok {
+			break
+		}
+		e = p.Expr
+	}
+	v, ok := e.(*test_driver.ValueExpr)
+	return ok && v.Kind() == test_driver.KindNull
+}
 
 // defaultLiteral renders a constant DEFAULT as a ClickHouse string literal,
 // which ClickHouse casts to the column's type. Expressions such as
