@@ -69,6 +69,12 @@ type Message struct {
 	// for ClickHouse to have it, then close the channel (a foreign-key
 	// cascade reads the table next).
 	FlushDone chan struct{}
+	// Run, when set, has the writer send what it holds and wait for
+	// ClickHouse to have it, then run Run between that and the next
+	// message, with nothing written to the table meanwhile (an online
+	// copy's shadow table swapped in). The table is read again at the
+	// next rows.
+	Run func(ctx context.Context) error
 }
 
 // where says where a message's rows come from, for errors.
@@ -347,6 +353,16 @@ func (w *Writer) handle(ctx context.Context, m Message) error {
 			return err
 		}
 		close(m.FlushDone)
+		return nil
+	}
+	if m.Run != nil {
+		if err := w.drain(ctx); err != nil {
+			return err
+		}
+		if err := m.Run(ctx); err != nil {
+			return fmt.Errorf("%s at binlog %s: %w", w.name, m.At, err)
+		}
+		w.source, w.target, w.block, w.route = nil, nil, nil, nil
 		return nil
 	}
 	if m.DDL != 0 {

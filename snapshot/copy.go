@@ -54,6 +54,14 @@ type Options struct {
 	// table was read.
 	State     *State
 	StateFile string
+	// Save, when set, saves the progress instead of StateFile (an online
+	// copy's progress goes with the daemon's checkpoint). It is called
+	// with the state locked: it must not keep st.
+	Save func(st *State) error
+	// Shadow copies each table into its shadow table (ShadowName) instead
+	// of its own, for its caller to swap in; with Recreate, the shadow is
+	// dropped once per copy, never the table itself.
+	Shadow bool
 	// Recreate drops each target once per copy and copies it from the
 	// start.
 	Recreate bool
@@ -370,7 +378,11 @@ func (c *copier) saveIfDirty() error {
 }
 
 func (c *copier) saveLocked() error {
-	if err := Save(c.Config.StateDir, c.StateFile, c.State); err != nil {
+	save := func(st *State) error { return Save(c.Config.StateDir, c.StateFile, st) }
+	if c.Options.Save != nil {
+		save = c.Options.Save
+	}
+	if err := save(c.State); err != nil {
 		return err
 	}
 	c.dirty = false

@@ -137,6 +137,12 @@ func (c *copier) prepare(ctx context.Context, t *tableCopy) (complete bool, err 
 	if err != nil {
 		return false, err
 	}
+	if c.Shadow {
+		if c.Config.ClickHouse.Cluster != "" {
+			return false, fmt.Errorf("copying %s online into a shadow table is not built for a ClickHouse cluster yet: stop binlog2ch and copy it with `binlog2ch fullsync -recreate -tables %s`", t.name, t.name)
+		}
+		target.Name = ShadowName(target.Name)
+	}
 	t.source, t.target = src, target
 
 	var key []int

@@ -21,6 +21,11 @@ const (
 	InitialFile  = "snapshot.json" // the initial snapshot's
 )
 
+// ShadowName is the ClickHouse table an online copy of table fills, to
+// be swapped in for it once complete: readers never see the table
+// emptied for a copy.
+func ShadowName(table string) string { return table + "__b2c_shadow" }
+
 // State is the durable progress of a full copy: where the binlog was
 // before any table was read (every snapshot row's version comes from it)
 // and, per table, which key ranges are confirmed in ClickHouse.

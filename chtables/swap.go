@@ -1,0 +1,87 @@
+package chtables
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/binlog2ch/binlog2ch/metrics"
+	"github.com/binlog2ch/binlog2ch/schema"
+)
+
+// oldName is where SwapIn moves the replaced table before dropping it.
+func oldName(table string) string { return table + "__b2c_old" }
+
+// SwapIn puts shadow, which a copy filled with rows of version
+// copyVersion, in table's place. First the rows the stream wrote to table
+// since the copy's position (their versions are above copyVersion) are
+// carried over into shadow: the stream never waits for a copy, so they
+// are only in table. Then one RENAME moves table aside and shadow in, and
+// the old table is dropped: readers never find the table empty. Run it
+// while nothing writes table (the table's writer calls it between
+// batches). A shadow that is not there was swapped in already (a restart
+// after the swap): swapped is false, and only what the swap left behind
+// is dropped.
+//
+// ClickHouse's EXCHANGE TABLES (Atomic databases) would swap in one step,
+// but the RENAME pair runs on every server binlog2ch supports and, under
+// ClickHouse's DDL lock, is one step for readers of either table too.
+func (c *Manager) SwapIn(ctx context.Context, log *slog.Logger, db, table, shadow string, copyVersion uint64) (swapped bool, err error) {
+	ref := func(t string) string { return schema.QuoteIdent(db) + "." + schema.QuoteIdent(t) }
+	var shadowCols, liveCols []chColumn
+	err = c.retry(ctx, log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) error {
+		var err error
+		if shadowCols, err = c.columns(ctx, db, shadow); err != nil {
+			return err
+		}
+		liveCols, err = c.columns(ctx, db, table)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	dropOld := "DROP TABLE IF EXISTS " + ref(oldName(table))
+	if len(shadowCols) == 0 {
+		return false, c.Exec(ctx, log, dropOld, "reason", "left by an earlier swap")
+	}
+	if len(liveCols) > 0 {
+		live := map[string]bool{}
+		for _, col := range liveCols {
+			live[col.name] = true
+		}
+		var common []string
+		for _, col := range shadowCols {
+			if live[col.name] {
+				common = append(common, schema.QuoteIdent(col.name))
+			}
+		}
+		cols := strings.Join(common, ", ")
+		// Retried after a failure, it may insert some rows twice, with
+		// their versions: the table keeps the newest row of a key.
+		carry := "INSERT INTO " + ref(shadow) + " (" + cols + ") SELECT " + cols + " FROM " + ref(table) +
+			" WHERE " + schema.QuoteIdent(schema.VersionColumn) + " > " + strconv.FormatUint(copyVersion, 10)
+		if err := c.Exec(ctx, log, carry, "reason", "the stream's rows since the copy's position, carried into the copy"); err != nil {
+			return false, err
+		}
+		if err := c.Exec(ctx, log, dropOld); err != nil {
+			return false, err
+		}
+		if err := c.Exec(ctx, log, "RENAME TABLE "+ref(table)+" TO "+ref(oldName(table))+", "+ref(shadow)+" TO "+ref(table)); err != nil {
+			return false, err
+		}
+		if err := c.Exec(ctx, log, dropOld); err != nil {
+			return false, err
+		}
+	} else if err := c.Exec(ctx, log, "RENAME TABLE "+ref(shadow)+" TO "+ref(table)); err != nil {
+		return false, err
+	}
+	names := make([]string, len(shadowCols))
+	for i, col := range shadowCols {
+		names[i] = col.name
+	}
+	if err := c.reg.Forget(db, shadow); err != nil {
+		return true, err
+	}
+	return true, c.reg.Record(db, table, names, nil, true)
+}
