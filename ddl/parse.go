@@ -45,6 +45,10 @@ const (
 	Create
 	// ForeignKeys: ALTER TABLE ... ADD or DROP FOREIGN KEY.
 	ForeignKeys
+	// Altered: an ALTER TABLE with none of the effects above (its column
+	// changes the next table map shows; nothing for a writer to do): a
+	// copy of the table under way must start over.
+	Altered
 	// DropDatabase: DROP DATABASE (Table.Database; Table.Table ""), which
 	// drops every table in it and writes no statement per table.
 	DropDatabase
@@ -132,6 +136,7 @@ func Parse(p *parser.Parser, defaultDB, query string) (effects []Effect, ok bool
 			}
 		case *ast.AlterTableStmt:
 			t := name(s.Table)
+			before := len(effects)
 			renames := map[string]string{}
 			defaults := map[string]string{}
 			var added, unfilled []string
@@ -219,6 +224,9 @@ func Parse(p *parser.Parser, defaultDB, query string) (effects []Effect, ok bool
 			}
 			if rename != nil {
 				effects = append(effects, Effect{Kind: RenameTable, Table: t, NewTable: *rename})
+			}
+			if len(effects) == before {
+				effects = append(effects, Effect{Kind: Altered, Table: t})
 			}
 		}
 	}

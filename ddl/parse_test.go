@@ -51,7 +51,8 @@ func TestParse(t *testing.T) {
 		{"ALTER TABLE p EXCHANGE PARTITION p1 WITH TABLE x.q", []Effect{{Kind: PartitionRows, Table: schema.TableName{Database: "db", Table: "p"}, PartitionOp: "OTHER"}, {Kind: PartitionRows, Table: schema.TableName{Database: "x", Table: "q"}}}},
 		{"ALTER TABLE p REORGANIZE PARTITION p1 INTO (PARTITION p1a VALUES LESS THAN (5), PARTITION p1b VALUES LESS THAN (10))", []Effect{{Kind: PartitionRows, Table: schema.TableName{Database: "db", Table: "p"}, PartitionOp: "OTHER"}}},
 		{"ALTER TABLE p COALESCE PARTITION 2", []Effect{{Kind: PartitionRows, Table: schema.TableName{Database: "db", Table: "p"}, PartitionOp: "OTHER"}}},
-		{"ALTER TABLE p ADD PARTITION (PARTITION p9 VALUES LESS THAN (100))", nil},
+		{"ALTER TABLE p ADD PARTITION (PARTITION p9 VALUES LESS THAN (100))", []Effect{{Kind: Altered, Table: schema.TableName{Database: "db", Table: "p"}}}},
+		{"ALTER TABLE t DROP COLUMN x, MODIFY y BIGINT", []Effect{{Kind: Altered, Table: schema.TableName{Database: "db", Table: "t"}}}},
 	} {
 		got, ok := Parse(p, "db", c.query)
 		if !ok {

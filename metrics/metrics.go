@@ -73,6 +73,9 @@ type Metrics struct {
 	ShardRows                     *prometheus.CounterVec
 	XAPrepared                    prometheus.Gauge
 	StatementsWithoutRows         *prometheus.CounterVec
+	// Online table copies (replicator/copies.go).
+	TableCopies   *prometheus.CounterVec
+	TablesCopying prometheus.Gauge
 	NativeFallbacks               *prometheus.CounterVec
 	// Foreign-key cascades derived (package cascade).
 	CascadedRows    *prometheus.CounterVec
@@ -148,6 +151,10 @@ func New() *Metrics {
 		Help: "XA transactions read up to their XA PREPARE whose XA COMMIT or ROLLBACK is not read yet: their rows wait, and the checkpoint stays before the oldest."})
 	m.StatementsWithoutRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_statements_without_rows_total",
 		Help: "Statements that changed a replicated table's rows without row events, acted on by replication.on_statement_dml or on_partition_maintenance: apply (a partition's rows deleted by its bounds), recopy (the table copied again) or keep (ClickHouse kept the rows)."}, []string{"action"})
+	m.TableCopies = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_table_copies_total",
+		Help: "Tables copied online while the stream went on, swapped in complete, by reason: selected (tables.include/exclude selected it, at start or at a reload), renamed (RENAME TABLE into the set), add_column (ADD COLUMN whose values for existing rows the binlog lacks), statement_dml, partition (replication.on_...: recopy), resync, failed (a failed table copied again), ddl_during_copy, server_changed."}, []string{"reason"})
+	m.TablesCopying = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_tables_copying",
+		Help: "Tables being copied online (or waiting for their copy, or for the swap of their shadow table)."})
 	m.NativeFallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_native_fallbacks_total",
 		Help: "Tables whose inserts switched from binlog2ch's native inserter to clickhouse-go, by reason: unknown_packet, compression, header_type (the server answered with something the native inserter cannot read), header_mismatch (the table's columns differ on the wire from binlog2ch's mapping). Each switch is logged at WARN."}, []string{"reason"})
 	m.CascadedRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_cascaded_rows_total",
@@ -185,6 +192,7 @@ func New() *Metrics {
 		})
 	m.Registry.MustRegister(m.Rows, m.EventsRead, m.FlushDuration, m.BatchRows, m.QueueRows, m.CheckpointTS, m.CheckpointFile, m.CheckpointPos,
 		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, m.NativeFallbacks,
+		m.TableCopies, m.TablesCopying,
 		m.CascadedRows, m.CascadeDuration,
 		m.BudgetRate, m.BudgetGranted, m.BudgetWaiting, m.OldestUnsent, m.BufferBytes, m.BufferLimitBytes, m.Writers, lag, sourceLag, ready,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
