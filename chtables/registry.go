@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/binlog2ch/binlog2ch/state"
@@ -147,4 +148,26 @@ func (r *Registry) save() error {
 		return err
 	}
 	return state.WriteFile(r.dir, RegistryFile, append(data, '\n'))
+}
+
+// ForgetName drops table from the registry (binlog2ch dropped it).
+func (c *Manager) ForgetName(db, table string) error { return c.reg.Forget(db, table) }
+
+// Registered lists the tables of ClickHouse database db that binlog2ch
+// created and has not dropped.
+func (c *Manager) Registered(db string) []string {
+	r := c.reg
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for k := range r.tables {
+		if d, t, ok := strings.Cut(k, "."); ok && d == db {
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -487,6 +487,18 @@ func (c *Config) ClickHouseDatabase(db string) string {
 // and not by tables.exclude.
 func (c *Config) Replicates(db, table string) bool { return c.Tables.Selects(db, table) }
 
+// SelectsDatabase reports whether tables.include may select tables of
+// database db.
+func (c *Config) SelectsDatabase(db string) bool {
+	for _, p := range c.Tables.Include {
+		pdb, _, _ := strings.Cut(p, ".")
+		if ok, _ := path.Match(pdb, db); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // Selects reports whether table db.table is selected by Include and not by
 // Exclude.
 func (t *TablesConfig) Selects(db, table string) bool {

@@ -62,6 +62,11 @@ func (s *router) Tick(woken bool) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	if s.copies != nil {
+		if err := s.tickCopies(s.ctx); err != nil {
+			return 0, err
+		}
+	}
 	interval := s.r.cfg.Checkpoint.Interval
 	since := now.Sub(s.lastSaved)
 	if since >= interval {
@@ -141,7 +146,8 @@ func (s *router) save(final, force bool) error {
 	s.commits = s.commits[i:]
 	// Forget writers that have finished.
 	s.all = slices.DeleteFunc(s.all, func(rt *tableWriter) bool { return rt.w.Done() && rt.closed })
-	if cp == s.saved && !force {
+	copies := s.copies.saved()
+	if cp == s.saved && !force && !s.copiesChanged(copies) {
 		return nil
 	}
 	point := s.commits[0]
@@ -153,6 +159,9 @@ func (s *router) save(final, force bool) error {
 	if g := s.stream.GTIDs(); !g.IsEmpty() {
 		ext.ReadGTID = g.String()
 	}
+	sel := r.selection()
+	ext.Selection = &state.Selection{Include: sel.Include, Exclude: sel.Exclude}
+	ext.Tables = copies
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	saved := state.Checkpoint{Position: cp, Server: point.server, SavedAt: time.Now().UTC(), StreamState: ext}
 	err := r.checkpoints().Save(ctx, saved)
@@ -167,7 +176,7 @@ func (s *router) save(final, force bool) error {
 		}
 		return err
 	}
-	s.saved, s.ceiling = cp, ceiling
+	s.saved, s.ceiling, s.savedCopies = cp, ceiling, copies
 	r.savedPos.Store(&cp)
 	r.noteCheckpoint(&saved)
 	r.m.CheckpointTS.Set(float64(time.Now().UnixNano()) / 1e9)
@@ -176,4 +185,19 @@ func (s *router) save(final, force bool) error {
 	}
 	r.m.CheckpointPos.Set(float64(cp.Pos))
 	return nil
+}
+
+// copiesChanged reports whether the copy state differs from the one last
+// saved: a copy's progress is saved even while the position stands still.
+func (s *router) copiesChanged(now map[string]*state.TableCopy) bool {
+	if len(now) != len(s.savedCopies) {
+		return true
+	}
+	for k, e := range now {
+		o := s.savedCopies[k]
+		if o == nil || o.State != e.State || o.Reason != e.Reason || string(o.Progress) != string(e.Progress) {
+			return true
+		}
+	}
+	return false
 }

@@ -61,6 +61,11 @@ type Replicator struct {
 	loader *schema.Loader // the writers' live table definitions
 	// tables is the selection a reload set (nil: cfg.Tables; selection.go).
 	tables atomic.Pointer[config.TablesConfig]
+	// running is the router while the daemon follows the binlog (for
+	// Resync and Reload, which it takes at its next Tick).
+	running atomic.Pointer[router]
+	// copyProgress is the running online copy's, latest.
+	copyProgress atomic.Pointer[[]snapshot.TableStatus]
 
 	lease *state.Lease // the ZooKeeper lease while held (state.lease zookeeper)
 	store state.Store  // where the checkpoint lives (state.store)
@@ -437,7 +442,24 @@ func (r *Replicator) run(ctx context.Context) error {
 		}()
 	})
 	s.followCascades(fks)
+	s.ctx = readCtx
+	s.copies = newOnlineCopies(from)
+	if snap == nil {
+		// After an initial snapshot there is nothing else to copy.
+		if err := s.copyAtStart(readCtx, from); err != nil {
+			s.closeAll()
+			cancelWork(err)
+			s.wg.Wait()
+			return err
+		}
+	}
+	r.running.Store(s)
 	readErr := r.streamError(r.stream.Run(readCtx, start, s))
+	r.running.Store(nil)
+	if b := s.copies.batch; b != nil {
+		b.cancel()
+		<-b.done // its progress is saved with the last checkpoint
+	}
 
 	// Stop: close every queue; writers flush what they hold and exit.
 	s.closeAll()

@@ -53,6 +53,12 @@ type router struct {
 	// cascades are the foreign-key cascades of the events read: every
 	// rows event and commit goes through them (cascade.go).
 	cascades *cascade.Follower
+	// copies are the tables copied online (copies.go).
+	copies *onlineCopies
+	// ctx is the reader's, for what Tick does.
+	ctx context.Context
+	// savedCopies is the copy state last saved.
+	savedCopies map[string]*state.TableCopy
 }
 
 // tableWriter is a writer and what the router sent it.

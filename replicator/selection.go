@@ -18,9 +18,12 @@ func (r *Replicator) selection() *config.TablesConfig {
 }
 
 // replicates reports whether a table's rows go to ClickHouse.
-func (r *Replicator) replicates(t schema.TableName) bool {
+func (r *Replicator) replicates(t schema.TableName) bool { return r.selects(r.selection(), t) }
+
+// selects reports whether sel selects a table.
+func (r *Replicator) selects(sel *config.TablesConfig, t schema.TableName) bool {
 	if schema.SystemDatabase(t.Database) {
 		return false
 	}
-	return r.selection().Selects(t.Database, t.Table)
+	return sel.Selects(t.Database, t.Table)
 }

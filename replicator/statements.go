@@ -3,17 +3,14 @@ package replicator
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"time"
 
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
-	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
+	"github.com/binlog2ch/binlog2ch/state"
 )
 
 // Statement acts on DDL: each effect on a replicated table goes to its
@@ -36,6 +33,12 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 	if !st.Parsed {
 		r.m.DDL.WithLabelValues(metrics.DDLNotUnderstood).Inc()
 		r.log.Warn("DDL not understood; tables keep replicating with the columns the binlog shows", "statement", truncate(st.Text, 500), "binlog", st.At.String())
+		if b := s.copies.batch; b != nil && len(st.Effects) == 0 {
+			// It may change a table being copied: copy from after it.
+			if err := s.restartBatch(ctx, b.tables[0], state.ReasonDefinitionDDL); err != nil {
+				return err
+			}
+		}
 		if len(st.Effects) == 0 {
 			return nil
 		}
@@ -54,6 +57,17 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 			r.m.DDL.WithLabelValues(result).Inc()
 		}
 	}()
+	// A copy under way of a table the statement changes starts over from
+	// a position after it: its shadow has the definition of before.
+	for _, ef := range st.Effects {
+		for _, t := range []schema.TableName{ef.Table, ef.NewTable} {
+			if ef.Kind != ddl.ForeignKeys && (s.copies.inBatch(t) || (ef.Kind == ddl.DropDatabase && s.copies.batchInDatabase(t.Database))) {
+				if err := s.restartBatch(ctx, t, state.ReasonDefinitionDDL); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	for _, ef := range st.Effects {
 		oldIn := r.replicates(ef.Table)
 		switch ef.Kind {
@@ -78,7 +92,7 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 				r.log.Warn("partition maintenance removed or moved rows in MySQL; ClickHouse keeps them (replication.on_partition_maintenance: keep)",
 					"table", ef.Table.String(), "statement", truncate(st.Text, 300), "binlog", st.At.String())
 			case policy == config.OnRecopy:
-				if err := s.recopy(ctx, ef.Table, st); err != nil {
+				if err := s.recopy(ctx, ef, st); err != nil {
 					return err
 				}
 				applied = true
@@ -91,9 +105,26 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 				return err
 			}
 			applied = true
-			if ef.Kind == ddl.Drop {
+			switch {
+			case ef.Kind == ddl.Drop:
 				s.stopWriter(ef.Table)
+				if err := s.forgetCopy(ctx, ef.Table); err != nil {
+					return err
+				}
+			case ef.Kind == ddl.AddColumns && len(ef.Unfilled) > 0:
+				// MySQL filled the existing rows with values the binlog does
+				// not carry: ClickHouse gets them from a copy.
+				r.log.Info("columns added with values for the existing rows that the binlog does not carry; copying the table online",
+					"table", ef.Table.String(), "columns", ef.Unfilled, "binlog", st.At.String())
+				if err := s.requestCopy(ctx, ef.Table, state.ReasonAddColumn); err != nil {
+					return err
+				}
 			}
+		case ddl.DropDatabase:
+			if err := s.dropDatabase(ctx, ef.Table.Database, st); err != nil {
+				return err
+			}
+			applied = true
 		case ddl.Create:
 			if oldIn {
 				if err := r.sink.ForgetTable(ef.Table); err != nil {
@@ -122,11 +153,43 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 				s.writers[ef.NewTable] = rt
 				delete(s.writers, ef.Table)
 				s.retire(ef.Table, rt.w, s.seq)
-			case oldIn:
-				r.log.Warn("table renamed out of the replicated set (or to another database); its ClickHouse table is kept but no longer updated", "from", ef.Table.String(), "to", ef.NewTable.String())
+				if s.copies.has(ef.Table) {
+					// Its copy, started over above, goes on under the new name.
+					if err := s.forgetCopy(ctx, ef.Table); err != nil {
+						return err
+					}
+					if err := s.requestCopy(ctx, ef.NewTable, state.ReasonRenamed); err != nil {
+						return err
+					}
+				}
+			case oldIn && newIn:
+				// To another replicated database: the table is dropped
+				// under its old name and copied online under the new one.
+				r.log.Info("table renamed to another replicated database: its ClickHouse table goes, and it is copied online under its new name",
+					"from", ef.Table.String(), "to", ef.NewTable.String())
+				if err := s.dispatch(ctx, ef.Table, sink.Message{DDL: ddl.Drop, At: st.At}); err != nil {
+					return err
+				}
 				s.stopWriter(ef.Table)
+				if err := s.forgetCopy(ctx, ef.Table); err != nil {
+					return err
+				}
+				if err := s.requestCopy(ctx, ef.NewTable, state.ReasonRenamed); err != nil {
+					return err
+				}
+				applied = true
+			case oldIn:
+				r.log.Warn("table renamed out of the replicated set; its ClickHouse table is kept but no longer updated", "from", ef.Table.String(), "to", ef.NewTable.String())
+				s.stopWriter(ef.Table)
+				if err := s.forgetCopy(ctx, ef.Table); err != nil {
+					return err
+				}
 			case newIn:
-				r.log.Warn("table renamed into the replicated set: only changes from now on are replicated; copy its existing rows with binlog2ch fullsync", "from", ef.Table.String(), "to", ef.NewTable.String())
+				r.log.Info("table renamed into the replicated set: copying its rows online", "from", ef.Table.String(), "to", ef.NewTable.String())
+				if err := s.requestCopy(ctx, ef.NewTable, state.ReasonRenamed); err != nil {
+					return err
+				}
+				applied = true
 			}
 		}
 	}
@@ -153,56 +216,26 @@ func rowsWithoutEvents(ef ddl.Effect, st source.Statement) error {
 		st.At, table, truncate(st.Text, 300), recopy)
 }
 
-// recopyFile is the progress file of a table copied again while running.
-const recopyFile = "recopy.json"
-
-// recopy copies a table again from MySQL after a statement changed its rows
-// without row events (replication.on_... recopy). The stream waits: the
-// table's writer finishes, its ClickHouse table is emptied and copied at
-// the current binlog position, and the table's events read from here on
-// apply over the copy by their versions (those before the copy's position
-// lose to it, those after win), as for `fullsync -recreate -tables`. A
-// crash meanwhile leaves the checkpoint before the statement: the restart
-// reads it again and copies again.
-func (s *router) recopy(ctx context.Context, t schema.TableName, st source.Statement) error {
+// recopy copies a table again online after a statement changed its rows
+// without row events (replication.on_... recopy), with the tables its rows
+// cascade to: their cascades through it cannot be derived from a copy of
+// it (package cascade). The stream goes on; the copy, taken at a position
+// after the statement, is swapped in complete.
+func (s *router) recopy(ctx context.Context, ef ddl.Effect, st source.Statement) error {
 	r := s.r
-	// The tables t's rows cascade to are copied with it: their cascades
-	// through t cannot be derived from a copy of t (package cascade).
-	tables := append([]schema.TableName{t}, s.cascades.Descendants(t)...)
-	for _, x := range tables {
-		s.stopWriter(x)
+	reason := state.ReasonStatementDML
+	if ef.Kind == ddl.PartitionRows {
+		reason = state.ReasonPartition
 	}
-	for _, x := range tables {
-		if err := s.awaitRetired(ctx, x); err != nil {
+	tables := append([]schema.TableName{ef.Table}, s.cascades.Descendants(ef.Table)...)
+	r.log.Warn("a statement changed the table's rows without row events; copying it again online (replication.on_... recopy): ClickHouse holds the rows of before until the copy is swapped in",
+		"table", ef.Table.String(), "statement", truncate(st.Text, 300), "binlog", st.At.String(), "with_cascade_children", len(tables)-1)
+	r.m.StatementsWithoutRows.WithLabelValues(config.OnRecopy).Inc()
+	for _, t := range tables {
+		if err := s.requestCopy(ctx, t, reason); err != nil {
 			return err
 		}
 	}
-	pos, err := r.currentPosition(ctx)
-	if err != nil {
-		return err
-	}
-	log := r.log.With("component", "recopy", "table", t.String())
-	log.Warn("a statement changed the table's rows without row events; copying it again from MySQL (replication.on_... recopy)",
-		"statement", truncate(st.Text, 300), "binlog", st.At.String(), "copy_position", pos.String(), "with_cascade_children", len(tables)-1)
-	// The server's position is on the history the stream reads: its
-	// versions take the same offset.
-	snap := &snapshot.State{Server: r.server.ID, Position: pos, FileOffset: s.stream.Offset(), Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, Recreate: true}
-	opts := r.copyOptions(log, snap, recopyFile)
-	opts.Recreate = true
-	statuses, err := snapshot.Copy(ctx, opts, tables)
-	if err != nil {
-		return fmt.Errorf("binlog %s: %s: copying the table again after a statement that changed its rows without row events: %w", st.At, t, err)
-	}
-	_ = os.Remove(filepath.Join(r.cfg.StateDir, recopyFile))
-	for _, x := range tables {
-		r.cascadeRunner.ForgetHorizon(x)
-	}
-	r.m.StatementsWithoutRows.WithLabelValues(config.OnRecopy).Inc()
-	var rows uint64
-	for _, x := range statuses {
-		rows += x.Rows
-	}
-	log.Info("table copied again", "rows", rows)
 	return nil
 }
 

@@ -66,3 +66,10 @@ func (r *Replicator) trackSnapshot(next func([]snapshot.TableStatus)) func([]sna
 		}
 	}
 }
+
+// trackCopies keeps the running online copy's progress for the status
+// page.
+func (r *Replicator) trackCopies(ts []snapshot.TableStatus) {
+	kept := append([]snapshot.TableStatus(nil), ts...)
+	r.copyProgress.Store(&kept)
+}

@@ -1,5 +1,7 @@
 package schema
 
+import "strings"
+
 // TableName is a MySQL table.
 type TableName struct{ Database, Table string }
 
@@ -10,3 +12,13 @@ func (n TableName) String() string { return n.Database + "." + n.Table }
 func SystemDatabase(db string) bool { return systemDatabases[db] }
 
 var systemDatabases = map[string]bool{"mysql": true, "information_schema": true, "performance_schema": true, "sys": true}
+
+// ParseTableName reads db.table as String writes it (a database name has
+// no dot; a table name may).
+func ParseTableName(s string) (TableName, bool) {
+	db, table, ok := strings.Cut(s, ".")
+	if !ok || db == "" || table == "" {
+		return TableName{}, false
+	}
+	return TableName{Database: db, Table: table}, true
+}

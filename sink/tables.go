@@ -2,7 +2,9 @@ package sink
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/binlog2ch/binlog2ch/schema"
 )
@@ -34,4 +36,39 @@ func (c *ClickHouse) TableOf(t schema.TableName) (db, table string) {
 func (c *ClickHouse) SwapIn(ctx context.Context, log *slog.Logger, t schema.TableName, shadow string, copyVersion uint64) (bool, error) {
 	db, table := c.TableOf(t)
 	return c.tables.SwapIn(ctx, log, db, table, shadow, copyVersion)
+}
+
+// DropTable drops a ClickHouse table binlog2ch made for itself (an online
+// copy's shadow table given up), and forgets it in the registry.
+func (c *ClickHouse) DropTable(ctx context.Context, log *slog.Logger, db, table string) error {
+	if err := c.tables.Exec(ctx, log, c.cfg.SchemaOptions().Table(db, table).DropSQL()); err != nil {
+		return err
+	}
+	return c.tables.ForgetName(db, table)
+}
+
+// RegisteredTables lists the MySQL tables of database db whose ClickHouse
+// tables binlog2ch created and has not dropped (those whose ClickHouse
+// name is their own; shadow tables are not listed). The registry keeps
+// ClickHouse names: with another MySQL database mapped to the same
+// ClickHouse database (clickhouse.database_map), which were db's cannot be
+// told, and that is an error.
+func (c *ClickHouse) RegisteredTables(db string) ([]schema.TableName, error) {
+	chdb := c.cfg.ClickHouseDatabase(db)
+	for from, to := range c.cfg.ClickHouse.DatabaseMap {
+		if from != db && to == chdb {
+			return nil, fmt.Errorf("ClickHouse database %s holds the tables of MySQL databases %s and %s (clickhouse.database_map), and binlog2ch cannot tell which of its tables were %s's", chdb, db, from, db)
+		}
+	}
+	if _, mapped := c.cfg.ClickHouse.DatabaseMap[chdb]; chdb != db && !mapped && c.cfg.SelectsDatabase(chdb) {
+		return nil, fmt.Errorf("ClickHouse database %s is where MySQL database %s replicates to (clickhouse.database_map), and also that of MySQL database %s, which tables.include selects; binlog2ch cannot tell which of its tables were %s's", chdb, db, chdb, db)
+	}
+	var out []schema.TableName
+	for _, name := range c.tables.Registered(chdb) {
+		t := schema.TableName{Database: db, Table: name}
+		if d, n := c.TableOf(t); d == chdb && n == name && !strings.HasSuffix(name, "__b2c_shadow") && !strings.HasSuffix(name, "__b2c_old") {
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }
