@@ -1,0 +1,156 @@
+package replicator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/state"
+)
+
+// waitCopied waits until the running daemon has no table in its copy
+// state: every copy asked for is swapped in.
+func (h *harness) waitCopied(run *running, timeout time.Duration) {
+	h.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if s := run.r.running.Load(); s != nil && len(s.copies.saved()) == 0 {
+			h.waitCaughtUp(run, timeout)
+			if len(s.copies.saved()) == 0 {
+				return
+			}
+		}
+		select {
+		case err := <-run.done:
+			run.done <- err
+			h.t.Fatalf("the daemon stopped during an online copy: %v\n%s", err, tail(run.logs.String(), 4000))
+		default:
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("online copies not done within %s:\n%s", timeout, tail(run.logs.String(), 4000))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// fill inserts n rows (id 1..n) into db.table (id INT PRIMARY KEY, v
+// VARCHAR).
+func (h *harness) fill(db, table string, n int) {
+	h.t.Helper()
+	var vals []string
+	for i := 1; i <= n; i++ {
+		vals = append(vals, fmt.Sprintf("(%d, 'v%d')", i, i))
+	}
+	h.exec(fmt.Sprintf("INSERT INTO `%s`.`%s` VALUES %s", db, table, strings.Join(vals, ", ")))
+}
+
+// TestTableSelectedAtRestart: a table added to tables.include while the
+// daemon was stopped holds all its rows after the restart, copied online
+// (not only those written since), and the copy state says so.
+func TestTableSelectedAtRestart(t *testing.T) {
+	h := newHarness(t, 1, "")
+	a := h.dbs[0]
+	h.exec("CREATE TABLE "+a+".t (id INT PRIMARY KEY, v VARCHAR(20))", "CREATE TABLE "+a+".skip_b (id INT PRIMARY KEY, v VARCHAR(20))")
+	h.fill(a, "t", 10)
+	h.fill(a, "skip_b", 100)
+	run := h.start()
+	h.waitCaughtUp(run, 30*time.Second)
+	if err := run.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := state.LoadFile(h.cfg.StateDir)
+	if err != nil || cp.Selection == nil || len(cp.Selection.Exclude) != 1 {
+		t.Fatalf("checkpoint's selection: %+v, %v", cp, err)
+	}
+	h.cfg.Tables.Exclude = nil // skip_b is selected now
+	run = h.start()
+	h.exec("INSERT INTO " + a + ".skip_b VALUES (101, 'new')")
+	h.waitCopied(run, time.Minute)
+	h.verifyEqual("t", "skip_b")
+	if h.chTableExists(a, "skip_b__b2c_shadow") {
+		t.Error("the shadow table is left")
+	}
+	if !strings.Contains(run.logs.String(), "online copy swapped in") {
+		t.Errorf("no online copy logged:\n%s", tail(run.logs.String(), 3000))
+	}
+}
+
+// TestTablesComeAndGo: with the daemon running throughout, a table renamed
+// into the set, one renamed between two replicated databases, a database
+// dropped and created again, and columns added whose values for existing
+// rows the binlog does not carry all end equal.
+func TestTablesComeAndGo(t *testing.T) {
+	h := newHarness(t, 2, "")
+	a, b := h.dbs[0], h.dbs[1]
+	other := servertest.Name("b2c_other")
+	h.exec("CREATE DATABASE " + other)
+	t.Cleanup(func() { _, _ = h.my.Exec("DROP DATABASE IF EXISTS " + other) })
+	h.exec("CREATE TABLE "+other+".c (id INT PRIMARY KEY, v VARCHAR(20))", "CREATE TABLE "+a+".t (id INT PRIMARY KEY, v VARCHAR(20))",
+		"CREATE TABLE "+b+".z (id INT PRIMARY KEY, v VARCHAR(20))", "CREATE TABLE "+a+".g (id INT PRIMARY KEY, v VARCHAR(20))")
+	h.fill(other, "c", 50)
+	run := h.start()
+	h.fill(a, "t", 30)
+	h.fill(a, "g", 20)
+	h.exec("INSERT INTO " + b + ".z VALUES (1, 'one'), (2, 'two')")
+	h.waitCaughtUp(run, 30*time.Second)
+
+	// Into the set: its 50 rows are copied.
+	h.exec("RENAME TABLE "+other+".c TO "+a+".c", "INSERT INTO "+a+".c VALUES (51, 'new')")
+	// Between two replicated databases: the table moves.
+	h.exec("RENAME TABLE "+a+".t TO "+b+".t", "INSERT INTO "+b+".t VALUES (31, 'new')")
+	// Values for the existing rows the binlog does not carry.
+	h.exec("ALTER TABLE " + a + ".g ADD COLUMN ts DATETIME DEFAULT CURRENT_TIMESTAMP, ADD COLUMN d INT AS (id*2) STORED, ADD COLUMN u VARCHAR(40) DEFAULT (UUID())")
+	h.exec("INSERT INTO " + a + ".g (id, v) VALUES (21, 'new')")
+	h.waitCopied(run, time.Minute)
+	h.verifyEqual("c", "t", "g")
+	if h.chTableExists(a, "t") {
+		t.Errorf("%s.t stays in ClickHouse after its rename to %s.t", a, b)
+	}
+
+	// A database dropped and created again starts clean.
+	h.exec("DROP DATABASE "+b, "CREATE DATABASE "+b, "CREATE TABLE "+b+".z (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO "+b+".z VALUES (7, 'seven')")
+	h.waitCopied(run, time.Minute)
+	h.verifyEqual("z")
+	if h.chTableExists(b, "t") {
+		t.Errorf("%s.t stays in ClickHouse after DROP DATABASE", b)
+	}
+}
+
+// TestReloadSelectsTable: a reload that selects another table copies it
+// online while the daemon runs; one that deselects a table stops it.
+func TestReloadSelectsTable(t *testing.T) {
+	h := newHarness(t, 1, "fullsync: {chunk_rows: 100}\n")
+	a := h.dbs[0]
+	h.exec("CREATE TABLE "+a+".t (id INT PRIMARY KEY, v VARCHAR(20))", "CREATE TABLE "+a+".skip_n (id INT PRIMARY KEY, v VARCHAR(20))")
+	h.fill(a, "skip_n", 1000)
+	run := h.start()
+	h.fill(a, "t", 10)
+	h.waitCaughtUp(run, 30*time.Second)
+	if err := run.r.Reload(config.TablesConfig{Include: []string{a + ".*"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.exec("UPDATE " + a + ".skip_n SET v = 'changed' WHERE id <= 10")
+	h.waitCopied(run, time.Minute)
+	h.cfg.Tables.Exclude = nil // for verify
+	h.verifyEqual("t", "skip_n")
+	if err := run.r.Reload(config.TablesConfig{Include: []string{a + ".t"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.exec("INSERT INTO " + a + ".skip_n VALUES (5000, 'after')")
+	h.waitCaughtUp(run, 30*time.Second)
+	if err := run.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := state.LoadFile(h.cfg.StateDir)
+	if err != nil || cp.Selection == nil || strings.Join(cp.Selection.Include, ",") != a+".t" {
+		t.Fatalf("checkpoint's selection after the reload: %+v, %v", cp.Selection, err)
+	}
+	var n uint64
+	if err := h.ch.QueryRow(context.Background(), "SELECT count() FROM `"+a+"`.skip_n WHERE id = 5000").Scan(&n); err != nil || n != 0 {
+		t.Errorf("a row written after skip_n was deselected reached ClickHouse (%d, %v)", n, err)
+	}
+}
