@@ -3,12 +3,15 @@ package replicator
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/state"
 )
 
@@ -153,4 +156,87 @@ func TestReloadSelectsTable(t *testing.T) {
 	if err := h.ch.QueryRow(context.Background(), "SELECT count() FROM `"+a+"`.skip_n WHERE id = 5000").Scan(&n); err != nil || n != 0 {
 		t.Errorf("a row written after skip_n was deselected reached ClickHouse (%d, %v)", n, err)
 	}
+}
+
+// TestFaultKillDuringOnlineCopy SIGKILLs the daemon (a child process) in
+// the middle of an online copy, with the copy's confirmed ranges in the
+// checkpoint and the table written meanwhile; the restarted daemon resumes
+// the copy from them and the sides end equal.
+func TestFaultKillDuringOnlineCopy(t *testing.T) {
+	h := newHarness(t, 1, "fullsync: {chunk_rows: 50, workers: 1}\n")
+	a := h.dbs[0]
+	h.exec("CREATE TABLE "+a+".t (id INT PRIMARY KEY, v VARCHAR(20))", "CREATE TABLE "+a+".skip_n (id INT PRIMARY KEY, v VARCHAR(20))")
+	h.fill(a, "skip_n", 2000)
+	run := h.start()
+	h.fill(a, "t", 10)
+	h.waitCaughtUp(run, 30*time.Second)
+	if err := run.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	// skip_n enters the set while the daemon is stopped.
+	data, err := os.ReadFile(h.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.path, []byte(strings.Replace(string(data), `exclude: ["*.skip_*"]`, "exclude: []", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if h.cfg, err = config.Load(h.path); err != nil {
+		t.Fatal(err)
+	}
+
+	logPath := filepath.Join(t.TempDir(), "daemon.log")
+	d := h.startDaemon(logPath, envPauseAfterChunks+"=6")
+	// Killed once the checkpoint holds some of the copy's ranges.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		cp, err := state.LoadFile(h.cfg.StateDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := cp.Tables[a+".skip_n"]; e != nil && strings.Contains(string(e.Progress), `"done"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			data, _ := os.ReadFile(logPath)
+			t.Fatalf("no copy progress checkpointed within a minute:\n%s", tail(string(data), 4000))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	h.exec("UPDATE "+a+".skip_n SET v = 'changed' WHERE id % 7 = 0", "DELETE FROM "+a+".skip_n WHERE id % 11 = 0", "INSERT INTO "+a+".skip_n VALUES (3000, 'new')")
+	if err := d.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-d.done
+	run = h.start()
+	h.waitCopied(run, 2*time.Minute)
+	if !strings.Contains(run.logs.String(), "resuming the online copy") {
+		t.Errorf("the copy was not resumed:\n%s", tail(run.logs.String(), 3000))
+	}
+	h.verifyEqual("t", "skip_n")
+}
+
+// TestResyncOnline: a table whose ClickHouse rows went wrong (changed
+// there by hand) is copied again online by Resync while the daemon runs
+// and the table is written; readers never find it empty.
+func TestResyncOnline(t *testing.T) {
+	h := newHarness(t, 1, "fullsync: {chunk_rows: 100}\n")
+	a := h.dbs[0]
+	h.exec("CREATE TABLE " + a + ".t (id INT PRIMARY KEY, v VARCHAR(20))")
+	run := h.start()
+	h.fill(a, "t", 500)
+	h.waitCaughtUp(run, 30*time.Second)
+	if err := h.ch.Exec(context.Background(), "INSERT INTO `"+a+"`.t (id, v, _version) SELECT 9999, 'stray', 1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.r.Resync(context.Background(), []schema.TableName{{Database: a, Table: "t"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.exec("UPDATE " + a + ".t SET v = 'during' WHERE id <= 20")
+	h.waitCopied(run, time.Minute)
+	h.exec("INSERT INTO " + a + ".t VALUES (600, 'after')")
+	h.waitCaughtUp(run, 30*time.Second)
+	h.verifyEqual("t")
+	err := run.r.Resync(context.Background(), []schema.TableName{{Database: a, Table: "skip_x"}})
+	wantError(t, err, "skip_x is not selected")
 }
