@@ -17,10 +17,12 @@ func (r *Replicator) selection() *config.TablesConfig {
 	return &r.cfg.Tables
 }
 
-// replicates reports whether a table's rows go to ClickHouse.
+// replicates reports whether a table's rows go to ClickHouse: a table
+// the selection selects, and the new and old tables of an online schema
+// migration of one (migrations.go).
 func (r *Replicator) replicates(t schema.TableName) bool {
 	if schema.SystemDatabase(t.Database) {
 		return false
 	}
-	return r.selection().Selects(t.Database, t.Table)
+	return r.selection().Selects(t.Database, t.Table) || r.followsMigration(t)
 }

@@ -1,6 +1,10 @@
 package sink
 
-import "github.com/binlog2ch/binlog2ch/schema"
+import (
+	"context"
+
+	"github.com/binlog2ch/binlog2ch/schema"
+)
 
 // The ClickHouse tables themselves (created, checked, their columns
 // changed, the registry of what binlog2ch created) are chtables'; a writer
@@ -11,4 +15,10 @@ import "github.com/binlog2ch/binlog2ch/schema"
 // new (chtables.Manager.ForgetTable).
 func (c *ClickHouse) ForgetTable(t schema.TableName) error {
 	return c.tables.ForgetTable(t)
+}
+
+// Holds reports whether ClickHouse has the table binlog2ch created for a
+// MySQL table and has written since its CREATE (chtables.Manager.Holds).
+func (c *ClickHouse) Holds(ctx context.Context, t schema.TableName) (bool, error) {
+	return c.tables.Holds(ctx, t)
 }
