@@ -13,8 +13,12 @@ import (
 // their new and old tables map to the migrated table; gh-ost's changelog
 // and checkpoint tables and other names do not.
 func TestMigrationsOf(t *testing.T) {
-	g := func(base string, isNew bool) migration { return migration{Base: base, Tool: metrics.ToolGhost, New: isNew} }
-	p := func(base string, isNew bool) migration { return migration{Base: base, Tool: metrics.ToolPTOSC, New: isNew} }
+	g := func(base string, isNew bool) migration {
+		return migration{Base: base, Tool: metrics.ToolGhost, New: isNew}
+	}
+	p := func(base string, isNew bool) migration {
+		return migration{Base: base, Tool: metrics.ToolPTOSC, New: isNew}
+	}
 	for _, c := range []struct {
 		name string
 		want []migration
