@@ -46,6 +46,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/metrics"
@@ -195,6 +196,11 @@ func (h migrationHandler) Statement(ctx context.Context, st source.Statement) er
 			}
 		}
 	}
+	if h.touchesMigration(st) {
+		if err := h.settle(ctx); err != nil {
+			return err
+		}
+	}
 	r.migrations.statement.Store(&st)
 	err := h.router.Statement(ctx, st)
 	r.migrations.statement.Store(nil)
@@ -232,6 +238,45 @@ func (h migrationHandler) Statement(ctx context.Context, st source.Statement) er
 		}
 	}
 	return nil
+}
+
+// touchesMigration reports whether a statement creates, drops or renames
+// a migration table followed (a cut-over, its sentry, the old table's
+// drop).
+func (h migrationHandler) touchesMigration(st source.Statement) bool {
+	for _, ef := range st.Effects {
+		if ef.Kind != ddl.Create && ef.Kind != ddl.Drop && ef.Kind != ddl.RenameTable {
+			continue
+		}
+		if _, ok := h.r.followedMigration(ef.Table); ok {
+			return true
+		}
+		if _, ok := h.r.followedMigration(ef.NewTable); ok && ef.Kind == ddl.RenameTable {
+			return true
+		}
+	}
+	return false
+}
+
+// settle waits until every writer has stored what it was sent, then saves
+// the checkpoint there, before a migration's DDL: a restart then never
+// reads rows of its tables before it again once ClickHouse has renamed or
+// dropped them, which would bring the table's old name back as a new,
+// partial table and the DDL's replay would move or drop the wrong one.
+func (h migrationHandler) settle(ctx context.Context) error {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for n := 1; h.router.pending(); n++ {
+		if n%1000 == 0 {
+			h.r.checkIn() // still alive, waiting on the writers
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return h.router.checkpoint(false)
 }
 
 // checkMigrationTable returns the error that stops the daemon at what

@@ -445,6 +445,7 @@ func TestFaultMigrationCutOverKilled(t *testing.T) {
 	data, _ := os.ReadFile(logPath)
 	restarted := string(data)[strings.Index(string(data), "test pause at the cut-over"):]
 	h.assertMigrated(a, restarted, "_orders_del", "orders")
+	h.assertEqual(a, "_orders_del", []string{"id", "amount", "note"})
 	if t.Failed() {
 		t.Logf("daemon log (tail):\n%s", tail(string(data), 6000))
 	}
