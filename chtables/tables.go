@@ -164,6 +164,20 @@ func (c *Manager) ForgetTable(t schema.TableName) error {
 	return c.reg.Forget(c.cfg.ClickHouseDatabase(t.Database), name)
 }
 
+// Holds reports whether ClickHouse has the table binlog2ch keeps for a
+// MySQL table and the registry lists it: binlog2ch created it and has
+// written it since (a CREATE of the MySQL table forgets it, ForgetTable).
+func (c *Manager) Holds(ctx context.Context, t schema.TableName) (bool, error) {
+	db, name := c.cfg.ClickHouseDatabase(t.Database), t.Table
+	if o := c.cfg.TableOptions(t.Database, t.Table); o.Name != "" {
+		name = o.Name
+	}
+	if _, ok := c.reg.columns(db, name); !ok {
+		return false, nil
+	}
+	return c.TableExists(ctx, db, name)
+}
+
 // RecordTables notes in the registry the tables a copy just created or
 // wrote, saving it once; replace[i]: ts[i] was copied from scratch
 // (-recreate).

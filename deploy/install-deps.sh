@@ -23,13 +23,19 @@ fi
 # runtime) runs the ClickHouse cluster tests; without it they fail and say
 # how to install it. Chromium (with a font for its screenshots) opens the
 # status page in TestStatusPage; without it the test skips, except under
-# CI, where it fails.
+# CI, where it fails. pt-online-schema-change (Debian package
+# percona-toolkit) runs a real online schema migration in
+# TestMigrationPTOSC; without it the test skips, except under CI, where it
+# fails.
 optional=""
 if ! have promtool; then
 	optional="prometheus"
 fi
 if ! have chromium; then
 	optional="$optional chromium fonts-dejavu-core"
+fi
+if ! have pt-online-schema-change; then
+	optional="$optional percona-toolkit"
 fi
 if [ ! -f /usr/share/java/zookeeper.jar ]; then
 	optional="$optional zookeeper"

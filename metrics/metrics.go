@@ -50,6 +50,16 @@ const (
 // FallbackReasons lists every reason, each a series from the start.
 var FallbackReasons = []string{FallbackUnknownPacket, FallbackCompression, FallbackHeaderType, FallbackHeaderMismatch}
 
+// The online schema migration tools whose tables binlog2ch follows
+// (binlog2ch_migration_tables_followed_total's tool).
+const (
+	ToolGhost = "gh-ost"
+	ToolPTOSC = "pt-osc"
+)
+
+// MigrationTools lists every tool, each a series from the start.
+var MigrationTools = []string{ToolGhost, ToolPTOSC}
+
 // Metrics are the daemon's Prometheus metrics, in its own registry (no
 // global state). Names and meanings are documented in
 // docs/operations.md ("Metrics and health").
@@ -77,6 +87,7 @@ type Metrics struct {
 	TableCopies   *prometheus.CounterVec
 	TablesCopying prometheus.Gauge
 	NativeFallbacks               *prometheus.CounterVec
+	MigrationTables               *prometheus.CounterVec
 	// Foreign-key cascades derived (package cascade).
 	CascadedRows    *prometheus.CounterVec
 	CascadeDuration prometheus.Histogram
@@ -157,6 +168,8 @@ func New() *Metrics {
 		Help: "Tables being copied online (or waiting for their copy, or for the swap of their shadow table)."})
 	m.NativeFallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_native_fallbacks_total",
 		Help: "Tables whose inserts switched from binlog2ch's native inserter to clickhouse-go, by reason: unknown_packet, compression, header_type (the server answered with something the native inserter cannot read), header_mismatch (the table's columns differ on the wire from binlog2ch's mapping). Each switch is logged at WARN."}, []string{"reason"})
+	m.MigrationTables = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_migration_tables_followed_total",
+		Help: "New tables of online schema migrations of replicated tables that binlog2ch began following at their CREATE TABLE (gh-ost's _t_gho, pt-online-schema-change's _t_new), by tool: gh-ost, pt-osc."}, []string{"tool"})
 	m.CascadedRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_cascaded_rows_total",
 		Help: "Child rows changed by foreign-key cascades that InnoDB applied without row events, derived and written by binlog2ch, by child table and action (delete, set_null, update)."}, []string{"database", "table", "action"})
 	m.CascadeDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "binlog2ch_cascade_duration_seconds",
@@ -191,7 +204,7 @@ func New() *Metrics {
 			return 0
 		})
 	m.Registry.MustRegister(m.Rows, m.EventsRead, m.FlushDuration, m.BatchRows, m.QueueRows, m.CheckpointTS, m.CheckpointFile, m.CheckpointPos,
-		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, m.NativeFallbacks,
+		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, m.NativeFallbacks, m.MigrationTables,
 		m.TableCopies, m.TablesCopying,
 		m.CascadedRows, m.CascadeDuration,
 		m.BudgetRate, m.BudgetGranted, m.BudgetWaiting, m.OldestUnsent, m.BufferBytes, m.BufferLimitBytes, m.Writers, lag, sourceLag, ready,
@@ -206,6 +219,9 @@ func New() *Metrics {
 	}
 	for _, a := range []string{"apply", "recopy", "keep"} {
 		m.StatementsWithoutRows.WithLabelValues(a)
+	}
+	for _, t := range MigrationTools {
+		m.MigrationTables.WithLabelValues(t)
 	}
 	for _, r := range FallbackReasons {
 		m.NativeFallbacks.WithLabelValues(r)

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
@@ -66,6 +68,15 @@ func childMain(path, what string, work func(context.Context, *Replicator) error)
 			if seen.Add(1) > n {
 				select {} // until the test kills the process
 			}
+		}
+	}
+	if v := os.Getenv(envPauseAtCutOver); v != "" {
+		r.hooks.migrationStatement = func(st source.Statement, t schema.TableName) {
+			if t.Table != v || !slices.ContainsFunc(st.Effects, func(ef ddl.Effect) bool { return ef.Kind == ddl.RenameTable }) {
+				return
+			}
+			log.Info("test pause at the cut-over: holding the reader", "table", t.String(), "statement", st.Text)
+			select {} // until the test kills the process
 		}
 	}
 	if v := os.Getenv(envPauseInCascade); v != "" {

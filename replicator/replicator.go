@@ -77,6 +77,9 @@ type Replicator struct {
 	// cascadeRunner derives foreign-key cascades in ClickHouse, and
 	// remembers what it read there for as long as the process runs.
 	cascadeRunner *cascade.Runner
+	// migrations are the online schema migrations' tables the reader
+	// follows (migrations.go; nil until it runs).
+	migrations *migrations
 }
 
 // writerParkAfter is how long a table's writer holds nothing before its
@@ -110,6 +113,12 @@ type testHooks struct {
 	// from MySQL (one read serves the writers that asked meanwhile) with
 	// the number of tables read; it may block.
 	beforeDefinitions func(tables int)
+	// migrationStatement runs in the reader when the router, acting on
+	// statement st, asks whether table t, an online schema migration's
+	// new or old table, is replicated: before it acts on that effect of
+	// st (the second half of a cut-over's RENAME, after the first). It
+	// may block.
+	migrationStatement func(st source.Statement, t schema.TableName)
 }
 
 // New connects to both servers and checks the source writes a binlog
@@ -454,7 +463,7 @@ func (r *Replicator) run(ctx context.Context) error {
 		}
 	}
 	r.running.Store(s)
-	readErr := r.streamError(r.stream.Run(readCtx, start, s))
+	readErr := r.streamError(r.stream.Run(readCtx, start, r.followMigrations(s)))
 	r.running.Store(nil)
 	if b := s.copies.batch; b != nil {
 		b.cancel()

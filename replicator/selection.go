@@ -17,13 +17,16 @@ func (r *Replicator) selection() *config.TablesConfig {
 	return &r.cfg.Tables
 }
 
-// replicates reports whether a table's rows go to ClickHouse.
+// replicates reports whether a table's rows go to ClickHouse: a table
+// the selection selects, and the new and old tables of an online schema
+// migration of one (migrations.go).
 func (r *Replicator) replicates(t schema.TableName) bool { return r.selects(r.selection(), t) }
 
-// selects reports whether sel selects a table.
+// selects reports whether sel selects a table, or it is a migration's
+// table followed (of a table the current selection selects).
 func (r *Replicator) selects(sel *config.TablesConfig, t schema.TableName) bool {
 	if schema.SystemDatabase(t.Database) {
 		return false
 	}
-	return sel.Selects(t.Database, t.Table)
+	return sel.Selects(t.Database, t.Table) || r.followsMigration(t)
 }

@@ -72,3 +72,9 @@ func (c *ClickHouse) RegisteredTables(db string) ([]schema.TableName, error) {
 	}
 	return out, nil
 }
+
+// Holds reports whether ClickHouse has the table binlog2ch created for a
+// MySQL table and has written since its CREATE (chtables.Manager.Holds).
+func (c *ClickHouse) Holds(ctx context.Context, t schema.TableName) (bool, error) {
+	return c.tables.Holds(ctx, t)
+}
