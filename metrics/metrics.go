@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/binlog2ch/binlog2ch/block"
+	"github.com/binlog2ch/binlog2ch/migration"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
@@ -53,8 +54,8 @@ var FallbackReasons = []string{FallbackUnknownPacket, FallbackCompression, Fallb
 // The online schema migration tools whose tables binlog2ch follows
 // (binlog2ch_migration_tables_followed_total's tool).
 const (
-	ToolGhost = "gh-ost"
-	ToolPTOSC = "pt-osc"
+	ToolGhost = migration.Ghost
+	ToolPTOSC = migration.PTOSC
 )
 
 // MigrationTools lists every tool, each a series from the start.
@@ -84,10 +85,10 @@ type Metrics struct {
 	XAPrepared                    prometheus.Gauge
 	StatementsWithoutRows         *prometheus.CounterVec
 	// Online table copies (replicator/copies.go).
-	TableCopies   *prometheus.CounterVec
-	TablesCopying prometheus.Gauge
-	NativeFallbacks               *prometheus.CounterVec
-	MigrationTables               *prometheus.CounterVec
+	TableCopies     *prometheus.CounterVec
+	TablesCopying   prometheus.Gauge
+	NativeFallbacks *prometheus.CounterVec
+	MigrationTables *prometheus.CounterVec
 	// Foreign-key cascades derived (package cascade).
 	CascadedRows    *prometheus.CounterVec
 	CascadeDuration prometheus.Histogram
@@ -163,7 +164,7 @@ func New() *Metrics {
 	m.StatementsWithoutRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_statements_without_rows_total",
 		Help: "Statements that changed a replicated table's rows without row events, acted on by replication.on_statement_dml or on_partition_maintenance: apply (a partition's rows deleted by its bounds), recopy (the table copied again) or keep (ClickHouse kept the rows)."}, []string{"action"})
 	m.TableCopies = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_table_copies_total",
-		Help: "Tables copied online while the stream went on, swapped in complete, by reason: selected (tables.include/exclude selected it, at start or at a reload), renamed (RENAME TABLE into the set), add_column (ADD COLUMN whose values for existing rows the binlog lacks), statement_dml, partition (replication.on_...: recopy), resync, failed (a failed table copied again), ddl_during_copy, server_changed."}, []string{"reason"})
+		Help: "Tables copied online while the stream went on, swapped in complete, by reason: selected (tables.include/exclude selected it, at start or at a reload), renamed (RENAME TABLE into the set), add_column (ADD COLUMN whose values for existing rows the binlog lacks), statement_dml, partition (replication.on_...: recopy), resync, failed (a failed table copied again), migration (a migration table not followed from its CREATE), ddl_during_copy, server_changed."}, []string{"reason"})
 	m.TablesCopying = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_tables_copying",
 		Help: "Tables being copied online (or waiting for their copy, or for the swap of their shadow table)."})
 	m.NativeFallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_native_fallbacks_total",

@@ -91,6 +91,20 @@ func childMain(path, what string, work func(context.Context, *Replicator) error)
 			return 2
 		}
 	}
+	// SIGHUP reloads the table selection, as binlog2ch run does.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			next, err := config.Load(path)
+			if err == nil {
+				err = r.Reload(next.Tables)
+			}
+			if err != nil {
+				log.Error("reload", "error", err)
+			}
+		}
+	}()
 	if err := work(ctx, r); err != nil {
 		log.Error(what, "error", err)
 		return 1
