@@ -61,7 +61,6 @@ type Controlled interface {
 // that died is removed first; one another process answers on is an
 // error. Run serves it with the daemon; the caller holds state_dir's lock.
 func ServeControl(ctx context.Context, stateDir string, d Controlled, log *slog.Logger) (stop func(), err error) {
-	log = log.With("component", "control")
 	path := filepath.Join(stateDir, ControlSocket)
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("control socket: state_dir %s: %w", stateDir, err)
@@ -74,7 +73,7 @@ func ServeControl(ctx context.Context, stateDir string, d Controlled, log *slog.
 		if err := os.Remove(path); err != nil {
 			return nil, fmt.Errorf("control socket %s: remove the stale socket: %w", path, err)
 		}
-		log.Info("removed a stale control socket (a daemon that did not exit cleanly left it)", "path", path)
+		log.Info("control channel: removed a stale socket (a daemon that did not exit cleanly left it)", "path", path)
 	}
 	// Bound under another name, made 0600, then renamed into place: the
 	// socket is never reachable with the umask's mode.
