@@ -256,9 +256,6 @@ func TestRunControlAndReload(t *testing.T) {
 		var n uint64
 		return ch.QueryRow(context.Background(), "SELECT count() FROM "+db+".t").Scan(&n) == nil && n == 1
 	})
-	if os.Getenv("SHOWLOGS") != "" {
-		t.Logf("%s", logs.String())
-	}
 	cancel()
 	select {
 	case code := <-done:
