@@ -51,8 +51,13 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snap
 	}
 	if opts.SetCheckpoint && r.cfg.State.Lease == config.LeaseZooKeeper {
 		// Moving a shared checkpoint under a running daemon would be lost
-		// or undone: hold the lease for the whole copy.
-		l, err := state.Acquire(ctx, r.cfg, r.log)
+		// or undone: hold the lease for the whole copy, and refuse rather
+		// than wait while a daemon holds it (it may never let go).
+		l, err := state.TryAcquire(ctx, r.cfg, r.log)
+		var held *state.LeaseHeldError
+		if errors.As(err, &held) {
+			return nil, fmt.Errorf("%w: a binlog2ch run replicates with this checkpoint, and -checkpoint would move it under that daemon. Stop it first (a daemon that died frees the lease when its ZooKeeper session expires, within state.session_timeout, %s), or, to copy tables again while it runs, use `binlog2ch resync -config FILE -tables db.t[,...]`", err, r.cfg.State.SessionTimeout)
+		}
 		if err != nil {
 			return nil, err
 		}

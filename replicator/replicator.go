@@ -413,6 +413,11 @@ func (r *Replicator) run(ctx context.Context) error {
 		return err
 	}
 	defer stopHTTP()
+	stopControl, err := ServeControl(ctx, r.cfg.StateDir, r, r.log)
+	if err != nil {
+		return err
+	}
+	defer stopControl()
 	if r.onReady != nil {
 		r.onReady()
 	}

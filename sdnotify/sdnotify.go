@@ -1,5 +1,5 @@
 // Package sdnotify tells systemd how the daemon is doing, as sd_notify(3)
-// does: READY=1, STOPPING=1, STATUS=... and WATCHDOG=1 datagrams to the
+// does: READY=1, RELOADING=1, STOPPING=1, STATUS=... and WATCHDOG=1 datagrams to the
 // unix socket named by $NOTIFY_SOCKET. Outside systemd (the variable unset)
 // every call does nothing, so callers need no "are we under systemd" check.
 // It must not judge the daemon's health itself: KeepAlive pings only while
@@ -38,6 +38,17 @@ func (n *Notifier) Enabled() bool { return n.addr != nil }
 
 // Ready says start-up is done (Type=notify units count as started then).
 func (n *Notifier) Ready() error { return n.Send("READY=1") }
+
+// Reloading says a configuration reload has begun; Ready says it is over
+// (whether it was applied or refused). MONOTONIC_USEC goes with it, as
+// sd_notify(3) asks for Type=notify-reload (systemd >= 253 ties the
+// message to the reload it requested by it; older ones ignore it).
+func (n *Notifier) Reloading() error {
+	if usec, ok := monotonicUsec(); ok {
+		return n.Send(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", usec))
+	}
+	return n.Send("RELOADING=1")
+}
 
 // Stopping says shutdown has begun, so systemd does not take the time spent
 // flushing for a hang.

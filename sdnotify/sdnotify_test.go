@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -216,5 +217,26 @@ func TestKeepAlive(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("KeepAlive did not return after its context ended")
+	}
+}
+
+// TestNotifyReloading: RELOADING=1 carries MONOTONIC_USEC, the monotonic
+// clock when it was sent, as systemd's Type=notify-reload asks.
+func TestNotifyReloading(t *testing.T) {
+	conn := listen(t, filepath.Join(t.TempDir(), "notify.sock"))
+	n := New()
+	before, ok := monotonicUsec()
+	if !ok {
+		t.Fatal("no monotonic clock")
+	}
+	if err := n.Reloading(); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := monotonicUsec()
+	got := receive(t, conn, 5*time.Second)
+	usecText, found := strings.CutPrefix(got, "RELOADING=1\nMONOTONIC_USEC=")
+	usec, err := strconv.ParseUint(usecText, 10, 64)
+	if !found || err != nil || usec < before || usec > after {
+		t.Fatalf("received %q, want RELOADING=1 and MONOTONIC_USEC from %d to %d", got, before, after)
 	}
 }

@@ -78,6 +78,27 @@ func (l *Lease) close() {
 // client notices within 2/3 of the session timeout (its receive timeout),
 // before the servers expire the session, so the holder stops first.
 func Acquire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Lease, error) {
+	return acquire(ctx, cfg, log, true)
+}
+
+// LeaseHeldError is a lease another process holds, for TryAcquire.
+type LeaseHeldError struct {
+	Path   string
+	Holder string // what the holder wrote: host, pid and state_dir (Holder)
+}
+
+func (e *LeaseHeldError) Error() string {
+	return fmt.Sprintf("the ZooKeeper lease %s is held by %s", e.Path, e.Holder)
+}
+
+// TryAcquire takes the lease if no one holds it, without waiting: held by
+// another process (a daemon replicating, or one that died whose session
+// has not expired yet), it fails with a *LeaseHeldError.
+func TryAcquire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Lease, error) {
+	return acquire(ctx, cfg, log, false)
+}
+
+func acquire(ctx context.Context, cfg *config.Config, log *slog.Logger, wait bool) (*Lease, error) {
 	st := cfg.State
 	l := &Lease{path: st.LeasePath, lost: make(chan struct{}), zlog: &zkLogger{log: log}}
 	connected := make(chan struct{}, 1)
@@ -153,6 +174,9 @@ func Acquire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Lease,
 				log.Info("holding the lease", "lease", st.LeasePath, "fence", l.fence)
 			}
 			return l, nil
+		}
+		if !wait {
+			return fail(&LeaseHeldError{Path: st.LeasePath, Holder: string(data)})
 		}
 		if waitingSince.IsZero() {
 			waitingSince = time.Now()

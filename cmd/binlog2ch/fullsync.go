@@ -72,6 +72,19 @@ func fullsyncCmd(ctx context.Context, e *env, args []string) int {
 			return exitUsage
 		}
 	}
+	// fullsync writes its progress into state_dir and may move the
+	// checkpoint: never beside a daemon on the same state_dir.
+	hint := "binlog2ch resync -config " + cf.config + " -tables "
+	if *tables != "" {
+		hint += *tables
+	} else {
+		hint += "db.t[,...]"
+	}
+	lock, code := lockStateDir(e, cfg, "fullsync", hint)
+	if code != exitOK {
+		return code
+	}
+	defer lock.Release()
 	copyGC()
 	r, err := replicator.New(ctx, cfg, logger)
 	if err != nil {

@@ -48,6 +48,7 @@ func commands() []command {
 	return []command{
 		{"run", "follow the binlog and keep ClickHouse equal to MySQL (the daemon)", runCmd},
 		{"fullsync", "copy tables once, then exit", fullsyncCmd},
+		{"resync", "copy tables again online: the running daemon does it, or this command when none runs", resyncCmd},
 		{"status", "show the running daemon's state, or the checkpoint when none runs", statusCmd},
 		{"verify", "compare MySQL and ClickHouse table by table", verifyCmd},
 		{"schema", "print the ClickHouse DDL binlog2ch would create", schemaCmd},

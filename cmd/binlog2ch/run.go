@@ -3,12 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/binlog2ch/binlog2ch/replicator"
 )
 
 // runCmd is the daemon: it follows the binlog until SIGTERM/SIGINT, then
-// flushes, saves the checkpoint and exits 0.
+// flushes, saves the checkpoint and exits 0. SIGHUP reloads the config
+// (reload.go).
 func runCmd(ctx context.Context, e *env, args []string) int {
 	fs := newFlagSet(e, "run", "-config FILE")
 	var cf configFlags
@@ -20,6 +24,15 @@ func runCmd(ctx context.Context, e *env, args []string) int {
 	if code != exitOK {
 		return code
 	}
+	lock, code := lockStateDir(e, cfg, "run", "")
+	if code != exitOK {
+		return code
+	}
+	defer lock.Release()
+	// Caught from the start and never let go: SIGHUP's default action
+	// would kill the daemon without its flush, also during the shutdown.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
 	r, err := replicator.New(ctx, cfg, logger)
 	if err != nil {
 		logger.Error("cannot start", "error", err)
@@ -28,8 +41,12 @@ func runCmd(ctx context.Context, e *env, args []string) int {
 	}
 	defer r.Close()
 	r.SetVersion(buildVersion())
-	systemdDone := notifySystemd(ctx, r, logger)
+	started := &startHook{supervised: r, ready: make(chan struct{})}
+	systemdDone := notifySystemd(ctx, started, logger)
+	r.OnReady(started.fire)
+	reloadDone := reloadOnHangup(ctx, hup, started.ready, cf.config, cfg, r, logger)
 	err = r.Run(ctx)
+	reloadDone()
 	systemdDone()
 	if err != nil {
 		logger.Error("replication stopped", "error", err)
@@ -37,4 +54,21 @@ func runCmd(ctx context.Context, e *env, args []string) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// startHook shares the replicator's one OnReady between the systemd
+// notifications and the reloads, which wait for the start.
+type startHook struct {
+	supervised
+	onReady func()
+	ready   chan struct{}
+}
+
+func (h *startHook) OnReady(f func()) { h.onReady = f }
+
+func (h *startHook) fire() {
+	if h.onReady != nil {
+		h.onReady()
+	}
+	close(h.ready)
 }
