@@ -34,7 +34,7 @@ func onlineCopyLag(b *testing.B) {
 	a := h.dbs[0]
 	h.exec("CREATE TABLE "+a+".t (id INT PRIMARY KEY, at DATETIME(6))",
 		"CREATE TABLE "+a+".skip_big (id INT PRIMARY KEY, v VARCHAR(100), n BIGINT, d DATETIME, x DECIMAL(12,2))",
-		fmt.Sprintf("INSERT INTO %s.skip_big SELECT seq, REPEAT('x', 80), seq * 7, '2024-01-01 00:00:00' + INTERVAL seq SECOND, seq / 100 FROM seq_1_to_%d", a, rows))
+		fmt.Sprintf("INSERT INTO %s.skip_big SELECT seq, REPEAT('x', 80), seq * 7, '2024-01-01 00:00:00' + INTERVAL seq SECOND, seq / 100 FROM %s.seq_1_to_%d", a, a, rows))
 	logPath := filepath.Join(b.TempDir(), "daemon.log")
 	d := h.startDaemon(logPath)
 	defer func() {

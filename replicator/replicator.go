@@ -19,6 +19,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/cascade"
 	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/control"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
@@ -413,7 +414,7 @@ func (r *Replicator) run(ctx context.Context) error {
 		return err
 	}
 	defer stopHTTP()
-	stopControl, err := ServeControl(ctx, r.cfg.StateDir, r, r.log)
+	stopControl, err := control.Serve(ctx, r.cfg.StateDir, r, r.log)
 	if err != nil {
 		return err
 	}

@@ -27,9 +27,6 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(envFullSync); cfg != "" {
 		os.Exit(fullSyncMain(cfg))
 	}
-	if dir := os.Getenv(envControlClient); dir != "" {
-		os.Exit(controlClientMain(dir))
-	}
 	servertest.Main(m)
 }
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/binlog2ch/binlog2ch/replicator"
+	"github.com/binlog2ch/binlog2ch/control"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/state"
 )
@@ -143,7 +143,7 @@ func TestResyncAsksTheDaemon(t *testing.T) {
 	}
 
 	d := &controlDouble{}
-	stop, err := replicator.ServeControl(context.Background(), dir, d, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	stop, err := control.Serve(context.Background(), dir, d, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestRunControlAndReload(t *testing.T) {
 			}
 		}
 	}
-	sock := filepath.Join(stateDir, replicator.ControlSocket)
+	sock := filepath.Join(stateDir, control.Socket)
 	if fi, err := os.Lstat(sock); err != nil || fi.Mode().Perm() != 0o600 || fi.Mode()&os.ModeSocket == 0 {
 		t.Fatalf("control socket: %v, %v", fi.Mode(), err)
 	}

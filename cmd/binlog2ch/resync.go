@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/control"
 	"github.com/binlog2ch/binlog2ch/replicator"
 	"github.com/binlog2ch/binlog2ch/state"
 )
@@ -27,7 +28,7 @@ func resyncCmd(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "binlog2ch resync: -tables db.t1[,db.t2...] is required")
 		return exitUsage
 	}
-	names, err := replicator.ParseTableNames(strings.Split(*tablesFlag, ","))
+	names, err := control.ParseTableNames(strings.Split(*tablesFlag, ","))
 	if err != nil {
 		fmt.Fprintf(e.stderr, "binlog2ch resync: -tables: %v\n", err)
 		return exitUsage
@@ -50,7 +51,7 @@ func resyncCmd(ctx context.Context, e *env, args []string) int {
 	var held *state.HeldError
 	switch {
 	case errors.As(err, &held) && held.Command == "run":
-		resp, err := replicator.SendControl(ctx, cfg.StateDir, replicator.ControlRequest{Op: "resync", Tables: tables})
+		resp, err := control.Send(ctx, cfg.StateDir, control.Request{Op: "resync", Tables: tables})
 		if err != nil {
 			fmt.Fprintf(e.stderr, "binlog2ch resync: %s holds state_dir %s but did not answer on its control socket: %v. It serves it once it has started (connected to both servers, holding the lease if there is one); try again then, or see its log\n", held.Holder(), held.Dir, err)
 			return exitError

@@ -1,4 +1,4 @@
-package replicator
+package control
 
 import (
 	"bufio"
@@ -42,9 +42,9 @@ func (f *fakeDaemon) resyncs() [][]schema.TableName {
 	return slices.Clone(f.calls)
 }
 
-func serveTestControl(t *testing.T, dir string, d Controlled) func() {
+func serveTestControl(t *testing.T, dir string, d Daemon) func() {
 	t.Helper()
-	stop, err := ServeControl(context.Background(), dir, d, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	stop, err := Serve(context.Background(), dir, d, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,9 +53,9 @@ func serveTestControl(t *testing.T, dir string, d Controlled) func() {
 }
 
 // rawControl sends line as is and returns the answer.
-func rawControl(t *testing.T, dir, line string) ControlResponse {
+func rawControl(t *testing.T, dir, line string) Response {
 	t.Helper()
-	c, err := net.Dial("unix", filepath.Join(dir, ControlSocket))
+	c, err := net.Dial("unix", filepath.Join(dir, Socket))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func rawControl(t *testing.T, dir, line string) ControlResponse {
 	if err != nil {
 		t.Fatalf("%q: no answer: %v", line, err)
 	}
-	var resp ControlResponse
+	var resp Response
 	if err := json.Unmarshal(answer, &resp); err != nil {
 		t.Fatalf("%q: answer %q: %v", line, answer, err)
 	}
@@ -84,7 +84,7 @@ func TestControlChannel(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	d := &fakeDaemon{}
 	stop := serveTestControl(t, dir, d)
-	path := filepath.Join(dir, ControlSocket)
+	path := filepath.Join(dir, Socket)
 	fi, err := os.Lstat(path)
 	if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("socket %s: %v, %v; want a socket of mode 0600", path, fi.Mode(), err)
@@ -97,7 +97,7 @@ func TestControlChannel(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	resp, err := SendControl(ctx, dir, ControlRequest{Op: "resync", Tables: []string{"shop.orders", "crm.users"}})
+	resp, err := Send(ctx, dir, Request{Op: "resync", Tables: []string{"shop.orders", "crm.users"}})
 	if err != nil || !resp.OK || !strings.Contains(resp.Message, "queued 2 table(s) for an online copy: shop.orders, crm.users") {
 		t.Fatalf("resync: %+v, %v", resp, err)
 	}
@@ -107,7 +107,7 @@ func TestControlChannel(t *testing.T) {
 	}
 
 	d.answer = errors.New("shop.orders: not selected by tables.include")
-	resp, err = SendControl(ctx, dir, ControlRequest{Op: "resync", Tables: []string{"shop.orders"}})
+	resp, err = Send(ctx, dir, Request{Op: "resync", Tables: []string{"shop.orders"}})
 	if err != nil || resp.OK || resp.Error != "shop.orders: not selected by tables.include" {
 		t.Errorf("refused resync: %+v, %v", resp, err)
 	}
@@ -134,7 +134,7 @@ func TestControlChannel(t *testing.T) {
 	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("socket left after stop: %v", err)
 	}
-	if _, err := SendControl(ctx, dir, ControlRequest{Op: "resync", Tables: []string{"a.b"}}); err == nil {
+	if _, err := Send(ctx, dir, Request{Op: "resync", Tables: []string{"a.b"}}); err == nil {
 		t.Error("a stopped channel answered")
 	}
 }
@@ -144,7 +144,7 @@ func TestControlChannel(t *testing.T) {
 // refused.
 func TestControlStaleSocket(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, ControlSocket)
+	path := filepath.Join(dir, Socket)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		t.Fatal(err)
@@ -153,10 +153,10 @@ func TestControlStaleSocket(t *testing.T) {
 	ln.Close() // the file stays, as after a SIGKILL
 	d := &fakeDaemon{}
 	serveTestControl(t, dir, d)
-	if resp, err := SendControl(context.Background(), dir, ControlRequest{Op: "resync", Tables: []string{"a.b"}}); err != nil || !resp.OK {
+	if resp, err := Send(context.Background(), dir, Request{Op: "resync", Tables: []string{"a.b"}}); err != nil || !resp.OK {
 		t.Fatalf("after a stale socket: %+v, %v", resp, err)
 	}
-	_, err = ServeControl(context.Background(), dir, d, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, err = Serve(context.Background(), dir, d, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err == nil || !strings.Contains(err.Error(), "another process answers on it") {
 		t.Fatalf("second server on a live socket: %v", err)
 	}
@@ -166,15 +166,15 @@ func TestControlStaleSocket(t *testing.T) {
 // its socket (reached through the directory's descriptor).
 func TestControlLongPath(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60))
-	if len(filepath.Join(dir, ControlSocket)) <= 108 {
+	if len(filepath.Join(dir, Socket)) <= 108 {
 		t.Fatal("path not long enough to test")
 	}
 	d := &fakeDaemon{}
 	serveTestControl(t, dir, d)
-	if resp, err := SendControl(context.Background(), dir, ControlRequest{Op: "resync", Tables: []string{"a.b"}}); err != nil || !resp.OK {
+	if resp, err := Send(context.Background(), dir, Request{Op: "resync", Tables: []string{"a.b"}}); err != nil || !resp.OK {
 		t.Fatalf("long path: %+v, %v", resp, err)
 	}
-	if fi, err := os.Lstat(filepath.Join(dir, ControlSocket)); err != nil || fi.Mode().Perm() != 0o600 {
+	if fi, err := os.Lstat(filepath.Join(dir, Socket)); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("socket: %v, %v", fi.Mode(), err)
 	}
 }
@@ -184,7 +184,7 @@ func TestControlLongPath(t *testing.T) {
 const envControlClient = "BINLOG2CH_TEST_CONTROL_CLIENT"
 
 func controlClientMain(dir string) int {
-	resp, err := SendControl(context.Background(), dir, ControlRequest{Op: "resync", Tables: []string{"a.b"}})
+	resp, err := Send(context.Background(), dir, Request{Op: "resync", Tables: []string{"a.b"}})
 	if err != nil {
 		fmt.Println("error:", err)
 		return 1
@@ -213,7 +213,7 @@ func TestControlRefusesOtherUser(t *testing.T) {
 	d := &fakeDaemon{}
 	serveTestControl(t, state, d)
 	// Open the socket's mode wide, so that only the uid check stands.
-	for p, mode := range map[string]os.FileMode{dir: 0o755, state: 0o755, filepath.Join(state, ControlSocket): 0o666} {
+	for p, mode := range map[string]os.FileMode{dir: 0o755, state: 0o755, filepath.Join(state, Socket): 0o666} {
 		if err := os.Chmod(p, mode); err != nil {
 			t.Fatal(err)
 		}

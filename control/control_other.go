@@ -1,6 +1,6 @@
 //go:build !linux
 
-package replicator
+package control
 
 import "net"
 

@@ -1,4 +1,9 @@
-package replicator
+// Package control is the running daemon's control channel: a unix socket
+// in state_dir on which it takes requests from `binlog2ch resync` on the
+// same host, and the client's side. It must not widen who can change the
+// daemon: only the daemon's own user and root are served. It never
+// touches MySQL or ClickHouse itself: it hands requests to its Daemon.
+package control
 
 import (
 	"bufio"
@@ -25,8 +30,8 @@ import (
 // state_dir of the daemon's, and on Linux the peer's uid is checked too
 // (SO_PEERCRED). One JSON request line, one JSON response line.
 
-// ControlSocket is the control channel's socket in state_dir.
-const ControlSocket = "control.sock"
+// Socket is the control channel's socket in state_dir.
+const Socket = "control.sock"
 
 // maxControlRequest bounds a request line.
 const maxControlRequest = 1 << 20
@@ -35,38 +40,38 @@ const maxControlRequest = 1 << 20
 // client that connects and says nothing must not hold a goroutine.
 const controlTimeout = 30 * time.Second
 
-// ControlRequest is a client's request.
-type ControlRequest struct {
+// Request is a client's request.
+type Request struct {
 	// Op is what to do: "resync".
 	Op string `json:"op"`
 	// Tables are db.table names (resync).
 	Tables []string `json:"tables,omitempty"`
 }
 
-// ControlResponse is the daemon's answer.
-type ControlResponse struct {
+// Response is the daemon's answer.
+type Response struct {
 	OK bool `json:"ok"`
 	// Message says what the daemon did; Error why it did not.
 	Message string `json:"message,omitempty"`
 	Error   string `json:"error,omitempty"`
 }
 
-// Controlled is what the control channel asks of the daemon.
-type Controlled interface {
+// Daemon is what the control channel asks of the daemon.
+type Daemon interface {
 	Resync(ctx context.Context, tables []schema.TableName) error
 }
 
-// ServeControl listens on state_dir's control socket until the returned
+// Serve listens on state_dir's control socket until the returned
 // stop is called, which removes the socket. A socket left by a daemon
 // that died is removed first; one another process answers on is an
 // error. Run serves it with the daemon; the caller holds state_dir's lock.
-func ServeControl(ctx context.Context, stateDir string, d Controlled, log *slog.Logger) (stop func(), err error) {
-	path := filepath.Join(stateDir, ControlSocket)
+func Serve(ctx context.Context, stateDir string, d Daemon, log *slog.Logger) (stop func(), err error) {
+	path := filepath.Join(stateDir, Socket)
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("control socket: state_dir %s: %w", stateDir, err)
 	}
 	if _, err := os.Lstat(path); err == nil {
-		if c, err := dialControl(ctx, path); err == nil {
+		if c, err := dial(ctx, path); err == nil {
 			c.Close()
 			return nil, fmt.Errorf("control socket %s: another process answers on it: one binlog2ch run per state_dir; stop the other one, or give this one a state_dir of its own", path)
 		}
@@ -116,7 +121,7 @@ func ServeControl(ctx context.Context, stateDir string, d Controlled, log *slog.
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				serveControlConn(srvCtx, c, d, log)
+				serveConn(srvCtx, c, d, log)
 			}()
 		}
 	}()
@@ -136,14 +141,14 @@ func ServeControl(ctx context.Context, stateDir string, d Controlled, log *slog.
 	}, nil
 }
 
-func serveControlConn(ctx context.Context, c *net.UnixConn, d Controlled, log *slog.Logger) {
+func serveConn(ctx context.Context, c *net.UnixConn, d Daemon, log *slog.Logger) {
 	defer c.Close()
 	// A request still being handled when the daemon stops is answered
 	// with its context's error.
 	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Now()) })
 	defer stop()
 	_ = c.SetDeadline(time.Now().Add(controlTimeout))
-	answer := func(resp ControlResponse) {
+	answer := func(resp Response) {
 		line, _ := json.Marshal(resp)
 		_ = c.SetWriteDeadline(time.Now().Add(controlTimeout))
 		_, _ = c.Write(append(line, '\n'))
@@ -151,17 +156,17 @@ func serveControlConn(ctx context.Context, c *net.UnixConn, d Controlled, log *s
 	uid, checked, err := peerUID(c)
 	if err != nil {
 		log.Warn("control channel: cannot tell the peer's uid; refused", "error", err)
-		answer(ControlResponse{Error: "refused: the daemon cannot tell who is asking: " + err.Error()})
+		answer(Response{Error: "refused: the daemon cannot tell who is asking: " + err.Error()})
 		return
 	}
 	if me := os.Geteuid(); checked && uid != me && uid != 0 {
 		log.Warn("control channel: refused a peer of another user", "peer_uid", uid, "daemon_uid", me)
-		answer(ControlResponse{Error: fmt.Sprintf("refused: the control channel is for the daemon's user (uid %d) and root; you are uid %d. Run binlog2ch resync as the daemon's user (sudo -u ...)", me, uid)})
+		answer(Response{Error: fmt.Sprintf("refused: the control channel is for the daemon's user (uid %d) and root; you are uid %d. Run binlog2ch resync as the daemon's user (sudo -u ...)", me, uid)})
 		return
 	}
-	req, err := readControlRequest(c)
+	req, err := readRequest(c)
 	if err != nil {
-		answer(ControlResponse{Error: "bad request: " + err.Error()})
+		answer(Response{Error: "bad request: " + err.Error()})
 		return
 	}
 	switch req.Op {
@@ -171,23 +176,23 @@ func serveControlConn(ctx context.Context, c *net.UnixConn, d Controlled, log *s
 			err = errors.New("no tables: name each table to copy again as db.table")
 		}
 		if err != nil {
-			answer(ControlResponse{Error: "resync: " + err.Error()})
+			answer(Response{Error: "resync: " + err.Error()})
 			return
 		}
 		log.Info("control channel: resync requested", "tables", req.Tables, "peer_uid", uid)
 		if err := d.Resync(ctx, tables); err != nil {
 			log.Error("control channel: resync refused", "tables", req.Tables, "error", err)
-			answer(ControlResponse{Error: err.Error()})
+			answer(Response{Error: err.Error()})
 			return
 		}
-		answer(ControlResponse{OK: true, Message: fmt.Sprintf("queued %d table(s) for an online copy: %s", len(tables), strings.Join(req.Tables, ", "))})
+		answer(Response{OK: true, Message: fmt.Sprintf("queued %d table(s) for an online copy: %s", len(tables), strings.Join(req.Tables, ", "))})
 	default:
-		answer(ControlResponse{Error: fmt.Sprintf("unknown op %q: this daemon knows resync", req.Op)})
+		answer(Response{Error: fmt.Sprintf("unknown op %q: this daemon knows resync", req.Op)})
 	}
 }
 
-func readControlRequest(r io.Reader) (ControlRequest, error) {
-	var req ControlRequest
+func readRequest(r io.Reader) (Request, error) {
+	var req Request
 	line, err := bufio.NewReader(io.LimitReader(r, maxControlRequest)).ReadBytes('\n')
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -216,11 +221,11 @@ func ParseTableNames(names []string) ([]schema.TableName, error) {
 	return out, nil
 }
 
-// SendControl sends one request to the daemon serving stateDir's control
+// Send sends one request to the daemon serving stateDir's control
 // socket and returns its answer. ctx bounds the whole exchange.
-func SendControl(ctx context.Context, stateDir string, req ControlRequest) (*ControlResponse, error) {
-	path := filepath.Join(stateDir, ControlSocket)
-	c, err := dialControl(ctx, path)
+func Send(ctx context.Context, stateDir string, req Request) (*Response, error) {
+	path := filepath.Join(stateDir, Socket)
+	c, err := dial(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
@@ -244,14 +249,14 @@ func SendControl(ctx context.Context, stateDir string, req ControlRequest) (*Con
 		}
 		return nil, fmt.Errorf("control socket %s: no answer: %w", path, err)
 	}
-	var resp ControlResponse
+	var resp Response
 	if err := json.Unmarshal(answer, &resp); err != nil {
 		return nil, fmt.Errorf("control socket %s: the answer is not JSON: %w", path, err)
 	}
 	return &resp, nil
 }
 
-func dialControl(ctx context.Context, path string) (net.Conn, error) {
+func dial(ctx context.Context, path string) (net.Conn, error) {
 	var c net.Conn
 	err := withSocketPath(path, func(addr string) error {
 		var d net.Dialer
