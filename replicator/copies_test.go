@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/control"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/state"
@@ -267,5 +268,53 @@ func TestResyncOffline(t *testing.T) {
 	run = h.start()
 	h.exec("INSERT INTO " + a + ".t VALUES (300, 'after')")
 	h.waitCaughtUp(run, 30*time.Second)
+	h.verifyEqual("t")
+}
+
+// TestFaultKillDuringResync SIGKILLs the daemon (a child process) in the
+// middle of a copy `binlog2ch resync` asked for over the control channel;
+// the restarted daemon resumes it and the sides end equal.
+func TestFaultKillDuringResync(t *testing.T) {
+	h := newHarness(t, 1, "fullsync: {chunk_rows: 50, workers: 1}\n")
+	a := h.dbs[0]
+	h.exec("CREATE TABLE " + a + ".t (id INT PRIMARY KEY, v VARCHAR(20))")
+	h.fill(a, "t", 1000)
+	logPath := filepath.Join(t.TempDir(), "daemon.log")
+	// Only the resync's copy reads chunks: the daemon starts from the
+	// harness's checkpoint, with no copy of its own.
+	d := h.startDaemon(logPath, envPauseAfterChunks+"=6")
+	h.waitCaughtUpProcess(d, logPath, time.Minute)
+	if err := h.ch.Exec(context.Background(), "INSERT INTO `"+a+"`.t (id, v, _version) SELECT 9999, 'stray', 1"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := control.Send(ctx, h.cfg.StateDir, control.Request{Op: "resync", Tables: []string{a + ".t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("resync answered: %+v", resp)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		cp, err := state.LoadFile(h.cfg.StateDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := cp.Tables[a+".t"]; e != nil && e.Reason == state.ReasonResync && strings.Contains(string(e.Progress), `"done"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			data, _ := os.ReadFile(logPath)
+			t.Fatalf("no resync progress checkpointed within a minute:\n%s", tail(string(data), 4000))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	h.exec("UPDATE "+a+".t SET v = 'changed' WHERE id % 7 = 0", "DELETE FROM "+a+".t WHERE id % 11 = 0")
+	if err := d.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-d.done
+	run := h.start()
+	h.waitCopied(run, 2*time.Minute)
 	h.verifyEqual("t")
 }
