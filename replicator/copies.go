@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -158,9 +159,7 @@ func (s *router) restartBatch(ctx context.Context, t schema.TableName, why strin
 	b := s.copies.batch
 	s.copies.batch = nil
 	b.cancel()
-	if err := s.awaitBatch(ctx, b); err != nil {
-		return err
-	}
+	<-b.done // its readers stop, its writers flush within shutdownTimeout
 	s.copyLog().Info("online copy started over", "table", t.String(), "why", why, "tables", len(b.tables))
 	var rest []schema.TableName
 	s.copies.mu.Lock()
@@ -175,22 +174,6 @@ func (s *router) restartBatch(ctx context.Context, t schema.TableName, why strin
 	s.copies.mu.Unlock()
 	s.copies.pending = append(rest, s.copies.pending...)
 	return nil
-}
-
-// awaitBatch waits for a batch's copy to return, checking in meanwhile.
-func (s *router) awaitBatch(ctx context.Context, b *copyBatch) error {
-	tick := time.NewTicker(5 * time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-b.done:
-			return nil
-		case <-tick.C:
-			s.r.checkIn()
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 }
 
 // forgetCopy drops t from the copy state (dropped, or no longer
@@ -456,7 +439,7 @@ func (s *router) copyAtStart(ctx context.Context, from *state.Checkpoint) error 
 		}
 		c.pending = append(c.pending, t)
 	}
-	slices.SortFunc(c.pending, func(a, b schema.TableName) int { return compareNames(a, b) })
+	slices.SortFunc(c.pending, func(a, b schema.TableName) int { return strings.Compare(a.String(), b.String()) })
 	if from != nil && from.Selection != nil {
 		was := &config.TablesConfig{Include: from.Selection.Include, Exclude: from.Selection.Exclude}
 		if err := s.copyNewlySelected(ctx, was); err != nil {
@@ -656,22 +639,6 @@ func names(ts []schema.TableName) []string {
 	return out
 }
 
-func compareNames(a, b schema.TableName) int {
-	if a.Database != b.Database {
-		if a.Database < b.Database {
-			return -1
-		}
-		return 1
-	}
-	switch {
-	case a.Table < b.Table:
-		return -1
-	case a.Table > b.Table:
-		return 1
-	}
-	return 0
-}
-
 // dropDatabase follows DROP DATABASE, which drops every table in it
 // without a statement per table: each replicated table of the database
 // with a writer, a copy, or a ClickHouse table binlog2ch made goes as a
@@ -701,7 +668,7 @@ func (s *router) dropDatabase(ctx context.Context, db string, st source.Statemen
 	for _, t := range registered {
 		add(t)
 	}
-	slices.SortFunc(tables, compareNames)
+	slices.SortFunc(tables, func(a, b schema.TableName) int { return strings.Compare(a.String(), b.String()) })
 	r.log.Info("database dropped: dropping its replicated tables in ClickHouse", "database", db, "tables", names(tables), "binlog", st.At.String())
 	for _, t := range tables {
 		if err := s.dispatch(ctx, t, sink.Message{DDL: ddl.Drop, At: st.At}); err != nil {
