@@ -104,7 +104,7 @@ function render(st) {
   $("copies").className = "value " + (states.failed > 0 ? "bad" : "");
   const cs = ["copying", "waiting", "swapping", "failed"].filter((k) => states[k] > 0).map((k) => states[k] + " " + k);
   if (states.copying > 0) cs[0] += " (" + count(t.copy_rows_copied) + " of ~" + count(t.copy_rows_estimated) + " rows)";
-  text("copystates", cs.length ? cs.join(", ") : "none: every table streams");
+  text("copystates", cs.length ? cs.join(", ") : "every table streams");
   text("uptime", dur(st.uptime_seconds));
   text("started", st.started_at ? "since " + st.started_at.replace("T", " ").replace(/\..*|Z$/, "") + " UTC" : "");
 
