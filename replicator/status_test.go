@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"image/png"
@@ -466,3 +467,69 @@ func pageRows(t *testing.T, bin, url string) (map[string]map[string]string, stri
 
 // stripTags is a cell's text without its markup (a progress bar).
 func stripTags(s string) string { return regexp.MustCompile(`<[^>]*>`).ReplaceAllString(s, "") }
+
+// TestCopyStatus: a table is copying only while the running batch's
+// progress for it is newer than its entry (a status of an earlier batch,
+// or one the batch has not begun, leaves it waiting, with the rows its
+// saved progress confirmed); swapping and failed come from the entry; a
+// failed attempt's error shows beside the waiting table.
+func TestCopyStatus(t *testing.T) {
+	since := time.Now().Add(-time.Minute).UTC()
+	progress := func(key string, rows uint64) json.RawMessage {
+		data, err := json.Marshal(&snapshot.State{Server: "s", Tables: map[string]*snapshot.TableProgress{key: {Rows: rows}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	entry := func(st string) *state.TableCopy {
+		return &state.TableCopy{State: st, Reason: state.ReasonSelected, Since: since}
+	}
+	saved := map[string]*state.TableCopy{}
+	for _, k := range []string{"d.copying", "d.done", "d.earlier", "d.again", "d.unstarted", "d.attempt", "d.listed"} {
+		saved[k] = entry(state.CopyCopying)
+	}
+	saved["d.earlier"].Progress = progress("d.earlier", 12)
+	saved["d.swap"] = entry(state.CopySwapping)
+	saved["d.bad"] = entry(state.CopyFailed)
+	saved["d.bad"].Error = "boom"
+	name := func(table string) schema.TableName { return schema.TableName{Database: "d", Table: table} }
+	after, before := since.Add(time.Second), since.Add(-time.Second)
+	live := []snapshot.TableStatus{
+		{Name: name("copying"), State: snapshot.StateCopying, Start: after, Confirmed: 40, Estimate: 100},
+		{Name: name("done"), State: snapshot.StateDone, End: after, Confirmed: 150, Estimate: 100},
+		{Name: name("earlier"), State: snapshot.StateInterrupted, Start: before, End: before.Add(time.Millisecond), Confirmed: 12},
+		{Name: name("again"), State: snapshot.StateCopying, Start: before, Confirmed: 30, Estimate: 100},
+		{Name: name("unstarted"), State: snapshot.StateWaiting, Estimate: 100},
+		{Name: name("attempt"), State: snapshot.StateFailed, Start: after, End: after, Err: errors.New("read: connection reset")},
+	}
+	got := copyStatus(saved, &live)
+	want := map[string]status.Copy{
+		"copying":   {State: status.StateCopying, Copied: 40, Estimated: 100},
+		"done":      {State: status.StateCopying, Copied: 150, Estimated: 150},
+		"earlier":   {State: status.StateWaiting, Copied: 12},
+		"again":     {State: status.StateWaiting},
+		"unstarted": {State: status.StateWaiting},
+		"attempt":   {State: status.StateWaiting, Error: "read: connection reset"},
+		"listed":    {State: status.StateWaiting},
+		"swap":      {State: status.StateSwapping},
+		"bad":       {State: status.StateFailed, Error: "boom"},
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d tables, want %d: %v", len(got), len(want), got)
+	}
+	for table, w := range want {
+		w.Reason, w.Since = state.ReasonSelected, since
+		if g, ok := got[name(table)]; !ok || g != w {
+			t.Errorf("%s: %+v, want %+v", table, g, w)
+		}
+	}
+	if CheckpointCopies(nil) != nil || copyStatus(nil, &live) != nil {
+		t.Error("no copy state: a status with copies")
+	}
+	cp := &state.Checkpoint{}
+	cp.Tables = map[string]*state.TableCopy{"d.earlier": saved["d.earlier"]}
+	if c := CheckpointCopies(cp)[name("earlier")]; c.State != status.StateWaiting || c.Copied != 12 {
+		t.Errorf("from a checkpoint: %+v", c)
+	}
+}
