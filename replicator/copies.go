@@ -2,7 +2,6 @@ package replicator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -266,30 +265,18 @@ func (s *router) startBatch(ctx context.Context) error {
 	var resume *snapshot.State
 	var tables []schema.TableName
 	entries := map[string]*state.TableCopy{}
-	first := c.tables[c.pending[0].String()]
-	if first != nil && first.Progress != nil {
-		resume = &snapshot.State{}
-		if err := json.Unmarshal(first.Progress, resume); err != nil || resume.Server != r.server.ID {
-			resume = nil
-		}
+	if first := c.tables[c.pending[0].String()]; first != nil {
+		resume = snapshot.ProgressOf(first.Progress, r.server.ID)
 	}
 	for _, t := range c.pending {
 		e := c.tables[t.String()]
 		if e == nil {
 			continue
 		}
-		var st snapshot.State
-		has := e.Progress != nil && json.Unmarshal(e.Progress, &st) == nil && st.Server == r.server.ID
-		switch {
-		case resume == nil && has:
-			continue // resumes in a batch of its own position
-		case resume == nil:
-		case !has || st.Position != resume.Position || st.FileOffset != resume.FileOffset:
+		// With the first's position, or all of those with none.
+		p := snapshot.ProgressOf(e.Progress, r.server.ID)
+		if (resume == nil && p != nil) || (resume != nil && !resume.Join(p)) {
 			continue
-		default:
-			for k, p := range st.Tables {
-				resume.Tables[k] = p
-			}
 		}
 		tables = append(tables, t)
 		entries[t.String()] = e
@@ -310,13 +297,9 @@ func (s *router) startBatch(ctx context.Context) error {
 		st = &snapshot.State{Server: r.server.ID, Position: pos, FileOffset: s.stream.Offset(), Started: time.Now().UTC(),
 			Tables: map[string]*snapshot.TableProgress{}, Recreate: true}
 	}
-	idx, err := source.FileIndex(st.Position.File)
+	version, f, err := st.Version()
 	if err != nil {
 		return err
-	}
-	f, ok := source.VersionFile(idx, st.FileOffset)
-	if !ok {
-		return fmt.Errorf("online copy position %s with version offset %d is outside the 20 bits row versions hold", st.Position, st.FileOffset)
 	}
 	// Every version in ClickHouse stays below the saved ceiling, where a
 	// new binlog history would start: the copy's too.
@@ -325,7 +308,7 @@ func (s *router) startBatch(ctx context.Context) error {
 			return err
 		}
 	}
-	b := &copyBatch{tables: tables, entries: entries, version: source.RowVersion(f, st.Position.Pos, source.MaxVersionRow), at: st.Position, done: make(chan struct{})}
+	b := &copyBatch{tables: tables, entries: entries, version: version, at: st.Position, done: make(chan struct{})}
 	log := s.copyLog()
 	opts := r.copyOptions(log, st, "")
 	opts.RunMode, opts.Shadow, opts.Recreate = true, true, true
@@ -360,12 +343,7 @@ func (c *onlineCopies) saveProgress(b *copyBatch, st *snapshot.State) error {
 		if e == nil || e != b.entries[k] {
 			continue // forgotten or asked for again since
 		}
-		one := *st
-		one.Tables = map[string]*snapshot.TableProgress{}
-		if p := st.Tables[k]; p != nil {
-			one.Tables[k] = p
-		}
-		data, err := json.Marshal(&one)
+		data, err := st.Narrow(k)
 		if err != nil {
 			return err
 		}
@@ -594,13 +572,9 @@ func ResyncOffline(ctx context.Context, cfg *config.Config, log *slog.Logger, ta
 	if st == nil || st.Server != r.server.ID || st.FileOffset != cp.Offset {
 		st = &snapshot.State{Server: r.server.ID, Position: pos, FileOffset: cp.Offset, Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, Recreate: true}
 	}
-	idx, err := source.FileIndex(st.Position.File)
+	version, f, err := st.Version()
 	if err != nil {
 		return err
-	}
-	f, ok := source.VersionFile(idx, st.FileOffset)
-	if !ok {
-		return fmt.Errorf("copy position %s with version offset %d is outside the 20 bits row versions hold", st.Position, st.FileOffset)
 	}
 	if f >= cp.Ceiling {
 		// Every version in ClickHouse stays below the saved ceiling.
@@ -609,7 +583,6 @@ func ResyncOffline(ctx context.Context, cfg *config.Config, log *slog.Logger, ta
 			return err
 		}
 	}
-	version := source.RowVersion(f, st.Position.Pos, source.MaxVersionRow)
 	opts := r.copyOptions(log, st, resyncFile)
 	opts.Shadow, opts.Recreate = true, true
 	opts.Progress = snapshot.LogProgress(log, 5*time.Second)

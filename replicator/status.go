@@ -52,6 +52,9 @@ func (r *Replicator) statusInfo() status.Info {
 			in.Snapshot[t.Name] = status.Progress{State: t.State, Copied: t.Confirmed, Estimated: max(t.Estimate, t.Confirmed)}
 		}
 	}
+	if s := r.running.Load(); s != nil {
+		in.Copies = snapshot.CopyStatus(s.copies.saved(), r.copyProgress.Load())
+	}
 	return in
 }
 

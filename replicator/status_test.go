@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/state"
@@ -154,26 +155,13 @@ func TestStatusPage(t *testing.T) {
 		t.Fatalf("/status.json daemon: %+v", st)
 	}
 
-	dom := string(runChromium(t, bin, "http://"+addr+"/?limit=0&sort=name", "--dump-dom"))
-	if !strings.Contains(dom, `data-loaded="true"`) {
-		t.Fatalf("the page did not render a status:\n%s", tail(dom, 3000))
-	}
-	row := regexp.MustCompile(`<tr data-table="([^"]*)">(.*?)</tr>`)
-	cell := regexp.MustCompile(`<td class="(\w+)[^"]*"[^>]*>(.*?)</td>`)
-	shown := map[string]map[string]string{}
-	for _, m := range row.FindAllStringSubmatch(dom, -1) {
-		cells := map[string]string{}
-		for _, c := range cell.FindAllStringSubmatch(m[2], -1) {
-			cells[c[1]] = html.UnescapeString(c[2])
-		}
-		shown[html.UnescapeString(m[1])] = cells
-	}
+	shown, dom := pageRows(t, bin, "http://"+addr+"/?limit=0&sort=name")
 	for name, w := range want {
 		c := shown[name]
 		if c == nil {
 			t.Fatalf("the page shows no row for %s; rows: %v", name, shown)
 		}
-		if c["name"] != name || c["inserted"] != fmt.Sprint(w[0]) || c["updated"] != fmt.Sprint(w[1]) || c["deleted"] != fmt.Sprint(w[2]) || !strings.HasSuffix(c["flush"], " ago") {
+		if c["name"] != name || c["inserted"] != fmt.Sprint(w[0]) || c["updated"] != fmt.Sprint(w[1]) || c["deleted"] != fmt.Sprint(w[2]) || !strings.HasSuffix(c["flush"], " ago") || c["state"] != "streaming" {
 			t.Errorf("the page's row for %s: %v, want %v", name, c, w)
 		}
 	}
@@ -341,3 +329,140 @@ func TestStatusDuringInitialSnapshot(t *testing.T) {
 		return st.Phase == phaseReplicating && s != nil && s.Snapshot != nil && s.Snapshot.Done() && s.Snapshot.Copied == 1000 && st.Totals.TablesCopying == 0
 	})
 }
+
+// TestStatusDuringOnlineCopy: a table selected at a reload is copied
+// online; held after a few chunks, /status.json, the text of `binlog2ch
+// status` and the page (in headless Chromium) show it copying with its
+// progress, the other table streaming, and the count in the summary;
+// after the swap it streams and the copy is gone from the status.
+func TestStatusDuringOnlineCopy(t *testing.T) {
+	h := newHarness(t, 1, "fullsync: {chunk_rows: 100, workers: 1}\n")
+	a := h.dbs[0]
+	h.exec("CREATE TABLE "+a+".t (id INT PRIMARY KEY, v VARCHAR(20))", "CREATE TABLE "+a+".skip_n (id INT PRIMARY KEY, v VARCHAR(20))")
+	h.fill(a, "skip_n", 1000)
+	h.exec("ANALYZE TABLE " + a + ".skip_n") // MySQL's estimate, which the progress is of
+	release := make(chan struct{})
+	var chunks atomic.Int64
+	run := h.startWith(testHooks{beforeChunk: func(ctx context.Context, _ schema.TableName) {
+		if chunks.Add(1) > 3 {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+	}})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	var addr string
+	waitFor(t, 60*time.Second, "metrics endpoint", func() bool { addr = run.r.MetricsAddr(); return addr != "" })
+	h.fill(a, "t", 10)
+	h.waitCaughtUp(run, 30*time.Second)
+	if st := fetchStatus(t, addr); st.Totals.States[status.StateStreaming] != 1 || st.Totals.OnlineCopies() != 0 {
+		t.Fatalf("before the reload: %+v", st.Totals)
+	}
+	if err := run.r.Reload(config.TablesConfig{Include: []string{a + ".*"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	var st status.Status
+	var n *status.Table
+	waitFor(t, 60*time.Second, "the online copy in progress on the status", func() bool {
+		st = fetchStatus(t, addr)
+		n = statusTable(st, a, "skip_n")
+		return n != nil && n.State == status.StateCopying && n.Copy != nil && n.Copy.Copied > 0
+	})
+	if c := n.Copy; c.Copied > 300 || c.Estimated < 500 || c.Reason != state.ReasonSelected || c.Since.IsZero() || c.Error != "" {
+		t.Errorf("held after 3 chunks of 100: %+v", c)
+	}
+	if tb := statusTable(st, a, "t"); tb == nil || tb.State != status.StateStreaming || tb.Copy != nil {
+		t.Errorf("the table not copied: %+v", tb)
+	}
+	if tt := st.Totals; tt.States[status.StateCopying] != 1 || tt.OnlineCopies() != 1 || tt.CopyCopied != n.Copy.Copied || tt.CopyEstimated != n.Copy.Estimated {
+		t.Errorf("totals during the copy: %+v", tt)
+	}
+	var text bytes.Buffer
+	if err := status.WriteText(&text, &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"online copies", "1 copying (", a + ".skip_n is being copied online (selected", " copying "} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("binlog2ch status: no %q in:\n%s", want, text.String())
+		}
+	}
+
+	bin := ""
+	if os.Getenv("CI") != "" || hasChromium() {
+		bin = chromium(t)
+		cells, dom := pageRows(t, bin, "http://"+addr+"/?limit=0&sort=state")
+		c := cells[a+".skip_n"]
+		if c == nil || !regexp.MustCompile(`^copying \d+%$`).MatchString(stripTags(c["state"])) {
+			t.Errorf("the page's row for the table copied: %v", c)
+		}
+		if c := cells[a+".t"]; c == nil || c["state"] != "streaming" {
+			t.Errorf("the page's row for the table streaming: %v", c)
+		}
+		for _, want := range []string{a + ".skip_n: copied online (selected", `id="copies">1<`} {
+			if !strings.Contains(dom, html.EscapeString(want)) && !strings.Contains(dom, want) {
+				t.Errorf("the page does not show %q:\n%s", want, tail(dom, 3000))
+			}
+		}
+	}
+
+	close(release)
+	h.waitCopied(run, time.Minute)
+	h.cfg.Tables.Exclude = nil // for verify
+	h.verifyEqual("t", "skip_n")
+	waitFor(t, 30*time.Second, "the table streaming on the status", func() bool {
+		st = fetchStatus(t, addr)
+		n = statusTable(st, a, "skip_n")
+		return n != nil && n.State == status.StateStreaming
+	})
+	if n.Copy != nil || st.Totals.OnlineCopies() != 0 || st.Totals.States[status.StateStreaming] != 2 {
+		t.Errorf("after the swap: %+v, totals %+v", n, st.Totals)
+	}
+	if bin != "" {
+		cells, _ := pageRows(t, bin, "http://"+addr+"/?limit=0&sort=state")
+		if c := cells[a+".skip_n"]; c == nil || c["state"] != "streaming" {
+			t.Errorf("the page's row after the swap: %v", c)
+		}
+	}
+}
+
+func hasChromium() bool {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if _, err := exec.LookPath(name); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// pageRows opens the status page at url and returns each table row's
+// cells by class (their inner markup, unescaped), by db.table, and the
+// DOM.
+func pageRows(t *testing.T, bin, url string) (map[string]map[string]string, string) {
+	t.Helper()
+	dom := string(runChromium(t, bin, url, "--dump-dom"))
+	if !strings.Contains(dom, `data-loaded="true"`) {
+		t.Fatalf("the page did not render a status:\n%s", tail(dom, 3000))
+	}
+	row := regexp.MustCompile(`<tr data-table="([^"]*)">(.*?)</tr>`)
+	cell := regexp.MustCompile(`<td class="(\w+)[^"]*"[^>]*>(.*?)</td>`)
+	shown := map[string]map[string]string{}
+	for _, m := range row.FindAllStringSubmatch(dom, -1) {
+		cells := map[string]string{}
+		for _, c := range cell.FindAllStringSubmatch(m[2], -1) {
+			cells[c[1]] = html.UnescapeString(c[2])
+		}
+		shown[html.UnescapeString(m[1])] = cells
+	}
+	return shown, dom
+}
+
+// stripTags is a cell's text without its markup (a progress bar).
+func stripTags(s string) string { return regexp.MustCompile(`<[^>]*>`).ReplaceAllString(s, "") }

@@ -22,7 +22,6 @@ import (
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
-	"github.com/binlog2ch/binlog2ch/source"
 )
 
 // Table copies (`binlog2ch fullsync` and the initial snapshot of `run`).
@@ -165,15 +164,10 @@ type chunkJob struct {
 // run copies tables and returns their statuses; the error joins every
 // table's.
 func (c *copier) run(ctx context.Context, tables []schema.TableName) ([]TableStatus, error) {
-	idx, err := source.FileIndex(c.State.Position.File)
-	if err != nil {
+	var err error
+	if c.version, _, err = c.State.Version(); err != nil {
 		return nil, err
 	}
-	f, ok := source.VersionFile(idx, c.State.FileOffset)
-	if !ok {
-		return nil, fmt.Errorf("copy position %s with version offset %d is outside the 20 bits row versions hold", c.State.Position, c.State.FileOffset)
-	}
-	c.version = source.RowVersion(f, c.State.Position.Pos, source.MaxVersionRow)
 	if err := c.save(); err != nil {
 		return nil, err
 	}

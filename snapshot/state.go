@@ -49,6 +49,21 @@ type State struct {
 	Recreate bool `json:"recreate,omitempty"`
 }
 
+// Version is the version every row of the copy gets, and F, the file
+// part of it: at or above every event ending at or before Position, below
+// every later one.
+func (st *State) Version() (version uint64, f uint32, err error) {
+	idx, err := source.FileIndex(st.Position.File)
+	if err != nil {
+		return 0, 0, err
+	}
+	f, ok := source.VersionFile(idx, st.FileOffset)
+	if !ok {
+		return 0, 0, fmt.Errorf("copy position %s with version offset %d is outside the 20 bits row versions hold", st.Position, st.FileOffset)
+	}
+	return source.RowVersion(f, st.Position.Pos, source.MaxVersionRow), f, nil
+}
+
 // TableProgress is one table's confirmed progress.
 type TableProgress struct {
 	// Key names the columns the ranges are in; a resume with another key

@@ -26,6 +26,9 @@ type Info struct {
 	// Snapshot is the initial snapshot's progress by table, nil when there
 	// is none.
 	Snapshot map[schema.TableName]Progress
+	// Copies are the tables in the copy state (copied online, or failed)
+	// by table; every other table streams.
+	Copies map[schema.TableName]Copy
 }
 
 // Rates are measured from samples of every table's row count, taken
@@ -185,25 +188,44 @@ func (c *Collector) build(now time.Time) *Status {
 		if p, ok := snap[tm.Name]; ok {
 			t.Snapshot = &p
 		}
+		if cp, ok := in.Copies[tm.Name]; ok {
+			t.Copy = &cp
+		}
 		st.Tables = append(st.Tables, t)
 		seen[tm.Name] = true
 	}
-	// Tables the snapshot lists that no writer has taken yet.
+	// Tables the snapshot or the copy state lists that no writer has
+	// taken yet.
 	for name, p := range snap {
 		if !seen[name] {
-			st.Tables = append(st.Tables, Table{Database: name.Database, Table: name.Table, LagSeconds: st.SourceLagSeconds, Snapshot: &p})
+			t := Table{Database: name.Database, Table: name.Table, LagSeconds: st.SourceLagSeconds, Snapshot: &p}
+			if cp, ok := in.Copies[name]; ok {
+				t.Copy = &cp
+			}
+			st.Tables = append(st.Tables, t)
+			seen[name] = true
 		}
 	}
+	for name, cp := range in.Copies {
+		if !seen[name] {
+			st.Tables = append(st.Tables, Table{Database: name.Database, Table: name.Table, LagSeconds: st.SourceLagSeconds, Copy: &cp})
+		}
+	}
+	settle(st.Tables)
 	st.Totals = totals(st.Tables)
 	return st
 }
 
 // totals adds the tables up.
 func totals(tables []Table) Totals {
-	var tt Totals
-	tt.Tables = len(tables)
+	tt := Totals{Tables: len(tables), States: map[string]int{}}
 	for i := range tables {
 		t := &tables[i]
+		tt.States[t.State]++
+		if c := t.Copy; c != nil && c.State == StateCopying {
+			tt.CopyCopied += c.Copied
+			tt.CopyEstimated += max(c.Estimated, c.Copied)
+		}
 		tt.Inserted += t.Inserted
 		tt.Updated += t.Updated
 		tt.Deleted += t.Deleted

@@ -1,7 +1,8 @@
 // Package status is what an operator sees of a running daemon without
-// Prometheus: the model of its state (per table: rows by operation,
-// rows/s, lag, queued rows, last flush, snapshot progress, errors, native
-// fallbacks; the read position, the checkpoint, the servers), assembled by
+// Prometheus: the model of its state (per table: its state, streaming or
+// copied online, rows by operation, rows/s, lag, queued rows, last flush,
+// snapshot and copy progress, errors, native fallbacks; the read
+// position, the checkpoint, the servers), assembled by
 // a Collector from the metrics registry and what the daemon tells it, and
 // rendered as JSON (/status.json), as a self-refreshing HTML page (/) and
 // as text (`binlog2ch status`). It never queries a server: everything comes
@@ -93,6 +94,60 @@ type Totals struct {
 	TablesCopying     int     `json:"tables_copying"` // snapshot not complete
 	SnapshotCopied    uint64  `json:"snapshot_rows_copied"`
 	SnapshotEstimated uint64  `json:"snapshot_rows_estimated"`
+	// States counts the tables by Table.State.
+	States map[string]int `json:"tables_by_state"`
+	// CopyCopied and CopyEstimated add up the online copies under way
+	// (state copying).
+	CopyCopied    uint64 `json:"copy_rows_copied"`
+	CopyEstimated uint64 `json:"copy_rows_estimated"`
+}
+
+// OnlineCopies is how many tables are to be copied online, being copied
+// or swapped in: every table in the copy state but the failed ones.
+func (t *Totals) OnlineCopies() int {
+	return t.States[StateWaiting] + t.States[StateCopying] + t.States[StateSwapping]
+}
+
+// Table states, the values of Table.State. A table ClickHouse does not
+// hold whole is in the daemon's copy state (state.TableCopy, saved with
+// the checkpoint): waiting, copying, swapping or failed.
+const (
+	// StateStreaming: ClickHouse holds all of the table, and its binlog
+	// events are applied as they are read.
+	StateStreaming = "streaming"
+	// StateSnapshot: the initial snapshot is not complete (the table's own
+	// part may be).
+	StateSnapshot = "snapshot"
+	// StateWaiting: to be copied online, in line for its copy (a batch
+	// copies the tables waiting when it starts); a copy interrupted by a
+	// restart waits with the rows it had confirmed.
+	StateWaiting = "waiting"
+	// StateCopying: copied online into its shadow table now, the stream
+	// applying its events meanwhile.
+	StateCopying = "copying"
+	// StateSwapping: the copy is complete and the shadow table is being
+	// swapped in for it.
+	StateSwapping = "swapping"
+	// StateFailed: the table cannot be applied; its events are skipped
+	// until a resync or the next start copies it again.
+	StateFailed = "failed"
+)
+
+// Copy is a table in the copy state: an online copy, or a failed table.
+type Copy struct {
+	// State is waiting, copying, swapping or failed.
+	State string `json:"state"`
+	// Reason is why it is copied (state.Reason*: selected, renamed,
+	// add_column, resync, ...).
+	Reason string    `json:"reason,omitempty"`
+	Since  time.Time `json:"since,omitzero"` // when the copy was asked for
+	// Error is why a failed table failed, or why the last attempt at the
+	// copy failed (it is tried again).
+	Error string `json:"error,omitempty"`
+	// Copied are the rows confirmed in ClickHouse, of Estimated (MySQL's
+	// estimate; 0 while not known).
+	Copied    uint64 `json:"copied"`
+	Estimated uint64 `json:"estimated,omitempty"`
 }
 
 // Table is one replicated MySQL table.
@@ -112,7 +167,11 @@ type Table struct {
 	QueuedRows int64   `json:"queued_rows"`
 	// LastFlush is when a batch of the table was last stored.
 	LastFlush time.Time `json:"last_flush,omitzero"`
-	Snapshot  *Progress `json:"snapshot,omitempty"`
+	// State is streaming, snapshot, or the table's Copy state.
+	State    string    `json:"state"`
+	Snapshot *Progress `json:"snapshot,omitempty"`
+	// Copy is the table's online copy, nil when it is streaming.
+	Copy *Copy `json:"copy,omitempty"`
 	// Errors are failed inserts (retried ones included); LastError is the
 	// latest.
 	Errors      uint64    `json:"errors,omitempty"`
@@ -148,11 +207,15 @@ const (
 	SortRows   = "rows"   // rows replicated, most first
 	SortQueued = "queued" // queued rows, most first
 	SortErrors = "errors" // failed inserts, most first
+	SortState  = "state"  // failed, swapping, copying, waiting, snapshot, streaming
 	SortName   = "name"   // db.table
 )
 
 // Sorts lists the orders a Query takes.
-var Sorts = []string{SortLag, SortRate, SortRows, SortQueued, SortErrors, SortName}
+var Sorts = []string{SortLag, SortRate, SortRows, SortQueued, SortErrors, SortState, SortName}
+
+// stateRank orders states for SortState: what needs an operator first.
+var stateRank = map[string]int{StateFailed: 0, StateSwapping: 1, StateCopying: 2, StateWaiting: 3, StateSnapshot: 4, StateStreaming: 5}
 
 // DefaultLimit is how many tables a query without a limit shows.
 const DefaultLimit = 100
@@ -209,6 +272,8 @@ func (q Query) Apply(tables []Table) ([]Table, int) {
 		order = func(a, b *Table) int { return cmp.Or(cmp.Compare(b.QueuedRows, a.QueuedRows), byName(a, b)) }
 	case SortErrors:
 		order = func(a, b *Table) int { return cmp.Or(cmp.Compare(b.Errors, a.Errors), byName(a, b)) }
+	case SortState:
+		order = func(a, b *Table) int { return cmp.Or(cmp.Compare(rank(a.State), rank(b.State)), byName(a, b)) }
 	default:
 		order = byName
 	}
@@ -222,4 +287,35 @@ func (q Query) Apply(tables []Table) ([]Table, int) {
 		out[i] = *t
 	}
 	return out, matched
+}
+
+// rank is a state's place in SortState; an unknown one goes last.
+func rank(state string) int {
+	if r, ok := stateRank[state]; ok {
+		return r
+	}
+	return len(stateRank)
+}
+
+// settle sets each table's State from its copy and snapshot: the tables
+// of an initial snapshot not complete are all in it (none streams yet).
+func settle(tables []Table) {
+	snapshotDone := true
+	for i := range tables {
+		if p := tables[i].Snapshot; p != nil && !p.Done() {
+			snapshotDone = false
+			break
+		}
+	}
+	for i := range tables {
+		t := &tables[i]
+		switch {
+		case t.Copy != nil:
+			t.State = t.Copy.State
+		case t.Snapshot != nil && !snapshotDone:
+			t.State = StateSnapshot
+		default:
+			t.State = StateStreaming
+		}
+	}
 }

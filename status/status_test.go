@@ -15,6 +15,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/state"
 )
 
 // xss is a name MySQL allows for a table (any character in backquotes):
@@ -176,7 +177,7 @@ func TestTextIsSafeForATerminal(t *testing.T) {
 	}
 	// Offline: says so and what the checkpoint says.
 	b.Reset()
-	off := Offline("nothing listens on 127.0.0.1:9188", &Checkpoint{Position: "binlog.000002:4", SavedAt: time.Now().Add(-time.Hour), Store: "/var/lib/binlog2ch"}, nil, time.Now())
+	off := Offline("nothing listens on 127.0.0.1:9188", &Checkpoint{Position: "binlog.000002:4", SavedAt: time.Now().Add(-time.Hour), Store: "/var/lib/binlog2ch"}, nil, nil, time.Now())
 	if err := WriteText(&b, &off); err != nil {
 		t.Fatal(err)
 	}
@@ -343,5 +344,155 @@ func BenchmarkSample5000Tables(b *testing.B) {
 	c := NewCollector(m, func() Info { return Info{} })
 	for range b.N {
 		c.Sample()
+	}
+}
+
+// TestCopyStates: the tables in the copy state show as waiting, copying
+// with their progress, swapping or failed with the error, a table no
+// writer has taken yet included; every other table streams; the totals
+// count them by state; the state order puts failed first; the JSON and
+// the text say it, with what to do about a failed table.
+func TestCopyStates(t *testing.T) {
+	m := metrics.New()
+	m.ForTable(schema.TableName{Database: "shop", Table: "orders"}).AddRows(schema.OpInsert, 5)
+	m.ForTable(schema.TableName{Database: "shop", Table: "big"}).AddRows(schema.OpUpdate, 2)
+	m.ForTable(schema.TableName{Database: "shop", Table: "swap"})
+	m.ForTable(schema.TableName{Database: "shop", Table: "bad"})
+	since := time.Now().Add(-90 * time.Second)
+	c := NewCollector(m, func() Info {
+		return Info{Version: "v1", Phase: "replicating", Ready: true, Alive: true, Copies: map[schema.TableName]Copy{
+			{Database: "shop", Table: "big"}:  {State: StateCopying, Reason: "selected", Since: since, Copied: 400, Estimated: 1000},
+			{Database: "shop", Table: "next"}: {State: StateWaiting, Reason: "renamed", Since: since},
+			{Database: "shop", Table: "swap"}: {State: StateSwapping, Reason: "resync", Since: since, Copied: 10},
+			{Database: "shop", Table: "bad"}:  {State: StateFailed, Reason: "add_column", Since: since, Error: "Code: 60. Unknown table"},
+		}}
+	})
+	st := c.Status(Query{Sort: SortState})
+	if got := strings.Join(names(st.Tables), " "); got != "shop.bad shop.swap shop.big shop.next shop.orders" {
+		t.Fatalf("by state: %s", got)
+	}
+	want := map[string]string{"shop.bad": StateFailed, "shop.swap": StateSwapping, "shop.big": StateCopying, "shop.next": StateWaiting, "shop.orders": StateStreaming}
+	for _, tb := range st.Tables {
+		if tb.State != want[tb.Name()] || (tb.State == StateStreaming) != (tb.Copy == nil) {
+			t.Errorf("%s: state %q, copy %+v; want %s", tb.Name(), tb.State, tb.Copy, want[tb.Name()])
+		}
+	}
+	if big := st.Tables[2]; big.Updated != 2 || big.Copy.Copied != 400 || big.Copy.Estimated != 1000 || big.Copy.Reason != "selected" {
+		t.Errorf("the table copied: %+v %+v", big, big.Copy)
+	}
+	tt := st.Totals
+	if tt.States[StateStreaming] != 1 || tt.States[StateCopying] != 1 || tt.States[StateFailed] != 1 || tt.OnlineCopies() != 3 || tt.CopyCopied != 400 || tt.CopyEstimated != 1000 || tt.TablesCopying != 0 {
+		t.Errorf("totals %+v", tt)
+	}
+
+	data, err := json.Marshal(&st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"state":"copying","copy":{"state":"copying","reason":"selected"`, `"copied":400,"estimated":1000`, `"state":"streaming"`,
+		`"error":"Code: 60. Unknown table"`, `"tables_by_state":{`, `"copy_rows_copied":400`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("no %s in the JSON: %s", want, data)
+		}
+	}
+	var raw struct{ Tables []map[string]any }
+	if err := json.Unmarshal(data, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if _, has := raw.Tables[4]["copy"]; has || raw.Tables[4]["table"] != "orders" || raw.Tables[4]["state"] != StateStreaming {
+		t.Errorf("the streaming table in the JSON: %v", raw.Tables[4])
+	}
+
+	var b bytes.Buffer
+	if err := WriteText(&b, &st); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if testing.Verbose() {
+		t.Log("\n" + out)
+	}
+	for _, want := range []string{
+		"online copies     1 copying (400 of ~1,000 rows), 1 waiting, 1 swapping, 1 failed",
+		" STATE ", "copying 40%", " streaming ", " waiting ", " swapping ", " failed ",
+		"shop.big is being copied online (selected, asked for 1m30s ago): 400 of ~1,000 rows (40%)",
+		"shop.next waits for its online copy (renamed",
+		"shop.swap: its online copy is complete (resync",
+		"shop.bad FAILED (add_column, asked for 1m30s ago): Code: 60. Unknown table. Its binlog events are skipped: fix the cause, then `binlog2ch resync -config FILE -tables shop.bad`, or restart binlog2ch",
+		"by state, failed first",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+
+	// With no copy, no copies line.
+	plain := NewCollector(m, func() Info { return Info{} }).Status(Query{})
+	b.Reset()
+	if err := WriteText(&b, &plain); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "online copies") || plain.Totals.States[StateStreaming] != 4 {
+		t.Errorf("no copies: %v\n%s", plain.Totals.States, b.String())
+	}
+}
+
+// TestSnapshotState: while the initial snapshot is not complete every
+// table of it is in the snapshot, its own part done or not; once it is,
+// they stream.
+func TestSnapshotState(t *testing.T) {
+	tables := []Table{
+		{Database: "a", Table: "done", Snapshot: &Progress{State: "done", Copied: 5, Estimated: 5}},
+		{Database: "a", Table: "busy", Snapshot: &Progress{State: "copying", Copied: 1, Estimated: 5}},
+		{Database: "a", Table: "other"},
+	}
+	settle(tables)
+	if tables[0].State != StateSnapshot || tables[1].State != StateSnapshot || tables[2].State != StateStreaming {
+		t.Errorf("during the snapshot: %s %s %s", tables[0].State, tables[1].State, tables[2].State)
+	}
+	tables[1].Snapshot.State = "done"
+	settle(tables)
+	if tables[0].State != StateStreaming || tables[1].State != StateStreaming {
+		t.Errorf("after the snapshot: %s %s", tables[0].State, tables[1].State)
+	}
+	st := Status{Running: true, GeneratedAt: time.Now(), Tables: []Table{{Database: "a", Table: "busy", State: StateSnapshot, Snapshot: &Progress{State: "copying", Copied: 1, Estimated: 4}}}}
+	var b bytes.Buffer
+	if err := WriteText(&b, &st); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "snapshot 25%") {
+		t.Errorf("no snapshot progress in:\n%s", b.String())
+	}
+}
+
+// TestOfflineCopies: a stopped daemon's status lists the checkpoint's
+// copy state: a table being copied waits for the next start, with the
+// rows its progress confirmed, beside those of an unfinished snapshot.
+func TestOfflineCopies(t *testing.T) {
+	since := time.Now().Add(-time.Hour)
+	copies := map[schema.TableName]Copy{
+		{Database: "shop", Table: "big"}: CopyOf(&state.TableCopy{State: state.CopyCopying, Reason: state.ReasonSelected, Since: since}, 700),
+		{Database: "shop", Table: "bad"}: CopyOf(&state.TableCopy{State: state.CopyFailed, Reason: state.ReasonRenamed, Since: since, Error: "boom"}, 0),
+		{Database: "shop", Table: "sw"}:  CopyOf(&state.TableCopy{State: state.CopySwapping, Reason: state.ReasonResync, Since: since}, 0),
+	}
+	off := Offline("nothing listens on 127.0.0.1:9188", &Checkpoint{Position: "binlog.000002:4"}, nil, copies, time.Now())
+	if got := strings.Join(names(off.Tables), " "); got != "shop.bad shop.big shop.sw" {
+		t.Fatalf("tables %s", got)
+	}
+	if big := off.Tables[1]; big.State != StateWaiting || big.Copy.Copied != 700 || big.Copy.Reason != state.ReasonSelected {
+		t.Errorf("the copy under way when it stopped: %+v %+v", big, big.Copy)
+	}
+	if off.Tables[0].State != StateFailed || off.Tables[2].State != StateSwapping || off.Totals.OnlineCopies() != 2 || off.Totals.States[StateFailed] != 1 {
+		t.Errorf("states %s %s, totals %+v", off.Tables[0].State, off.Tables[2].State, off.Totals)
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, &off); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"online copies  2 tables not yet copied whole", "failed         1 tables failed; the next start copies them again",
+		"shop.big waits for its online copy (selected, asked for 1h00m ago); 700 rows confirmed so far, which the copy resumes from",
+		"shop.bad FAILED (renamed, asked for 1h00m ago): boom. Fix the cause, then start binlog2ch", "shop.sw: its online copy is complete"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("offline: no %q in:\n%s", want, b.String())
+		}
 	}
 }

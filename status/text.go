@@ -52,10 +52,13 @@ func WriteText(w io.Writer, st *Status) error {
 	fmt.Fprintf(kv, "errors\t%s\n", nonZero(st.Errors))
 	fmt.Fprintf(kv, "native fallbacks\t%s\n", nonZero(st.NativeFallbacks))
 	fmt.Fprintf(kv, "tables\t%d (%d with rows queued, %d with failed inserts, %d inserting through clickhouse-go)\n", t.Tables, t.TablesPending, t.TablesWithErrors, t.TablesFallback)
+	if c := copiesLine(&t); c != "" {
+		fmt.Fprintf(kv, "online copies\t%s\n", c)
+	}
 	kv.Flush()
 	if len(st.Tables) > 0 {
 		b.WriteByte('\n')
-		rows := [][]string{{"TABLE", "INSERTED", "UPDATED", "DELETED", "ROWS/S", "LAG", "QUEUED", "LAST FLUSH", "SNAPSHOT", "ERRORS", "FALLBACK"}}
+		rows := [][]string{{"TABLE", "INSERTED", "UPDATED", "DELETED", "ROWS/S", "LAG", "QUEUED", "LAST FLUSH", "STATE", "ERRORS", "FALLBACK"}}
 		for i := range st.Tables {
 			tb := &st.Tables[i]
 			flush := "-"
@@ -67,7 +70,7 @@ func WriteText(w io.Writer, st *Status) error {
 				native = clean(tb.NativeFallback)
 			}
 			rows = append(rows, []string{clean(tb.Name()), Count(tb.Inserted), Count(tb.Updated), Count(tb.Deleted),
-				Rate(tb.RowsPerSecond), Duration(tb.LagSeconds), Count(uint64(max(tb.QueuedRows, 0))), flush, progress(tb.Snapshot), Count(tb.Errors), native})
+				Rate(tb.RowsPerSecond), Duration(tb.LagSeconds), Count(uint64(max(tb.QueuedRows, 0))), flush, tableState(tb), Count(tb.Errors), native})
 		}
 		align(b, rows)
 	}
@@ -76,11 +79,104 @@ func WriteText(w io.Writer, st *Status) error {
 		fmt.Fprintf(b, " (%d matching %s)", st.TablesMatched, strconv.Quote(st.Query.Filter))
 	}
 	fmt.Fprintf(b, ", by %s\n", sortLabel(st.Query.Sort))
+	b.WriteString(copyLines(st.Tables, st.GeneratedAt, true))
 	if errs := lastErrors(st.Tables); errs != "" {
 		b.WriteString(errs)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// tableState is a table's STATE cell: streaming, or where its snapshot
+// or copy is.
+func tableState(t *Table) string {
+	switch t.State {
+	case StateSnapshot:
+		return "snapshot " + progress(t.Snapshot)
+	case StateCopying:
+		if c := t.Copy; c != nil && c.Estimated > 0 {
+			return "copying " + percent(c.Copied, c.Estimated)
+		}
+	case "":
+		return "-"
+	}
+	return clean(t.State)
+}
+
+func percent(n, of uint64) string {
+	return fmt.Sprintf("%.0f%%", 100*float64(min(n, of))/float64(of))
+}
+
+// copiesLine sums up the tables in the copy state, "" with none.
+func copiesLine(t *Totals) string {
+	var parts []string
+	if n := t.States[StateCopying]; n > 0 {
+		s := fmt.Sprintf("%d copying (%s", n, Count(t.CopyCopied))
+		if t.CopyEstimated > 0 {
+			s += " of ~" + Count(t.CopyEstimated)
+		}
+		parts = append(parts, s+" rows)")
+	}
+	for _, state := range []string{StateWaiting, StateSwapping, StateFailed} {
+		if n := t.States[state]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, state))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// copyLines says, for each shown table in the copy state, why it is
+// copied and since when, its progress, and for a failed one its error
+// and what to do; running: of a running daemon, else of the checkpoint.
+func copyLines(tables []Table, now time.Time, running bool) string {
+	var b strings.Builder
+	for i := range tables {
+		t := &tables[i]
+		c := t.Copy
+		if c == nil {
+			continue
+		}
+		name := clean(t.Name())
+		why := ""
+		if c.Reason != "" {
+			why = " (" + clean(c.Reason)
+			if !c.Since.IsZero() {
+				why += ", asked for " + Duration(now.Sub(c.Since).Seconds()) + " ago"
+			}
+			why += ")"
+		}
+		switch c.State {
+		case StateCopying:
+			fmt.Fprintf(&b, "%s is being copied online%s: %s", name, why, Count(c.Copied))
+			if c.Estimated > 0 {
+				fmt.Fprintf(&b, " of ~%s rows (%s)", Count(c.Estimated), percent(c.Copied, c.Estimated))
+			} else {
+				b.WriteString(" rows")
+			}
+			b.WriteString(" in its shadow table; the stream applies its events meanwhile\n")
+		case StateWaiting:
+			fmt.Fprintf(&b, "%s waits for its online copy%s", name, why)
+			if c.Copied > 0 {
+				fmt.Fprintf(&b, "; %s rows confirmed so far, which the copy resumes from", Count(c.Copied))
+			}
+			b.WriteString("\n")
+		case StateSwapping:
+			fmt.Fprintf(&b, "%s: its online copy is complete%s and its shadow table is being swapped in\n", name, why)
+		case StateFailed:
+			fmt.Fprintf(&b, "%s FAILED%s: %s. ", name, why, clean(truncate(c.Error, 300)))
+			if running {
+				fmt.Fprintf(&b, "Its binlog events are skipped: fix the cause, then `binlog2ch resync -config FILE -tables %s`, or restart binlog2ch (it copies failed tables again)\n", name)
+			} else {
+				b.WriteString("Fix the cause, then start binlog2ch: it copies failed tables again\n")
+			}
+		default:
+			fmt.Fprintf(&b, "%s: online copy %s%s\n", name, clean(c.State), why)
+		}
+		if c.Error != "" && c.State != StateFailed {
+			fmt.Fprintf(&b, "  the last attempt failed (tried again): %s\n", clean(truncate(c.Error, 300)))
+		}
+	}
+	return b.String()
 }
 
 // align writes rows in columns: the first (names) and the last (words)
@@ -118,10 +214,18 @@ func writeOffline(b *strings.Builder, st *Status) {
 	} else {
 		fmt.Fprintf(kv, "checkpoint\tnone: the next start copies every selected table first (initial snapshot), then follows the binlog\n")
 	}
-	if t := st.Totals; t.TablesCopying > 0 {
+	t := st.Totals
+	if t.TablesCopying > 0 {
 		fmt.Fprintf(kv, "snapshot\tthe initial snapshot is not complete: %d of %d tables to go, %s rows copied; the next start resumes it\n", t.TablesCopying, t.Tables, Count(t.SnapshotCopied))
 	}
+	if n := t.OnlineCopies(); n > 0 {
+		fmt.Fprintf(kv, "online copies\t%d tables not yet copied whole (their events were applied meanwhile); the next start resumes their copies\n", n)
+	}
+	if n := t.States[StateFailed]; n > 0 {
+		fmt.Fprintf(kv, "failed\t%d tables failed; the next start copies them again\n", n)
+	}
 	kv.Flush()
+	b.WriteString(copyLines(st.Tables, st.GeneratedAt, false))
 }
 
 func checkpoint(cp *Checkpoint, now time.Time) string {
@@ -193,6 +297,8 @@ func sortLabel(s string) string {
 		return "lag, then rows/s"
 	case SortRate:
 		return "rows/s"
+	case SortState:
+		return "state, failed first"
 	case SortName:
 		return "name"
 	}

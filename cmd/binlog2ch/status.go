@@ -126,8 +126,9 @@ func daemonStatus(ctx context.Context, cfg *config.Config, addr string, q status
 	return st, nil
 }
 
-// offlineStatus is what the checkpoint and the initial snapshot's state
-// file say, read through the configured store.
+// offlineStatus is what the checkpoint (its position and copy state) and
+// the initial snapshot's state file say, read through the configured
+// store.
 func offlineStatus(ctx context.Context, cfg *config.Config, log *slog.Logger, why string) (status.Status, error) {
 	var store state.Store
 	if cfg.State.Store == config.StoreClickHouse {
@@ -165,5 +166,5 @@ func offlineStatus(ctx context.Context, cfg *config.Config, log *slog.Logger, wh
 			tables = append(tables, status.Table{Database: name.Database, Table: name.Table, Snapshot: &p})
 		}
 	}
-	return status.Offline(why, status.CheckpointOf(cp, store.String()), tables, time.Now()), nil
+	return status.Offline(why, status.CheckpointOf(cp, store.String()), tables, snapshot.CheckpointCopies(cp), time.Now()), nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/state"
 	"github.com/binlog2ch/binlog2ch/status"
 )
@@ -174,6 +175,34 @@ func TestStatusCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &off); err != nil || code != exitNotRunning || off.Running || off.NotRunning == "" ||
 		off.Checkpoint == nil || off.Checkpoint.Position != cp.Position.String() || off.Checkpoint.GTID != cp.GTID {
 		t.Errorf("stopped, -json: exit %d, %v\n%s", code, err, out)
+	}
+
+	// A checkpoint with a copy state (as a daemon stopped during an
+	// online copy leaves it): the status lists each table's.
+	progress, err := json.Marshal(&snapshot.State{Server: cp.Server, Tables: map[string]*snapshot.TableProgress{db + ".quiet": {Rows: 7}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := time.Now().Add(-time.Hour).UTC()
+	cp.Tables = map[string]*state.TableCopy{
+		db + ".quiet":  {State: state.CopyCopying, Reason: state.ReasonSelected, Since: since, Progress: progress},
+		db + ".orders": {State: state.CopyFailed, Reason: state.ReasonAddColumn, Since: since, Error: "Code: 44. cannot add the column"},
+	}
+	if err := state.SaveFile(cfg.StateDir, *cp); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = runCLI(t, "status", "-config", cfgPath)
+	for _, want := range []string{"online copies  1 tables not yet copied whole", "failed         1 tables failed",
+		db + ".quiet waits for its online copy (selected, asked for 1h00m ago); 7 rows confirmed so far",
+		db + ".orders FAILED (add_column, asked for 1h00m ago): Code: 44. cannot add the column. Fix the cause, then start binlog2ch"} {
+		if code != exitNotRunning || !strings.Contains(out, want) {
+			t.Errorf("stopped with a copy state: exit %d, no %q in:\n%s", code, want, out)
+		}
+	}
+	code, out, _ = runCLI(t, "status", "-config", cfgPath, "-json")
+	off = status.Status{}
+	if err := json.Unmarshal([]byte(out), &off); err != nil || code != exitNotRunning || off.Totals.States[status.StateWaiting] != 1 || off.Totals.States[status.StateFailed] != 1 {
+		t.Errorf("stopped with a copy state, -json: exit %d, %v\n%s", code, err, out)
 	}
 }
 

@@ -98,6 +98,13 @@ function render(st) {
   text("fallbacks", count(fb));
   $("fallbacks").className = "value " + (fb > 0 ? "warn" : "");
   text("fallbackreasons", nonZero(st.native_fallbacks));
+  const states = t.tables_by_state || {};
+  const copying = (states.waiting || 0) + (states.copying || 0) + (states.swapping || 0);
+  text("copies", count(copying));
+  $("copies").className = "value " + (states.failed > 0 ? "bad" : "");
+  const cs = ["copying", "waiting", "swapping", "failed"].filter((k) => states[k] > 0).map((k) => states[k] + " " + k);
+  if (states.copying > 0) cs[0] += " (" + count(t.copy_rows_copied) + " of ~" + count(t.copy_rows_estimated) + " rows)";
+  text("copystates", cs.length ? cs.join(", ") : "every table streams");
   text("uptime", dur(st.uptime_seconds));
   text("started", st.started_at ? "since " + st.started_at.replace("T", " ").replace(/\..*|Z$/, "") + " UTC" : "");
 
@@ -125,7 +132,7 @@ function render(st) {
   document.querySelectorAll("th[data-sort]").forEach((th) => th.classList.toggle("sorted", th.dataset.sort === st.query.sort));
   const body = document.createElement("tbody");
   body.id = "tables";
-  const errors = [];
+  const errors = [], notes = [];
   for (const tb of st.tables) {
     const name = tb.database + "." + tb.table;
     const tr = document.createElement("tr");
@@ -136,18 +143,8 @@ function render(st) {
       el("td", "deleted", count(tb.deleted)), el("td", "rate", rate(tb.rows_per_second)),
       el("td", "lag " + lagClass(tb.lag_seconds), dur(tb.lag_seconds)), el("td", "queued", count(tb.queued_rows)),
       el("td", "flush", ago(tb.last_flush, now)));
-    const p = el("td", "progress");
-    if (tb.snapshot) {
-      const s = tb.snapshot;
-      if (s.state === "done") p.textContent = "done";
-      else if (s.estimated > 0) {
-        const bar = el("span", "bar"), fill = el("div");
-        fill.style.width = Math.min(100, 100 * s.copied / s.estimated).toFixed(0) + "%";
-        bar.append(fill);
-        p.append(bar, document.createTextNode(Math.min(100, 100 * s.copied / s.estimated).toFixed(0) + "%"));
-      } else p.textContent = s.state;
-      p.title = count(s.copied) + " of ~" + count(s.estimated) + " rows copied (" + s.state + ")";
-    } else p.textContent = "-";
+    const p = stateCell(tb, name, now);
+    if (tb.copy) notes.push(copyNote(name, tb.copy, now));
     const e = el("td", "errors " + (tb.errors > 0 ? "warn" : ""), count(tb.errors));
     if (tb.last_error) {
       e.title = tb.last_error;
@@ -157,12 +154,68 @@ function render(st) {
     body.append(tr);
   }
   $("tables").replaceWith(body);
+  $("copynotes").replaceChildren(...notes);
   const le = $("lasterrors");
   le.replaceChildren(...errors.map(([n, at, msg]) => el("p", "", "last failed insert into " + n + " (" + ago(at, now) + "): " + msg)));
   let shown = st.tables.length + " of " + t.tables + " tables";
   if (st.query.filter) shown += ", " + st.tables_matched + " matching";
   text("shown", shown);
   document.body.dataset.loaded = "true";
+}
+
+// percent is n of est as a whole percentage, at most 100.
+function percent(n, est) { return Math.min(100, 100 * n / est).toFixed(0) + "%"; }
+
+// bar is a small progress bar of n of est.
+function bar(n, est) {
+  const b = el("span", "bar"), fill = el("div");
+  fill.style.width = percent(n, est);
+  b.append(fill);
+  return b;
+}
+
+// stateCell is a table's state: streaming, its part of the initial
+// snapshot, or its online copy (waiting, copying with progress,
+// swapping, failed).
+function stateCell(tb, name, now) {
+  const state = tb.state || "streaming";
+  const p = el("td", "state " + state);
+  const s = tb.snapshot, c = tb.copy;
+  if (state === "snapshot" && s) {
+    if (s.state !== "done" && s.estimated > 0) p.append(bar(s.copied, s.estimated), document.createTextNode("snapshot " + percent(s.copied, s.estimated)));
+    else p.textContent = "snapshot " + s.state;
+    p.title = "initial snapshot: " + count(s.copied) + " of ~" + count(s.estimated) + " rows copied (" + s.state + ")";
+  } else if (state === "copying" && c && c.estimated > 0) {
+    p.append(bar(c.copied, c.estimated), document.createTextNode("copying " + percent(c.copied, c.estimated)));
+  } else p.textContent = state;
+  if (c) p.title = copyNote(name, c, now).textContent;
+  return p;
+}
+
+// copyNote says why a table is copied, since when, where the copy is,
+// and for a failed table its error and what to do.
+function copyNote(name, c, now) {
+  let s = name ? name + ": " : "";
+  const why = (c.reason ? " (" + c.reason + (c.since ? ", asked for " + ago(c.since, now) : "") + ")" : "");
+  switch (c.state) {
+  case "copying":
+    s += "copied online" + why + ": " + count(c.copied) + (c.estimated ? " of ~" + count(c.estimated) + " rows (" + percent(c.copied, c.estimated) + ")" : " rows") +
+      " in its shadow table; the stream applies its events meanwhile";
+    break;
+  case "waiting":
+    s += "waits for its online copy" + why + (c.copied > 0 ? "; " + count(c.copied) + " rows confirmed so far, which the copy resumes from" : "");
+    break;
+  case "swapping":
+    s += "copy complete" + why + ", its shadow table being swapped in";
+    break;
+  case "failed":
+    s += "FAILED" + why + ": " + (c.error || "") + ". Its binlog events are skipped: fix the cause, then binlog2ch resync -config FILE -tables " + (name || "db.table") + ", or restart binlog2ch";
+    break;
+  default:
+    s += "online copy " + c.state + why;
+  }
+  if (c.error && c.state !== "failed") s += "; the last attempt failed and is tried again: " + c.error;
+  return el("p", c.state === "failed" ? "bad" : "", s);
 }
 
 async function poll() {
