@@ -60,6 +60,10 @@ var (
 		"binlog2ch_batch_buffer_bytes":                  {"gauge", nil},
 		"binlog2ch_batch_buffer_limit_bytes":            {"gauge", nil},
 		"binlog2ch_writers":                             {"gauge", map[string][]string{"state": {"running", "parked"}}},
+		"binlog2ch_table_copies_total":                  {"counter", map[string][]string{"reason": nil}},
+		"binlog2ch_tables_copying":                      {"gauge", nil},
+		"binlog2ch_tables_failed":                       {"gauge", nil},
+		"binlog2ch_tables_failed_total":                 {"counter", nil},
 	}
 	// Labels Prometheus adds to every scraped series.
 	targetLabels = []string{"job", "instance"}
