@@ -456,9 +456,6 @@ func (s *router) copyAtStart(ctx context.Context, from *state.Checkpoint) error 
 		}
 		if e.State == state.CopyFailed {
 			e.State, e.Reason, e.Progress = state.CopyCopying, state.ReasonFailed, nil
-			if s.skipping == nil {
-				s.skipping = map[schema.TableName]bool{}
-			}
 			s.skipping[t] = true // until its copy starts, as while it ran
 			r.log.Warn("copying a table marked failed before; its events are skipped until its copy starts", "table", k, "failed", e.Error)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,19 +20,13 @@ import (
 
 // Failed tables (replication.on_table_error: skip_table): a table whose
 // writer fails with an error of its own is marked failed in the copy
-// state (state.CopyFailed), its writer goes, and its rows events are
-// skipped (neither sent nor counted against the checkpoint, which moves
-// on) until a copy of it starts: a resync, or the next start, which
-// copies failed tables online. The table is behind meanwhile; the copy
-// makes it whole, its versions above every skipped event's.
-//
-// A writer's goroutine reports its error (writerFailed); the router
-// marks the table at its next Tick, or at once where it waits on that
-// writer (takeFailures). Errors that are not one table's stop the daemon
-// as without the option.
+// state, its writer goes, and its rows events are skipped (neither sent
+// nor counted against the checkpoint) until a copy of it starts (a
+// resync, or the next start), whose versions are above theirs. A writer's
+// goroutine reports its error; the router marks the table at its next
+// Tick, or where it waits on that writer.
 
-// writerFailures are the failures writers reported and the router has not
-// taken yet.
+// writerFailures are failures reported and not yet taken by the router.
 type writerFailures struct {
 	mu      sync.Mutex
 	list    []writerFailure
@@ -39,7 +34,7 @@ type writerFailures struct {
 }
 
 type writerFailure struct {
-	w   *sink.Writer
+	rt  *tableWriter
 	err error
 }
 
@@ -69,12 +64,13 @@ func tableOwnError(err error) bool {
 // writerFailed is called from a writer's goroutine when its Run returned
 // err. It reports whether the router takes the failure (the table is to
 // be marked failed); if not, the caller stops the daemon.
-func (s *router) writerFailed(w *sink.Writer, exited chan struct{}, err error, stopping bool) bool {
+func (s *router) writerFailed(rt *tableWriter, err error, stopping bool) bool {
 	take := !stopping && s.skipTables() && tableOwnError(err)
 	s.failures.mu.Lock()
-	close(exited) // whoever waits on the writer stops waiting
+	rt.gone.Store(true)
+	close(rt.exited) // whoever waits on the writer stops waiting
 	if take {
-		s.failures.list = append(s.failures.list, writerFailure{w: w, err: err})
+		s.failures.list = append(s.failures.list, writerFailure{rt: rt, err: err})
 		s.failures.pending.Store(true)
 	}
 	s.failures.mu.Unlock()
@@ -84,11 +80,10 @@ func (s *router) writerFailed(w *sink.Writer, exited chan struct{}, err error, s
 	return take
 }
 
-// takeFailures marks failed the tables whose writers reported a failure.
-// It runs in the router's goroutine (or in run's, once the stream has
-// stopped). A writer the router no longer holds under a name (its table
-// dropped or renamed away since) cannot be marked: its DDL may be lost,
-// so the daemon stops.
+// takeFailures marks the tables of the failures reported, in the router's
+// goroutine (or run's, once the stream stopped). A writer no longer held
+// under a name (dropped or renamed away since) is not: its DDL may be
+// lost, so the daemon stops.
 func (s *router) takeFailures() error {
 	if !s.failures.pending.Load() {
 		return nil
@@ -99,20 +94,19 @@ func (s *router) takeFailures() error {
 	s.failures.pending.Store(false)
 	s.failures.mu.Unlock()
 	for _, f := range list {
-		var rt *tableWriter
-		var name schema.TableName
+		var name *schema.TableName
 		for n, x := range s.writers {
-			if x.w == f.w {
-				rt, name = x, n
+			if x == f.rt {
+				name = &n
 			}
 		}
-		if rt == nil {
-			return fmt.Errorf("writer %s: %w; its table was dropped or renamed since, so it is not skipped (replication.on_table_error: skip_table)", f.w.Name(), f.err)
+		if name == nil {
+			return fmt.Errorf("writer %s: %w; its table was dropped or renamed since, so it is not skipped (replication.on_table_error: skip_table)", f.rt.w.Name(), f.err)
 		}
-		if s.cascadeChild(name) {
+		if s.cascadeChild(*name) {
 			return fmt.Errorf("writer %s: %w; not skipped (replication.on_table_error: skip_table): foreign-key cascades write into it, and derive other tables' rows from it", name, f.err)
 		}
-		s.markFailed(name, rt, f.err)
+		s.markFailed(*name, f.rt, f.err)
 	}
 	return nil
 }
@@ -141,36 +135,21 @@ func (s *router) markFailed(t schema.TableName, rt *tableWriter, err error) {
 	}
 	delete(s.writers, t)
 	s.retire(t, rt.w, rt.dispatched)
-	for i, x := range s.all {
-		if x == rt {
-			s.all = append(s.all[:i], s.all[i+1:]...)
-			break
-		}
-	}
-	// The rows events it never took stay counted in the router's queue
-	// bound: they are given back.
+	s.all = slices.DeleteFunc(s.all, func(x *tableWriter) bool { return x == rt })
 	s.queued.Add(-(rt.sentBytes - rt.takenBytes.Load()))
 	rt.marks = nil
 	rt.tm.PendingSince.Store(0)
-	// A copy of t under way or queued is given up: the rows skipped from
-	// now on would be missing from its swap. Its batch goes on without it
-	// (the entry it saves into is no longer t's).
+	// A copy of t under way or queued is given up (its swap would lack
+	// the rows skipped); its batch goes on, saving into no entry of t.
 	c.mu.Lock()
 	c.tables[key] = &state.TableCopy{State: state.CopyFailed, Reason: state.ReasonFailed, Since: time.Now().UTC(), Error: err.Error()}
 	c.mu.Unlock()
-	c.pending = deleteName(c.pending, t)
-	if s.skipping == nil {
-		s.skipping = map[schema.TableName]bool{}
-	}
+	c.pending = slices.DeleteFunc(c.pending, func(x schema.TableName) bool { return x == t })
 	s.skipping[t] = true
 	r.m.TablesMarkedFailed.Inc()
 	s.noteCopies()
-	at := ""
-	if p := r.readPos.Load(); p != nil {
-		at = p.String()
-	}
 	r.log.Error("table cannot be applied: marked failed, its events are skipped and it falls behind until it is copied again; the other tables go on (replication.on_table_error: skip_table)",
-		"table", key, "error", err, "binlog", at,
+		"table", key, "error", err, "binlog", r.readPos.Load().String(),
 		"to_do", "fix the cause, then `binlog2ch resync -config FILE -tables "+key+"` (a copy online), or restart binlog2ch: a start copies failed tables online")
 }
 
@@ -185,17 +164,14 @@ func (s *router) skipped(t schema.TableName, m *sink.Message) bool {
 	if m.Queued != nil {
 		m.Queued.Add(-m.Bytes)
 	}
-	if m.Taken != nil {
-		m.Taken()
-	}
 	if m.FlushDone != nil {
 		close(m.FlushDone)
 	}
 	return true
 }
 
-// stopSkipping ends the skip of t's events: its copy starts (the copy's
-// versions are above every event skipped), or t left the copy state.
+// stopSkipping ends the skip of t's events: its copy starts, or t left
+// the copy state.
 func (s *router) stopSkipping(t schema.TableName) { delete(s.skipping, t) }
 
 // noteCopies sets the copy gauges: tables copying, tables failed.
@@ -208,27 +184,22 @@ func (s *router) noteCopies() {
 			failed++
 		}
 	}
-	n := len(c.tables)
+	s.r.m.TablesCopying.Set(float64(len(c.tables) - failed))
 	c.mu.Unlock()
-	s.r.m.TablesCopying.Set(float64(n - failed))
 	s.r.m.TablesFailed.Set(float64(failed))
 }
 
-// countTaken has the writer count the bytes of m it took (skip_table
-// only): a failed writer's queue then gives back the rest.
-func (rt *tableWriter) countTaken(m *sink.Message) {
-	if m.Bytes == 0 || m.Taken != nil {
+// track has the writer count m's bytes it takes, so a failed one's queue
+// gives back the rest, and releases a flush barrier's waiter also when
+// the writer fails first (skip_table only: else a failure stops all).
+func (rt *tableWriter) track(m *sink.Message) {
+	if size := m.Bytes; size > 0 && m.Taken == nil {
+		rt.sentBytes += size
+		m.Taken = func() { rt.takenBytes.Add(size) }
+	}
+	if m.FlushDone == nil {
 		return
 	}
-	size := m.Bytes
-	rt.sentBytes += size
-	m.Taken = func() { rt.takenBytes.Add(size) }
-}
-
-// flushOrExit has a flush barrier's waiter released also when the writer
-// fails before it gets to the barrier (skip_table only: otherwise the
-// failure stops the reader, and the waiter with it).
-func (rt *tableWriter) flushOrExit(m *sink.Message) {
 	done, inner := m.FlushDone, make(chan struct{})
 	m.FlushDone = inner
 	go func() {
@@ -238,14 +209,4 @@ func (rt *tableWriter) flushOrExit(m *sink.Message) {
 		}
 		close(done)
 	}()
-}
-
-func deleteName(ts []schema.TableName, t schema.TableName) []schema.TableName {
-	out := ts[:0]
-	for _, x := range ts {
-		if x != t {
-			out = append(out, x)
-		}
-	}
-	return out
 }

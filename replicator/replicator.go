@@ -438,7 +438,7 @@ func (r *Replicator) run(ctx context.Context) error {
 			if err := w.Run(workCtx); err != nil {
 				// With replication.on_table_error: skip_table, the router
 				// marks a table failed for an error of its own (failed.go).
-				if s.writerFailed(w, rt.exited, err, workCtx.Err() != nil) {
+				if s.writerFailed(rt, err, workCtx.Err() != nil) {
 					return
 				}
 				err = fmt.Errorf("writer %s: %w", w.Name(), err)

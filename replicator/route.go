@@ -59,13 +59,11 @@ type router struct {
 	ctx context.Context
 	// savedCopies is the copy state last saved.
 	savedCopies map[string]*state.TableCopy
-	// failures are writers' failures to mark (failed.go); skipping are
-	// the failed tables whose events are skipped until their copy starts.
+	// failures are writers' failures to mark; skipping, the failed tables
+	// whose events are skipped until their copy starts (failed.go).
 	failures writerFailures
 	skipping map[schema.TableName]bool
-	// fkeys are the foreign keys the cascades follow (their Keys, which
-	// they change in place).
-	fkeys *cascade.Keys
+	fkeys    *cascade.Keys // the cascades' keys, which they change in place
 }
 
 // tableWriter is a writer and what the router sent it.
@@ -80,11 +78,11 @@ type tableWriter struct {
 	// timestamp (binlog timestamps are whole seconds, so a busy table
 	// has few): the table's lag on the status page counts from the first.
 	marks []mark
-	// exited is closed when the writer's Run returned an error: it takes
-	// nothing more from its queue.
-	exited chan struct{}
-	// sentBytes (router) and takenBytes (writer) count the bytes of rows
-	// events sent to it and taken from its queue, with skip_table only.
+	// exited is closed, and gone set, when its Run returned an error: it
+	// takes nothing more. sentBytes (router) and takenBytes (writer) count
+	// the bytes of rows events sent and taken, with skip_table only.
+	exited     chan struct{}
+	gone       atomic.Bool
 	sentBytes  int64
 	takenBytes atomic.Int64
 }
@@ -146,24 +144,14 @@ func (s *router) notePending(now time.Time) {
 // retiredWriter is a writer and the DDL message after which it no longer
 // touches its old name's table.
 type retiredWriter struct {
-	w      *sink.Writer
-	seq    uint64
-	exited <-chan struct{} // nil: not known
+	w    *sink.Writer
+	seq  uint64
+	gone *atomic.Bool // the tableWriter's
 }
 
 // past reports whether the writer is done with the DDL (or stopped, or
 // failed: it touches nothing any more).
-func (rw retiredWriter) past() bool {
-	if rw.w.Done() || rw.w.Flushed() >= rw.seq {
-		return true
-	}
-	select {
-	case <-rw.exited:
-		return true
-	default:
-		return false
-	}
-}
+func (rw retiredWriter) past() bool { return rw.w.Done() || rw.w.Flushed() >= rw.seq || rw.gone.Load() }
 
 // newRouter routes a stream that starts at st, from a checkpoint saved by
 // server with version ceiling ceiling (0: none saved yet).
@@ -171,7 +159,7 @@ func newRouter(r *Replicator, stream *source.Stream, st source.Start, from *stat
 	first := commitPoint{seq: 0, pos: st.Position, server: from.Server, gtid: st.GTID, hist: st.History, offset: st.Offset, byGTID: from.ResumeByGTID}
 	ceiling := from.Ceiling
 	return &router{r: r, stream: stream, writers: map[schema.TableName]*tableWriter{}, start: run, partitions: map[schema.TableName]*catalog.Partitions{},
-		commits: []commitPoint{first}, lastSaved: time.Now(), saved: st.Position, ceiling: ceiling}
+		commits: []commitPoint{first}, lastSaved: time.Now(), saved: st.Position, ceiling: ceiling, skipping: map[schema.TableName]bool{}}
 }
 
 // Event updates liveness and the lag metrics for an event read.
@@ -289,10 +277,7 @@ func (s *router) dispatch(ctx context.Context, name schema.TableName, m sink.Mes
 		s.start(rt)
 	}
 	if s.skipTables() {
-		rt.countTaken(&m)
-		if m.FlushDone != nil {
-			rt.flushOrExit(&m)
-		}
+		rt.track(&m)
 	}
 	s.seq++
 	m.Seq = s.seq
@@ -366,10 +351,10 @@ func (s *router) retire(name schema.TableName, w *sink.Writer, seq uint64) {
 	if s.retired == nil {
 		s.retired = map[schema.TableName]retiredWriter{}
 	}
-	rw := retiredWriter{w: w, seq: seq}
+	rw := retiredWriter{w: w, seq: seq, gone: &atomic.Bool{}}
 	for _, rt := range s.all {
 		if rt.w == w {
-			rw.exited = rt.exited
+			rw.gone = &rt.gone
 		}
 	}
 	s.retired[name] = rw
