@@ -55,6 +55,11 @@ type ReplicationConfig struct {
 	// OnPartitionMaintenance is for TRUNCATE/DROP/EXCHANGE/REORGANIZE/
 	// COALESCE/CONVERT PARTITION: OnStop, OnApply, OnRecopy or OnKeep.
 	OnPartitionMaintenance string `yaml:"on_partition_maintenance"`
+	// OnTableError is for a table whose rows cannot be applied (a value
+	// that cannot be converted, a type without a mapping, its ClickHouse
+	// table changed by hand): OnStop, or OnSkipTable, which marks the table
+	// failed in the copy state and goes on with the others.
+	OnTableError string `yaml:"on_table_error"`
 }
 
 // What to do with rows changed without row events.
@@ -63,6 +68,9 @@ const (
 	OnRecopy = "recopy" // copy the table again from MySQL, then go on
 	OnKeep   = "keep"   // leave ClickHouse's rows as they are (an archive)
 	OnApply  = "apply"  // delete the partition's rows in ClickHouse by its bounds
+	// OnSkipTable (replication.on_table_error): the table is marked failed,
+	// its events are skipped until it is copied again, the others go on.
+	OnSkipTable = "skip_table"
 )
 
 // FullSyncConfig sets how tables are copied (`fullsync` and the initial
@@ -246,7 +254,7 @@ func defaultConfig() Config {
 		Batch:       BatchConfig{MaxRows: 100000, MaxBytes: 64 << 20, FlushInterval: time.Second, MaxInFlight: 2, MaxInsertsPerSecond: 30, LiveFlushInterval: 200 * time.Millisecond, MaxBufferBytes: 256 << 20},
 		Checkpoint:  CheckpointConfig{Interval: time.Second},
 		FullSync:    FullSyncConfig{ChunkRows: 50000, Workers: 4},
-		Replication: ReplicationConfig{OnStatementDML: OnStop, OnPartitionMaintenance: OnStop},
+		Replication: ReplicationConfig{OnStatementDML: OnStop, OnPartitionMaintenance: OnStop, OnTableError: OnStop},
 		State:       StateConfig{Store: StoreFile, Lease: LeaseNone, Table: defaultStateTable, SessionTimeout: 10 * time.Second},
 		Schema: SchemaConfig{
 			DateTimeZone: "UTC",
@@ -369,6 +377,9 @@ func (c *Config) validate(d *decoder, dir string) {
 	c.validateState(d)
 	if p := c.Replication.OnStatementDML; p != OnStop && p != OnRecopy {
 		d.problem("replication.on_statement_dml", fmt.Sprintf("want %s or %s, got %q", OnStop, OnRecopy, p))
+	}
+	if p := c.Replication.OnTableError; p != OnStop && p != OnSkipTable {
+		d.problem("replication.on_table_error", fmt.Sprintf("want %s or %s, got %q", OnStop, OnSkipTable, p))
 	}
 	switch p := c.Replication.OnPartitionMaintenance; p {
 	case OnStop, OnApply, OnRecopy, OnKeep:

@@ -69,7 +69,7 @@ state_dir: state
 		t.Fatal(err)
 	}
 	if cfg.ClickHouse.User != "default" || cfg.Metrics.Listen != "127.0.0.1:9188" || cfg.ClickHouse.DatabaseMap == nil ||
-		cfg.FullSync.ChunkRows != 50000 || cfg.FullSync.Workers != 4 {
+		cfg.FullSync.ChunkRows != 50000 || cfg.FullSync.Workers != 4 || cfg.Replication.OnTableError != OnStop {
 		t.Errorf("defaults not applied: %+v", cfg)
 	}
 	if cfg.StateDir != "/etc/b2c/state" {
@@ -167,6 +167,7 @@ func TestBadConfigs(t *testing.T) {
 		{"cluster hosts without cluster", "  database_map:", "  cluster_hosts: {\"ch1:9000\": \"10.0.0.1:9000\"}\n  database_map:", "config: clickhouse.cluster_hosts: needs clickhouse.cluster"},
 		{"cluster bad name", "  database_map:", "  cluster: a.b\n  database_map:", "config: clickhouse.cluster: cluster name must not contain"},
 		{"cluster keys without cluster", "  database_map:", "  distributed_table: x_{table}\n  database_map:", "config: clickhouse.distributed_table: needs clickhouse.cluster"},
+		{"bad table error policy", "metrics:", "replication: {on_table_error: skip}\nmetrics:", `config: replication.on_table_error: want stop or skip_table, got "skip" (binlog2ch.yaml:16)`},
 		{"override unknown key", "  exclude:", "  overrides: {shop.t: {engin: x}}\n  exclude:", "config: tables.overrides.shop.t.engin: unknown key"},
 	}
 	for _, c := range cases {

@@ -63,6 +63,8 @@ var (
 		"binlog2ch_batch_buffer_bytes":                  {"gauge", nil},
 		"binlog2ch_batch_buffer_limit_bytes":            {"gauge", nil},
 		"binlog2ch_writers":                             {"gauge", map[string][]string{"state": {"running", "parked"}}},
+		"binlog2ch_tables_failed":                       {"gauge", nil},
+		"binlog2ch_tables_failed_total":                 {"counter", nil},
 	}
 	// Labels Prometheus adds to every scraped series.
 	targetLabels = []string{"job", "instance"}

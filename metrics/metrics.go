@@ -85,10 +85,13 @@ type Metrics struct {
 	XAPrepared                    prometheus.Gauge
 	StatementsWithoutRows         *prometheus.CounterVec
 	// Online table copies (replicator/copies.go).
-	TableCopies     *prometheus.CounterVec
-	TablesCopying   prometheus.Gauge
-	NativeFallbacks *prometheus.CounterVec
-	MigrationTables *prometheus.CounterVec
+	TableCopies   *prometheus.CounterVec
+	TablesCopying prometheus.Gauge
+	// Tables marked failed (replication.on_table_error: skip_table).
+	TablesFailed       prometheus.Gauge
+	TablesMarkedFailed prometheus.Counter
+	NativeFallbacks    *prometheus.CounterVec
+	MigrationTables    *prometheus.CounterVec
 	// Foreign-key cascades derived (package cascade).
 	CascadedRows    *prometheus.CounterVec
 	CascadeDuration prometheus.Histogram
@@ -167,6 +170,10 @@ func New() *Metrics {
 		Help: "Tables copied online while the stream went on, swapped in complete, by reason: selected (tables.include/exclude selected it, at start or at a reload), renamed (RENAME TABLE into the set), add_column (ADD COLUMN whose values for existing rows the binlog lacks), statement_dml, partition (replication.on_...: recopy), resync, failed (a failed table copied again), migration (a migration table not followed from its CREATE), ddl_during_copy, server_changed."}, []string{"reason"})
 	m.TablesCopying = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_tables_copying",
 		Help: "Tables being copied online (or waiting for their copy, or for the swap of their shadow table)."})
+	m.TablesFailed = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_tables_failed",
+		Help: "Tables marked failed (replication.on_table_error: skip_table): their events are skipped until a resync or the next start copies them again."})
+	m.TablesMarkedFailed = prometheus.NewCounter(prometheus.CounterOpts{Name: "binlog2ch_tables_failed_total",
+		Help: "Times a table was marked failed because its rows could not be applied (replication.on_table_error: skip_table)."})
 	m.NativeFallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_native_fallbacks_total",
 		Help: "Tables whose inserts switched from binlog2ch's native inserter to clickhouse-go, by reason: unknown_packet, compression, header_type (the server answered with something the native inserter cannot read), header_mismatch (the table's columns differ on the wire from binlog2ch's mapping). Each switch is logged at WARN."}, []string{"reason"})
 	m.MigrationTables = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_migration_tables_followed_total",
@@ -206,7 +213,7 @@ func New() *Metrics {
 		})
 	m.Registry.MustRegister(m.Rows, m.EventsRead, m.FlushDuration, m.BatchRows, m.QueueRows, m.CheckpointTS, m.CheckpointFile, m.CheckpointPos,
 		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, m.NativeFallbacks, m.MigrationTables,
-		m.TableCopies, m.TablesCopying,
+		m.TableCopies, m.TablesCopying, m.TablesFailed, m.TablesMarkedFailed,
 		m.CascadedRows, m.CascadeDuration,
 		m.BudgetRate, m.BudgetGranted, m.BudgetWaiting, m.OldestUnsent, m.BufferBytes, m.BufferLimitBytes, m.Writers, lag, sourceLag, ready,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -58,6 +58,9 @@ func (s *router) Tick(woken bool) (time.Duration, error) {
 	if now.Sub(s.pendingNoted) >= pendingEvery {
 		s.notePending(now)
 	}
+	if err := s.takeFailures(); err != nil { // failed tables marked (failed.go)
+		return 0, err
+	}
 	hold, err := s.cascades.Tick() // until the held run of cascading deletes ends
 	if err != nil {
 		return 0, err

@@ -146,7 +146,7 @@ func (s *router) requestCopy(ctx context.Context, t schema.TableName, reason str
 	if !slices.Contains(c.pending, t) {
 		c.pending = append(c.pending, t)
 	}
-	s.r.m.TablesCopying.Set(float64(len(c.tables)))
+	s.noteCopies()
 	s.copyLog().Info("table to be copied online", "table", key, "reason", reason)
 	return nil
 }
@@ -190,7 +190,8 @@ func (s *router) forgetCopy(ctx context.Context, t schema.TableName) error {
 	_, had := c.tables[t.String()]
 	delete(c.tables, t.String())
 	c.mu.Unlock()
-	s.r.m.TablesCopying.Set(float64(len(c.tables)))
+	s.stopSkipping(t)
+	s.noteCopies()
 	if !had {
 		return nil
 	}
@@ -285,6 +286,11 @@ func (s *router) startBatch(ctx context.Context) error {
 	c.pending = slices.DeleteFunc(c.pending, func(t schema.TableName) bool { return entries[t.String()] != nil })
 	if len(tables) == 0 {
 		return nil
+	}
+	// A failed table's events go to its writer again from here: those
+	// the copy's position passes lose to the copy's rows.
+	for _, t := range tables {
+		s.stopSkipping(t)
 	}
 	st := resume
 	if st == nil {
@@ -386,9 +392,8 @@ func (s *router) swapIn(ctx context.Context, b *copyBatch) error {
 			if c.tables[t.String()] == e {
 				delete(c.tables, t.String())
 			}
-			n := len(c.tables)
 			c.mu.Unlock()
-			s.r.m.TablesCopying.Set(float64(n))
+			s.noteCopies()
 			s.r.m.TableCopies.WithLabelValues(e.Reason).Inc()
 			log.Info("online copy swapped in; the table is streaming", "reason", e.Reason, "swapped", swapped, "copied_since", e.Since)
 			s.stream.Wake() // the checkpoint records it
@@ -414,6 +419,8 @@ func (s *router) copyAtStart(ctx context.Context, from *state.Checkpoint) error 
 		}
 		if e.State == state.CopyFailed {
 			e.State, e.Reason, e.Progress = state.CopyCopying, state.ReasonFailed, nil
+			s.skipping[t] = true // until its copy starts, as while it ran
+			r.log.Warn("copying a table marked failed before; its events are skipped until its copy starts", "table", k, "failed", e.Error)
 		}
 		c.pending = append(c.pending, t)
 	}
@@ -424,7 +431,7 @@ func (s *router) copyAtStart(ctx context.Context, from *state.Checkpoint) error 
 			return err
 		}
 	}
-	r.m.TablesCopying.Set(float64(len(c.tables)))
+	s.noteCopies()
 	return nil
 }
 

@@ -445,11 +445,17 @@ func (r *Replicator) run(ctx context.Context) error {
 	defer cancelRead(nil)
 
 	var s *router
-	s = newRouter(r, r.stream, start, from, func(w *sink.Writer) {
+	s = newRouter(r, r.stream, start, from, func(rt *tableWriter) {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			w := rt.w
 			if err := w.Run(workCtx); err != nil {
+				// With replication.on_table_error: skip_table, the router
+				// marks a table failed for an error of its own (failed.go).
+				if s.writerFailed(rt, err, workCtx.Err() != nil) {
+					return
+				}
 				err = fmt.Errorf("writer %s: %w", w.Name(), err)
 				cancelRead(err)
 				cancelWork(err)
@@ -457,6 +463,7 @@ func (r *Replicator) run(ctx context.Context) error {
 		}()
 	})
 	s.followCascades(fks)
+	s.fkeys = fks
 	s.ctx = readCtx
 	s.copies = newOnlineCopies(from)
 	if snap == nil {
@@ -493,6 +500,11 @@ func (r *Replicator) run(ctx context.Context) error {
 	timer.Stop()
 	if cause := context.Cause(workCtx); cause != nil {
 		return fmt.Errorf("shutdown: %w; the checkpoint stays at the last saved position and the rows after it will be replayed", cause)
+	}
+	// A table that failed while the writers flushed is marked in the last
+	// checkpoint, which passes its rows.
+	if err := s.takeFailures(); err != nil {
+		return err
 	}
 	if err := s.checkpoint(true); err != nil {
 		return err

@@ -25,7 +25,7 @@ type router struct {
 	writers map[schema.TableName]*tableWriter
 	all     []*tableWriter // every writer started, for shutdown and checkpoints
 	// start runs a writer in its own goroutine.
-	start func(*sink.Writer)
+	start func(*tableWriter)
 	wg    sync.WaitGroup
 
 	seq       uint64        // messages dispatched
@@ -59,6 +59,11 @@ type router struct {
 	ctx context.Context
 	// savedCopies is the copy state last saved.
 	savedCopies map[string]*state.TableCopy
+	// failures are writers' failures to mark; skipping, the failed tables
+	// whose events are skipped until their copy starts (failed.go).
+	failures writerFailures
+	skipping map[schema.TableName]bool
+	fkeys    *cascade.Keys // the cascades' keys, which they change in place
 }
 
 // tableWriter is a writer and what the router sent it.
@@ -73,6 +78,13 @@ type tableWriter struct {
 	// timestamp (binlog timestamps are whole seconds, so a busy table
 	// has few): the table's lag on the status page counts from the first.
 	marks []mark
+	// exited is closed, and gone set, when its Run returned an error: it
+	// takes nothing more. sentBytes (router) and takenBytes (writer) count
+	// the bytes of rows events sent and taken, with skip_table only.
+	exited     chan struct{}
+	gone       atomic.Bool
+	sentBytes  int64
+	takenBytes atomic.Int64
 }
 
 // mark says the messages up to seq, after the previous mark's, carry rows
@@ -132,20 +144,22 @@ func (s *router) notePending(now time.Time) {
 // retiredWriter is a writer and the DDL message after which it no longer
 // touches its old name's table.
 type retiredWriter struct {
-	w   *sink.Writer
-	seq uint64
+	w    *sink.Writer
+	seq  uint64
+	gone *atomic.Bool // the tableWriter's
 }
 
-// past reports whether the writer is done with the DDL (or stopped).
-func (rw retiredWriter) past() bool { return rw.w.Done() || rw.w.Flushed() >= rw.seq }
+// past reports whether the writer is done with the DDL (or stopped, or
+// failed: it touches nothing any more).
+func (rw retiredWriter) past() bool { return rw.w.Done() || rw.w.Flushed() >= rw.seq || rw.gone.Load() }
 
 // newRouter routes a stream that starts at st, from a checkpoint saved by
 // server with version ceiling ceiling (0: none saved yet).
-func newRouter(r *Replicator, stream *source.Stream, st source.Start, from *state.Checkpoint, run func(*sink.Writer)) *router {
+func newRouter(r *Replicator, stream *source.Stream, st source.Start, from *state.Checkpoint, run func(*tableWriter)) *router {
 	first := commitPoint{seq: 0, pos: st.Position, server: from.Server, gtid: st.GTID, hist: st.History, offset: st.Offset, byGTID: from.ResumeByGTID}
 	ceiling := from.Ceiling
 	return &router{r: r, stream: stream, writers: map[schema.TableName]*tableWriter{}, start: run, partitions: map[schema.TableName]*catalog.Partitions{},
-		commits: []commitPoint{first}, lastSaved: time.Now(), saved: st.Position, ceiling: ceiling}
+		commits: []commitPoint{first}, lastSaved: time.Now(), saved: st.Position, ceiling: ceiling, skipping: map[schema.TableName]bool{}}
 }
 
 // Event updates liveness and the lag metrics for an event read.
@@ -203,6 +217,9 @@ func (s *router) Rows(ctx context.Context, e source.Rows) error {
 
 // send hands a rows event to its table's writer.
 func (s *router) send(ctx context.Context, e source.Rows) error {
+	if s.skipping[e.Table] {
+		return nil // failed: its copy brings these rows
+	}
 	m := sink.Message{Schema: e.Schema, Rows: e.Rows, Raw: e.Raw, Op: e.Op, Version: e.Version, Versions: e.Versions, At: e.At}
 	if size := int64(len(e.Raw)); size > 0 {
 		if err := s.awaitQueueRoom(ctx, size); err != nil {
@@ -217,6 +234,10 @@ func (s *router) send(ctx context.Context, e source.Rows) error {
 // larger event goes alone), checking in meanwhile, and counts them.
 func (s *router) awaitQueueRoom(ctx context.Context, size int64) error {
 	for n := 0; ; n++ {
+		// A failed writer's queue gives its bytes back when it is marked.
+		if err := s.takeFailures(); err != nil {
+			return err
+		}
 		q := s.queued.Load()
 		if q == 0 || q+size <= maxQueuedBytes {
 			s.queued.Add(size)
@@ -236,6 +257,9 @@ func (s *router) awaitQueueRoom(ctx context.Context, size int64) error {
 // dispatch queues a message for the table's writer, starting it if needed;
 // it blocks while the writer's queue is full (backpressure).
 func (s *router) dispatch(ctx context.Context, name schema.TableName, m sink.Message) error {
+	if s.skipped(name, &m) {
+		return nil
+	}
 	rt := s.writers[name]
 	if rt == nil {
 		if err := s.awaitRetired(ctx, name); err != nil {
@@ -247,17 +271,20 @@ func (s *router) dispatch(ctx context.Context, name schema.TableName, m sink.Mes
 		w := s.r.sink.NewWriter(name, s.r.queueLen)
 		w.OnFlushed(s.stream.Wake)
 		w.ParkWhenIdle(s.r.parkAfter)
-		rt = &tableWriter{w: w, tm: s.r.m.ForTable(name)}
+		rt = &tableWriter{w: w, tm: s.r.m.ForTable(name), exited: make(chan struct{})}
 		s.writers[name] = rt
 		s.all = append(s.all, rt)
-		s.start(w)
+		s.start(rt)
+	}
+	if s.skipTables() {
+		rt.track(&m)
 	}
 	s.seq++
 	m.Seq = s.seq
 	select {
 	case rt.w.In() <- &m:
 		s.sent(rt, m.Seq)
-		s.wake(rt.w)
+		s.wake(rt)
 		return nil
 	default:
 	}
@@ -265,14 +292,25 @@ func (s *router) dispatch(ctx context.Context, name schema.TableName, m sink.Mes
 	// so the daemon still counts as alive.
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
+	exited := rt.exited
 	for {
 		select {
 		case rt.w.In() <- &m:
 			s.sent(rt, m.Seq)
-			s.wake(rt.w)
+			s.wake(rt)
 			return nil
 		case <-tick.C:
 			s.r.checkIn()
+		case <-exited:
+			// The writer failed: marked failed now, its table's messages
+			// are skipped; else the daemon stops (ctx).
+			exited = nil
+			if err := s.takeFailures(); err != nil {
+				return err
+			}
+			if s.writers[name] != rt {
+				return nil // its bytes went back with the writer's (markFailed)
+			}
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -283,7 +321,7 @@ func (s *router) dispatch(ctx context.Context, name schema.TableName, m sink.Mes
 func (s *router) stopWriter(name schema.TableName) {
 	if rt := s.writers[name]; rt != nil {
 		close(rt.w.In())
-		s.wake(rt.w)
+		s.wake(rt)
 		rt.closed = true
 		delete(s.writers, name)
 		s.retire(name, rt.w, rt.dispatched)
@@ -295,7 +333,7 @@ func (s *router) closeAll() {
 	for _, rt := range s.all {
 		if !rt.closed {
 			close(rt.w.In())
-			s.wake(rt.w)
+			s.wake(rt)
 			rt.closed = true
 		}
 	}
@@ -303,9 +341,9 @@ func (s *router) closeAll() {
 
 // wake runs a parked writer again after a message was sent to it or its
 // queue closed.
-func (s *router) wake(w *sink.Writer) {
-	if w.Wake() {
-		s.start(w)
+func (s *router) wake(rt *tableWriter) {
+	if rt.w.Wake() {
+		s.start(rt)
 	}
 }
 
@@ -313,7 +351,13 @@ func (s *router) retire(name schema.TableName, w *sink.Writer, seq uint64) {
 	if s.retired == nil {
 		s.retired = map[schema.TableName]retiredWriter{}
 	}
-	s.retired[name] = retiredWriter{w: w, seq: seq}
+	rw := retiredWriter{w: w, seq: seq, gone: &atomic.Bool{}}
+	for _, rt := range s.all {
+		if rt.w == w {
+			rw.gone = &rt.gone
+		}
+	}
+	s.retired[name] = rw
 }
 
 // awaitRetired waits until the writer that last had the name is past the
