@@ -2,12 +2,8 @@ package replicator
 
 import (
 	"context"
-	"time"
 
 	"github.com/binlog2ch/binlog2ch/cascade"
-	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/binlog2ch/binlog2ch/sink"
-	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
 
@@ -37,62 +33,5 @@ func (r *Replicator) loadForeignKeys(ctx context.Context, from *state.Checkpoint
 // reportForeignKeys logs the cascading keys among the replicated tables,
 // and warns about what cannot be derived.
 func (r *Replicator) reportForeignKeys(keys *cascade.Keys) {
-	cascade.Report(r.log, r.my, keys, r.replicates, r.server.NativeForeignKeys, r.cfg.ClickHouse.Cluster != "")
+	cascade.Report(r.log, r.my, keys, r.sel.Replicates, r.server.NativeForeignKeys, r.cfg.ClickHouse.Cluster != "")
 }
-
-// followCascades has the router's events go through the cascades of keys.
-func (s *router) followCascades(keys *cascade.Keys) {
-	r := s.r
-	s.cascades = cascade.NewFollower(cascade.Options{
-		Keys: keys, Replicates: r.replicates, Flusher: cascadeFlusher{s}, Runner: r.cascadeRunner, MySQL: r.my, Log: r.log,
-		SnapshotEndVersion: r.snapshotEndVersion, Recopy: recopy,
-		BeforeRun: func(parent schema.TableName) {
-			if hook := r.hooks.beforeCascade; hook != nil {
-				hook(parent)
-			}
-		},
-		Derived: func(parent schema.TableName, res cascade.Result, took time.Duration) {
-			for t, counts := range res.Rows {
-				for action, n := range counts {
-					r.m.CascadedRows.WithLabelValues(t.Database, t.Table, action).Add(float64(n))
-				}
-			}
-			r.m.CascadeDuration.Observe(took.Seconds())
-			if hook := r.hooks.afterCascade; hook != nil {
-				hook(parent)
-			}
-		},
-	})
-}
-
-// cascadeFlusher is the router as the cascades see it.
-type cascadeFlusher struct{ s *router }
-
-// FlushTables has the writers of the tables with rows pending flush them
-// (a sink.Message's FlushDone), and waits for them all.
-func (f cascadeFlusher) FlushTables(ctx context.Context, tables []schema.TableName, at source.Position) error {
-	s := f.s
-	var waits []chan struct{}
-	for _, t := range tables {
-		if rt := s.writers[t]; rt == nil || rt.w.Flushed() >= rt.dispatched {
-			continue // nothing pending
-		}
-		done := make(chan struct{})
-		if err := s.dispatch(ctx, t, sink.Message{FlushDone: done, At: at}); err != nil {
-			return err
-		}
-		waits = append(waits, done)
-	}
-	for _, done := range waits {
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
-}
-
-func (f cascadeFlusher) Send(ctx context.Context, e source.Rows) error { return f.s.send(ctx, e) }
-
-func (f cascadeFlusher) Commit(c source.Commit) { f.s.commit(c) }

@@ -24,9 +24,9 @@ func (h *harness) waitCopied(run *running, timeout time.Duration) {
 	h.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		if s := run.r.running.Load(); s != nil && len(s.copies.saved()) == 0 {
+		if s := run.r.running.Load(); s != nil && len(s.CopyState()) == 0 {
 			h.waitCaughtUp(run, timeout)
-			if len(s.copies.saved()) == 0 {
+			if len(s.CopyState()) == 0 {
 				return
 			}
 		}

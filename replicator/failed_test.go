@@ -2,14 +2,10 @@ package replicator
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/binlog2ch/binlog2ch/block"
-	"github.com/binlog2ch/binlog2ch/chtables"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/state"
 )
@@ -21,7 +17,7 @@ func (h *harness) waitFailed(run *running, table string) *state.TableCopy {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if s := run.r.running.Load(); s != nil {
-			if e := s.copies.saved()[table]; e != nil && e.State == state.CopyFailed {
+			if e := s.CopyState()[table]; e != nil && e.State == state.CopyFailed {
 				return e
 			}
 		}
@@ -145,35 +141,5 @@ func TestSkipFailedTable(t *testing.T) {
 	h.verifyEqual("t", "u")
 	if logs := run.logs.String(); !strings.Contains(logs, "copying a table marked failed before") || !strings.Contains(logs, "reason=failed") {
 		t.Errorf("the restart did not copy the failed table:\n%s", tail(logs, 3000))
-	}
-}
-
-// TestTableOwnError: the errors a table may fail alone with, wrapped as
-// the writer wraps them, and those that stop the daemon whatever the
-// option.
-func TestTableOwnError(t *testing.T) {
-	wrap := func(err error) error { return fmt.Errorf("a.t at binlog binlog.000001:4: %w", err) }
-	own := []error{
-		wrap(&chtables.TargetChangedError{Table: "a.t", MySQL: "a.t", Problem: "lacks column x"}),
-		wrap(&block.ConvertError{Table: "a.t", Column: "c", Msg: "out of range"}),
-		wrap(&schema.UnsupportedTypeError{Type: "inet6"}),
-		wrap(&schema.UnsupportedCharsetError{Charset: "dec8"}),
-		wrap(&schema.RenameColumnError{From: "a", To: "b"}),
-	}
-	for _, err := range own {
-		if !tableOwnError(err) {
-			t.Errorf("%v: not taken for the table's own", err)
-		}
-	}
-	notOwn := []error{
-		wrap(errors.New("insert into ClickHouse: code: 516, message: Authentication failed")),
-		wrap(context.Canceled),
-		fmt.Errorf("%w (gave up: %w)", &block.ConvertError{Table: "a.t"}, context.Canceled),
-		wrap(errors.New("read the table's definition from MySQL: connection refused")),
-	}
-	for _, err := range notOwn {
-		if tableOwnError(err) {
-			t.Errorf("%v: taken for the table's own", err)
-		}
 	}
 }

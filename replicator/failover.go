@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/router"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
@@ -208,7 +209,7 @@ func (r *Replicator) saveRepairedCheckpoint(st *snapshot.State, rp *gapRepair) e
 	}
 	f, _ := source.VersionFile(source.MustFileIndex(st.Position.File), rp.offset)
 	cp := state.Checkpoint{Position: st.Position, Server: r.server.ID, SavedAt: time.Now().UTC(), StreamState: state.StreamState{
-		GTID: rp.resume.String(), Offset: rp.offset, Ceiling: max(rp.ceiling, f+ceilingGap), TableGTIDs: rp.touched, ResumeByGTID: true}}
+		GTID: rp.resume.String(), Offset: rp.offset, Ceiling: max(rp.ceiling, f+router.CeilingGap), TableGTIDs: rp.touched, ResumeByGTID: true}}
 	if err := r.checkpoints().Save(context.Background(), cp); err != nil {
 		return err
 	}

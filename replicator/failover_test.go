@@ -14,6 +14,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/router"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
@@ -525,7 +526,7 @@ func TestFullSyncBelowVersionCeiling(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "let it catch up first") {
 		t.Fatalf("a copy past run's version ceiling: %v", err)
 	}
-	cp.Ceiling += ceilingGap
+	cp.Ceiling += router.CeilingGap
 	if err := state.SaveFile(h.cfg.StateDir, *cp); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/router"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
@@ -107,7 +108,7 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snap
 			// The copy's versions must stay below run's saved version
 			// ceiling, where a failover would start the next history.
 			if f, _ := source.VersionFile(source.MustFileIndex(pos.File), cp.Offset); cp.Ceiling != 0 && f >= cp.Ceiling && !opts.SetCheckpoint {
-				return nil, fmt.Errorf("run's checkpoint in %s is at %s, more than %d binlog files behind this copy's position %s: start `binlog2ch run` and let it catch up first (the copy's row versions would reach past what run has saved as its version ceiling)", r.checkpoints(), cp.Position, ceilingGap, pos)
+				return nil, fmt.Errorf("run's checkpoint in %s is at %s, more than %d binlog files behind this copy's position %s: start `binlog2ch run` and let it catch up first (the copy's row versions would reach past what run has saved as its version ceiling)", r.checkpoints(), cp.Position, router.CeilingGap, pos)
 			}
 		case !opts.SetCheckpoint:
 			return nil, fmt.Errorf("run's checkpoint in %s is on MySQL server %s, not %s: start `binlog2ch run` first, so it moves to this server's binlog (or, copying every table, use -recreate -checkpoint)", r.checkpoints(), cp.Server, r.server.ID)

@@ -27,16 +27,16 @@ func (r *Replicator) OnReady(f func()) { r.onReady = f }
 // waiting for a writer). A stalled server does not make it false; a wedged
 // daemon does.
 func (r *Replicator) Alive() bool {
-	last := r.checkin.Load()
+	last := r.live.CheckIn.Load()
 	return last != 0 && time.Since(time.Unix(0, last)) < aliveWithin
 }
 
-func (r *Replicator) checkIn() { r.checkin.Store(time.Now().UnixNano()) }
+func (r *Replicator) checkIn() { r.live.CheckIn.Store(time.Now().UnixNano()) }
 
 // ready reports readiness: both servers reachable as last seen, and the
 // lag below metrics.ready_max_lag.
 func (r *Replicator) ready() bool {
-	return r.mysqlUp.Load() && r.sink.Up() && metrics.Since(r.m.Durable.Load()) < r.cfg.Metrics.ReadyMaxLag.Seconds()
+	return r.live.MySQLUp.Load() && r.sink.Up() && metrics.Since(r.m.Durable.Load()) < r.cfg.Metrics.ReadyMaxLag.Seconds()
 }
 
 // health is the body of /healthz and /readyz.
@@ -54,12 +54,12 @@ type health struct {
 }
 
 func (r *Replicator) health() health {
-	st := health{Alive: r.Alive(), MySQL: r.mysqlUp.Load(), ClickHouse: r.sink.Up(),
+	st := health{Alive: r.Alive(), MySQL: r.live.MySQLUp.Load(), ClickHouse: r.sink.Up(),
 		LagSeconds: metrics.Since(r.m.Durable.Load()), SourceLag: metrics.Since(r.m.Read.Load()), MaxLagForReady: r.cfg.Metrics.ReadyMaxLag.Seconds()}
-	if p := r.readPos.Load(); p != nil {
+	if p := r.live.ReadPos.Load(); p != nil {
 		st.ReadPosition = p.String()
 	}
-	if p := r.savedPos.Load(); p != nil {
+	if p := r.live.SavedPos.Load(); p != nil {
 		st.CheckpointAt = p.String()
 	}
 	st.Ready = r.ready()

@@ -21,6 +21,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/control"
 	"github.com/binlog2ch/binlog2ch/metrics"
+	"github.com/binlog2ch/binlog2ch/router"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
 	"github.com/binlog2ch/binlog2ch/snapshot"
@@ -39,11 +40,10 @@ type Replicator struct {
 	server source.Server
 	m      *metrics.Metrics
 
-	onReady  func()
-	checkin  atomic.Int64 // when the reader last checked in (Unix ns), for Alive
-	mysqlUp  atomic.Bool  // the binlog stream is connected
-	readPos  atomic.Pointer[source.Position]
-	savedPos atomic.Pointer[source.Position]
+	onReady func()
+	// live is what the reader tells: positions, whether the binlog stream
+	// is connected, when it last checked in (for Alive).
+	live     router.Live
 	httpAddr atomic.Value // string
 
 	// For the status page (status.go).
@@ -60,13 +60,11 @@ type Replicator struct {
 	shutdownTimeout time.Duration // how long a shutdown may spend flushing
 
 	loader *schema.Loader // the writers' live table definitions
-	// tables is the selection a reload set (nil: cfg.Tables; selection.go).
-	tables atomic.Pointer[config.TablesConfig]
+	// sel is the tables replicated (a reload changes them).
+	sel *router.Selection
 	// running is the router while the daemon follows the binlog (for
 	// Resync and Reload, which it takes at its next Tick).
-	running atomic.Pointer[router]
-	// copyProgress is the running online copy's, latest.
-	copyProgress atomic.Pointer[[]snapshot.TableStatus]
+	running atomic.Pointer[router.Router]
 
 	lease *state.Lease // the ZooKeeper lease while held (state.lease zookeeper)
 	store state.Store  // where the checkpoint lives (state.store)
@@ -78,9 +76,6 @@ type Replicator struct {
 	// cascadeRunner derives foreign-key cascades in ClickHouse, and
 	// remembers what it read there for as long as the process runs.
 	cascadeRunner *cascade.Runner
-	// migrations are the online schema migrations' tables the reader
-	// follows (migrations.go; nil until it runs).
-	migrations *migrations
 }
 
 // writerParkAfter is how long a table's writer holds nothing before its
@@ -141,7 +136,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Replicator
 		r.my.Close()
 		return nil, err
 	}
-	r.stream.Selected = r.replicates
+	r.sel = router.NewSelection(cfg)
+	r.stream.Selected = r.sel.Replicates
 	// The daemon's statements are short and few at once: bounded, with
 	// idle connections kept rather than one opened per statement. Writers
 	// starting together (a thousand tables' first events) read their
@@ -283,7 +279,7 @@ func (r *Replicator) fillGTIDs(ctx context.Context, start *source.Start) error {
 func snapshotCheckpoint(snap *snapshot.State, server string) *state.Checkpoint {
 	f, _ := source.VersionFile(source.MustFileIndex(snap.Position.File), snap.FileOffset)
 	return &state.Checkpoint{Position: snap.Position, Server: server, SavedAt: time.Now().UTC(),
-		StreamState: state.StreamState{GTID: snap.GTID, Offset: snap.FileOffset, Ceiling: f + ceilingGap}}
+		StreamState: state.StreamState{GTID: snap.GTID, Offset: snap.FileOffset, Ceiling: f + router.CeilingGap}}
 }
 
 // initialSnapshot copies the tables listed when the snapshot began (tables
@@ -393,8 +389,8 @@ func (r *Replicator) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.savedPos.Store(&start.Position)
-	r.readPos.Store(&start.Position)
+	r.live.SavedPos.Store(&start.Position)
+	r.live.ReadPos.Store(&start.Position)
 	if snap == nil || r.cfg.State.Store == config.StoreFile {
 		r.noteCheckpoint(from) // a shared one is saved after the initial snapshot
 	}
@@ -437,88 +433,50 @@ func (r *Replicator) run(ctx context.Context) error {
 		}
 	}
 	r.setPhase(phaseReplicating)
-	// Writers talk to ClickHouse with their own context: a shutdown signal
-	// stops reading, not the flush of what was read.
-	workCtx, cancelWork := context.WithCancelCause(context.Background())
-	defer cancelWork(nil)
-	readCtx, cancelRead := context.WithCancelCause(ctx)
-	defer cancelRead(nil)
-
-	var s *router
-	s = newRouter(r, r.stream, start, from, func(rt *tableWriter) {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			w := rt.w
-			if err := w.Run(workCtx); err != nil {
-				// With replication.on_table_error: skip_table, the router
-				// marks a table failed for an error of its own (failed.go).
-				if s.writerFailed(rt, err, workCtx.Err() != nil) {
-					return
-				}
-				err = fmt.Errorf("writer %s: %w", w.Name(), err)
-				cancelRead(err)
-				cancelWork(err)
-			}
-		}()
-	})
-	s.followCascades(fks)
-	s.fkeys = fks
-	s.ctx = readCtx
-	s.copies = newOnlineCopies(from)
-	if snap == nil {
-		// After an initial snapshot there is nothing else to copy.
-		if err := s.copyAtStart(readCtx, from); err != nil {
-			s.closeAll()
-			cancelWork(err)
-			s.wg.Wait()
-			return err
-		}
-	}
+	s := router.New(router.Options{Config: r.cfg, Log: r.log, MySQL: r.my, Sink: r.sink, Metrics: r.m, Server: r.server, Stream: r.stream,
+		Store: r.checkpoints(), Selection: r.sel, Cascades: r.cascadeRunner, Keys: fks, Start: start, From: from, CopyAtStart: snap == nil,
+		Live: &r.live, NoteCheckpoint: r.noteCheckpoint, CopyOptions: r.copyOptions, CheckIn: r.checkIn,
+		QueueLen: r.queueLen, ParkAfter: r.parkAfter, ShutdownTimeout: r.shutdownTimeout, SnapshotEndVersion: r.snapshotEndVersion,
+		StreamError: r.streamError, Hooks: router.Hooks{RowsEvent: r.hooks.rowsEvent, Checkpointed: r.hooks.checkpointed,
+			BeforeCascade: r.hooks.beforeCascade, AfterCascade: r.hooks.afterCascade, MigrationStatement: r.hooks.migrationStatement}})
 	r.running.Store(s)
-	readErr := r.streamError(r.stream.Run(readCtx, start, r.followMigrations(s)))
-	r.running.Store(nil)
-	if b := s.copies.batch; b != nil {
-		b.cancel()
-		<-b.done // its progress is saved with the last checkpoint
-	}
-
-	// Stop: close every queue; writers flush what they hold and exit.
-	s.closeAll()
-	if cause := context.Cause(readCtx); cause != nil && !errors.Is(cause, context.Canceled) {
-		readErr = cause // a writer failed
-	}
-	if readErr != nil {
-		cancelWork(readErr)
-		s.wg.Wait()
-		return readErr
-	}
-	timer := time.AfterFunc(r.shutdownTimeout, func() {
-		cancelWork(fmt.Errorf("shutdown: flushing took longer than %s", r.shutdownTimeout))
-	})
-	s.wg.Wait()
-	timer.Stop()
-	if cause := context.Cause(workCtx); cause != nil {
-		return fmt.Errorf("shutdown: %w; the checkpoint stays at the last saved position and the rows after it will be replayed", cause)
-	}
-	// A table that failed while the writers flushed is marked in the last
-	// checkpoint, which passes its rows.
-	if err := s.takeFailures(); err != nil {
-		return err
-	}
-	if err := s.checkpoint(true); err != nil {
-		return err
-	}
-	r.log.Info("stopped", "checkpoint", s.saved.String())
-	return nil
+	defer r.running.Store(nil)
+	return s.Run(ctx)
 }
+
+// Resync asks the running daemon to copy tables again online: each is
+// copied into a shadow table while the stream goes on, and swapped in.
+// It returns once the copies are in line.
+func (r *Replicator) Resync(ctx context.Context, tables []schema.TableName) error {
+	s := r.running.Load()
+	if s == nil {
+		return errNotFollowing
+	}
+	return s.Resync(ctx, tables)
+}
+
+// Reload replaces the table selection while the daemon runs (a SIGHUP's
+// config, which config.CheckReload allowed): tables it newly selects are
+// copied online, tables it no longer selects stop being replicated (their
+// ClickHouse tables stay).
+func (r *Replicator) Reload(tables config.TablesConfig) error {
+	s := r.running.Load()
+	if s == nil {
+		return errNotFollowing
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return s.Reload(ctx, tables)
+}
+
+var errNotFollowing = errors.New("the daemon is not following the binlog yet (starting, or in its initial snapshot): try again once `binlog2ch status` shows it replicating")
 
 // streamError adds what to do to a binlog the source cannot send, or to
 // rows it cannot complete.
 func (r *Replicator) streamError(err error) error {
 	var partial *source.PartialImageError
 	if errors.As(err, &partial) {
-		return fmt.Errorf("%w; the rows of this event cannot be completed from the binlog, so then %s", err, recopy)
+		return fmt.Errorf("%w; the rows of this event cannot be completed from the binlog, so then %s", err, router.Recopy)
 	}
 	var history *source.HistoryError
 	if errors.As(err, &history) {
@@ -529,7 +487,7 @@ func (r *Replicator) streamError(err error) error {
 	}
 	var xa *source.XAUnknownError
 	if errors.As(err, &xa) {
-		return fmt.Errorf("%w; a copy has them now: %s", err, recopy)
+		return fmt.Errorf("%w; a copy has them now: %s", err, router.Recopy)
 	}
 	var unreadable *source.UnreadableError
 	if !errors.As(err, &unreadable) {

@@ -407,3 +407,10 @@ func TestStartRefusesWrongOrPurgedPositions(t *testing.T) {
 		t.Fatalf("purged position: %v", err)
 	}
 }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

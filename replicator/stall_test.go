@@ -50,8 +50,8 @@ func TestFaultMySQLFrozen(t *testing.T) {
 	}
 	// The reader goes on (reconnect attempts) instead of hanging on the
 	// dead connection's close: it checks in after the stall was noticed.
-	before := run.r.checkin.Load()
-	waitFor(t, 20*time.Second, "the reader checks in while MariaDB is frozen", func() bool { return run.r.checkin.Load() > before })
+	before := run.r.live.CheckIn.Load()
+	waitFor(t, 20*time.Second, "the reader checks in while MariaDB is frozen", func() bool { return run.r.live.CheckIn.Load() > before })
 	if code, st := probe(t, addr, "/healthz"); code != http.StatusOK || !st.Alive {
 		t.Errorf("/healthz while MariaDB is frozen: %d %+v", code, st)
 	}

@@ -35,7 +35,7 @@ func (r *Replicator) statusInfo() status.Info {
 		product = "MariaDB"
 	}
 	in := status.Info{Version: r.version, StartedAt: r.started, Ready: r.ready(), Alive: r.Alive(), Checkpoint: r.savedCP.Load(),
-		Source: status.Server{Product: product, Version: r.server.Version, Addr: []string{r.cfg.MySQL.Addr}, ID: r.server.ID, Up: r.mysqlUp.Load()},
+		Source: status.Server{Product: product, Version: r.server.Version, Addr: []string{r.cfg.MySQL.Addr}, ID: r.server.ID, Up: r.live.MySQLUp.Load()},
 		Target: status.Server{Product: "ClickHouse", Version: r.sink.Caps().Version, Addr: r.cfg.ClickHouse.Addr, Cluster: r.cfg.ClickHouse.Cluster, Up: r.sink.Up()}}
 	if in.Version == "" {
 		in.Version = "devel"
@@ -43,7 +43,7 @@ func (r *Replicator) statusInfo() status.Info {
 	if p := r.phase.Load(); p != nil {
 		in.Phase = *p
 	}
-	if p := r.readPos.Load(); p != nil {
+	if p := r.live.ReadPos.Load(); p != nil {
 		in.ReadPosition = p.String()
 	}
 	if ss := r.snapshotProgress.Load(); ss != nil {
@@ -53,7 +53,7 @@ func (r *Replicator) statusInfo() status.Info {
 		}
 	}
 	if s := r.running.Load(); s != nil {
-		in.Copies = snapshot.CopyStatus(s.copies.saved(), r.copyProgress.Load())
+		in.Copies = snapshot.CopyStatus(s.CopyState(), s.CopyProgress())
 	}
 	return in
 }
@@ -68,11 +68,4 @@ func (r *Replicator) trackSnapshot(next func([]snapshot.TableStatus)) func([]sna
 			next(ts)
 		}
 	}
-}
-
-// trackCopies keeps the running online copy's progress for the status
-// page.
-func (r *Replicator) trackCopies(ts []snapshot.TableStatus) {
-	kept := append([]snapshot.TableStatus(nil), ts...)
-	r.copyProgress.Store(&kept)
 }

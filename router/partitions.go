@@ -1,4 +1,4 @@
-package replicator
+package router
 
 import (
 	"context"
@@ -20,11 +20,11 @@ import (
 
 // readPartitions reads a table's partitions as its writer starts, while
 // the partitions a later DROP names still exist.
-func (s *router) readPartitions(ctx context.Context, name schema.TableName) error {
-	if s.r.cfg.Replication.OnPartitionMaintenance != config.OnApply || s.partitions[name] != nil {
+func (s *Router) readPartitions(ctx context.Context, name schema.TableName) error {
+	if s.cfg.Replication.OnPartitionMaintenance != config.OnApply || s.partitions[name] != nil {
 		return nil
 	}
-	p, err := catalog.LoadPartitions(ctx, s.r.my, name)
+	p, err := catalog.LoadPartitions(ctx, s.my, name)
 	if err != nil {
 		return err
 	}
@@ -39,11 +39,11 @@ func (s *router) readPartitions(ctx context.Context, name schema.TableName) erro
 // read when the table's writer started, as DROPs since have left them: a
 // dropped partition is gone from information_schema by the time its
 // statement is read.
-func (s *router) applyPartitions(ctx context.Context, ef ddl.Effect, st source.Statement) error {
-	r := s.r
+func (s *Router) applyPartitions(ctx context.Context, ef ddl.Effect, st source.Statement) error {
+	r := s
 	if ef.PartitionOp != "TRUNCATE" && ef.PartitionOp != "DROP" {
 		return fmt.Errorf("binlog %s: %s: partition maintenance that moves rows (statement %q) cannot be applied by bounds; set replication.on_partition_maintenance: recopy, or %s",
-			st.At, ef.Table, truncate(st.Text, 300), recopy)
+			st.At, ef.Table, truncate(st.Text, 300), Recopy)
 	}
 	parts := s.partitions[ef.Table]
 	if parts == nil || !parts.Has(ef.Partitions) {

@@ -1,4 +1,4 @@
-package replicator
+package router
 
 // Online schema migrations (gh-ost, pt-online-schema-change) fill a new
 // table from the old one and keep it current, all of it row events of the
@@ -36,8 +36,8 @@ type migrations struct {
 // followedMigration is the migration of a table the selection does not
 // select itself but replicates as the new or old table of an online
 // schema migration of a table it does select.
-func (r *Replicator) followedMigration(t schema.TableName) (migration.Table, bool) {
-	sel := r.selection()
+func (l *Selection) followedMigration(t schema.TableName) (migration.Table, bool) {
+	sel := l.Current()
 	for _, m := range migration.Of(t.Table) {
 		if sel.Selects(t.Database, m.Base) {
 			return m, true
@@ -46,46 +46,52 @@ func (r *Replicator) followedMigration(t schema.TableName) (migration.Table, boo
 	return migration.Table{}, false
 }
 
-// followsMigration is replicates for a table the selection does not
+// followsMigration is Replicates for a table the selection does not
 // select itself.
-func (r *Replicator) followsMigration(t schema.TableName) bool {
-	_, ok := r.followedMigration(t)
-	if ok && r.hooks.migrationStatement != nil && r.migrations != nil {
-		if st := r.migrations.statement.Load(); st != nil {
-			r.hooks.migrationStatement(*st, t)
-		}
+func (l *Selection) followsMigration(t schema.TableName) bool {
+	_, ok := l.followedMigration(t)
+	if f := l.followed.Load(); ok && f != nil {
+		(*f)(t)
 	}
 	return ok
 }
 
 // followMigrations is the stream's handler: the router, with the
 // migration tables' rows and statements checked and followed on the way.
-func (r *Replicator) followMigrations(s *router) source.Handler {
-	r.migrations = &migrations{known: map[schema.TableName]migration.Table{}}
+func (s *Router) followMigrations() source.Handler {
+	s.migrations = &migrations{known: map[schema.TableName]migration.Table{}}
+	if hook := s.hooks.MigrationStatement; hook != nil {
+		f := func(t schema.TableName) {
+			if st := s.migrations.statement.Load(); st != nil {
+				hook(*st, t)
+			}
+		}
+		s.sel.followed.Store(&f)
+	}
 	return migrationHandler{s}
 }
 
 // migrationHandler is the router with migrations followed (Rows,
 // Statement); every other event goes straight to the router.
-type migrationHandler struct{ *router }
+type migrationHandler struct{ *Router }
 
 // Rows has a migration table ClickHouse may not hold whole copied online:
 // swapped in at the cut-over, it would otherwise lack the rows written
 // before.
 func (h migrationHandler) Rows(ctx context.Context, e source.Rows) error {
-	if err := h.r.checkMigrationTable(ctx, h.router, e.Table, e.At, "rows of"); err != nil {
+	if err := h.Router.checkMigrationTable(ctx, h.Router, e.Table, e.At, "rows of"); err != nil {
 		return err
 	}
-	return h.router.Rows(ctx, e)
+	return h.Router.Rows(ctx, e)
 }
 
 // Statement checks a cut-over before the router applies it, and follows
 // the migration tables it creates, renames and drops after.
 func (h migrationHandler) Statement(ctx context.Context, st source.Statement) error {
-	r := h.r
+	r := h.Router
 	for _, ef := range st.Effects {
 		if ef.Kind == ddl.RenameTable && r.replicates(ef.NewTable) {
-			if err := r.checkMigrationTable(ctx, h.router, ef.Table, st.At, "a RENAME into "+ef.NewTable.String()+" of"); err != nil {
+			if err := r.checkMigrationTable(ctx, h.Router, ef.Table, st.At, "a RENAME into "+ef.NewTable.String()+" of"); err != nil {
 				return err
 			}
 		}
@@ -96,7 +102,7 @@ func (h migrationHandler) Statement(ctx context.Context, st source.Statement) er
 		}
 	}
 	r.migrations.statement.Store(&st)
-	err := h.router.Statement(ctx, st)
+	err := h.Router.Statement(ctx, st)
 	r.migrations.statement.Store(nil)
 	if err != nil {
 		return err
@@ -142,10 +148,10 @@ func (h migrationHandler) touchesMigration(st source.Statement) bool {
 		if ef.Kind != ddl.Create && ef.Kind != ddl.Drop && ef.Kind != ddl.RenameTable {
 			continue
 		}
-		if _, ok := h.r.followedMigration(ef.Table); ok {
+		if _, ok := h.Router.followedMigration(ef.Table); ok {
 			return true
 		}
-		if _, ok := h.r.followedMigration(ef.NewTable); ok && ef.Kind == ddl.RenameTable {
+		if _, ok := h.Router.followedMigration(ef.NewTable); ok && ef.Kind == ddl.RenameTable {
 			return true
 		}
 	}
@@ -160,9 +166,9 @@ func (h migrationHandler) touchesMigration(st source.Statement) bool {
 func (h migrationHandler) settle(ctx context.Context) error {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	for n := 1; h.router.pending(); n++ {
+	for n := 1; h.Router.pending(); n++ {
 		if n%1000 == 0 {
-			h.r.checkIn() // still alive, waiting on the writers
+			h.Router.checkIn() // still alive, waiting on the writers
 		}
 		select {
 		case <-ctx.Done():
@@ -170,7 +176,7 @@ func (h migrationHandler) settle(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
-	return h.router.checkpoint(false)
+	return h.Router.checkpoint(false)
 }
 
 // checkMigrationTable has a followed migration table copied online at
@@ -179,7 +185,7 @@ func (h migrationHandler) settle(ctx context.Context) error {
 // began selecting its table, while the migration ran). ClickHouse holding
 // the table binlog2ch created for it tells it was followed before a
 // restart.
-func (r *Replicator) checkMigrationTable(ctx context.Context, s *router, t schema.TableName, at source.Position, what string) error {
+func (r *Router) checkMigrationTable(ctx context.Context, s *Router, t schema.TableName, at source.Position, what string) error {
 	if _, ok := r.migrations.known[t]; ok {
 		return nil
 	}

@@ -1,12 +1,9 @@
-package replicator
+package router
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -123,12 +120,12 @@ func (c *onlineCopies) batchInDatabase(db string) bool {
 }
 
 // copyLog is the logger of online copies.
-func (s *router) copyLog() *slog.Logger { return s.r.log.With("component", "copy") }
+func (s *Router) copyLog() *slog.Logger { return s.log.With("component", "copy") }
 
 // requestCopy has t copied online for reason: it waits for the next
 // batch. A copy of t under way starts over (with its batch), a copy
 // asked for before keeps its first reason.
-func (s *router) requestCopy(ctx context.Context, t schema.TableName, reason string) error {
+func (s *Router) requestCopy(ctx context.Context, t schema.TableName, reason string) error {
 	c := s.copies
 	if c.inBatch(t) {
 		if err := s.restartBatch(ctx, t, reason); err != nil {
@@ -154,7 +151,7 @@ func (s *router) requestCopy(ctx context.Context, t schema.TableName, reason str
 // restartBatch stops the running batch because of t (DDL of t read
 // during its copy, or t no longer to be copied) and puts its other tables
 // back first in line, to be copied again from a new position.
-func (s *router) restartBatch(ctx context.Context, t schema.TableName, why string) error {
+func (s *Router) restartBatch(ctx context.Context, t schema.TableName, why string) error {
 	b := s.copies.batch
 	s.copies.batch = nil
 	b.cancel()
@@ -178,7 +175,7 @@ func (s *router) restartBatch(ctx context.Context, t schema.TableName, why strin
 // forgetCopy drops t from the copy state (dropped, or no longer
 // selected): its batch starts over without it, and its shadow table is
 // dropped.
-func (s *router) forgetCopy(ctx context.Context, t schema.TableName) error {
+func (s *Router) forgetCopy(ctx context.Context, t schema.TableName) error {
 	c := s.copies
 	if c.inBatch(t) {
 		if err := s.restartBatch(ctx, t, "dropped or no longer selected"); err != nil {
@@ -195,13 +192,13 @@ func (s *router) forgetCopy(ctx context.Context, t schema.TableName) error {
 	if !had {
 		return nil
 	}
-	db, table := s.r.sink.TableOf(t)
-	return s.r.sink.DropTable(ctx, s.copyLog(), db, snapshot.ShadowName(table))
+	db, table := s.sink.TableOf(t)
+	return s.sink.DropTable(ctx, s.copyLog(), db, snapshot.ShadowName(table))
 }
 
 // tickCopies runs in the router's Tick: it takes requests, swaps in what
 // a finished batch copied, and starts the next batch.
-func (s *router) tickCopies(ctx context.Context) error {
+func (s *Router) tickCopies(ctx context.Context) error {
 	c := s.copies
 	for more := true; more; {
 		select {
@@ -243,7 +240,7 @@ func (s *router) tickCopies(ctx context.Context) error {
 }
 
 // requeue puts a failed batch's tables back in line, from scratch.
-func (s *router) requeue(b *copyBatch) error {
+func (s *Router) requeue(b *copyBatch) error {
 	s.copies.mu.Lock()
 	for _, x := range b.tables {
 		if e := s.copies.tables[x.String()]; e != nil && e == b.entries[x.String()] {
@@ -260,8 +257,8 @@ func (s *router) requeue(b *copyBatch) error {
 // startBatch copies the tables in line: those with the first one's saved
 // progress resume at its position, else all of them from the current
 // one.
-func (s *router) startBatch(ctx context.Context) error {
-	r, c := s.r, s.copies
+func (s *Router) startBatch(ctx context.Context) error {
+	r, c := s, s.copies
 	c.mu.Lock()
 	var resume *snapshot.State
 	var tables []schema.TableName
@@ -361,7 +358,7 @@ func (c *onlineCopies) saveProgress(b *copyBatch, st *snapshot.State) error {
 // swapIn has each table of a finished batch swapped in by its writer.
 // The tables are marked swapping, and saved so, first: a restart then
 // finishes a swap rather than taking a swapped table for one not copied.
-func (s *router) swapIn(ctx context.Context, b *copyBatch) error {
+func (s *Router) swapIn(ctx context.Context, b *copyBatch) error {
 	c := s.copies
 	c.mu.Lock()
 	var tables []schema.TableName
@@ -382,19 +379,19 @@ func (s *router) swapIn(ctx context.Context, b *copyBatch) error {
 		t, e := t, b.entries[t.String()]
 		run := func(ctx context.Context) error {
 			log := s.copyLog().With("table", t.String())
-			_, table := s.r.sink.TableOf(t)
-			swapped, err := s.r.sink.SwapIn(ctx, log, t, snapshot.ShadowName(table), b.version)
+			_, table := s.sink.TableOf(t)
+			swapped, err := s.sink.SwapIn(ctx, log, t, snapshot.ShadowName(table), b.version)
 			if err != nil {
 				return fmt.Errorf("swap in the online copy: %w", err)
 			}
-			s.r.cascadeRunner.ForgetHorizon(t)
+			s.cascadeRunner.ForgetHorizon(t)
 			c.mu.Lock()
 			if c.tables[t.String()] == e {
 				delete(c.tables, t.String())
 			}
 			c.mu.Unlock()
 			s.noteCopies()
-			s.r.m.TableCopies.WithLabelValues(e.Reason).Inc()
+			s.m.TableCopies.WithLabelValues(e.Reason).Inc()
 			log.Info("online copy swapped in; the table is streaming", "reason", e.Reason, "swapped", swapped, "copied_since", e.Since)
 			s.stream.Wake() // the checkpoint records it
 			return nil
@@ -409,8 +406,8 @@ func (s *router) swapIn(ctx context.Context, b *copyBatch) error {
 // copyAtStart puts in line, when the daemon starts from a checkpoint, the
 // copies the checkpoint records, and the tables the config selects now
 // that the checkpoint's selection did not.
-func (s *router) copyAtStart(ctx context.Context, from *state.Checkpoint) error {
-	r, c := s.r, s.copies
+func (s *Router) copyAtStart(ctx context.Context, from *state.Checkpoint) error {
+	r, c := s, s.copies
 	for k, e := range c.tables {
 		t, ok := schema.ParseTableName(k)
 		if !ok || !r.replicates(t) {
@@ -437,8 +434,8 @@ func (s *router) copyAtStart(ctx context.Context, from *state.Checkpoint) error 
 
 // copyNewlySelected puts in line the tables the selection selects that
 // was did not.
-func (s *router) copyNewlySelected(ctx context.Context, was *config.TablesConfig) error {
-	r := s.r
+func (s *Router) copyNewlySelected(ctx context.Context, was *config.TablesConfig) error {
+	r := s
 	cfg := *r.cfg
 	cfg.Tables = *r.selection()
 	tables, err := catalog.ListTables(ctx, r.my, &cfg)
@@ -457,10 +454,10 @@ func (s *router) copyNewlySelected(ctx context.Context, was *config.TablesConfig
 
 // applySelection moves the router to a new selection (a reload): newly
 // selected tables are copied, tables no longer selected stop.
-func (s *router) applySelection(ctx context.Context, tables config.TablesConfig) error {
-	r := s.r
+func (s *Router) applySelection(ctx context.Context, tables config.TablesConfig) error {
+	r := s
 	was := r.selection()
-	r.tables.Store(&tables)
+	r.sel.set(&tables)
 	if err := s.stream.ApplySelection(); err != nil {
 		return err
 	}
@@ -482,16 +479,16 @@ func (s *router) applySelection(ctx context.Context, tables config.TablesConfig)
 	return s.copyNewlySelected(ctx, was)
 }
 
-// Resync asks the running daemon to copy tables again online: each is
-// copied into a shadow table while the stream goes on, and swapped in.
-// It returns once the copies are in line.
-func (r *Replicator) Resync(ctx context.Context, tables []schema.TableName) error {
+// Resync has tables copied again online: each is copied into a shadow
+// table while the stream goes on, and swapped in. It returns once the
+// copies are in line. Call it from any goroutine.
+func (s *Router) Resync(ctx context.Context, tables []schema.TableName) error {
 	for _, t := range tables {
-		if !r.replicates(t) {
+		if !s.replicates(t) {
 			return fmt.Errorf("%s is not selected by tables.include/exclude: binlog2ch does not replicate it", t)
 		}
 	}
-	return r.ask(ctx, func(ctx context.Context, s *router) error {
+	return s.ask(ctx, func(ctx context.Context) error {
 		for _, t := range tables {
 			if err := s.requestCopy(ctx, t, state.ReasonResync); err != nil {
 				return err
@@ -501,27 +498,20 @@ func (r *Replicator) Resync(ctx context.Context, tables []schema.TableName) erro
 	})
 }
 
-// Reload replaces the table selection while the daemon runs (a SIGHUP's
-// config, which config.CheckReload allowed): tables it newly selects are
-// copied online, tables it no longer selects stop being replicated (their
-// ClickHouse tables stay).
-func (r *Replicator) Reload(tables config.TablesConfig) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	return r.ask(ctx, func(ctx context.Context, s *router) error { return s.applySelection(ctx, tables) })
+// Reload replaces the table selection (a SIGHUP's config, which
+// config.CheckReload allowed): tables it newly selects are copied online,
+// tables it no longer selects stop being replicated (their ClickHouse
+// tables stay). Call it from any goroutine.
+func (s *Router) Reload(ctx context.Context, tables config.TablesConfig) error {
+	return s.ask(ctx, func(ctx context.Context) error { return s.applySelection(ctx, tables) })
 }
 
 // ask runs f in the router's goroutine, at its next Tick, and waits for
 // its answer.
-func (r *Replicator) ask(ctx context.Context, f func(context.Context, *router) error) error {
-	s := r.running.Load()
-	if s == nil {
-		return errors.New("the daemon is not following the binlog yet (starting, or in its initial snapshot): try again once `binlog2ch status` shows it replicating")
-	}
+func (s *Router) ask(ctx context.Context, f func(context.Context) error) error {
 	answer := make(chan error, 1)
 	req := func(ctx context.Context) error {
-		err := f(ctx, s)
-		answer <- err
+		answer <- f(ctx)
 		return nil
 	}
 	select {
@@ -538,79 +528,6 @@ func (r *Replicator) ask(ctx context.Context, f func(context.Context, *router) e
 	}
 }
 
-// resyncFile is the progress file of an offline resync.
-const resyncFile = "resync.json"
-
-// ResyncOffline copies tables again with no daemon running: into shadow
-// tables at the server's current position, swapped in; the checkpoint
-// stays where it is (the next start replays the tables' events from it,
-// which lose to the copy by their versions), less the tables' entries in
-// its copy state. The caller holds state_dir's lock.
-func ResyncOffline(ctx context.Context, cfg *config.Config, log *slog.Logger, tables []schema.TableName) error {
-	r, err := New(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	if cfg.State.Lease == config.LeaseZooKeeper {
-		if r.lease, err = state.TryAcquire(ctx, cfg, log); err != nil {
-			return err
-		}
-		defer r.lease.Release()
-	}
-	if cfg.ClickHouse.Cluster != "" {
-		return errors.New("resync into a ClickHouse cluster is not built yet: copy the tables with `binlog2ch fullsync -recreate -tables ...` while binlog2ch is stopped")
-	}
-	cp, err := r.checkpoints().Load(ctx)
-	if err != nil {
-		return err
-	}
-	if cp == nil || cp.Server != r.server.ID {
-		return errors.New("resync needs the checkpoint of a daemon that followed this MySQL server: start `binlog2ch run` (its first start copies every table)")
-	}
-	pos, err := r.currentPosition(ctx)
-	if err != nil {
-		return err
-	}
-	st, err := snapshot.Load(cfg.StateDir, resyncFile)
-	if err != nil {
-		return err
-	}
-	if st == nil || st.Server != r.server.ID || st.FileOffset != cp.Offset {
-		st = &snapshot.State{Server: r.server.ID, Position: pos, FileOffset: cp.Offset, Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, Recreate: true}
-	}
-	version, f, err := st.Version()
-	if err != nil {
-		return err
-	}
-	if f >= cp.Ceiling {
-		// Every version in ClickHouse stays below the saved ceiling.
-		cp.Ceiling = f + ceilingGap
-		if err := r.checkpoints().Save(ctx, *cp); err != nil {
-			return err
-		}
-	}
-	opts := r.copyOptions(log, st, resyncFile)
-	opts.Shadow, opts.Recreate = true, true
-	opts.Progress = snapshot.LogProgress(log, 5*time.Second)
-	if _, err := snapshot.Copy(ctx, opts, tables); err != nil {
-		return err
-	}
-	for _, t := range tables {
-		_, table := r.sink.TableOf(t)
-		if _, err := r.sink.SwapIn(ctx, log, t, snapshot.ShadowName(table), version); err != nil {
-			return fmt.Errorf("%s: swap in the copy: %w", t, err)
-		}
-		delete(cp.Tables, t.String())
-	}
-	if err := r.checkpoints().Save(ctx, *cp); err != nil {
-		return err
-	}
-	_ = os.Remove(filepath.Join(cfg.StateDir, resyncFile))
-	log.Info("tables copied again", "tables", names(tables), "position", st.Position.String())
-	return nil
-}
-
 func names(ts []schema.TableName) []string {
 	out := make([]string, len(ts))
 	for i, t := range ts {
@@ -623,8 +540,8 @@ func names(ts []schema.TableName) []string {
 // without a statement per table: each replicated table of the database
 // with a writer, a copy, or a ClickHouse table binlog2ch made goes as a
 // DROP TABLE goes. A database created again starts with no tables.
-func (s *router) dropDatabase(ctx context.Context, db string, st source.Statement) error {
-	r := s.r
+func (s *Router) dropDatabase(ctx context.Context, db string, st source.Statement) error {
+	r := s
 	seen := map[schema.TableName]bool{}
 	var tables []schema.TableName
 	add := func(t schema.TableName) {

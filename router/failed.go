@@ -1,4 +1,4 @@
-package replicator
+package router
 
 import (
 	"context"
@@ -39,8 +39,8 @@ type writerFailure struct {
 }
 
 // skipTables reports whether replication.on_table_error is skip_table.
-func (s *router) skipTables() bool {
-	return s.r.cfg.Replication.OnTableError == config.OnSkipTable
+func (s *Router) skipTables() bool {
+	return s.cfg.Replication.OnTableError == config.OnSkipTable
 }
 
 // tableOwnError reports whether a writer's error is its table's own, one
@@ -64,7 +64,7 @@ func tableOwnError(err error) bool {
 // writerFailed is called from a writer's goroutine when its Run returned
 // err. It reports whether the router takes the failure (the table is to
 // be marked failed); if not, the caller stops the daemon.
-func (s *router) writerFailed(rt *tableWriter, err error, stopping bool) bool {
+func (s *Router) writerFailed(rt *tableWriter, err error, stopping bool) bool {
 	take := !stopping && s.skipTables() && tableOwnError(err)
 	s.failures.mu.Lock()
 	rt.gone.Store(true)
@@ -84,7 +84,7 @@ func (s *router) writerFailed(rt *tableWriter, err error, stopping bool) bool {
 // goroutine (or run's, once the stream stopped). A writer no longer held
 // under a name (dropped or renamed away since) is not: its DDL may be
 // lost, so the daemon stops.
-func (s *router) takeFailures() error {
+func (s *Router) takeFailures() error {
 	if !s.failures.pending.Load() {
 		return nil
 	}
@@ -113,12 +113,12 @@ func (s *router) takeFailures() error {
 
 // cascadeChild reports whether a replicated table's rows cascade into t:
 // the cascades then write t's rows themselves, not through its writer.
-func (s *router) cascadeChild(t schema.TableName) bool {
+func (s *Router) cascadeChild(t schema.TableName) bool {
 	if s.fkeys == nil {
 		return false
 	}
 	for _, k := range s.fkeys.Of(t) {
-		if k.Cascades() && s.r.replicates(k.Parent) {
+		if k.Cascades() && s.replicates(k.Parent) {
 			return true
 		}
 	}
@@ -127,8 +127,8 @@ func (s *router) cascadeChild(t schema.TableName) bool {
 
 // markFailed marks t failed: its writer goes without counting against
 // the checkpoint any more, and its events are skipped from now on.
-func (s *router) markFailed(t schema.TableName, rt *tableWriter, err error) {
-	r, c, key := s.r, s.copies, t.String()
+func (s *Router) markFailed(t schema.TableName, rt *tableWriter, err error) {
+	r, c, key := s, s.copies, t.String()
 	if !rt.closed {
 		close(rt.w.In())
 		rt.closed = true
@@ -157,7 +157,7 @@ func (s *router) markFailed(t schema.TableName, rt *tableWriter, err error) {
 // and gives back what the router counted for it. Rows, flushes and runs
 // go; a DROP or RENAME still goes to ClickHouse, so the copy that
 // repairs the table finds it where its name says.
-func (s *router) skipped(t schema.TableName, m *sink.Message) bool {
+func (s *Router) skipped(t schema.TableName, m *sink.Message) bool {
 	if !s.skipping[t] || m.DDL == ddl.Drop || m.DDL == ddl.RenameTable {
 		return false
 	}
@@ -172,10 +172,10 @@ func (s *router) skipped(t schema.TableName, m *sink.Message) bool {
 
 // stopSkipping ends the skip of t's events: its copy starts, or t left
 // the copy state.
-func (s *router) stopSkipping(t schema.TableName) { delete(s.skipping, t) }
+func (s *Router) stopSkipping(t schema.TableName) { delete(s.skipping, t) }
 
 // noteCopies sets the copy gauges: tables copying, tables failed.
-func (s *router) noteCopies() {
+func (s *Router) noteCopies() {
 	c := s.copies
 	c.mu.Lock()
 	failed := 0
@@ -184,9 +184,9 @@ func (s *router) noteCopies() {
 			failed++
 		}
 	}
-	s.r.m.TablesCopying.Set(float64(len(c.tables) - failed))
+	s.m.TablesCopying.Set(float64(len(c.tables) - failed))
 	c.mu.Unlock()
-	s.r.m.TablesFailed.Set(float64(failed))
+	s.m.TablesFailed.Set(float64(failed))
 }
 
 // track has the writer count m's bytes it takes, so a failed one's queue

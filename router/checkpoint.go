@@ -1,4 +1,4 @@
-package replicator
+package router
 
 import (
 	"context"
@@ -25,35 +25,35 @@ type commitPoint struct {
 	byGTID bool // resume by gtid (state.StreamState.ResumeByGTID)
 }
 
-// ceilingGap is how many binlog files past the one being read a saved
+// CeilingGap is how many binlog files past the one being read a saved
 // version ceiling reaches: a save every that many files keeps it ahead.
-const ceilingGap = 16
+const CeilingGap = 16
 
 // liveWithin is how recent (ns) the events read must be for the reader to
 // count as live.
 const liveWithin = int64(3 * time.Second)
 
 // Commit records a transaction boundary.
-func (s *router) Commit(c source.Commit) {
+func (s *Router) Commit(c source.Commit) {
 	s.cascades.Commit(c) // it may hold c with a run of deletes
 }
 
 // commit records a transaction boundary.
-func (s *router) commit(c source.Commit) {
+func (s *Router) commit(c source.Commit) {
 	// A restart must start at Resume: it is behind Position while an XA
 	// transaction prepared before is still open.
-	s.commits = append(s.commits, commitPoint{seq: s.seq, pos: c.Resume, at: c.Timestamp, server: s.r.server.ID, gtid: c.GTID, hist: c.History, offset: c.Offset})
+	s.commits = append(s.commits, commitPoint{seq: s.seq, pos: c.Resume, at: c.Timestamp, server: s.server.ID, gtid: c.GTID, hist: c.History, offset: c.Offset})
 	s.readVersionFile, _ = source.VersionFile(c.File, c.Offset)
-	s.r.m.XAPrepared.Set(float64(c.Prepared))
+	s.m.XAPrepared.Set(float64(c.Prepared))
 	pos := c.Position
-	s.r.readPos.Store(&pos)
-	s.r.m.ReadFile.Set(float64(c.File))
-	s.r.m.ReadPos.Set(float64(c.Position.Pos))
+	s.readPos.Store(&pos)
+	s.m.ReadFile.Set(float64(c.File))
+	s.m.ReadPos.Set(float64(c.Position.Pos))
 }
 
 // Tick checkpoints once checkpoint.interval has passed since the last
 // save; woken early by a writer's flush, it asks to be called again then.
-func (s *router) Tick(woken bool) (time.Duration, error) {
+func (s *Router) Tick(woken bool) (time.Duration, error) {
 	now := time.Now()
 	if now.Sub(s.pendingNoted) >= pendingEvery {
 		s.notePending(now)
@@ -70,7 +70,7 @@ func (s *router) Tick(woken bool) (time.Duration, error) {
 			return 0, err
 		}
 	}
-	interval := s.r.cfg.Checkpoint.Interval
+	interval := s.cfg.Checkpoint.Interval
 	since := now.Sub(s.lastSaved)
 	if since >= interval {
 		return hold, s.checkpoint(false)
@@ -82,7 +82,7 @@ func (s *router) Tick(woken bool) (time.Duration, error) {
 }
 
 // pending reports whether any writer holds rows not yet in ClickHouse.
-func (s *router) pending() bool {
+func (s *Router) pending() bool {
 	for _, rt := range s.all {
 		if rt.w.Flushed() < rt.dispatched {
 			return true
@@ -94,12 +94,12 @@ func (s *router) pending() bool {
 // checkpoint saves the newest transaction boundary before which every
 // dispatched row is in ClickHouse. final is set at shutdown, when every
 // writer has flushed.
-func (s *router) checkpoint(final bool) error { return s.save(final, false) }
+func (s *Router) checkpoint(final bool) error { return s.save(final, false) }
 
 // raiseCeiling saves the checkpoint with a version ceiling above f before
 // rows of a file with F f go out: every version in ClickHouse then stays
 // below the ceiling saved, where a new binlog history would start.
-func (s *router) raiseCeiling(ctx context.Context, f uint32) error {
+func (s *Router) raiseCeiling(ctx context.Context, f uint32) error {
 	s.readVersionFile = max(s.readVersionFile, f)
 	for {
 		if err := s.save(false, true); err != nil {
@@ -109,7 +109,7 @@ func (s *router) raiseCeiling(ctx context.Context, f uint32) error {
 			return nil
 		}
 		// Not saved (a ClickHouse store's hiccup, logged): rows wait.
-		s.r.checkIn()
+		s.checkIn()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -120,9 +120,9 @@ func (s *router) raiseCeiling(ctx context.Context, f uint32) error {
 
 // save saves the newest transaction boundary before which every
 // dispatched row is in ClickHouse; force saves it even when unchanged.
-func (s *router) save(final, force bool) error {
-	r := s.r
-	if hook := r.hooks.checkpointed; hook != nil {
+func (s *Router) save(final, force bool) error {
+	r := s
+	if hook := r.hooks.Checkpointed; hook != nil {
 		defer hook()
 	}
 	s.lastSaved = time.Now()
@@ -154,7 +154,7 @@ func (s *router) save(final, force bool) error {
 		return nil
 	}
 	point := s.commits[0]
-	ceiling := max(s.ceiling, s.readVersionFile+ceilingGap)
+	ceiling := max(s.ceiling, s.readVersionFile+CeilingGap)
 	ext := state.StreamState{GTID: point.gtid, History: point.hist, Offset: point.offset, Ceiling: ceiling, TableGTIDs: s.stream.TableGTIDs(), ResumeByGTID: point.byGTID}
 	if s.cascades != nil {
 		ext.ForeignKeys = s.cascades.KeysAt(cp)
@@ -192,7 +192,7 @@ func (s *router) save(final, force bool) error {
 
 // copiesChanged reports whether the copy state differs from the one last
 // saved: a copy's progress is saved even while the position stands still.
-func (s *router) copiesChanged(now map[string]*state.TableCopy) bool {
+func (s *Router) copiesChanged(now map[string]*state.TableCopy) bool {
 	if len(now) != len(s.savedCopies) {
 		return true
 	}

@@ -1,4 +1,4 @@
-package replicator
+package router
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 
 // Statement acts on DDL: each effect on a replicated table goes to its
 // writer, in order with the table's rows.
-func (s *router) Statement(ctx context.Context, st source.Statement) error {
-	r := s.r
+func (s *Router) Statement(ctx context.Context, st source.Statement) error {
+	r := s
 	// The held run of cascading deletes goes first: DDL may change the
 	// keys or the tables.
 	if err := s.cascades.EndRun(ctx); err != nil {
@@ -196,9 +196,9 @@ func (s *router) Statement(ctx context.Context, st source.Statement) error {
 	return nil
 }
 
-// recopy is the way out after a change the binlog cannot replay: a
+// Recopy is the way out after a change the binlog cannot replay: a
 // restart alone would stop at the same event again.
-const recopy = "re-copy: stop binlog2ch, run `binlog2ch fullsync -recreate -checkpoint` (it copies every table into emptied tables and moves the checkpoint past this event), and start binlog2ch again"
+const Recopy = "re-copy: stop binlog2ch, run `binlog2ch fullsync -recreate -checkpoint` (it copies every table into emptied tables and moves the checkpoint past this event), and start binlog2ch again"
 
 // rowsWithoutEvents is the error that stops the daemon at a statement that
 // changed a replicated table's rows without row events: binlog2ch cannot
@@ -206,14 +206,14 @@ const recopy = "re-copy: stop binlog2ch, run `binlog2ch fullsync -recreate -chec
 func rowsWithoutEvents(ef ddl.Effect, st source.Statement) error {
 	if ef.Kind == ddl.PartitionRows {
 		return fmt.Errorf("binlog %s: %s: partition maintenance removed or moved rows without row events (statement %q). ClickHouse still holds the rows MySQL no longer has. To make it equal again, %s. Or choose in the config what such statements do from now on: replication.on_partition_maintenance: recopy (copy the table again, then go on) or keep (ClickHouse keeps the rows, as an archive)",
-			st.At, ef.Table, truncate(st.Text, 300), recopy)
+			st.At, ef.Table, truncate(st.Text, 300), Recopy)
 	}
 	table := ef.Table.String()
 	if ef.Table == (schema.TableName{}) {
 		table = "a table binlog2ch could not tell (it cannot parse the statement)"
 	}
 	return fmt.Errorf("binlog %s: %s: rows changed by a statement the binlog holds as SQL text, not as row events: the session that ran it had binlog_format STATEMENT or MIXED (statement %q). binlog2ch replicates row events only and will not guess the rows. Set binlog_format = ROW globally and make sure no session sets it otherwise (SET SESSION binlog_format), then %s. Or set replication.on_statement_dml: recopy, which copies such a table again by itself and goes on",
-		st.At, table, truncate(st.Text, 300), recopy)
+		st.At, table, truncate(st.Text, 300), Recopy)
 }
 
 // recopy copies a table again online after a statement changed its rows
@@ -221,8 +221,8 @@ func rowsWithoutEvents(ef ddl.Effect, st source.Statement) error {
 // cascade to: their cascades through it cannot be derived from a copy of
 // it (package cascade). The stream goes on; the copy, taken at a position
 // after the statement, is swapped in complete.
-func (s *router) recopy(ctx context.Context, ef ddl.Effect, st source.Statement) error {
-	r := s.r
+func (s *Router) recopy(ctx context.Context, ef ddl.Effect, st source.Statement) error {
+	r := s
 	reason := state.ReasonStatementDML
 	if ef.Kind == ddl.PartitionRows {
 		reason = state.ReasonPartition

@@ -1,29 +1,51 @@
-package replicator
+package router
 
 import (
 	"context"
+	"database/sql"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/cascade"
 	"github.com/binlog2ch/binlog2ch/catalog"
+	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
+	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
 
-// router is the source's Handler: it routes each table's events, in
+// Router is the source's Handler: it routes each table's events, in
 // binlog order, to that table's writer, starting writers as tables appear,
 // and saves the checkpoint as the writers report their rows durable. It
 // runs in the stream's goroutine.
-type router struct {
-	r       *Replicator
-	stream  *source.Stream
-	writers map[schema.TableName]*tableWriter
-	all     []*tableWriter // every writer started, for shutdown and checkpoints
+type Router struct {
+	opt    Options
+	stream *source.Stream
+	// From Options, under the names the daemon's were (run.go).
+	cfg                *config.Config
+	log                *slog.Logger
+	m                  *metrics.Metrics
+	sink               *sink.ClickHouse
+	server             source.Server
+	my                 *sql.DB
+	hooks              Hooks
+	cascadeRunner      *cascade.Runner
+	snapshotEndVersion uint64
+	queueLen           int
+	parkAfter          time.Duration
+	readPos, savedPos  *atomic.Pointer[source.Position]
+	mysqlUp            *atomic.Bool
+	checkin            *atomic.Int64
+	sel                *Selection
+	migrations         *migrations
+	copyProgress       atomic.Pointer[[]snapshot.TableStatus] // the running online copy's, latest
+	writers            map[schema.TableName]*tableWriter
+	all                []*tableWriter // every writer started, for shutdown and checkpoints
 	// start runs a writer in its own goroutine.
 	start func(*tableWriter)
 	wg    sync.WaitGroup
@@ -95,7 +117,7 @@ type mark struct {
 }
 
 // sent records a message handed to the route's writer.
-func (s *router) sent(rt *tableWriter, seq uint64) {
+func (s *Router) sent(rt *tableWriter, seq uint64) {
 	rt.dispatched = seq
 	at := s.lastTS
 	if at == 0 {
@@ -118,7 +140,7 @@ const pendingEvery = 250 * time.Millisecond
 
 // notePending moves every table's PendingSince to its oldest message not
 // yet durable (0: none).
-func (s *router) notePending(now time.Time) {
+func (s *Router) notePending(now time.Time) {
 	s.pendingNoted = now
 	for _, rt := range s.all {
 		if len(rt.marks) == 0 {
@@ -153,18 +175,9 @@ type retiredWriter struct {
 // failed: it touches nothing any more).
 func (rw retiredWriter) past() bool { return rw.w.Done() || rw.w.Flushed() >= rw.seq || rw.gone.Load() }
 
-// newRouter routes a stream that starts at st, from a checkpoint saved by
-// server with version ceiling ceiling (0: none saved yet).
-func newRouter(r *Replicator, stream *source.Stream, st source.Start, from *state.Checkpoint, run func(*tableWriter)) *router {
-	first := commitPoint{seq: 0, pos: st.Position, server: from.Server, gtid: st.GTID, hist: st.History, offset: st.Offset, byGTID: from.ResumeByGTID}
-	ceiling := from.Ceiling
-	return &router{r: r, stream: stream, writers: map[schema.TableName]*tableWriter{}, start: run, partitions: map[schema.TableName]*catalog.Partitions{},
-		commits: []commitPoint{first}, lastSaved: time.Now(), saved: st.Position, ceiling: ceiling, skipping: map[schema.TableName]bool{}}
-}
-
 // Event updates liveness and the lag metrics for an event read.
-func (s *router) Event(e source.Event) {
-	r := s.r
+func (s *Router) Event(e source.Event) {
+	r := s
 	now := time.Now().UnixNano()
 	r.checkin.Store(now) // as checkIn, with the clock read once per event
 	r.mysqlUp.Store(true)
@@ -189,11 +202,11 @@ func (s *router) Event(e source.Event) {
 }
 
 // Down counts a failed binlog connection.
-func (s *router) Down(error, source.Position, time.Duration) {
+func (s *Router) Down(error, source.Position, time.Duration) {
 	s.cascades.DropUncommitted()
-	s.r.mysqlUp.Store(false)
-	s.r.m.Errors.WithLabelValues(metrics.StageRead).Inc()
-	s.r.checkIn()
+	s.mysqlUp.Store(false)
+	s.m.Errors.WithLabelValues(metrics.StageRead).Inc()
+	s.checkIn()
 }
 
 // maxQueuedBytes bounds the bytes of undecoded rows events queued for all
@@ -202,8 +215,8 @@ func (s *router) Down(error, source.Position, time.Duration) {
 const maxQueuedBytes = 256 << 20
 
 // Rows sends one rows event to its table's writer.
-func (s *router) Rows(ctx context.Context, e source.Rows) error {
-	if hook := s.r.hooks.rowsEvent; hook != nil {
+func (s *Router) Rows(ctx context.Context, e source.Rows) error {
+	if hook := s.hooks.RowsEvent; hook != nil {
 		hook(e.Table)
 	}
 	if f := uint32(e.Version >> 44); f >= s.ceiling {
@@ -216,7 +229,7 @@ func (s *router) Rows(ctx context.Context, e source.Rows) error {
 }
 
 // send hands a rows event to its table's writer.
-func (s *router) send(ctx context.Context, e source.Rows) error {
+func (s *Router) send(ctx context.Context, e source.Rows) error {
 	if s.skipping[e.Table] {
 		return nil // failed: its copy brings these rows
 	}
@@ -232,7 +245,7 @@ func (s *router) send(ctx context.Context, e source.Rows) error {
 
 // awaitQueueRoom waits until size more bytes fit under maxQueuedBytes (a
 // larger event goes alone), checking in meanwhile, and counts them.
-func (s *router) awaitQueueRoom(ctx context.Context, size int64) error {
+func (s *Router) awaitQueueRoom(ctx context.Context, size int64) error {
 	for n := 0; ; n++ {
 		// A failed writer's queue gives its bytes back when it is marked.
 		if err := s.takeFailures(); err != nil {
@@ -244,7 +257,7 @@ func (s *router) awaitQueueRoom(ctx context.Context, size int64) error {
 			return nil
 		}
 		if n%500 == 0 {
-			s.r.checkIn()
+			s.checkIn()
 		}
 		select {
 		case <-ctx.Done():
@@ -256,7 +269,7 @@ func (s *router) awaitQueueRoom(ctx context.Context, size int64) error {
 
 // dispatch queues a message for the table's writer, starting it if needed;
 // it blocks while the writer's queue is full (backpressure).
-func (s *router) dispatch(ctx context.Context, name schema.TableName, m sink.Message) error {
+func (s *Router) dispatch(ctx context.Context, name schema.TableName, m sink.Message) error {
 	if s.skipped(name, &m) {
 		return nil
 	}
@@ -268,10 +281,10 @@ func (s *router) dispatch(ctx context.Context, name schema.TableName, m sink.Mes
 		if err := s.readPartitions(ctx, name); err != nil {
 			return err
 		}
-		w := s.r.sink.NewWriter(name, s.r.queueLen)
+		w := s.sink.NewWriter(name, s.queueLen)
 		w.OnFlushed(s.stream.Wake)
-		w.ParkWhenIdle(s.r.parkAfter)
-		rt = &tableWriter{w: w, tm: s.r.m.ForTable(name), exited: make(chan struct{})}
+		w.ParkWhenIdle(s.parkAfter)
+		rt = &tableWriter{w: w, tm: s.m.ForTable(name), exited: make(chan struct{})}
 		s.writers[name] = rt
 		s.all = append(s.all, rt)
 		s.start(rt)
@@ -300,7 +313,7 @@ func (s *router) dispatch(ctx context.Context, name schema.TableName, m sink.Mes
 			s.wake(rt)
 			return nil
 		case <-tick.C:
-			s.r.checkIn()
+			s.checkIn()
 		case <-exited:
 			// The writer failed: marked failed now, its table's messages
 			// are skipped; else the daemon stops (ctx).
@@ -318,7 +331,7 @@ func (s *router) dispatch(ctx context.Context, name schema.TableName, m sink.Mes
 }
 
 // stopWriter closes a writer's queue: it finishes what it holds and exits.
-func (s *router) stopWriter(name schema.TableName) {
+func (s *Router) stopWriter(name schema.TableName) {
 	if rt := s.writers[name]; rt != nil {
 		close(rt.w.In())
 		s.wake(rt)
@@ -329,7 +342,7 @@ func (s *router) stopWriter(name schema.TableName) {
 }
 
 // closeAll closes every writer's queue, at shutdown.
-func (s *router) closeAll() {
+func (s *Router) closeAll() {
 	for _, rt := range s.all {
 		if !rt.closed {
 			close(rt.w.In())
@@ -341,13 +354,13 @@ func (s *router) closeAll() {
 
 // wake runs a parked writer again after a message was sent to it or its
 // queue closed.
-func (s *router) wake(rt *tableWriter) {
+func (s *Router) wake(rt *tableWriter) {
 	if rt.w.Wake() {
 		s.start(rt)
 	}
 }
 
-func (s *router) retire(name schema.TableName, w *sink.Writer, seq uint64) {
+func (s *Router) retire(name schema.TableName, w *sink.Writer, seq uint64) {
 	if s.retired == nil {
 		s.retired = map[schema.TableName]retiredWriter{}
 	}
@@ -362,7 +375,7 @@ func (s *router) retire(name schema.TableName, w *sink.Writer, seq uint64) {
 
 // awaitRetired waits until the writer that last had the name is past the
 // DDL that freed it.
-func (s *router) awaitRetired(ctx context.Context, name schema.TableName) error {
+func (s *Router) awaitRetired(ctx context.Context, name schema.TableName) error {
 	rw, ok := s.retired[name]
 	if !ok {
 		return nil
@@ -373,7 +386,7 @@ func (s *router) awaitRetired(ctx context.Context, name schema.TableName) error 
 		select {
 		case <-tick.C:
 			if n%250 == 0 {
-				s.r.checkIn() // still alive, waiting on a writer
+				s.checkIn() // still alive, waiting on a writer
 			}
 		case <-ctx.Done():
 			return ctx.Err()

@@ -1,0 +1,68 @@
+package router
+
+import (
+	"context"
+	"time"
+
+	"github.com/binlog2ch/binlog2ch/cascade"
+	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/sink"
+	"github.com/binlog2ch/binlog2ch/source"
+)
+
+// followCascades has the router's events go through the cascades of keys.
+func (s *Router) followCascades(keys *cascade.Keys) {
+	r := s
+	s.cascades = cascade.NewFollower(cascade.Options{
+		Keys: keys, Replicates: r.replicates, Flusher: cascadeFlusher{s}, Runner: r.cascadeRunner, MySQL: r.my, Log: r.log,
+		SnapshotEndVersion: r.snapshotEndVersion, Recopy: Recopy,
+		BeforeRun: func(parent schema.TableName) {
+			if hook := r.hooks.BeforeCascade; hook != nil {
+				hook(parent)
+			}
+		},
+		Derived: func(parent schema.TableName, res cascade.Result, took time.Duration) {
+			for t, counts := range res.Rows {
+				for action, n := range counts {
+					r.m.CascadedRows.WithLabelValues(t.Database, t.Table, action).Add(float64(n))
+				}
+			}
+			r.m.CascadeDuration.Observe(took.Seconds())
+			if hook := r.hooks.AfterCascade; hook != nil {
+				hook(parent)
+			}
+		},
+	})
+}
+
+// cascadeFlusher is the router as the cascades see it.
+type cascadeFlusher struct{ s *Router }
+
+// FlushTables has the writers of the tables with rows pending flush them
+// (a sink.Message's FlushDone), and waits for them all.
+func (f cascadeFlusher) FlushTables(ctx context.Context, tables []schema.TableName, at source.Position) error {
+	s := f.s
+	var waits []chan struct{}
+	for _, t := range tables {
+		if rt := s.writers[t]; rt == nil || rt.w.Flushed() >= rt.dispatched {
+			continue // nothing pending
+		}
+		done := make(chan struct{})
+		if err := s.dispatch(ctx, t, sink.Message{FlushDone: done, At: at}); err != nil {
+			return err
+		}
+		waits = append(waits, done)
+	}
+	for _, done := range waits {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func (f cascadeFlusher) Send(ctx context.Context, e source.Rows) error { return f.s.send(ctx, e) }
+
+func (f cascadeFlusher) Commit(c source.Commit) { f.s.commit(c) }
