@@ -28,6 +28,7 @@ func (s *Router) followCascades(keys *cascade.Keys) {
 				}
 			}
 			r.m.CascadeDuration.Observe(took.Seconds())
+			s.cascadedIntoCopy(parent)
 			if hook := r.hooks.AfterCascade; hook != nil {
 				hook(parent)
 			}
@@ -66,3 +67,16 @@ func (f cascadeFlusher) FlushTables(ctx context.Context, tables []schema.TableNa
 func (f cascadeFlusher) Send(ctx context.Context, e source.Rows) error { return f.s.send(ctx, e) }
 
 func (f cascadeFlusher) Commit(c source.Commit) { f.s.commit(c) }
+
+// cascadedIntoCopy starts over the running online copy when a cascade of
+// parent reached a table it copies: the cascade was derived from that
+// table's rows in ClickHouse, which lack what the copy has not swapped in
+// yet, and the copy may have read the rows before the cascade.
+func (s *Router) cascadedIntoCopy(parent schema.TableName) {
+	for _, t := range s.cascades.Descendants(parent) {
+		if s.copies.inBatch(t) {
+			s.restartBatch(t, "a foreign-key cascade from "+parent.String()+" reached it during its copy")
+			return
+		}
+	}
+}

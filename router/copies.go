@@ -128,9 +128,7 @@ func (s *Router) copyLog() *slog.Logger { return s.log.With("component", "copy")
 func (s *Router) requestCopy(ctx context.Context, t schema.TableName, reason string) error {
 	c := s.copies
 	if c.inBatch(t) {
-		if err := s.restartBatch(ctx, t, reason); err != nil {
-			return err
-		}
+		s.restartBatch(t, reason)
 	}
 	key := t.String()
 	c.mu.Lock()
@@ -151,7 +149,7 @@ func (s *Router) requestCopy(ctx context.Context, t schema.TableName, reason str
 // restartBatch stops the running batch because of t (DDL of t read
 // during its copy, or t no longer to be copied) and puts its other tables
 // back first in line, to be copied again from a new position.
-func (s *Router) restartBatch(ctx context.Context, t schema.TableName, why string) error {
+func (s *Router) restartBatch(t schema.TableName, why string) {
 	b := s.copies.batch
 	s.copies.batch = nil
 	b.cancel()
@@ -169,7 +167,6 @@ func (s *Router) restartBatch(ctx context.Context, t schema.TableName, why strin
 	}
 	s.copies.mu.Unlock()
 	s.copies.pending = append(rest, s.copies.pending...)
-	return nil
 }
 
 // forgetCopy drops t from the copy state (dropped, or no longer
@@ -178,9 +175,7 @@ func (s *Router) restartBatch(ctx context.Context, t schema.TableName, why strin
 func (s *Router) forgetCopy(ctx context.Context, t schema.TableName) error {
 	c := s.copies
 	if c.inBatch(t) {
-		if err := s.restartBatch(ctx, t, "dropped or no longer selected"); err != nil {
-			return err
-		}
+		s.restartBatch(t, "dropped or no longer selected")
 	}
 	c.pending = slices.DeleteFunc(c.pending, func(x schema.TableName) bool { return x == t })
 	c.mu.Lock()

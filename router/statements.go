@@ -35,9 +35,7 @@ func (s *Router) Statement(ctx context.Context, st source.Statement) error {
 		r.log.Warn("DDL not understood; tables keep replicating with the columns the binlog shows", "statement", truncate(st.Text, 500), "binlog", st.At.String())
 		if b := s.copies.batch; b != nil && len(st.Effects) == 0 {
 			// It may change a table being copied: copy from after it.
-			if err := s.restartBatch(ctx, b.tables[0], state.ReasonDefinitionDDL); err != nil {
-				return err
-			}
+			s.restartBatch(b.tables[0], state.ReasonDefinitionDDL)
 		}
 		if len(st.Effects) == 0 {
 			return nil
@@ -62,9 +60,7 @@ func (s *Router) Statement(ctx context.Context, st source.Statement) error {
 	for _, ef := range st.Effects {
 		for _, t := range []schema.TableName{ef.Table, ef.NewTable} {
 			if ef.Kind != ddl.ForeignKeys && (s.copies.inBatch(t) || (ef.Kind == ddl.DropDatabase && s.copies.batchInDatabase(t.Database))) {
-				if err := s.restartBatch(ctx, t, state.ReasonDefinitionDDL); err != nil {
-					return err
-				}
+				s.restartBatch(t, state.ReasonDefinitionDDL)
 			}
 		}
 	}
