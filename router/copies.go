@@ -143,6 +143,17 @@ func (s *Router) requestCopy(ctx context.Context, t schema.TableName, reason str
 	}
 	s.noteCopies()
 	s.copyLog().Info("table to be copied online", "table", key, "reason", reason)
+	if reason == state.ReasonSelected || reason == state.ReasonRenamed {
+		// While t was not read, the cascades its deletes and updates made
+		// in its children were not derived: they are copied too.
+		for _, d := range s.cascades.Descendants(t) {
+			if !c.has(d) {
+				if err := s.requestCopy(ctx, d, reason); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	return nil
 }
 
