@@ -90,6 +90,11 @@ func TestSkipFailedTable(t *testing.T) {
 		t.Errorf("the checkpoint's copy state for %s.t: %+v", a, e)
 	}
 	addr := run.r.MetricsAddr()
+	// Caught up, no writer holds rows: the failed one gave back its
+	// share of the buffer budget too.
+	if n := scrape(t, addr, "binlog2ch_batch_buffer_bytes "); n != 0 {
+		t.Errorf("binlog2ch_batch_buffer_bytes = %v with every row written; the failed writer's bytes are still counted", n)
+	}
 	if n := scrape(t, addr, "binlog2ch_tables_failed "); n != 1 {
 		t.Errorf("binlog2ch_tables_failed = %v, want 1", n)
 	}

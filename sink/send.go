@@ -34,6 +34,9 @@ const largeRow = 4 << 20
 func (w *Writer) sendOne(ctx context.Context, job *sendJob) {
 	defer w.sending.Done()
 	if err := w.send(ctx, job.block, job.route, job.scratch); err != nil {
+		// The writer stops at the error and never takes the block back:
+		// its bytes leave the buffer budget here.
+		w.c.mem.add(-job.bytes)
 		w.sendErr <- err
 		return
 	}

@@ -230,7 +230,7 @@ func (w *Writer) Run(parent context.Context) error {
 // errParked is run's return when the writer parked (ParkWhenIdle).
 var errParked = errors.New("parked")
 
-func (w *Writer) run(parent context.Context) error {
+func (w *Writer) run(parent context.Context) (err error) {
 	// Canceled when run returns, before it waits for the senders: a sender
 	// retrying a failed insert must not keep a writer that is stopping for
 	// another error. Up to batch.max_inflight batches of a table are sent
@@ -247,6 +247,9 @@ func (w *Writer) run(parent context.Context) error {
 			// Parked, none is in flight; and a Wait could then overlap
 			// the next run's first Add.
 			w.sending.Wait()
+		}
+		if err != nil && err != errParked {
+			w.releaseMemory()
 		}
 	}()
 	timer := time.NewTimer(time.Hour)
@@ -480,3 +483,21 @@ func (w *Writer) noteQueue() {
 // garbage at once (values of tens of MiB: the heap would otherwise hold
 // several of them before the collector's next cycle).
 const largeEvent = 32 << 20
+
+// releaseMemory gives back a failed writer's share of the daemon's buffer
+// budget (memory.go): its block's bytes and those of the blocks its
+// senders returned. A writer that stops for good (a table marked failed,
+// replication.on_table_error: skip_table) must not leave the other
+// writers sending small batches under a budget it holds.
+func (w *Writer) releaseMemory() {
+	w.c.mem.add(-w.held)
+	w.held = 0
+	for {
+		select {
+		case job := <-w.returned:
+			w.c.mem.add(-job.bytes)
+		default:
+			return
+		}
+	}
+}
