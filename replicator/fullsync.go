@@ -143,7 +143,7 @@ func (r *Replicator) resetCheckpoint(st *snapshot.State) error {
 	if err := os.Remove(filepath.Join(r.cfg.StateDir, snapshot.InitialFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove the initial snapshot's state: %w", err)
 	}
-	if err := r.checkpoints().Save(context.Background(), *snapshotCheckpoint(st, r.server.ID)); err != nil {
+	if err := r.checkpoints().Save(context.Background(), *r.snapshotCheckpoint(st)); err != nil {
 		return err
 	}
 	r.log.Warn("run's checkpoint set to the copy's position: run follows the binlog from there", "position", p.String())

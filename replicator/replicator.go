@@ -248,7 +248,7 @@ func (r *Replicator) startPosition(ctx context.Context) (start source.Start, fro
 	// The lag counts from the recorded position: the copy is catching up.
 	r.m.Durable.Store(snap.Started.UnixNano())
 	if cp == nil || cp.Server != r.server.ID || cp.Position != snap.Position {
-		cp = snapshotCheckpoint(snap, r.server.ID)
+		cp = r.snapshotCheckpoint(snap)
 		// A shared checkpoint is written once the snapshot is complete:
 		// another host, which cannot see this host's snapshot state, must
 		// not take it for a finished copy.
@@ -275,11 +275,14 @@ func (r *Replicator) fillGTIDs(ctx context.Context, start *source.Start) error {
 	return err
 }
 
-// snapshotCheckpoint is the checkpoint at a snapshot's position.
-func snapshotCheckpoint(snap *snapshot.State, server string) *state.Checkpoint {
+// snapshotCheckpoint is the checkpoint at a snapshot's position, which
+// copied every table the selection selects.
+func (r *Replicator) snapshotCheckpoint(snap *snapshot.State) *state.Checkpoint {
 	f, _ := source.VersionFile(source.MustFileIndex(snap.Position.File), snap.FileOffset)
-	return &state.Checkpoint{Position: snap.Position, Server: server, SavedAt: time.Now().UTC(),
-		StreamState: state.StreamState{GTID: snap.GTID, Offset: snap.FileOffset, Ceiling: f + router.CeilingGap}}
+	sel := r.sel.Current()
+	return &state.Checkpoint{Position: snap.Position, Server: r.server.ID, SavedAt: time.Now().UTC(),
+		StreamState: state.StreamState{GTID: snap.GTID, Offset: snap.FileOffset, Ceiling: f + router.CeilingGap,
+			Selection: &state.Selection{Include: sel.Include, Exclude: sel.Exclude}}}
 }
 
 // initialSnapshot copies the tables listed when the snapshot began (tables
@@ -316,7 +319,7 @@ func (r *Replicator) initialSnapshot(ctx context.Context, st *snapshot.State) er
 	if err := snapshot.Save(r.cfg.StateDir, snapshot.InitialFile, st); err != nil {
 		return err
 	}
-	cp := snapshotCheckpoint(st, r.server.ID)
+	cp := r.snapshotCheckpoint(st)
 	if err := r.checkpoints().Save(ctx, *cp); err != nil {
 		return err
 	}
