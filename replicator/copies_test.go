@@ -389,3 +389,42 @@ func TestSelectedParentCopiesChildren(t *testing.T) {
 	h.cfg.Tables.Exclude = nil
 	h.verifyEqual("skip_parent", "child")
 }
+
+// TestFullSyncForgetsCopies: a fullsync of tables run's copy state lists
+// (a failed one here) takes them out of it: run then streams them rather
+// than copying them again.
+func TestFullSyncForgetsCopies(t *testing.T) {
+	h := newHarness(t, 1, "")
+	a := h.dbs[0]
+	h.exec("CREATE TABLE "+a+".t (id INT PRIMARY KEY, v VARCHAR(20))", "CREATE TABLE "+a+".u (id INT PRIMARY KEY, v VARCHAR(20))")
+	run := h.start()
+	h.fill(a, "t", 10)
+	h.fill(a, "u", 10)
+	h.waitCaughtUp(run, 30*time.Second)
+	if err := run.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := state.LoadFile(h.cfg.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.Tables = map[string]*state.TableCopy{
+		a + ".t": {State: state.CopyFailed, Reason: state.ReasonSelected, Error: "by hand"},
+		a + ".u": {State: state.CopyFailed, Reason: state.ReasonSelected, Error: "by hand"},
+	}
+	if err := state.SaveFile(h.cfg.StateDir, *cp); err != nil {
+		t.Fatal(err)
+	}
+	r := h.newReplicator(io.Discard)
+	_, err = r.FullSync(context.Background(), FullSyncOptions{Tables: []schema.TableName{{Database: a, Table: "t"}}})
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp, err = state.LoadFile(h.cfg.StateDir); err != nil {
+		t.Fatal(err)
+	}
+	if cp.Tables[a+".t"] != nil || cp.Tables[a+".u"] == nil {
+		t.Errorf("run's copy state after a fullsync of %s.t: %v", a, cp.Tables)
+	}
+}

@@ -133,8 +133,40 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snap
 		err = r.saveRepairedCheckpoint(st, repair)
 	case err == nil && opts.SetCheckpoint:
 		err = r.resetCheckpoint(st)
+	case err == nil:
+		err = r.forgetCopies(ctx, tables)
 	}
 	return statuses, err
+}
+
+// forgetCopies takes tables a fullsync copied whole out of run's copy
+// state (a copy asked for, or a failed table): run would otherwise copy
+// them again, or, on a cluster, where it cannot, stop again. Their events
+// from run's checkpoint on lose to this copy by their versions.
+func (r *Replicator) forgetCopies(ctx context.Context, tables []schema.TableName) error {
+	if r.cfg.State.Lease == config.LeaseZooKeeper && r.lease == nil {
+		// The checkpoint is written under the lease, or not at all.
+		l, err := state.TryAcquire(ctx, r.cfg, r.log)
+		if err != nil {
+			r.log.Info("fullsync: run's copy state is left as it is (the lease is not to be had); run copies the tables it lists again", "reason", err)
+			return nil
+		}
+		r.lease, r.store = l, nil
+		defer func() { l.Release(); r.lease, r.store = nil, nil }()
+	}
+	cp, err := r.checkpoints().Load(ctx)
+	if err != nil || cp == nil || len(cp.Tables) == 0 {
+		return err
+	}
+	n := len(cp.Tables)
+	for _, t := range tables {
+		delete(cp.Tables, t.String())
+	}
+	if len(cp.Tables) == n {
+		return nil
+	}
+	r.log.Info("fullsync: the tables copied are no longer in run's copy state", "left", len(cp.Tables))
+	return r.checkpoints().Save(ctx, *cp)
 }
 
 // resetCheckpoint moves run's checkpoint to a complete copy's position.

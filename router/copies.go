@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -295,6 +296,10 @@ func (s *Router) startBatch(ctx context.Context) error {
 	for _, t := range tables {
 		s.stopSkipping(t)
 	}
+	if s.cfg.ClickHouse.Cluster != "" {
+		return fmt.Errorf("%s must be copied online (%s), which is not built for a ClickHouse cluster yet: stop binlog2ch, copy them with `binlog2ch fullsync -recreate -tables %s`, and start it again",
+			strings.Join(names(tables), ", "), entries[tables[0].String()].Reason, strings.Join(names(tables), ","))
+	}
 	st := resume
 	if st == nil {
 		pos, err := r.currentPosition(ctx)
@@ -489,6 +494,9 @@ func (s *Router) applySelection(ctx context.Context, tables config.TablesConfig)
 // table while the stream goes on, and swapped in. It returns once the
 // copies are in line. Call it from any goroutine.
 func (s *Router) Resync(ctx context.Context, tables []schema.TableName) error {
+	if s.cfg.ClickHouse.Cluster != "" {
+		return errors.New("resync into a ClickHouse cluster is not built yet: stop binlog2ch and copy the tables with `binlog2ch fullsync -recreate -tables ...`")
+	}
 	for _, t := range tables {
 		if !s.replicates(t) {
 			return fmt.Errorf("%s is not selected by tables.include/exclude: binlog2ch does not replicate it", t)

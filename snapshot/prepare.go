@@ -80,7 +80,7 @@ func (c *copier) prepareTable(ctx context.Context, t *tableCopy) bool {
 	complete, err := c.prepare(ctx, t)
 	switch {
 	case err != nil && c.RunMode && errors.Is(err, errTableGone):
-		t.log.Warn("table no longer exists: dropped or renamed since the snapshot began. A drop is replayed from the binlog; the rows of a table renamed into the replicated set are not copied: copy it with binlog2ch fullsync", "error", err)
+		t.log.Info("table no longer exists: dropped or renamed since the copy began; the binlog replays its DROP or RENAME (a table renamed to a replicated name is copied online then)", "error", err)
 		c.markComplete(t)
 		t.setState(StateDone, nil)
 	case err != nil && ctx.Err() != nil:
