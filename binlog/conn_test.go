@@ -2,9 +2,15 @@ package binlog
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"testing"
 
+	"github.com/binlog2ch/binlog2ch/binlog/binlogtest"
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
 )
 
 // TestMySQLGTIDDumpCommand: COM_BINLOG_DUMP_GTID as MySQL reads it
@@ -26,5 +32,41 @@ func TestMySQLGTIDDumpCommand(t *testing.T) {
 	back, err := mysql.DecodeMysqlGTIDSet(enc)
 	if err != nil || back.String() != set.String() {
 		t.Errorf("the encoded set decodes as %v, %v", back, err)
+	}
+}
+
+// TestDumpCommandsAsAServerReadsThem: the dump commands binlog2ch sends
+// (dumpCommand, mysqlGTIDDump) read by binlogtest's server as a MySQL
+// server reads them, file, position, server id and set intact, and the
+// server refuses a position it has no event at.
+func TestDumpCommandsAsAServerReadsThem(t *testing.T) {
+	b := binlogtest.NewBinlog()
+	b.Add(replication.GTID_EVENT, binlogtest.GTID(1))
+	b.Add(replication.XID_EVENT, binlogtest.XID(1))
+	set, err := mysql.ParseMysqlGTIDSet("3e3e3e3e-3e3e-3e3e-3e3e-3e3e3e3e3e3e:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Flavor: mysql.MySQLFlavor, Log: slog.New(slog.DiscardHandler)}
+	for _, cmd := range [][]byte{dumpCommand(4242, binlogtest.File, b.EventStart(1)), mysqlGTIDDump(4242, set.Encode())} {
+		d := Read(b.DialCommand(t, cmd), cfg)
+		for i := 0; i < 2; i++ { // the rotate and the format description
+			if _, err := d.GetEvent(context.Background()); err != nil {
+				t.Fatalf("command %x: %v", cmd, err)
+			}
+		}
+		d.Close()
+	}
+	want := []binlogtest.Dump{{File: binlogtest.File, Pos: uint64(b.EventStart(1)), ServerID: 4242},
+		{GTID: true, Pos: 4, ServerID: 4242, GTIDs: set.String()}}
+	if got := b.Dumps(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the server read %+v, want %+v", got, want)
+	}
+	d := Read(b.DialCommand(t, dumpCommand(4242, binlogtest.File, b.End()+10)), cfg)
+	defer d.Close()
+	_, err = d.GetEvent(context.Background())
+	var me *mysql.MyError
+	if !errors.As(err, &me) || me.Code != mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG || me.Message != binlogtest.ErrPastEnd {
+		t.Fatalf("a dump past the end: %v, want 1236 %q", err, binlogtest.ErrPastEnd)
 	}
 }

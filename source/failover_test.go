@@ -62,7 +62,7 @@ func TestMySQLFailoverByGTID(t *testing.T) {
 			return b.Dial(t, pos.File, pos.Pos), nil
 		}
 		asked = append(asked, "gtids "+gtids.String())
-		return b.Dial(t, binlogtest.File, 4), nil
+		return b.DialGTID(t, gtids.String()), nil
 	}
 	h := &commitRecorder{}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -78,6 +78,9 @@ func TestMySQLFailoverByGTID(t *testing.T) {
 	}
 	if len(asked) != 1 || asked[0] != "gtids "+old.String()+":1-10" {
 		t.Errorf("connections %q, want one by the checkpoint's GTIDs", asked)
+	}
+	if d := b.Dumps(); len(d) != 1 || !d[0].GTID || d[0].GTIDs != old.String()+":1-10" {
+		t.Errorf("the server was asked %+v, want one COM_BINLOG_DUMP_GTID from %s:1-10", d, old)
 	}
 	// The header's boundaries are not offered: read by GTID, the file's
 	// start may be before the checkpoint's transactions.

@@ -1,9 +1,10 @@
 // Package binlogtest builds binlogs byte by byte as MySQL 8.0 writes them
 // (the events' layouts: MySQL's libbinlogevents; the payload event's
 // fields: binary_log::codecs::binary::Transaction_payload) and serves them
-// over an in-memory connection as a server answers COM_BINLOG_DUMP, for
-// tests of the binlog reader and the stream: MySQL cannot run on the
-// development machine. It shares no code with the reader it tests, and
+// over an in-memory connection as MySQL 8.0 answers COM_BINLOG_DUMP and
+// COM_BINLOG_DUMP_GTID, refusals included (server.go), for tests of the
+// binlog reader and the stream: MySQL cannot run on the development
+// machine. It shares no code with the reader it tests, and
 // must not be imported outside tests.
 package binlogtest
 
@@ -11,12 +12,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
-	"net"
+	"sync"
 	"testing"
 
-	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
-	"github.com/go-mysql-org/go-mysql/packet"
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/klauspost/compress/zstd"
 )
@@ -216,6 +215,10 @@ type Binlog struct {
 	file   string
 	pos    uint32
 	events []fakeEvent
+	purged *mysql.MysqlGTIDSet // gtid_purged: SetPurged
+
+	mu    sync.Mutex
+	dumps []Dump
 }
 
 type fakeEvent struct {
@@ -235,38 +238,6 @@ func (b *Binlog) Add(typ replication.EventType, body []byte) (start, end uint32)
 	b.events = append(b.events, fakeEvent{start, Event(typ, end, body)})
 	b.pos = end
 	return start, end
-}
-
-// Dial serves the binlog from pos on a new in-memory connection as a
-// server answers COM_BINLOG_DUMP: a rotate event naming the file, the
-// format description (log_pos 0 after the file's start), the events
-// from pos; then it stays idle until the connection is closed.
-func (b *Binlog) Dial(t testing.TB, file string, pos uint32) *client.Conn {
-	if file != b.file {
-		t.Errorf("asked for %s:%d, the binlog is %s", file, pos, b.file)
-	}
-	c, srv := net.Pipe()
-	t.Cleanup(func() { c.Close(); srv.Close() })
-	go func() {
-		w := packet.NewConn(srv)
-		send := func(ev []byte) bool {
-			pkt := append(make([]byte, 4, 5+len(ev)), mysql.OK_HEADER)
-			return w.WritePacket(append(pkt, ev...)) == nil
-		}
-		if !send(Event(replication.ROTATE_EVENT, 0, Rotate(pos, b.file))) {
-			return
-		}
-		if pos > 4 && !send(Event(replication.FORMAT_DESCRIPTION_EVENT, 0, FormatDescription())) {
-			return
-		}
-		for _, e := range b.events {
-			if e.start >= pos && !send(e.data) {
-				return
-			}
-		}
-		_, _ = io.Copy(io.Discard, srv)
-	}()
-	return &client.Conn{Conn: packet.NewConn(c)}
 }
 
 // MariaDBTableMap is the table map MariaDB 10.11 wrote (binlog_row_metadata=FULL)
