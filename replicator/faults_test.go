@@ -801,7 +801,8 @@ func TestFaultNoPasswordInLogs(t *testing.T) {
 
 // TestFaultMetricsLoopbackByDefault: without metrics.listen, the daemon
 // serves /metrics on 127.0.0.1:9188 only (the example config says the
-// same), unreachable from the machine's other addresses.
+// same), unreachable from the machine's other addresses; a machine with
+// no other address to try fails the test rather than pass it unshown.
 func TestFaultMetricsLoopbackByDefault(t *testing.T) {
 	conf := "mysql: {addr: \"127.0.0.1:3306\", user: u, password: p, server_id: 1}\nclickhouse: {addr: [\"127.0.0.1:9000\"]}\ntables: {include: [\"db.*\"]}\nstate_dir: /tmp/x\n"
 	cfg, err := config.Parse([]byte(conf), "binlog2ch.yaml", func(string) (string, bool) { return "", false })
@@ -859,6 +860,11 @@ func TestFaultMetricsLoopbackByDefault(t *testing.T) {
 			c.Close()
 			t.Errorf("metrics reachable on %s", ipn.IP)
 		}
+	}
+	if tried == 0 {
+		// Nothing tried is nothing shown: a listener on every address
+		// would pass too.
+		t.Fatalf("served on %s, but the machine has no address other than loopback and link-local to try it on (of %v): the test shows nothing here", addr, ifAddrs)
 	}
 	t.Logf("served on %s; not reachable on the %d other local addresses", addr, tried)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -109,7 +110,26 @@ func TestCurrentServerHeader(t *testing.T) {
 	if len(ins) != 1 || len(ins[0].Blocks) != 1 || ins[0].Blocks[0].Rows != 1 {
 		t.Fatalf("the server got %+v", ins)
 	}
-	data := ins[0].Blocks[0].Data
+	// Each column found by its name, of the header's type (the scripted
+	// server also refuses a block whose names, types or order are not
+	// the header's): a column sent under another's name, or in another
+	// order, is not read as the right one by position.
+	blk := ins[0].Blocks[0]
+	if len(blk.Columns) != len(header) {
+		t.Fatalf("the block has columns %v, the header %v", blk.Columns, header)
+	}
+	sent := map[string][]byte{}
+	for i, c := range blk.Columns {
+		sent[c.Name] = blk.Data[i]
+	}
+	for _, h := range header {
+		i := slices.IndexFunc(blk.Columns, func(c chnativetest.Column) bool { return c.Name == h.Name })
+		if i < 0 {
+			t.Errorf("no column %s in the block", h.Name)
+		} else if blk.Columns[i].Type != h.Type {
+			t.Errorf("column %s sent as %s, the header's is %s", h.Name, blk.Columns[i].Type, h.Type)
+		}
+	}
 	le := func(v int64, n int) []byte {
 		out := make([]byte, n)
 		for i := range out {
@@ -117,19 +137,19 @@ func TestCurrentServerHeader(t *testing.T) {
 		}
 		return out
 	}
-	for i, want := range map[int][]byte{
-		0: le(7, 8),
-		1: append([]byte{0}, le(1706933106123456, 8)...), // not NULL, Unix microseconds
-		2: le(1706933106789, 8),
-		3: le(-25567, 4), // days before 1970
-		4: {1},
-		5: append([]byte{0}, le(15_000_000_000, 32)...), // 1.5 at scale 10
-		6: {2},
-		7: {1, 0}, // NULL: an empty string behind it
-		8: []byte("abcd"),
+	for name, want := range map[string][]byte{
+		"id":  le(7, 8),
+		"dt":  append([]byte{0}, le(1706933106123456, 8)...), // not NULL, Unix microseconds
+		"ts":  le(1706933106789, 8),
+		"d":   le(-25567, 4), // days before 1970
+		"b":   {1},
+		"dec": append([]byte{0}, le(15_000_000_000, 32)...), // 1.5 at scale 10
+		"e":   {2},
+		"s":   {1, 0}, // NULL: an empty string behind it
+		"bi":  []byte("abcd"),
 	} {
-		if !bytes.Equal(data[i], want) {
-			t.Errorf("%s: the server got %x, want %x", header[i].Name, data[i], want)
+		if got, ok := sent[name]; !ok || !bytes.Equal(got, want) {
+			t.Errorf("%s: the server got %x, want %x", name, got, want)
 		}
 	}
 }

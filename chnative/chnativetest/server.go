@@ -158,7 +158,8 @@ type session struct {
 	w   *bufio.Writer
 	rev uint64 // the revision both sides speak: the lower one
 
-	hello string // client name major.minor revision
+	hello    string            // client name major.minor revision
+	settings map[string]string // the query's, those the server knows
 }
 
 func (s *session) serve() error {
@@ -215,8 +216,19 @@ func (s *session) handshake() (ok bool, err error) {
 	}
 	s.hello = fmt.Sprintf("%s %d.%d revision %d", name, ver[0], ver[1], ver[2])
 	s.rev = min(ver[2], sc.Revision)
-	if sc.User != "" && (user != sc.User || pass != sc.Password) {
-		s.exception(Exception{516, "AUTHENTICATION_FAILED", user + ": Authentication failed"})
+	// TCPHandler::receiveHello, then the session's authentication; a
+	// script without a user is a fresh server's users.xml: default,
+	// without a password.
+	wantUser, wantPass := sc.User, sc.Password
+	if wantUser == "" {
+		wantUser, wantPass = "default", ""
+	}
+	switch {
+	case user == "":
+		s.exception(Exception{101, "UNEXPECTED_PACKET_FROM_CLIENT", "Unexpected packet from client (no user in Hello package)"})
+		return false, s.w.Flush()
+	case user != wantUser || pass != wantPass:
+		s.exception(Exception{516, "AUTHENTICATION_FAILED", user + ": Authentication failed: password is incorrect, or there is no user with such name."})
 		return false, s.w.Flush()
 	}
 	s.uvarint(serverHello)
@@ -352,6 +364,7 @@ func (s *session) query() error {
 	if len(ins.Unknown) > 0 {
 		s.srv.fail(fmt.Errorf("the client sent settings the server does not know: %v (in the old format each is skipped as a string: an integer one desynchronises the packet)", ins.Unknown))
 	}
+	s.settings = ins.Settings
 	return s.insert(idx, ins.Query, compressed == 1)
 }
 
@@ -502,6 +515,17 @@ func (s *session) insert(idx int, query string, compressed bool) error {
 			break
 		}
 		blocks = append(blocks, blk)
+		if !failed {
+			if ex := s.checkBlock(len(blocks), header, blk); ex != nil {
+				// NativeReader threw while reading the block: the
+				// exception at once, the rest skipped.
+				s.exception(*ex)
+				if err := s.w.Flush(); err != nil {
+					return err
+				}
+				failed = true
+			}
+		}
 		if !failed && sc.Fail != nil && sc.FailAfterBlocks > 0 && len(blocks) == sc.FailAfterBlocks {
 			// An exception while the data comes in: sent at once, the
 			// rest of the data then read and dropped (skipData).
