@@ -105,6 +105,11 @@ func TestSettingsFromServer(t *testing.T) {
 		// Settings of another type, or unknown, never go.
 		{serverSettings{"async_insert": "String", "insert_distributed_sync": "Int64"}, true, 26, 9, nil},
 		{serverSettings{}, true, 26, 9, nil},
+		// Strict blocks where the server would adapt them.
+		{serverSettings{"async_insert": "Bool", "input_format_skip_unknown_fields": "Bool", "input_format_native_allow_types_conversion": "Bool"}, false, 26, 9,
+			[]string{"async_insert=0", "input_format_skip_unknown_fields=0", "input_format_native_allow_types_conversion=0"}},
+		{serverSettings{"input_format_skip_unknown_fields": "Bool", "input_format_native_allow_types_conversion": "Bool"}, false, 23, 2,
+			[]string{"input_format_skip_unknown_fields=0"}},
 	} {
 		var got []string
 		for _, s := range chooseSettings(tc.known, tc.cluster, tc.major, tc.minor) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -51,6 +52,15 @@ var insertSettings = []insertSetting{
 	// alias of distributed_foreground_insert since that was added, is the
 	// one every version knows.
 	{name: "insert_distributed_sync", value: 1, cluster: true},
+	// A data block whose columns differ from the table's is refused, not
+	// adapted: from 22.6 a current server drops a column the table lacks
+	// (input_format_skip_unknown_fields on by default), and from 23.3 it
+	// casts a column of another type (input_format_native_allow_types_
+	// conversion), where 18.16 refuses both. binlog2ch checks the header
+	// the server sends itself (checkHeader); these make the server refuse
+	// what slipped past that, rather than store it changed.
+	{name: "input_format_skip_unknown_fields", value: 0, since: [2]uint64{22, 6}},
+	{name: "input_format_native_allow_types_conversion", value: 0, since: [2]uint64{23, 3}},
 }
 
 // serverSettings are the settings a server knows, by name, with the type
@@ -155,8 +165,16 @@ func (c *ClickHouse) useSettings(known serverSettings) {
 	c.settings = known
 	c.driverSettings = clickhouse.Settings{}
 	// The configured servers' version is the one the settings came from:
-	// every setting they list applies.
-	for _, s := range chooseSettings(known, c.cfg.ClickHouse.Cluster != "", ^uint64(0), 0) {
+	// every setting they list applies from its version on.
+	major, minor := ^uint64(0), uint64(0)
+	if v := strings.SplitN(c.caps.Version, ".", 3); len(v) >= 2 {
+		if a, err := strconv.ParseUint(v[0], 10, 64); err == nil {
+			if b, err := strconv.ParseUint(v[1], 10, 64); err == nil {
+				major, minor = a, b
+			}
+		}
+	}
+	for _, s := range chooseSettings(known, c.cfg.ClickHouse.Cluster != "", major, minor) {
 		c.driverSettings[s.Name] = int(s.Value)
 	}
 	if c.cfg.ClickHouse.Cluster != "" {
