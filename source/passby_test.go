@@ -170,3 +170,31 @@ func counted(t *testing.T, skipped *prometheus.CounterVec) map[string]float64 {
 	}
 	return got
 }
+
+// TestLoadQueryText: the statement of an EXECUTE_LOAD_QUERY_EVENT ends
+// before the event's checksum when the format description announces
+// CRC32, and at the event's end inside a compressed transaction, whose
+// events have none.
+func TestLoadQueryText(t *testing.T) {
+	q := "LOAD DATA INFILE '/tmp/f' INTO TABLE t"
+	body := binlogtest.ExecuteLoadQuery(3, "d", q)
+	var e replication.ExecuteLoadQueryEvent
+	if err := e.Decode(body); err != nil {
+		t.Fatal(err)
+	}
+	withSum := binlogtest.Event(replication.EXECUTE_LOAD_QUERY_EVENT, 0, append(append([]byte(nil), body...), 1, 2, 3, 4))
+	s := testStream(t)
+	s.pos = Position{File: binlogtest.File, Pos: 100}
+	s.checksum = true
+	if db, got, err := s.loadQueryText(withSum, &e); err != nil || db != "d" || got != q {
+		t.Errorf("with a checksum: %q, %q, %v; want d, %q", db, got, err, q)
+	}
+	s.payload = &payloadState{start: s.pos, end: 500}
+	inner := binlogtest.Event(replication.EXECUTE_LOAD_QUERY_EVENT, 0, body)
+	if db, got, err := s.loadQueryText(inner, &e); err != nil || db != "d" || got != q {
+		t.Errorf("inside a compressed transaction: %q, %q, %v; want d, %q", db, got, err, q)
+	}
+	if _, _, err := s.loadQueryText(inner[:replication.EventHeaderSize+26], &e); err == nil {
+		t.Error("a truncated event was read")
+	}
+}
