@@ -84,6 +84,7 @@ type Metrics struct {
 	ShardRows                     *prometheus.CounterVec
 	XAPrepared                    prometheus.Gauge
 	StatementsWithoutRows         *prometheus.CounterVec
+	EventsSkipped                 *prometheus.CounterVec
 	// Online table copies (replicator/copies.go).
 	TableCopies   *prometheus.CounterVec
 	TablesCopying prometheus.Gauge
@@ -166,6 +167,8 @@ func New() *Metrics {
 		Help: "XA transactions read up to their XA PREPARE whose XA COMMIT or ROLLBACK is not read yet: their rows wait, and the checkpoint stays before the oldest."})
 	m.StatementsWithoutRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_statements_without_rows_total",
 		Help: "Statements that changed a replicated table's rows without row events, acted on by replication.on_statement_dml or on_partition_maintenance: apply (a partition's rows deleted by its bounds), recopy (the table copied again) or keep (ClickHouse kept the rows)."}, []string{"action"})
+	m.EventsSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_events_skipped_total",
+		Help: "Binlog events passed by because they change no rows, by type (INTVAR_EVENT, ROWS_QUERY_EVENT, ANNOTATE_ROWS_EVENT, BEGIN_LOAD_QUERY_EVENT...); a type's first is logged at INFO. Events that may change rows binlog2ch cannot apply stop the daemon instead."}, []string{"type"})
 	m.TableCopies = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_table_copies_total",
 		Help: "Tables copied online while the stream went on, swapped in complete, by reason: selected (tables.include/exclude selected it, at start or at a reload), renamed (RENAME TABLE into the set), add_column (ADD COLUMN whose values for existing rows the binlog lacks), statement_dml, partition (replication.on_...: recopy), resync, failed (a failed table copied again), migration (a migration table not followed from its CREATE), ddl_during_copy, server_changed."}, []string{"reason"})
 	m.TablesCopying = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_tables_copying",
@@ -212,7 +215,7 @@ func New() *Metrics {
 			return 0
 		})
 	m.Registry.MustRegister(m.Rows, m.EventsRead, m.FlushDuration, m.BatchRows, m.QueueRows, m.CheckpointTS, m.CheckpointFile, m.CheckpointPos,
-		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, m.NativeFallbacks, m.MigrationTables,
+		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, m.EventsSkipped, m.NativeFallbacks, m.MigrationTables,
 		m.TableCopies, m.TablesCopying, m.TablesFailed, m.TablesMarkedFailed,
 		m.CascadedRows, m.CascadeDuration,
 		m.BudgetRate, m.BudgetGranted, m.BudgetWaiting, m.OldestUnsent, m.BufferBytes, m.BufferLimitBytes, m.Writers, lag, sourceLag, ready,

@@ -138,6 +138,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Replicator
 	}
 	r.sel = router.NewSelection(cfg)
 	r.stream.Selected = r.sel.Replicates
+	r.stream.EventsSkipped = r.m.EventsSkipped
 	// The daemon's statements are short and few at once: bounded, with
 	// idle connections kept rather than one opened per statement. Writers
 	// starting together (a thousand tables' first events) read their

@@ -24,6 +24,10 @@ func (s *Stream) handle(ctx context.Context, ev *replication.BinlogEvent, h Hand
 		s.lastTS = e.Timestamp
 	}
 	h.Event(e)
+	if f, ok := ev.Event.(*replication.FormatDescriptionEvent); ok {
+		// Whether the events after it end in a checksum (loadQueryText).
+		s.format, s.checksum = f, f.ChecksumAlgorithm == replication.BINLOG_CHECKSUM_ALG_CRC32
+	}
 	if s.skipTo != 0 && !heartbeat {
 		if hd.LogPos == s.skipTo {
 			s.skipTo = 0
@@ -102,6 +106,7 @@ func (s *Stream) handle(ctx context.Context, ev *replication.BinlogEvent, h Hand
 			s.advance(hd)
 			return s.xaPrepare(e.Data, h)
 		}
+		return s.passBy(ev, heartbeat)
 	case *replication.TransactionPayloadEvent:
 		// The dump reader's marker: the compressed transaction's events
 		// follow (payload.go).
@@ -109,10 +114,14 @@ func (s *Stream) handle(ctx context.Context, ev *replication.BinlogEvent, h Hand
 	case *replication.QueryEvent:
 		s.advance(hd)
 		return s.query(ctx, e, h)
-	}
-	if !heartbeat {
+	case *replication.ExecuteLoadQueryEvent:
 		s.advance(hd)
+		return s.executeLoadQuery(ctx, ev, e, h)
+	default:
+		// Every other type (passby.go): never silently.
+		return s.passBy(ev, heartbeat)
 	}
+	s.advance(hd)
 	return nil
 }
 
@@ -324,14 +333,21 @@ func (s *Stream) query(ctx context.Context, e *replication.QueryEvent, h Handler
 	if verb, id, ok := xaStatement(q); ok {
 		return s.xaQuery(verb, id, h)
 	}
-	defer s.commit(h) // DDL and COMMIT end a transaction
 	if q == "COMMIT" {
+		s.commit(h)
 		return nil
 	}
+	return s.statement(ctx, string(e.Schema), q, h)
+}
+
+// statement hands on a statement read with db the session's database: its
+// meaning for tables. It ends a transaction, as DDL does.
+func (s *Stream) statement(ctx context.Context, db, q string, h Handler) error {
+	defer s.commit(h)
 	st := Statement{At: s.pos, Text: q}
 	if st.NonTableKind = ddl.NonTableKind(q); st.NonTableKind == "" {
-		if st.Effects, st.Parsed = ddl.Parse(s.parser, string(e.Schema), q); !st.Parsed {
-			st.Effects = ddl.Unparsed(string(e.Schema), q)
+		if st.Effects, st.Parsed = ddl.Parse(s.parser, db, q); !st.Parsed {
+			st.Effects = ddl.Unparsed(db, q)
 		}
 	}
 	if err := h.Statement(ctx, st); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/pingcap/tidb/pkg/parser"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/binlog2ch/binlog2ch/binlog"
 	"github.com/binlog2ch/binlog2ch/config"
@@ -76,6 +77,17 @@ type Stream struct {
 
 	// payload is the compressed transaction being read (payload.go).
 	payload *payloadState
+	// format is the last format description read; checksum: its events
+	// end in a CRC32.
+	format   *replication.FormatDescriptionEvent
+	checksum bool
+	// passed are the types of the events passed by so far (passby.go),
+	// each logged once.
+	passed map[string]bool
+
+	// EventsSkipped, when set, counts the events passed by, by type
+	// (binlog2ch_events_skipped_total). Set it before Run.
+	EventsSkipped *prometheus.CounterVec
 
 	// Selected says which tables' events go to the handler; nil: those
 	// the config's tables.include and exclude select. Set it before Run;
