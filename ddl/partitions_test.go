@@ -27,11 +27,11 @@ func TestToDays(t *testing.T) {
 func TestUnparsedPartitioning(t *testing.T) {
 	for q, want := range map[string][]schema.TableName{
 		"ALTER TABLE db.t PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (10)) WAIT 5": {{Database: "db", Table: "t"}},
-		"ALTER ONLINE TABLE t CONVERT TABLE u TO PARTITION p1 VALUES LESS THAN (5)":             {{Table: "t"}},
-		"CREATE OR REPLACE TABLE x.y (id INT) PARTITION BY HASH (id)":                           {{Database: "x", Table: "y"}},
-		"CREATE TABLE IF NOT EXISTS y (id INT) WITH SYSTEM VERSIONING":                          {{Table: "y"}},
-		"ALTER TABLE t ADD COLUMN c INT WAIT 5":                                                 nil,
-		"CREATE TEMPORARY TABLE tmp (id INT)":                                                   nil,
+		"ALTER ONLINE TABLE t CONVERT TABLE u TO PARTITION p1 VALUES LESS THAN (5)":            {{Table: "t"}},
+		"CREATE OR REPLACE TABLE x.y (id INT) PARTITION BY HASH (id)":                          {{Database: "x", Table: "y"}},
+		"CREATE TABLE IF NOT EXISTS y (id INT) WITH SYSTEM VERSIONING":                         {{Table: "y"}},
+		"ALTER TABLE t ADD COLUMN c INT WAIT 5":                                                nil,
+		"CREATE TEMPORARY TABLE tmp (id INT)":                                                  nil,
 	} {
 		if got := UnparsedPartitioning(q); !reflect.DeepEqual(got, want) {
 			t.Errorf("UnparsedPartitioning(%q) = %v, want %v", q, got, want)
