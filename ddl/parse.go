@@ -52,6 +52,9 @@ const (
 	// DropDatabase: DROP DATABASE (Table.Database; Table.Table ""), which
 	// drops every table in it and writes no statement per table.
 	DropDatabase
+	// Partitioning: a change of the table's partitioning (Partitioning;
+	// partitions.go), after the statement's other effects on the table.
+	Partitioning
 )
 
 // Effect is what a DDL statement means for replication. Column adds,
@@ -84,6 +87,8 @@ type Effect struct {
 	ForeignKeys     []ForeignKey
 	DropForeignKeys []string
 	IfNotExists     bool
+	// Partitioning (Kind Partitioning): how the partitioning changes.
+	Partitioning *PartitionChange
 }
 
 // Parse returns the effects of one query-event statement; ok is false
@@ -118,6 +123,7 @@ func Parse(p *parser.Parser, defaultDB, query string) (effects []Effect, ok bool
 		case *ast.CreateTableStmt:
 			if s.TemporaryKeyword == ast.TemporaryNone {
 				effects = append(effects, Effect{Kind: Create, Table: name(s.Table), IfNotExists: s.IfNotExists, ForeignKeys: createForeignKeys(s, query)})
+				effects = append(effects, createPartitioning(s, name)...)
 			}
 		case *ast.DropTableStmt:
 			if s.IsView {
@@ -228,6 +234,7 @@ func Parse(p *parser.Parser, defaultDB, query string) (effects []Effect, ok bool
 			if len(effects) == before {
 				effects = append(effects, Effect{Kind: Altered, Table: t})
 			}
+			effects = append(effects, alterPartitioning(s.Specs, t, rename)...)
 		}
 	}
 	return effects, true

@@ -49,9 +49,12 @@ func TestParse(t *testing.T) {
 		{"ALTER TABLE p DROP PARTITION p2023, p2024", []Effect{{Kind: PartitionRows, Table: schema.TableName{Database: "db", Table: "p"}, PartitionOp: "DROP", Partitions: []string{"p2023", "p2024"}}}},
 		{"ALTER TABLE p TRUNCATE PARTITION ALL", []Effect{{Kind: PartitionRows, Table: schema.TableName{Database: "db", Table: "p"}, PartitionOp: "OTHER"}}},
 		{"ALTER TABLE p EXCHANGE PARTITION p1 WITH TABLE x.q", []Effect{{Kind: PartitionRows, Table: schema.TableName{Database: "db", Table: "p"}, PartitionOp: "OTHER"}, {Kind: PartitionRows, Table: schema.TableName{Database: "x", Table: "q"}}}},
-		{"ALTER TABLE p REORGANIZE PARTITION p1 INTO (PARTITION p1a VALUES LESS THAN (5), PARTITION p1b VALUES LESS THAN (10))", []Effect{{Kind: PartitionRows, Table: schema.TableName{Database: "db", Table: "p"}, PartitionOp: "OTHER"}}},
-		{"ALTER TABLE p COALESCE PARTITION 2", []Effect{{Kind: PartitionRows, Table: schema.TableName{Database: "db", Table: "p"}, PartitionOp: "OTHER"}}},
-		{"ALTER TABLE p ADD PARTITION (PARTITION p9 VALUES LESS THAN (100))", []Effect{{Kind: Altered, Table: schema.TableName{Database: "db", Table: "p"}}}},
+		{"ALTER TABLE p REORGANIZE PARTITION p1 INTO (PARTITION p1a VALUES LESS THAN (5), PARTITION p1b VALUES LESS THAN (10))", []Effect{{Kind: PartitionRows, Table: schema.TableName{Database: "db", Table: "p"}, PartitionOp: "OTHER"},
+			{Kind: Partitioning, Table: schema.TableName{Database: "db", Table: "p"}, Partitioning: &PartitionChange{Op: PartitionsReorganize, Names: []string{"p1"}, Layout: PartitionLayout{Parts: []PartitionDef{{"p1a", "5"}, {"p1b", "10"}}}}}}},
+		{"ALTER TABLE p COALESCE PARTITION 2", []Effect{{Kind: PartitionRows, Table: schema.TableName{Database: "db", Table: "p"}, PartitionOp: "OTHER"},
+			{Kind: Partitioning, Table: schema.TableName{Database: "db", Table: "p"}, Partitioning: &PartitionChange{Op: PartitionsCoalesce, Count: 2}}}},
+		{"ALTER TABLE p ADD PARTITION (PARTITION p9 VALUES LESS THAN (100))", []Effect{{Kind: Altered, Table: schema.TableName{Database: "db", Table: "p"}},
+			{Kind: Partitioning, Table: schema.TableName{Database: "db", Table: "p"}, Partitioning: &PartitionChange{Op: PartitionsAdd, Layout: PartitionLayout{Parts: []PartitionDef{{"p9", "100"}}}}}}},
 		{"ALTER TABLE t DROP COLUMN x, MODIFY y BIGINT", []Effect{{Kind: Altered, Table: schema.TableName{Database: "db", Table: "t"}}}},
 	} {
 		got, ok := Parse(p, "db", c.query)

@@ -61,6 +61,7 @@ func (s *Router) Tick(woken bool) (time.Duration, error) {
 	if err := s.takeFailures(); err != nil { // failed tables marked (failed.go)
 		return 0, err
 	}
+	s.resolvePartitions()          // layouts not known, read once caught up (partitions.go)
 	hold, err := s.cascades.Tick() // until the held run of cascading deletes ends
 	if err != nil {
 		return 0, err
@@ -159,6 +160,7 @@ func (s *Router) save(final, force bool) error {
 	if s.cascades != nil {
 		ext.ForeignKeys = s.cascades.KeysAt(cp)
 	}
+	ext.Partitions = s.partitionsAt(cp)
 	if g := s.stream.GTIDs(); !g.IsEmpty() {
 		ext.ReadGTID = g.String()
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/cascade"
-	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -64,9 +63,9 @@ type Router struct {
 	// new writer for the name waits until they are past the DDL, so two
 	// writers never write one table at once.
 	retired map[schema.TableName]retiredWriter
-	// partitions are the partitioned tables' partitions, read when their
-	// writers start (replication.on_partition_maintenance: apply only).
-	partitions map[schema.TableName]*catalog.Partitions
+	// partitions are the partition layouts as of the position read
+	// (replication.on_partition_maintenance: apply only; layouts.go).
+	partitions *partitionLayouts
 	// queued is the bytes of rows events sent to writers and not yet taken
 	// into their blocks (see maxQueuedBytes).
 	queued atomic.Int64
@@ -276,9 +275,6 @@ func (s *Router) dispatch(ctx context.Context, name schema.TableName, m sink.Mes
 	rt := s.writers[name]
 	if rt == nil {
 		if err := s.awaitRetired(ctx, name); err != nil {
-			return err
-		}
-		if err := s.readPartitions(ctx, name); err != nil {
 			return err
 		}
 		w := s.sink.NewWriter(name, s.queueLen)

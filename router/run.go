@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/cascade"
-	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/migration"
@@ -104,7 +103,7 @@ type Hooks struct {
 func New(opt Options) *Router {
 	st, from := opt.Start, opt.From
 	first := commitPoint{seq: 0, pos: st.Position, server: from.Server, gtid: st.GTID, hist: st.History, offset: st.Offset, byGTID: from.ResumeByGTID}
-	s := &Router{opt: opt, stream: opt.Stream, writers: map[schema.TableName]*tableWriter{}, partitions: map[schema.TableName]*catalog.Partitions{},
+	s := &Router{opt: opt, stream: opt.Stream, writers: map[schema.TableName]*tableWriter{},
 		commits: []commitPoint{first}, lastSaved: time.Now(), saved: st.Position, ceiling: from.Ceiling, skipping: map[schema.TableName]bool{},
 		cfg: opt.Config, log: opt.Log, m: opt.Metrics, sink: opt.Sink, server: opt.Server, my: opt.MySQL, hooks: opt.Hooks,
 		cascadeRunner: opt.Cascades, snapshotEndVersion: opt.SnapshotEndVersion, queueLen: opt.QueueLen, parkAfter: opt.ParkAfter,

@@ -30,6 +30,7 @@ func (s *Router) Statement(ctx context.Context, st source.Statement) error {
 		r.log.Debug("statement changes no table; ignored", "kind", st.NonTableKind, "binlog", st.At.String())
 		return nil
 	}
+	s.followPartitions(ctx, st) // the partition layouts of its time (partitions.go)
 	if !st.Parsed {
 		r.m.DDL.WithLabelValues(metrics.DDLNotUnderstood).Inc()
 		r.log.Warn("DDL not understood; tables keep replicating with the columns the binlog shows", "statement", truncate(st.Text, 500), "binlog", st.At.String())

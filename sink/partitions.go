@@ -34,7 +34,7 @@ func PartitionsWhere(p *catalog.Partitions, names []string, t *schema.Target) (s
 			}
 		}
 		if i < 0 {
-			return "", fmt.Errorf("partition %s is not among the table's partitions binlog2ch knows (%d): it was dropped or changed before binlog2ch read its definition", name, len(p.Parts))
+			return "", fmt.Errorf("partition %s is not among the table's %d partitions as binlog2ch followed its DDL to this position", name, len(p.Parts))
 		}
 		c, err := partitionCond(p, i, expr, typ)
 		if err != nil {

@@ -61,6 +61,9 @@ type StreamState struct {
 	// (cascade.KeyState): a restart replays the binlog with the keys of its
 	// time, which information_schema no longer shows after DDL since.
 	ForeignKeys *cascade.KeyState `json:"foreign_keys,omitempty"`
+	// Partitions are the partition layouts as of the position, with
+	// on_partition_maintenance: apply (nil: not kept then; partitions.go).
+	Partitions *PartitionState `json:"partitions,omitempty"`
 	// Selection is the tables selected at the position (nil: saved before
 	// it was kept; the config's then), and Tables those of them
 	// ClickHouse does not hold whole, by MySQL db.table (tables.go).

@@ -1,0 +1,104 @@
+package replicator
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/binlog2ch/binlog2ch/state"
+)
+
+// TestApplyPartitionsWithTheLayoutOfTheirTime: with
+// replication.on_partition_maintenance: apply, a TRUNCATE PARTITION is
+// applied with the partition's bounds as of its binlog position, never
+// information_schema's of now: after a re-partition that reuses the
+// names, and when a restart replays a statement written before one; a
+// restart from a checkpoint that does not hold the layout stops at the
+// statement with the cause and the way out, unless binlog2ch caught up
+// with the server first.
+func TestApplyPartitionsWithTheLayoutOfTheirTime(t *testing.T) {
+	const (
+		create = "CREATE TABLE %s.r (id INT PRIMARY KEY, v INT) PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN (20), PARTITION p2 VALUES LESS THAN MAXVALUE)"
+		// The same names, other bounds: p1 is [5, 25) after it, [10, 20)
+		// before.
+		repartition = "ALTER TABLE %s.r PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (5), PARTITION p1 VALUES LESS THAN (25), PARTITION p2 VALUES LESS THAN MAXVALUE)"
+		truncate    = "ALTER TABLE %s.r TRUNCATE PARTITION p1"
+	)
+	var rows []string
+	for id := 1; id <= 30; id++ {
+		rows = append(rows, fmt.Sprintf("(%d, %d)", id, id))
+	}
+	insert := "INSERT INTO %s.r VALUES " + strings.Join(rows, ", ")
+	setup := func(t *testing.T) (*harness, string, *running) {
+		h := newHarness(t, 1, "replication: {on_partition_maintenance: apply}\n")
+		a := h.dbs[0]
+		run := h.start()
+		h.exec(fmt.Sprintf(create, a), fmt.Sprintf(insert, a))
+		h.waitCaughtUp(run, 30*time.Second)
+		return h, a, run
+	}
+	// dropLayouts makes the checkpoint one saved without layouts (by an
+	// older binlog2ch, a snapshot or a fullsync).
+	dropLayouts := func(t *testing.T, h *harness) {
+		t.Helper()
+		cp, err := state.LoadFile(h.cfg.StateDir)
+		if err != nil || cp == nil {
+			t.Fatalf("checkpoint: %v %v", cp, err)
+		}
+		cp.Partitions = nil
+		if err := state.SaveFile(h.cfg.StateDir, *cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("re-partition reusing names", func(t *testing.T) {
+		h, a, run := setup(t)
+		h.exec(fmt.Sprintf(repartition, a), fmt.Sprintf(truncate, a), "INSERT INTO "+a+".r VALUES (7, 7)")
+		h.waitCaughtUp(run, 60*time.Second)
+		h.assertEqual(a, "r", []string{"id", "v"})
+	})
+	t.Run("restart replays a statement older than the layout", func(t *testing.T) {
+		h, a, run := setup(t)
+		if err := run.stop(t); err != nil {
+			t.Fatal(err)
+		}
+		cp, err := state.LoadFile(h.cfg.StateDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cp.Partitions == nil || len(cp.Partitions.Layouts) != 1 || len(cp.Partitions.Layouts[0].Parts) != 3 {
+			t.Fatalf("the checkpoint keeps the partition layouts %+v, want r's three partitions", cp.Partitions)
+		}
+		// Written while the daemon is stopped: the TRUNCATE with the old
+		// layout, then the re-partition that information_schema shows.
+		h.exec(fmt.Sprintf(truncate, a), fmt.Sprintf(repartition, a), "INSERT INTO "+a+".r VALUES (12, 12)")
+		run = h.start()
+		h.waitCaughtUp(run, 60*time.Second)
+		h.assertEqual(a, "r", []string{"id", "v"})
+	})
+	t.Run("checkpoint without the layout stops", func(t *testing.T) {
+		h, a, run := setup(t)
+		if err := run.stop(t); err != nil {
+			t.Fatal(err)
+		}
+		dropLayouts(t, h)
+		h.exec(fmt.Sprintf(truncate, a), fmt.Sprintf(repartition, a))
+		run = h.start()
+		err := run.stopped(t, 60*time.Second, "the daemon applied a TRUNCATE PARTITION with a layout it could not know")
+		wantError(t, err, a+".r", "TRUNCATE PARTITION p1", "partition layout at this binlog position is not known", "fullsync -recreate -checkpoint", "on_partition_maintenance: recopy")
+		t.Logf("error: %v", err)
+	})
+	t.Run("checkpoint without the layout, caught up", func(t *testing.T) {
+		h, a, run := setup(t)
+		if err := run.stop(t); err != nil {
+			t.Fatal(err)
+		}
+		dropLayouts(t, h)
+		run = h.start()
+		h.waitCaughtUp(run, 30*time.Second)
+		// Caught up, information_schema's layout is the position's.
+		h.exec(fmt.Sprintf(truncate, a))
+		h.waitCaughtUp(run, 60*time.Second)
+		h.assertEqual(a, "r", []string{"id", "v"})
+	})
+}
