@@ -46,7 +46,8 @@ func (c Collation) exact() bool {
 // none (every row is then a candidate).
 func (c Collation) widen(x string) string {
 	n := strings.ToLower(c.Name)
-	trimmed := "trimRight(" + x + ")" // ClickHouse trims spaces only
+	// Trailing spaces only (trimRight is not in every ClickHouse).
+	trimmed := "replaceRegexpOne(" + x + ", ' +$', '')"
 	if c.noPad() {
 		trimmed = x
 	}
@@ -267,8 +268,9 @@ func (r *Runner) checkRootMatch(ctx context.Context, log *slog.Logger, b *builde
 	for i := range outs {
 		arrays = append(arrays, "arrayMap(x -> tupleElement(x, "+strconv.Itoa(i+1)+"), _b2c_a)")
 	}
-	q := "SELECT " + strings.Join(arrays, ", ") + " FROM (SELECT groupUniqArray(" + strconv.Itoa(maxCandidates+1) + ")(" + pairs + ") AS _b2c_a FROM (" +
-		b.asOf(t, filter) + ") ARRAY JOIN [" + strings.Join(olds, ", ") + "] AS _b2c_o WHERE _b2c_del = 0 AND " + strings.Join(conds, " AND ") + ")"
+	q := "SELECT " + strings.Join(arrays, ", ") + " FROM (SELECT groupArray(_b2c_p) AS _b2c_a FROM (SELECT DISTINCT " + pairs + " AS _b2c_p FROM (" +
+		b.asOf(t, filter) + ") ARRAY JOIN [" + strings.Join(olds, ", ") + "] AS _b2c_o WHERE _b2c_del = 0 AND " + strings.Join(conds, " AND ") +
+		" LIMIT " + strconv.Itoa(maxCandidates+1) + "))"
 	vals := make([][]string, len(outs))
 	dest := make([]any, len(outs))
 	for i := range vals {
@@ -284,6 +286,9 @@ func (r *Runner) checkRootMatch(ctx context.Context, log *slog.Logger, b *builde
 	if rows > maxCandidates {
 		return &Error{At: p.ev.At, Table: p.ev.Table, Msg: fmt.Sprintf("key %s: %s has more than %d rows whose key column %s may equal the parent's under collation %s without being the same bytes; binlog2ch does not compare so many in MySQL, and cannot tell which rows InnoDB cascaded to. Make the column's collation binary (a _bin NO PAD one, or VARBINARY), or exclude %s",
 			n.fk, n.table, maxCandidates, names[0], colls[0].Name, n.table)}
+	}
+	if p.Compare == nil {
+		return &Error{At: p.ev.At, Table: p.ev.Table, Msg: fmt.Sprintf("key %s: no MySQL connection to compare %s's text keys under their collation", n.fk, n.table)}
 	}
 	// A candidate is MySQL's match when every text column equals.
 	match := make([]bool, rows)
