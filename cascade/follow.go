@@ -47,12 +47,16 @@ type Options struct {
 	// when a DROP FOREIGN KEY names one the model does not know.
 	MySQL *sql.DB
 	Log   *slog.Logger
-	// SnapshotEndVersion is the version of the binlog position when this
-	// process's initial snapshot ended (0: none).
+	// SnapshotEndVersion is the version of the binlog position when the
+	// initial snapshot ended (0: none): this process's, or the one the
+	// checkpoint kept (KeyState.CopyEnd). Checkpoints keep it on.
 	SnapshotEndVersion uint64
 	// Recopy says how to make ClickHouse equal again after a cascade that
 	// cannot be derived.
 	Recopy string
+	// KeysChanged runs when DDL changed the keys, so the stream asks
+	// ReadsFor again of the tables it has seen (nil: nothing to do).
+	KeysChanged func() error
 	// BeforeRun runs once a cascading parent event's tables are flushed,
 	// before its rows are derived; Derived once they are written, before
 	// the event goes on, with what was derived and how long it took
@@ -67,14 +71,14 @@ type Follower struct {
 	opt Options
 	// keys are the foreign keys as of the event being read; changes the
 	// keys before each change the checkpoint has not passed.
-	keys    *Keys
-	changes []keyChange
-	saved   *KeyState // savedState's
-	parents map[schema.TableName]parentActions
-	// warnedUnreplicated, warnedSnapshotWindow: said once.
-	warnedUnreplicated   map[schema.TableName]bool
-	warnedSnapshotWindow bool
-	newestVersion        uint64 // of the rows sent
+	keys          *Keys
+	changes       []keyChange
+	saved         *KeyState // savedState's
+	parents       map[schema.TableName]parentActions
+	newestVersion uint64 // of the rows sent
+	// collations caches the text columns' collations of the tables
+	// cascades reached (collate.go); any DDL clears it.
+	collations map[schema.TableName]map[string]Collation
 	// run is a run of cascading deletes held back (held.go); ctx is the
 	// stream's, for the Tick that ends it.
 	run *deleteRun
@@ -128,6 +132,11 @@ func (f *Follower) Rows(ctx context.Context, e source.Rows) error {
 		if err := f.cascade(ctx, e); err != nil {
 			return err
 		}
+		if !f.opt.Replicates(e.Table) {
+			return nil // read only for its cascades (ReadsFor): no writer
+		}
+	} else if !f.opt.Replicates(e.Table) {
+		return nil
 	} else if f.endsRun(e) {
 		if err := f.EndRun(ctx); err != nil {
 			return err
@@ -148,6 +157,7 @@ func (f *Follower) FollowDDL(ctx context.Context, st source.Statement) error {
 		return nil
 	}
 	before := f.savedState()
+	f.collations = nil // a column's collation may have changed
 	changed, unknown := f.keys.ApplyDDL(st.Effects)
 	if len(unknown) > 0 {
 		// Named otherwise by the server than binlog2ch named it (a name
@@ -167,6 +177,10 @@ func (f *Follower) FollowDDL(ctx context.Context, st source.Statement) error {
 	if changed {
 		f.changes = append(f.changes, keyChange{at: st.At, before: before})
 		f.parents, f.saved = nil, nil
+		if apply := f.opt.KeysChanged; apply != nil {
+			// Tables not replicated may be read, or no longer, for cascades.
+			return apply()
+		}
 	}
 	return nil
 }
@@ -207,6 +221,7 @@ func (f *Follower) KeysAt(p source.Position) *KeyState {
 func (f *Follower) savedState() *KeyState {
 	if f.saved == nil {
 		f.saved = f.keys.State(f.opt.Replicates)
+		f.saved.CopyEnd = f.opt.SnapshotEndVersion
 	}
 	return f.saved
 }
@@ -234,22 +249,14 @@ func (f *Follower) derive(ctx context.Context, ev Event, older bool) error {
 		return err
 	}
 	log := f.opt.Log
-	for _, t := range plan.Unreplicated {
-		if !f.warnedUnreplicated[t] {
-			if f.warnedUnreplicated == nil {
-				f.warnedUnreplicated = map[schema.TableName]bool{}
-			}
-			f.warnedUnreplicated[t] = true
-			log.Warn("a cascade reaches a table that is not replicated: nothing is derived for it, nor for tables it cascades to", "parent", ev.Table.String(), "table", t.String(), "binlog", ev.At.String())
-		}
-	}
 	if len(plan.Tables) == 0 {
-		return nil
+		return nil // it reaches only tables not replicated, which lead to none that is (PlanEvent)
 	}
-	if !ev.Delete && ev.First < f.opt.SnapshotEndVersion && !f.warnedSnapshotWindow {
-		f.warnedSnapshotWindow = true
-		log.Warn("an ON UPDATE CASCADE or SET NULL ran while the initial snapshot copied its child tables: a row the copy read after it shows the change already, and applying it again is wrong only if the update moved a key to a value another cascade of that time released. Run binlog2ch verify on the child tables; copy one again (binlog2ch fullsync -recreate -tables) if it differs",
-			"parent", ev.Table.String(), "tables", fmt.Sprint(plan.Tables), "binlog", ev.At.String())
+	if err := f.copyWindow(plan); err != nil {
+		return fmt.Errorf("%w. ClickHouse cannot be kept equal to MySQL past this event; %s", err, f.opt.Recopy)
+	}
+	if err := f.planCollations(ctx, plan); err != nil {
+		return err
 	}
 	plan.Replay = older
 	// The as-of reads need every earlier row of these tables in ClickHouse.

@@ -54,7 +54,9 @@ type heldEvent struct {
 // holdDelete takes a cascading DELETE into the run, starting one if none
 // is held; false when it cannot be held (the caller derives it alone).
 func (f *Follower) holdDelete(ctx context.Context, e source.Rows) (bool, error) {
-	if e.Op != source.OpDelete || e.Version <= f.newestVersion {
+	if e.Op != source.OpDelete || e.Version <= f.newestVersion || !f.opt.Replicates(e.Table) {
+		// A table read only for its cascades is derived alone: a held
+		// event would go to a writer it does not have.
 		return false, nil
 	}
 	b := f.run

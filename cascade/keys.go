@@ -104,6 +104,11 @@ func (m *Keys) Clone() *Keys {
 type KeyState struct {
 	Tracked []schema.TableName `json:"tracked"`
 	Keys    []ddl.ForeignKey   `json:"keys,omitempty"`
+	// CopyEnd is the version of the binlog position where the initial
+	// snapshot's copy ended (0: none, or saved before it was kept): an
+	// ON UPDATE CASCADE below it ran while the copy read its children,
+	// which a restart must know as well as the run that copied.
+	CopyEnd uint64 `json:"copy_end_version,omitempty"`
 }
 
 // State returns what the checkpoint keeps of the model: the keys of the

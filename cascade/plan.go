@@ -87,6 +87,11 @@ type Plan struct {
 	// transaction's rows, applied at its XA COMMIT): the reads must leave
 	// out the keys those rows may have merged with.
 	Replay bool
+	// Collations are the text columns' collations of the tables, by
+	// lower-case column name; Compare compares values under one in MySQL
+	// (collate.go). The Follower sets them.
+	Collations map[schema.TableName]map[string]Collation
+	Compare    Comparer
 }
 
 // Error: a cascade binlog2ch cannot derive exactly. It stops
@@ -145,8 +150,15 @@ func PlanEvent(keys *Keys, ev Event, replicated func(schema.TableName) bool) (*P
 		n := frontier[0]
 		frontier = frontier[1:]
 		if !replicated(n.table) {
+			// Its rows are not in ClickHouse: nothing to derive for it,
+			// and nothing to derive through it, which a replicated table
+			// below it would need.
+			if t := throughUnreplicated(keys, replicated, n); t != nil {
+				return fail("key %s cascades into %s, which is not replicated, and key %s cascades from there into %s, which is: binlog2ch derives a cascade from the rows of the tables it passes through, and ClickHouse has none of %s. Replicate %s too (tables.include; a running daemon copies it online), or exclude %s",
+					n.fk, n.table, t, t.Child, n.table, n.table, t.Child)
+			}
 			unreplicated[n.table] = true
-			continue // its rows are not in ClickHouse: nothing to derive, nor to read
+			continue
 		}
 		if len(p.nodes) >= maxNodes {
 			return fail("the keys reach more than %d tables and levels (keys referencing their own tables several times); binlog2ch does not derive such cascades", maxNodes)
@@ -304,4 +316,22 @@ func rootKeysOf(fk *ddl.ForeignKey, ev Event) (*rootKeys, error) {
 		return nil, nil
 	}
 	return rk, nil
+}
+
+// throughUnreplicated is a key through which node n's table, not
+// replicated, may cascade further into a replicated table (nil: none).
+func throughUnreplicated(keys *Keys, replicated func(schema.TableName) bool, n *node) *ddl.ForeignKey {
+	for _, g := range keys.Referencing(n.table) {
+		act := g.Action(n.kind == nodeDelete)
+		if act == ddl.FKRestrict {
+			continue
+		}
+		if n.kind != nodeDelete && !slices.ContainsFunc(g.RefColumns, func(c string) bool { return containsFold(n.fk.Columns, c) }) {
+			continue // references no column the update changes
+		}
+		if replicated(g.Child) || (g.Child != n.table && reachesReplicated(keys, replicated, g.Child)) {
+			return g
+		}
+	}
+	return nil
 }

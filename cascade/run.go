@@ -196,6 +196,11 @@ func (r *Runner) Run(ctx context.Context, log *slog.Logger, plan *Plan) (Result,
 			}
 		}
 	}
+	// Before anything is written: a text key MySQL matched by its
+	// collation to a row the byte match misses stops here.
+	if err := r.checkCollations(ctx, log, b); err != nil {
+		return res, err
+	}
 	order, _ := b.writeOrder()
 	for _, t := range order {
 		ct := tables[t]

@@ -135,9 +135,15 @@ func TestCascadeRefuses(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "references columns that key") {
 		t.Fatalf("got %v", err)
 	}
-	// Not replicated: left out, and said.
+	// Through a table not replicated into one that is: refused, naming
+	// the way out.
 	keys, _ = cascadeSchema()
-	plan, err := PlanEvent(keys, Event{Table: tn("p"), Schema: parentSchema(), Delete: true, Rows: [][]any{{int32(1), "a"}}}, func(t schema.TableName) bool { return t.Table != "c" })
+	_, err = PlanEvent(keys, Event{Table: tn("p"), Schema: parentSchema(), Delete: true, Rows: [][]any{{int32(1), "a"}}}, func(t schema.TableName) bool { return t.Table != "c" })
+	if err == nil || !strings.Contains(err.Error(), "Replicate db.c too") {
+		t.Fatalf("got %v; want the cascade through db.c refused", err)
+	}
+	// Not replicated, nor anything below it: left out.
+	plan, err := PlanEvent(keys, Event{Table: tn("p"), Schema: parentSchema(), Delete: true, Rows: [][]any{{int32(1), "a"}}}, func(t schema.TableName) bool { return t.Table != "c" && t.Table != "g" })
 	if err != nil || len(plan.Unreplicated) != 1 || plan.Unreplicated[0] != tn("c") || len(plan.Tables) != 1 || plan.Tables[0] != tn("s") {
 		t.Fatalf("plan %+v, %v", plan, err)
 	}

@@ -33,5 +33,5 @@ func (r *Replicator) loadForeignKeys(ctx context.Context, from *state.Checkpoint
 // reportForeignKeys logs the cascading keys among the replicated tables,
 // and warns about what cannot be derived.
 func (r *Replicator) reportForeignKeys(keys *cascade.Keys) {
-	cascade.Report(r.log, r.my, keys, r.sel.Replicates, r.server.NativeForeignKeys, r.cfg.ClickHouse.Cluster != "")
+	cascade.Report(r.log, keys, r.sel.Replicates, r.server.NativeForeignKeys, r.cfg.ClickHouse.Cluster != "")
 }

@@ -321,6 +321,11 @@ func (r *Replicator) initialSnapshot(ctx context.Context, st *snapshot.State) er
 		return err
 	}
 	cp := r.snapshotCheckpoint(st)
+	if r.snapshotEndVersion > 0 {
+		// Kept for the cascades of the copy's time: no keys tracked yet
+		// (information_schema's stand), only where the copy ended.
+		cp.ForeignKeys = &cascade.KeyState{CopyEnd: r.snapshotEndVersion}
+	}
 	if err := r.checkpoints().Save(ctx, *cp); err != nil {
 		return err
 	}

@@ -13,9 +13,21 @@ import (
 // followCascades has the router's events go through the cascades of keys.
 func (s *Router) followCascades(keys *cascade.Keys) {
 	r := s
+	// The initial snapshot's end: this process's, or the checkpoint's
+	// (a restart between the copy and the cascades of its time).
+	copyEnd := r.snapshotEndVersion
+	if fk := r.opt.From.ForeignKeys; fk != nil {
+		copyEnd = max(copyEnd, fk.CopyEnd)
+	}
 	s.cascades = cascade.NewFollower(cascade.Options{
 		Keys: keys, Replicates: r.replicates, Flusher: cascadeFlusher{s}, Runner: r.cascadeRunner, MySQL: r.my, Log: r.log,
-		SnapshotEndVersion: r.snapshotEndVersion, Recopy: Recopy,
+		SnapshotEndVersion: copyEnd, Recopy: Recopy,
+		KeysChanged: func() error {
+			if s.stream == nil {
+				return nil
+			}
+			return s.stream.ApplySelection()
+		},
 		BeforeRun: func(parent schema.TableName) {
 			if hook := r.hooks.BeforeCascade; hook != nil {
 				hook(parent)
@@ -34,6 +46,12 @@ func (s *Router) followCascades(keys *cascade.Keys) {
 			}
 		},
 	})
+	if s.stream != nil {
+		// The stream also reads the tables not replicated whose deletes
+		// and updates cascade into replicated ones: their events carry
+		// the parent's values the cascades are derived from.
+		s.stream.Selected = func(t schema.TableName) bool { return s.sel.Replicates(t) || s.cascades.ReadsFor(t) }
+	}
 }
 
 // cascadeFlusher is the router as the cascades see it.
