@@ -169,6 +169,7 @@ type token struct {
 	text  string // words upper-cased, quoted ones unquoted
 	raw   string // a word as written
 	quote byte   // a quoted token's quote character
+	start int    // where it starts in the statement (words, quoted, punctuation)
 }
 
 func (t token) is(kind tokKind, text string) bool { return t.kind == kind && t.text == text }
@@ -225,10 +226,10 @@ func (l *stmtLexer) next() token {
 			for l.i < len(l.s) && isWordByte(l.s[l.i]) {
 				l.i++
 			}
-			return token{kind: tokWord, text: strings.ToUpper(l.s[start:l.i]), raw: l.s[start:l.i]}
+			return token{kind: tokWord, text: strings.ToUpper(l.s[start:l.i]), raw: l.s[start:l.i], start: start}
 		default:
 			l.i++
-			return token{kind: tokPunct, text: string(c)}
+			return token{kind: tokPunct, text: string(c), start: l.i - 1}
 		}
 	}
 	return token{kind: tokEnd}
@@ -273,8 +274,9 @@ func (l *stmtLexer) quoted(q byte) token {
 			b.WriteByte(q)
 			i++
 		case c == q:
+			start := l.i
 			l.i = i + 1
-			return token{kind: tokQuoted, text: b.String(), quote: q}
+			return token{kind: tokQuoted, text: b.String(), quote: q, start: start}
 		case c == '\\' && q != '`' && i+1 < len(l.s):
 			b.WriteByte(l.s[i+1])
 			i++

@@ -55,6 +55,12 @@ const (
 	// Partitioning: a change of the table's partitioning (Partitioning;
 	// partitions.go), after the statement's other effects on the table.
 	Partitioning
+	// NotUnderstood: a statement the parser cannot read (Unparsed) that
+	// may change Table in ways neither its words nor the table maps show
+	// (a column renamed, a default for the existing rows, versioning). Table
+	// "" when the words name no table: Mentions are then every name they
+	// hold that may be one. Why is a cause known from the words, if any.
+	NotUnderstood
 )
 
 // Effect is what a DDL statement means for replication. Column adds,
@@ -89,14 +95,25 @@ type Effect struct {
 	IfNotExists     bool
 	// Partitioning (Kind Partitioning): how the partitioning changes.
 	Partitioning *PartitionChange
+	// NotUnderstood.
+	Mentions []schema.TableName
+	Why      string
 }
 
 // Parse returns the effects of one query-event statement; ok is false
-// when the parser cannot read it.
+// when the parser cannot read it, also once MariaDB's words it refuses are
+// rewritten (mariaDBWords).
 func Parse(p *parser.Parser, defaultDB, query string) (effects []Effect, ok bool) {
 	stmts, _, err := p.Parse(query, "", "")
 	if err != nil {
-		return nil, false
+		q, ok := mariaDBWords(query)
+		if !ok {
+			return nil, false
+		}
+		if stmts, _, err = p.Parse(q, "", ""); err != nil {
+			return nil, false
+		}
+		query = q
 	}
 	name := func(t *ast.TableName) schema.TableName {
 		db := t.Schema.O

@@ -1,6 +1,13 @@
 package ddl
 
-import "github.com/binlog2ch/binlog2ch/schema"
+import (
+	"strings"
+	"sync"
+
+	"github.com/pingcap/tidb/pkg/parser"
+
+	"github.com/binlog2ch/binlog2ch/schema"
+)
 
 // Unparsed reads from the words of a statement the parser could
 // not read (MariaDB syntax TiDB's parser lacks: INSERT ... RETURNING,
@@ -15,33 +22,244 @@ import "github.com/binlog2ch/binlog2ch/schema"
 //     move rows between a table and a partition: PartitionRows for both.
 //   - CREATE OR REPLACE TABLE drops the table it replaces: Drop (the new
 //     table's rows, CREATE ... SELECT's too, come as row events).
+//     CREATE OR REPLACE DATABASE drops every table in it: DropDatabase.
 //
-// Anything else gives nothing: the table maps carry column changes.
+// Anything else is NotUnderstood, for each table it names: a table's
+// ALTER, CREATE, DROP, TRUNCATE or RENAME, CREATE or DROP INDEX ... ON it
+// (a TEMPORARY table's: nothing), but a CREATE TABLE with neither
+// versioning nor foreign keys is a Create (a type the parser lacks, such
+// as INET6: the table maps carry the columns). A statement whose words name no table
+// gives one NotUnderstood with the names it mentions. Statements that
+// show system versioning (SYSTEM VERSIONING, SYSTEM_TIME, ROW START or
+// END) carry it as the Why, also a CREATE OR REPLACE TABLE's.
 func Unparsed(defaultDB, q string) []Effect {
 	l := &stmtLexer{s: q}
 	switch verb := l.word(); verb {
 	case "INSERT", "REPLACE", "UPDATE", "DELETE", "LOAD":
 		return l.dmlTables(defaultDB, verb)
 	case "ALTER":
-		return l.convertPartition(defaultDB)
+		if effects := l.convertPartition(defaultDB); len(effects) > 0 {
+			return effects
+		}
 	case "CREATE":
 		if l.word() == "OR" && l.word() == "REPLACE" {
-			w := l.word()
-			if w == "TEMPORARY" {
+			switch w := l.word(); w {
+			case "TEMPORARY":
 				return nil // temporary tables are not replicated
-			}
-			if w == "TABLE" {
+			case "TABLE":
 				if l.peek().is(tokWord, "IF") {
 					return nil // OR REPLACE with IF NOT EXISTS is refused by the server
 				}
 				if t, ok := l.tableName(defaultDB); ok {
-					return []Effect{{Kind: Drop, Table: t}}
+					effects := []Effect{{Kind: Drop, Table: t}}
+					if why := versioning(q); why != "" {
+						effects = append(effects, Effect{Kind: NotUnderstood, Table: t, Why: why})
+					}
+					return effects
+				}
+			case "DATABASE", "SCHEMA":
+				if !l.peek().is(tokWord, "IF") {
+					if t, ok := l.tableName(""); ok && t.Database == "" {
+						return []Effect{{Kind: DropDatabase, Table: schema.TableName{Database: t.Table}}}
+					}
 				}
 			}
 		}
 	}
-	return nil
+	return notUnderstood(defaultDB, q)
 }
+
+// Versioned is the Why of a statement that makes or changes a
+// system-versioned table.
+const Versioned = "system versioning"
+
+// versioning returns Versioned when the words show system versioning.
+func versioning(q string) string {
+	l := &stmtLexer{s: q}
+	var prev token
+	for {
+		t := l.next()
+		switch {
+		case t.kind == tokEnd || t.kind == tokBad:
+			return ""
+		case t.is(tokWord, "VERSIONING") && prev.is(tokWord, "SYSTEM"), t.is(tokWord, "SYSTEM_TIME"),
+			(t.is(tokWord, "START") || t.is(tokWord, "END")) && prev.is(tokWord, "ROW"):
+			return Versioned
+		}
+		prev = t
+	}
+}
+
+// notUnderstood names the tables of a statement (see Unparsed).
+func notUnderstood(defaultDB, q string) []Effect {
+	l := &stmtLexer{s: q}
+	var named []schema.TableName
+	name := func() bool {
+		t, ok := l.tableName(defaultDB)
+		if ok {
+			named = append(named, t)
+		}
+		return ok
+	}
+	skip := func(ws ...string) {
+		for _, w := range ws {
+			if l.peek().is(tokWord, w) {
+				l.next()
+			}
+		}
+	}
+	onTable := func() { // [CREATE|DROP] ... INDEX ... ON t
+		for {
+			t := l.next()
+			if t.kind == tokEnd || t.kind == tokBad {
+				return
+			}
+			if t.is(tokWord, "ON") {
+				name()
+				return
+			}
+		}
+	}
+	switch l.word() {
+	case "ALTER":
+		skip("ONLINE", "IGNORE")
+		if l.word() == "TABLE" {
+			skip("IF", "EXISTS")
+			if name() {
+				l.renamedTo(defaultDB, &named)
+			}
+		}
+	case "CREATE":
+		skip("OR", "REPLACE")
+		if l.peek().is(tokWord, "TEMPORARY") {
+			return nil
+		}
+		skip("UNIQUE", "FULLTEXT", "SPATIAL", "VECTOR")
+		switch l.word() {
+		case "TABLE":
+			ifNot := l.peek().is(tokWord, "IF")
+			skip("IF", "NOT", "EXISTS")
+			if t, ok := l.tableName(defaultDB); ok && versioning(q) == "" && len(referenceDecls(q)) == 0 {
+				// A new table (a type the parser lacks): the table map
+				// has its columns, as it has a parsed CREATE's. Only its
+				// foreign keys, which cascade follows, would be missed.
+				return []Effect{{Kind: Create, Table: t, IfNotExists: ifNot}}
+			} else if ok {
+				named = append(named, t)
+			}
+		case "INDEX":
+			onTable()
+		}
+	case "DROP":
+		switch l.word() {
+		case "TEMPORARY":
+			return nil
+		case "TABLE", "TABLES":
+			skip("IF", "EXISTS")
+			for name() && l.peek().is(tokPunct, ",") {
+				l.next()
+			}
+		case "INDEX":
+			onTable()
+		}
+	case "TRUNCATE":
+		skip("TABLE")
+		name()
+	case "RENAME":
+		if w := l.word(); w == "TABLE" || w == "TABLES" {
+			skip("IF", "EXISTS")
+			for name() {
+				for !l.peek().is(tokWord, "TO") && l.peek().kind != tokEnd && l.peek().kind != tokBad {
+					l.next() // WAIT n, NOWAIT
+				}
+				l.next()
+				if !name() || !l.peek().is(tokPunct, ",") {
+					break
+				}
+				l.next()
+			}
+		}
+	}
+	why := versioning(q)
+	if len(named) == 0 {
+		return []Effect{{Kind: NotUnderstood, Mentions: mentions(defaultDB, q), Why: why}}
+	}
+	effects := make([]Effect, 0, len(named))
+	for _, t := range named {
+		effects = append(effects, Effect{Kind: NotUnderstood, Table: t, Why: why})
+	}
+	return effects
+}
+
+// renamedTo adds the tables an ALTER TABLE's remaining words rename it to
+// or name after TABLE (EXCHANGE PARTITION ... WITH TABLE t).
+func (l *stmtLexer) renamedTo(defaultDB string, named *[]schema.TableName) {
+	depth := 0
+	for {
+		t := l.next()
+		switch {
+		case t.kind == tokEnd || t.kind == tokBad:
+			return
+		case t.is(tokPunct, "("):
+			depth++
+		case t.is(tokPunct, ")"):
+			depth--
+		case depth == 0 && t.is(tokWord, "RENAME"):
+			if p := l.peek(); p.is(tokWord, "COLUMN") || p.is(tokWord, "INDEX") || p.is(tokWord, "KEY") {
+				continue
+			}
+			if p := l.peek(); p.is(tokWord, "TO") || p.is(tokWord, "AS") {
+				l.next()
+			}
+			fallthrough
+		case depth == 0 && t.is(tokWord, "TABLE"):
+			if n, ok := l.tableName(defaultDB); ok {
+				*named = append(*named, n)
+			}
+		}
+	}
+}
+
+// mentions are the names a statement's words hold that may be tables:
+// each unquoted word that is no reserved word, and each backquoted name,
+// in the default database or, before a dot, the database of the next.
+func mentions(defaultDB, q string) []schema.TableName {
+	reservedOnce.Do(func() {
+		reserved = map[string]bool{}
+		for _, k := range parser.Keywords {
+			if k.Reserved {
+				reserved[strings.ToUpper(k.Word)] = true
+			}
+		}
+	})
+	l := &stmtLexer{s: q}
+	var out []schema.TableName
+	add := func(t schema.TableName) {
+		for _, o := range out {
+			if o == t {
+				return
+			}
+		}
+		out = append(out, t)
+	}
+	for {
+		t := l.peek()
+		if t.kind == tokEnd || t.kind == tokBad {
+			return out
+		}
+		if t.kind == tokWord && !reserved[t.text] && strings.Trim(t.text, "0123456789") != "" || t.kind == tokQuoted && t.quote == '`' {
+			n, _ := l.tableName(defaultDB)
+			add(n)
+			continue
+		}
+		l.next()
+	}
+}
+
+var (
+	reservedOnce sync.Once
+	reserved     map[string]bool
+)
 
 // dmlTables names the tables of a DML statement (see Unparsed).
 func (l *stmtLexer) dmlTables(defaultDB, verb string) []Effect {

@@ -33,9 +33,10 @@ func TestUnparsed(t *testing.T) {
 		{"INSERT /* no table here */ 1", rows(schema.TableName{})},
 		{"ALTER TABLE p CONVERT PARTITION p0 TO TABLE archive.p0", []Effect{{Kind: PartitionRows, Table: d("p")}, {Kind: PartitionRows, Table: schema.TableName{Database: "archive", Table: "p0"}}}},
 		{"ALTER ONLINE TABLE p CONVERT TABLE t2 TO PARTITION p9 VALUES LESS THAN (10)", []Effect{{Kind: PartitionRows, Table: d("p")}, {Kind: PartitionRows, Table: d("t2")}}},
-		{"CREATE OR REPLACE TABLE t (id INT PRIMARY KEY) WITH SYSTEM VERSIONING", []Effect{{Kind: Drop, Table: d("t")}}},
+		{"CREATE OR REPLACE TABLE t (id INT PRIMARY KEY)", []Effect{{Kind: Drop, Table: d("t")}}},
+		{"CREATE OR REPLACE TABLE t (id INT PRIMARY KEY) WITH SYSTEM VERSIONING", []Effect{{Kind: Drop, Table: d("t")}, {Kind: NotUnderstood, Table: d("t"), Why: Versioned}}},
 		{"CREATE OR REPLACE TEMPORARY TABLE t (id INT)", nil},
-		{"ALTER TABLE t ADD COLUMN x INT, ALGORITHM=NOCOPY, LOCK=NONE", nil},
+		{"ALTER TABLE t ADD COLUMN x INT, ALGORITHM=NOCOPY, LOCK=NONE", []Effect{{Kind: NotUnderstood, Table: d("t")}}}, // Parse reads it
 	} {
 		if got := Unparsed("db", c.q); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s:\n got  %+v\n want %+v", c.q, got, c.want)

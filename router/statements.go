@@ -33,15 +33,34 @@ func (s *Router) Statement(ctx context.Context, st source.Statement) error {
 	s.followPartitions(ctx, st) // the partition layouts of its time (partitions.go)
 	if !st.Parsed {
 		r.m.DDL.WithLabelValues(metrics.DDLNotUnderstood).Inc()
-		r.log.Warn("DDL not understood; tables keep replicating with the columns the binlog shows", "statement", truncate(st.Text, 500), "binlog", st.At.String())
-		if b := s.copies.batch; b != nil && len(st.Effects) == 0 {
+		named := false
+		for _, ef := range st.Effects {
+			named = named || ef.Table != (schema.TableName{})
+			if ef.Kind != ddl.NotUnderstood {
+				continue
+			}
+			// What it did to a replicated table neither its words nor the
+			// table maps show: stop rather than let the table diverge.
+			if ef.Table != (schema.TableName{}) {
+				if r.replicates(ef.Table) {
+					return notUnderstood(ef.Table, ef.Why, st)
+				}
+				continue
+			}
+			// Its words name no table: any name in them that is a
+			// replicated table's may be one it changed.
+			for _, t := range ef.Mentions {
+				if r.replicates(t) {
+					return notUnderstood(t, ef.Why, st)
+				}
+			}
+		}
+		r.log.Debug("DDL not understood, naming no replicated table; ignored", "statement", truncate(st.Text, 500), "binlog", st.At.String())
+		if b := s.copies.batch; b != nil && !named {
 			// It may change a table being copied: copy from after it.
 			s.restartBatch(b.tables[0], state.ReasonDefinitionDDL)
 		}
-		if len(st.Effects) == 0 {
-			return nil
-		}
-		// Its words still show a change the table maps will not: act on it.
+		// Its words may still show a change the table maps will not: act on it.
 	}
 	if err := s.cascades.FollowDDL(ctx, st); err != nil {
 		return err
@@ -196,6 +215,20 @@ func (s *Router) Statement(ctx context.Context, st source.Statement) error {
 // Recopy is the way out after a change the binlog cannot replay: a
 // restart alone would stop at the same event again.
 const Recopy = "re-copy: stop binlog2ch, run `binlog2ch fullsync -recreate -checkpoint` (it copies every table into emptied tables and moves the checkpoint past this event), and start binlog2ch again"
+
+// notUnderstood is the error that stops the daemon at a statement the
+// parser cannot read that names a replicated table, or whose words hold
+// the name of one: it may have changed the table in ways the table maps do
+// not show (a column renamed, whose values would be lost; a default the
+// existing rows have in MySQL only), and binlog2ch will not guess.
+func notUnderstood(t schema.TableName, why string, st source.Statement) error {
+	if why == ddl.Versioned {
+		return fmt.Errorf("binlog %s: %s: the statement makes or changes a system-versioned table (statement %q), which binlog2ch does not replicate: MariaDB keeps each row's history in the table (a DELETE or UPDATE writes the old row again, with row_start and row_end), and ClickHouse would show those rows as current. Remove the table from the replicated set (tables.exclude) and start binlog2ch again; or, to keep it, remove the versioning in MySQL (ALTER TABLE %s DROP SYSTEM VERSIONING) and then %s",
+			st.At, t, truncate(st.Text, 300), t, Recopy)
+	}
+	return fmt.Errorf("binlog %s: %s: DDL binlog2ch cannot parse names the table (statement %q): it may have changed what the table maps do not show (a column renamed, whose values would be lost; a default the existing rows have), so binlog2ch stops rather than let ClickHouse diverge. If the statement is plain MariaDB or MySQL, report it. To go on: %s. Or remove the table from the replicated set (tables.exclude) and start binlog2ch again",
+		st.At, t, truncate(st.Text, 300), Recopy)
+}
 
 // rowsWithoutEvents is the error that stops the daemon at a statement that
 // changed a replicated table's rows without row events: binlog2ch cannot
