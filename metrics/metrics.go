@@ -34,7 +34,7 @@ const (
 	DDLApplied       = "applied"        // acted on in ClickHouse
 	DDLSkipped       = "skipped"        // parsed: about other tables, or taking effect with the table's next rows
 	DDLIgnored       = "ignored"        // changes no table (ddl.NonTableKind)
-	DDLNotUnderstood = "not_understood" // may change a table, not parsed: logged at WARN
+	DDLNotUnderstood = "not_understood" // not parsed: stops when it names a replicated table, else counted
 )
 
 // Native fallback reasons, the values of binlog2ch_native_fallbacks_total's
@@ -154,7 +154,7 @@ func New() *Metrics {
 	m.Errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_errors_total",
 		Help: "Failures by stage (read, insert, ddl, checkpoint, schema, cascade); retried ones included."}, []string{"stage"})
 	m.DDL = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_ddl_total",
-		Help: "DDL statements seen in the binlog, by result: applied (acted on in ClickHouse), skipped (other tables, or nothing to do), ignored (changes no table: routines, triggers, views, events, accounts, grants, table maintenance), not_understood (may change a table but was not parsed; logged with the statement)."}, []string{"result"})
+		Help: "DDL statements seen in the binlog, by result: applied (acted on in ClickHouse), skipped (other tables, or nothing to do), ignored (changes no table: routines, triggers, views, events, accounts, grants, table maintenance), not_understood (not parsed: one that names a replicated table stops the daemon with the statement; others are counted only)."}, []string{"result"})
 	m.Fixups = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_value_fixups_total",
 		Help: "Values changed by schema.invalid_dates (clamped or set NULL), by table and kind."}, []string{"database", "table", "kind"})
 	m.SnapshotCopied = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlog2ch_snapshot_rows_copied",
