@@ -95,7 +95,8 @@ type Effect struct {
 	IfNotExists     bool
 	// Partitioning (Kind Partitioning): how the partitioning changes.
 	Partitioning *PartitionChange
-	// NotUnderstood.
+	// NotUnderstood: Mentions. NotUnderstood and RowsByStatement: Why, the
+	// cause when the statement shows it.
 	Mentions []schema.TableName
 	Why      string
 }
@@ -169,6 +170,11 @@ func Parse(p *parser.Parser, defaultDB, query string) (effects []Effect, ok bool
 			for _, spec := range s.Specs {
 				switch spec.Tp {
 				case ast.AlterTableAddConstraint:
+					if c := spec.Constraint; c != nil && alterIgnore(query) && (c.Tp == ast.ConstraintPrimaryKey || c.Tp == ast.ConstraintUniq ||
+						c.Tp == ast.ConstraintUniqKey || c.Tp == ast.ConstraintUniqIndex) {
+						effects = append(effects, Effect{Kind: RowsByStatement, Table: t,
+							Why: "ALTER IGNORE TABLE adding a unique key deletes the rows that duplicate it, without row events"})
+					}
 					if c := spec.Constraint; c != nil && c.Tp == ast.ConstraintForeignKey {
 						if k, ok := foreignKeyOf(c.Name, c.Keys, c.Refer); ok {
 							fks.ForeignKeys = append(fks.ForeignKeys, k)
@@ -440,4 +446,19 @@ func defaultLiteral(e ast.ExprNode) (string, bool) {
 		}
 	}
 	return schema.QuoteString(s), true
+}
+
+// alterIgnore reports whether an ALTER TABLE is MariaDB's ALTER [ONLINE]
+// IGNORE TABLE, which TiDB's parser reads without saying so: with a new
+// unique key it deletes the rows that duplicate it, and logs no rows.
+func alterIgnore(query string) bool {
+	l := &stmtLexer{s: query}
+	if l.word() != "ALTER" {
+		return false
+	}
+	w := l.word()
+	if w == "ONLINE" {
+		w = l.word()
+	}
+	return w == "IGNORE"
 }

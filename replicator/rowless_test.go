@@ -268,3 +268,31 @@ func TestApplyPartitionMaintenance(t *testing.T) {
 		t.Logf("error: %v", err)
 	})
 }
+
+// TestAlterIgnoreDeletesDuplicates: MariaDB's ALTER IGNORE TABLE ... ADD
+// UNIQUE deletes the rows that duplicate the new key and logs no rows: the
+// daemon stops by default, naming the cause, and with
+// replication.on_statement_dml: recopy copies the table again and ends
+// equal.
+func TestAlterIgnoreDeletesDuplicates(t *testing.T) {
+	t.Run("stop", func(t *testing.T) {
+		h := newHarness(t, 1, "")
+		a := h.dbs[0]
+		run := h.start()
+		h.exec("CREATE TABLE "+a+".t (id INT PRIMARY KEY, v INT)", "INSERT INTO "+a+".t VALUES (1, 1), (2, 1), (3, 2)")
+		h.waitCaughtUp(run, 30*time.Second)
+		h.exec("ALTER IGNORE TABLE " + a + ".t ADD UNIQUE KEY uv (v)")
+		err := run.stopped(t, 30*time.Second, "the daemon did not stop at ALTER IGNORE")
+		wantError(t, err, a+".t", "ALTER IGNORE TABLE adding a unique key deletes the rows that duplicate it", "on_statement_dml: recopy")
+	})
+	t.Run("recopy", func(t *testing.T) {
+		h := newHarness(t, 1, "replication: {on_statement_dml: recopy}\n")
+		a := h.dbs[0]
+		run := h.start()
+		h.exec("CREATE TABLE "+a+".t (id INT PRIMARY KEY, v INT)", "INSERT INTO "+a+".t VALUES (1, 1), (2, 1), (3, 2)")
+		h.waitCaughtUp(run, 30*time.Second)
+		h.exec("ALTER IGNORE TABLE "+a+".t ADD UNIQUE KEY uv (v)", "INSERT INTO "+a+".t VALUES (4, 4)")
+		h.waitCopied(run, time.Minute)
+		h.verifyEqual("t")
+	})
+}

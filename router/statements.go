@@ -242,6 +242,10 @@ func rowsWithoutEvents(ef ddl.Effect, st source.Statement) error {
 	if ef.Table == (schema.TableName{}) {
 		table = "a table binlog2ch could not tell (it cannot parse the statement)"
 	}
+	if ef.Why != "" {
+		return fmt.Errorf("binlog %s: %s: rows changed without row events: %s (statement %q). ClickHouse still holds the rows MySQL no longer has. To make it equal again, %s. Or set replication.on_statement_dml: recopy, which copies such a table again by itself and goes on",
+			st.At, table, ef.Why, truncate(st.Text, 300), Recopy)
+	}
 	return fmt.Errorf("binlog %s: %s: rows changed by a statement the binlog holds as SQL text, not as row events: the session that ran it had binlog_format STATEMENT or MIXED (statement %q). binlog2ch replicates row events only and will not guess the rows. Set binlog_format = ROW globally and make sure no session sets it otherwise (SET SESSION binlog_format), then %s. Or set replication.on_statement_dml: recopy, which copies such a table again by itself and goes on",
 		st.At, table, truncate(st.Text, 300), Recopy)
 }
