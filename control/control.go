@@ -212,11 +212,11 @@ func readRequest(r io.Reader) (Request, error) {
 func ParseTableNames(names []string) ([]schema.TableName, error) {
 	var out []schema.TableName
 	for _, s := range names {
-		db, table, ok := strings.Cut(strings.TrimSpace(s), ".")
-		if !ok || db == "" || table == "" {
+		t, ok := schema.ParseTableName(strings.TrimSpace(s))
+		if !ok {
 			return nil, fmt.Errorf("want db.table, got %q", s)
 		}
-		out = append(out, schema.TableName{Database: db, Table: table})
+		out = append(out, t)
 	}
 	return out, nil
 }
