@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/metrics"
@@ -68,11 +69,35 @@ func (c *Manager) EnsureDistributed(ctx context.Context, log *slog.Logger, t *sc
 // Engine is a table's engine_full ("" when it does not exist).
 func (c *Manager) Engine(ctx context.Context, db, table string) (string, error) {
 	var engine string
-	err := c.conn.QueryRow(ctx, "SELECT engine_full FROM system.tables WHERE database = ? AND name = ?", db, table).Scan(&engine)
+	var err error
+	for range droppedMeanwhileTries {
+		err = c.conn.QueryRow(ctx, "SELECT engine_full FROM system.tables WHERE database = ? AND name = ?", db, table).Scan(&engine)
+		if !droppedMeanwhile(err) {
+			break
+		}
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
 	return engine, err
+}
+
+// droppedMeanwhileTries bounds Engine's reads again after a concurrent
+// DROP: each read meets one only if a table goes in that very moment.
+const droppedMeanwhileTries = 20
+
+// droppedMeanwhile reports whether err is 18.16's answer to a read of
+// system.tables' engine_full while a table of the database was being
+// dropped: it lists the table, then fails to read its definition, as
+// "Table db.t doesn't exist" (code 60) or "Cannot open file
+// .../metadata/db/t.sql" (code 107). A read again is good: it no longer
+// lists the table, or, when it was the one asked for, finds nothing.
+func droppedMeanwhile(err error) bool {
+	var ex *clickhouse.Exception
+	if !errors.As(err, &ex) {
+		return false
+	}
+	return ex.Code == 60 || (ex.Code == 107 && strings.Contains(ex.Message, "/metadata/"))
 }
 
 // ShardingExpr is the sharding key of a Distributed table's engine_full,
