@@ -37,7 +37,9 @@ func TestEngineWhileTablesDrop(t *testing.T) {
 	exec("CREATE DATABASE d")
 	exec("CREATE TABLE d.kept (id Int32) ENGINE = MergeTree ORDER BY id")
 
-	once := func(ctx context.Context, _ *slog.Logger, _, _ string, op func(context.Context) error) error { return op(ctx) }
+	once := func(ctx context.Context, _ *slog.Logger, _, _ string, op func(context.Context) error) error {
+		return op(ctx)
+	}
 	m := New(conn, nil, slog.Default(), nil, once)
 	var stop atomic.Bool
 	var wg sync.WaitGroup
