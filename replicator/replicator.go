@@ -431,6 +431,13 @@ func (r *Replicator) run(ctx context.Context) error {
 		if err := r.streamError(r.stream.Check(ctx, start.Position)); err != nil {
 			return err
 		}
+	}
+	// Before a copy that may take hours: an XA transaction prepared before
+	// the start whose XA PREPARE is gone is an ERROR now (source/xascan.go).
+	if err := r.stream.LearnPrepared(ctx, r.my, start.Position); err != nil {
+		return nil // stopped while starting
+	}
+	if snap != nil {
 		// Served and ready meanwhile: a copy can take hours, and the lag
 		// metric shows it catching up.
 		r.setPhase(phaseSnapshot)

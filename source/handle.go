@@ -263,6 +263,12 @@ func (s *Stream) rows(ctx context.Context, hd *replication.EventHeader, e *repli
 	if inPayload {
 		r.Version, r.Versions = s.payload.version(f, first), slots
 	}
+	if v := s.oldXA; v != nil {
+		// An XA transaction prepared before the stream's start (xascan.go).
+		if r.Version, r.Versions, err = v.versions(st, hd, e); err != nil {
+			return fatalError{fmt.Errorf("binlog %s: %s: %w", at, st.name, err)}
+		}
+	}
 	r.Flags = e.Flags
 	if len(e.Rows) == 1 && len(e.Rows[0]) == 1 {
 		if raw, ok := e.Rows[0][0].(binlog.RawRows); ok {

@@ -60,11 +60,23 @@ func (s *Stream) payloadRows(at Position, st *tableState, hd *replication.EventH
 	if p == nil || at != p.start {
 		return 0, 0, false, nil
 	}
+	n, err := rowsCount(st, hd, e)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("%s: rows event in a compressed transaction: %w", st.name, err)
+	}
+	first, slots = p.take(n)
+	return first, slots, true, nil
+}
+
+// rowsCount is how many versions a rows event's rows take: its rows, an
+// UPDATE's before and after image sharing one.
+func rowsCount(st *tableState, hd *replication.EventHeader, e *replication.RowsEvent) (int, error) {
 	n := len(e.Rows)
 	if len(e.Rows) == 1 && len(e.Rows[0]) == 1 {
 		if raw, isRaw := e.Rows[0][0].(binlog.RawRows); isRaw {
+			var err error
 			if n, err = block.CountImages(st.event.ColumnType, st.event.ColumnMeta, raw); err != nil {
-				return 0, 0, false, fmt.Errorf("%s: rows event in a compressed transaction: %w", st.name, err)
+				return 0, err
 			}
 		}
 	}
@@ -72,11 +84,23 @@ func (s *Stream) payloadRows(at Position, st *tableState, hd *replication.EventH
 	case replication.UPDATE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv2, replication.PARTIAL_UPDATE_ROWS_EVENT:
 		n /= 2 // a before and after image share a version
 	}
-	capacity := uint64(p.end-p.start.Pos)<<versionRowBits + MaxVersionRow
+	return n, nil
+}
+
+// take gives n rows the next versions of the range: the first one's
+// offset and how many distinct ones they get (rows past the range share
+// its last).
+func (p *payloadState) take(n int) (first uint64, slots int) {
+	capacity := p.capacity()
 	first = min(p.used, capacity-1)
 	slots = int(min(uint64(max(n, 1)), capacity-first))
 	p.used += uint64(n)
-	return first, slots, true, nil
+	return first, slots
+}
+
+// capacity is how many versions the range holds.
+func (p *payloadState) capacity() uint64 {
+	return uint64(p.end-p.start.Pos)<<versionRowBits + MaxVersionRow
 }
 
 // payloadVersion is the version at offset first of the payload's range in

@@ -71,9 +71,16 @@ type Stream struct {
 	xa        *openXA      // the XA transaction being read, before its XA PREPARE
 	prepared  []preparedXA // XA transactions prepared, outcome not read yet; oldest first
 	replaying bool         // replayXA is reading
-	lastTS    int64        // timestamp (Unix ns) of the newest event read
-	tables    map[uint64]*tableState
-	downSince time.Time // when the stream failed, until an event arrives on a new one
+	// origin is where Run started: the stream read nothing before it.
+	// old are the XA transactions prepared before it, as LearnPrepared
+	// found them for oldFor; oldXA, while one of them is read again,
+	// gives its rows their versions (xascan.go).
+	origin, oldFor Position
+	old            map[XAID]preparedXA
+	oldXA          *oldVersions
+	lastTS         int64 // timestamp (Unix ns) of the newest event read
+	tables         map[uint64]*tableState
+	downSince      time.Time // when the stream failed, until an event arrives on a new one
 
 	// payload is the compressed transaction being read (payload.go).
 	payload *payloadState
@@ -198,7 +205,10 @@ func (s *Stream) Run(ctx context.Context, st Start, h Handler) error {
 	start := st.Position
 	s.parser = parser.New()
 	s.tables = map[uint64]*tableState{}
-	s.pos, s.boundary, s.resume = start, start, start
+	s.pos, s.boundary, s.resume, s.origin = start, start, start, start
+	if s.oldFor != start {
+		s.old = nil // learnt for another start: each is looked up at its COMMIT
+	}
 	s.offset, s.byGTID, s.ceiling = st.Offset, st.ByGTID, 0
 	if st.ByGTID {
 		s.ceiling = st.Ceiling
@@ -225,10 +235,10 @@ func (s *Stream) Run(ctx context.Context, st Start, h Handler) error {
 		}
 		err := s.stream(ctx, resume, after == nil, h)
 		after = nil
-		if x, ok := errIsXACommitted(err); ok {
+		if c, ok := errIsXACommitted(err); ok {
 			at := s.pos
-			if err = s.replayXA(ctx, x, h); err == nil {
-				s.forget(x.id)
+			if err = s.commitXA(ctx, c, h); err == nil {
+				s.forget(c.x.id)
 				s.commit(h)
 				after = &at
 				continue

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -78,8 +77,7 @@ func parseXAPrepare(data []byte) (onePhase bool, id XAID, err error) {
 		return false, "", fmt.Errorf("XA_PREPARE_LOG_EVENT with gtrid length %d and bqual length %d in %d bytes", gl, bl, len(data))
 	}
 	gtrid, bqual := data[13:13+gl], data[13+gl:13+gl+bl]
-	id = XAID("X'" + strings.ToUpper(hex.EncodeToString(gtrid)) + "',X'" + strings.ToUpper(hex.EncodeToString(bqual)) + "'," + strconv.Itoa(int(format)))
-	return data[0] != 0, id, nil
+	return data[0] != 0, xaIDOf(format, gtrid, bqual), nil
 }
 
 // xaStatement splits a query event that is an XA statement into its verb
@@ -116,21 +114,30 @@ type preparedXA struct {
 
 // xaCommitted asks Run to hand on a prepared transaction's rows, read
 // again from the binlog: its XA COMMIT (or one-phase prepare) was read.
-type xaCommitted struct{ x preparedXA }
+// old: prepared before the stream's start (xascan.go), its COMMIT's event
+// from `from` to `at`; found: x is known (else Run looks it up).
+type xaCommitted struct {
+	x        preparedXA
+	old      bool
+	found    bool
+	from, at Position
+}
 
 func (e xaCommitted) Error() string { return "XA COMMIT " + string(e.x.id) }
 
 // XAUnknownError: an XA COMMIT whose XA PREPARE the stream never read,
-// because it started reading after it. Its rows are nowhere binlog2ch can
-// get them from the binlog it reads.
+// because it started reading after it, and cannot find in the binlog
+// before its start. Its rows are nowhere binlog2ch can get them from.
 type XAUnknownError struct {
-	At Position
-	ID XAID
+	At    Position
+	ID    XAID
+	Start Position // where the stream started
+	Cause string   // why the binlog before Start does not have it
 }
 
 func (e *XAUnknownError) Error() string {
-	return fmt.Sprintf("binlog %s: XA COMMIT of XA transaction %s, whose XA PREPARE is before the position binlog2ch started reading from (it was prepared while an initial snapshot or a fullsync -checkpoint took its position). Its rows, committed in MySQL now, may touch replicated tables and are in neither the copy nor the binlog read since",
-		e.At, e.ID.Readable())
+	return fmt.Sprintf("binlog %s: XA COMMIT of XA transaction %s, whose XA PREPARE is before the position binlog2ch started reading from, %s (it was prepared while an initial snapshot, a fullsync -checkpoint or a checkpoint took its position), and not in the binlog before it: %s. Its rows, committed in MySQL now, may touch replicated tables and are in neither the copy nor the binlog read since",
+		e.At, e.ID.Readable(), e.Start, e.Cause)
 }
 
 // xaQuery acts on an XA statement in a query event.
@@ -142,11 +149,16 @@ func (s *Stream) xaQuery(verb string, id XAID, h Handler) error {
 	case "END":
 		return nil // XA_PREPARE_LOG_EVENT follows
 	case "COMMIT":
-		i := s.preparedIndex(id)
-		if i < 0 {
-			return fatalError{&XAUnknownError{At: s.pos, ID: id}}
+		if i := s.preparedIndex(id); i >= 0 {
+			return xaCommitted{x: s.prepared[i]}
 		}
-		return xaCommitted{s.prepared[i]}
+		// Prepared before the stream's start: known from XA RECOVER, or
+		// looked up now (Run).
+		x, found := s.old[id]
+		if !found {
+			x = preparedXA{id: id}
+		}
+		return xaCommitted{x: x, old: true, found: found, from: s.boundary, at: s.pos}
 	case "ROLLBACK": // its rows were never handed on
 		s.forget(id)
 		s.log.Debug("XA transaction rolled back; its rows dropped", "xid", id.Readable(), "binlog", s.pos.String())
@@ -157,6 +169,7 @@ func (s *Stream) xaQuery(verb string, id XAID, h Handler) error {
 
 // forget drops a prepared transaction whose outcome was read.
 func (s *Stream) forget(id XAID) {
+	delete(s.old, id)
 	if i := s.preparedIndex(id); i >= 0 {
 		s.prepared = append(s.prepared[:i], s.prepared[i+1:]...)
 	}
@@ -185,7 +198,7 @@ func (s *Stream) xaPrepare(data []byte, h Handler) error {
 	x := preparedXA{id: id, start: s.xa.start, gtids: s.xa.gtids, hist: s.xa.hist, end: s.pos}
 	s.xa = nil
 	if onePhase {
-		return xaCommitted{x}
+		return xaCommitted{x: x}
 	}
 	s.prepared = append(s.prepared, x)
 	s.log.Debug("XA transaction prepared; its rows wait for its XA COMMIT", "xid", id.Readable(), "binlog", s.pos.String(), "open", len(s.prepared))
@@ -275,12 +288,12 @@ func (s *Stream) replayError(x preparedXA, err error) error {
 
 // errIsXACommitted reports whether err asks for a prepared transaction's
 // rows, and which.
-func errIsXACommitted(err error) (preparedXA, bool) {
+func errIsXACommitted(err error) (xaCommitted, bool) {
 	var c xaCommitted
 	if errors.As(err, &c) {
-		return c.x, true
+		return c, true
 	}
-	return preparedXA{}, false
+	return xaCommitted{}, false
 }
 
 // openXA marks the transaction being read as an XA transaction's.
