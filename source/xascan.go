@@ -56,6 +56,7 @@ func (s *Stream) LearnPrepared(ctx context.Context, db *sql.DB, start Position) 
 			"error", err, "position", start.String())
 		return nil
 	}
+	s.log.Debug("XA RECOVER", "xa_transactions", len(ids), "position", start.String())
 	if len(ids) == 0 {
 		return nil
 	}
@@ -305,6 +306,9 @@ func (s *Stream) commitXA(ctx context.Context, c xaCommitted, h Handler) error {
 	if from.File != c.at.File {
 		from = Position{File: c.at.File, Pos: 4} // the COMMIT is its file's first transaction
 	}
+	// From above the position before the COMMIT's event and every version
+	// there (a copy's rows at it have RowVersion(F, from, MaxVersionRow)).
+	from.Pos++
 	v := &oldVersions{xid: c.x.id, f: f, rng: payloadState{start: from, end: c.at.Pos}}
 	v.limit = v.rng.capacity()
 	s.oldXA = v
