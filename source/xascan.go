@@ -56,7 +56,6 @@ func (s *Stream) LearnPrepared(ctx context.Context, db *sql.DB, start Position) 
 			"error", err, "position", start.String())
 		return nil
 	}
-	s.log.Debug("XA RECOVER", "xa_transactions", len(ids), "position", start.String())
 	if len(ids) == 0 {
 		return nil
 	}
