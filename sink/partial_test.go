@@ -1,0 +1,23 @@
+package sink
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestExprIdents: the names a partition expression may read, outside its
+// string literals and numbers.
+func TestExprIdents(t *testing.T) {
+	for expr, want := range map[string][]string{
+		"toYYYYMM(created)":                      {"toYYYYMM", "created"},
+		"(region, intDiv(id, 1000))":             {"region", "intDiv", "id"},
+		"`my col` % 4":                           {"my col"},
+		`"b""" , 'not_a_col', x1`:                {`b`, "x1"},
+		"toStartOfInterval(t, INTERVAL 1e3 day)": {"toStartOfInterval", "t", "INTERVAL", "day"},
+		"":                                       nil,
+	} {
+		if got := exprIdents(expr); !slices.Equal(got, want) {
+			t.Errorf("exprIdents(%q) = %q, want %q", expr, got, want)
+		}
+	}
+}
