@@ -12,7 +12,7 @@ func TestExprIdents(t *testing.T) {
 		"toYYYYMM(created)":                      {"toYYYYMM", "created"},
 		"(region, intDiv(id, 1000))":             {"region", "intDiv", "id"},
 		"`my col` % 4":                           {"my col"},
-		`"b""" , 'not_a_col', x1`:                {`b`, "x1"},
+		`"b\"q" , 'it''s_not', x1`:               {`b"q`, "x1"},
 		"toStartOfInterval(t, INTERVAL 1e3 day)": {"toStartOfInterval", "t", "INTERVAL", "day"},
 		"":                                       nil,
 	} {

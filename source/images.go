@@ -101,7 +101,7 @@ type PartialImageError struct {
 }
 
 func (e *PartialImageError) Error() string {
-	return fmt.Sprintf("binlog %s: %s: %s of a row image without every column needed (missing %s in the %s image; needed for %s): the session that wrote it had binlog_row_image NOBLOB or MINIMAL, and binlog2ch applies such images only where they hold every value the row in ClickHouse needs. Set binlog_row_image = FULL globally and make sure no session sets it otherwise; the rows of this event cannot be completed from the binlog, so then re-copy: stop binlog2ch, run `binlog2ch fullsync -recreate -checkpoint` (it copies every table into emptied tables and moves the checkpoint past this event), and start binlog2ch again",
+	return fmt.Sprintf("binlog %s: %s: %s whose row image lacks columns binlog2ch needs (missing %s in the %s image; needed for %s): the session that wrote it had binlog_row_image NOBLOB or MINIMAL, and binlog2ch applies such images only where they hold every value the row in ClickHouse needs. Set binlog_row_image = FULL globally and make sure no session sets it otherwise; the rows of this event cannot be completed from the binlog, so then re-copy: stop binlog2ch, run `binlog2ch fullsync -recreate -checkpoint` (it copies every table into emptied tables and moves the checkpoint past this event), and start binlog2ch again",
 		e.At, e.Table, opName(e.Op), e.Missing, e.Image, e.Why)
 }
 
