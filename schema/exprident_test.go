@@ -1,4 +1,4 @@
-package sink
+package schema
 
 import (
 	"slices"
@@ -16,8 +16,8 @@ func TestExprIdents(t *testing.T) {
 		"toStartOfInterval(t, INTERVAL 1e3 day)": {"toStartOfInterval", "t", "INTERVAL", "day"},
 		"":                                       nil,
 	} {
-		if got := exprIdents(expr); !slices.Equal(got, want) {
-			t.Errorf("exprIdents(%q) = %q, want %q", expr, got, want)
+		if got := ExprIdents(expr); !slices.Equal(got, want) {
+			t.Errorf("ExprIdents(%q) = %q, want %q", expr, got, want)
 		}
 	}
 }
