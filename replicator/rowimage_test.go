@@ -83,8 +83,8 @@ func TestPartialRowImagesApplied(t *testing.T) {
 func TestPartialRowImagesStop(t *testing.T) {
 	for _, c := range []struct {
 		name, image, stmt, table string
-		override             *config.TableOverride
-		want                 []string
+		override                 *config.TableOverride
+		want                     []string
 	}{
 		{name: "noblob update without the text", image: "NOBLOB", table: "t",
 			stmt: "UPDATE %s.t SET v = v + 1 WHERE id = 1",
