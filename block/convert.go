@@ -177,6 +177,18 @@ func (b *Block) Size() int {
 // decodes them) and adds it with its version and operation. On error the
 // block is unchanged.
 func (b *Block) Append(row []any, version uint64, op schema.Op) error {
+	return b.appendRow(row, nil, version, op)
+}
+
+// AppendPartial is Append for a row image that holds only the columns
+// has reports (binlog_row_image NOBLOB or MINIMAL): each column it lacks
+// gets a placeholder, NULL or its type's zero, which nothing may read (the
+// caller checked: a tombstone's columns outside its key and placement).
+func (b *Block) AppendPartial(row []any, has func(i int) bool, version uint64, op schema.Op) error {
+	return b.appendRow(row, has, version, op)
+}
+
+func (b *Block) appendRow(row []any, has func(i int) bool, version uint64, op schema.Op) error {
 	src := b.target.Source
 	if len(row) != len(src.Columns) {
 		return fmt.Errorf("%s: row has %d values but the table has %d columns: the binlog event does not match the known schema", src.FullName(), len(row), len(src.Columns))
@@ -189,6 +201,10 @@ func (b *Block) Append(row []any, version uint64, op schema.Op) error {
 			continue
 		}
 		var err error
+		if has != nil && !has(i) {
+			b.appendPlaceholder(i)
+			continue
+		}
 		if v == nil {
 			c := &src.Columns[i]
 			if tc := b.target.SourceToTarget[i]; b.target.Columns[tc].Type.Nullable {
@@ -220,6 +236,28 @@ func (b *Block) Append(row []any, version uint64, op schema.Op) error {
 	}
 	b.OpRows[op&3]++
 	return nil
+}
+
+// appendPlaceholder appends a value of MySQL column i that nothing reads:
+// NULL, or a value its ClickHouse type takes (ENUM's first label, a
+// decimal's 0; any other type's zero).
+func (b *Block) appendPlaceholder(i int) {
+	tc := b.target.SourceToTarget[i]
+	t := b.target.Columns[tc].Type
+	switch {
+	case t.Nullable:
+		b.cols[tc].AppendNull()
+	case t.Kind == schema.CHEnum8 || t.Kind == schema.CHEnum16:
+		// Enum values are MySQL's indexes, and an ENUM has a label 1.
+		if put := b.puts[i]; put != nil && put(1, 1) == nil {
+			return
+		}
+		b.cols[tc].AppendNull()
+	case t.Kind == schema.CHDecimal:
+		b.cols[tc].(*column.Str).AddString("0")
+	default:
+		b.cols[tc].AppendNull() // not Nullable: the zero value
+	}
 }
 
 func (e errMsg) Error() string { return string(e) }

@@ -122,6 +122,9 @@ func (f *Follower) Rows(ctx context.Context, e source.Rows) error {
 	// then) or the server wrote them itself (MySQL 9.6+'s SQL-layer keys).
 	if f.keys != nil && e.Flags&(source.RowsNoForeignKeyChecks|source.RowsSQLForeignKeys) == 0 && f.cascades(e.Table, e.Op) {
 		f.ctx = ctx
+		if err := f.needReferenced(e); err != nil {
+			return err
+		}
 		held, err := f.holdDelete(ctx, e)
 		if err != nil || held {
 			return err
@@ -143,6 +146,39 @@ func (f *Follower) Rows(ctx context.Context, e source.Rows) error {
 		}
 	}
 	return f.send(ctx, e)
+}
+
+// needReferenced refuses a partial image (binlog_row_image NOBLOB or
+// MINIMAL) that lacks a column a cascading key of the table references:
+// the cascade takes a deleted or updated row's key values from its before
+// image, an updated row's new ones from its after image, and a value
+// missing there would look NULL, which cascades nothing.
+func (f *Follower) needReferenced(e source.Rows) error {
+	if e.Partial == nil {
+		return nil
+	}
+	del := e.Op == source.OpDelete
+	for _, k := range f.keys.Referencing(e.Table) {
+		if k.Action(del) == ddl.FKRestrict {
+			continue
+		}
+		var cols []int
+		for _, name := range k.RefColumns {
+			if j := e.Schema.ColumnIndex(name); j >= 0 {
+				cols = append(cols, j)
+			}
+		}
+		why := "the cascade of foreign key " + k.String() + ", which references them"
+		if err := e.Need(cols, true, why); err != nil {
+			return err
+		}
+		if !del {
+			if err := e.Need(cols, false, why); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // send hands a rows event to its table's writer.

@@ -487,13 +487,9 @@ func (r *Replicator) Reload(tables config.TablesConfig) error {
 
 var errNotFollowing = errors.New("the daemon is not following the binlog yet (starting, or in its initial snapshot): try again once `binlog2ch status` shows it replicating")
 
-// streamError adds what to do to a binlog the source cannot send, or to
-// rows it cannot complete.
+// streamError adds what to do to a binlog the source cannot send (rows it
+// cannot complete say it themselves: source.PartialImageError).
 func (r *Replicator) streamError(err error) error {
-	var partial *source.PartialImageError
-	if errors.As(err, &partial) {
-		return fmt.Errorf("%w; the rows of this event cannot be completed from the binlog, so then %s", err, router.Recopy)
-	}
 	var history *source.HistoryError
 	if errors.As(err, &history) {
 		// GTIDs cannot show which of this binlog's transactions binlog2ch

@@ -60,14 +60,14 @@ func TestFaultRowsWithoutRowEvents(t *testing.T) {
 			setup:   "CREATE TABLE %s.t (id INT PRIMARY KEY, v INT, b BLOB)",
 			session: "SET SESSION binlog_row_image = 'NOBLOB'",
 			stmt:    "UPDATE %s.t SET v = v + 1",
-			want:    []string{".t:", "missing b)", "binlog_row_image NOBLOB or MINIMAL", "fullsync -recreate -checkpoint"},
+			want:    []string{".t:", "missing b in the after image", "binlog_row_image NOBLOB or MINIMAL", "fullsync -recreate -checkpoint"},
 		},
 		{
 			name:    "minimal row image",
 			setup:   "CREATE TABLE %s.t (id INT PRIMARY KEY, v INT NOT NULL DEFAULT 7, w INT)",
 			session: "SET SESSION binlog_row_image = 'MINIMAL'",
 			stmt:    "INSERT INTO %s.t (id) VALUES (2)",
-			want:    []string{".t:", "binlog_row_image NOBLOB or MINIMAL", "fullsync -recreate -checkpoint"},
+			want:    []string{".t:", "missing v, w in the after image", "binlog_row_image NOBLOB or MINIMAL", "fullsync -recreate -checkpoint"},
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -516,3 +516,50 @@ func (t *Target) ColumnIndex(name string) int {
 	}
 	return -1
 }
+
+// ExprIdents are the words of a ClickHouse expression that may name a
+// column: identifiers, bare or quoted, outside string literals. Function
+// names are among them; they only match a column of the same name, which
+// asks for one column more.
+func ExprIdents(expr string) []string {
+	var out []string
+	for i := 0; i < len(expr); {
+		c := expr[i]
+		switch {
+		case c == '\'':
+			i = skipQuoted(expr, i, '\'')
+		case c == '`' || c == '"':
+			end := skipQuoted(expr, i, c)
+			inner := expr[i+1 : max(i+1, end-1)]
+			out = append(out, strings.ReplaceAll(inner, `\`+string(c), string(c)))
+			i = end
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			j := i
+			for j < len(expr) && (expr[j] == '_' || expr[j] >= 'a' && expr[j] <= 'z' || expr[j] >= 'A' && expr[j] <= 'Z' || expr[j] >= '0' && expr[j] <= '9') {
+				j++
+			}
+			out = append(out, expr[i:j])
+			i = j
+		case c >= '0' && c <= '9':
+			for i < len(expr) && (expr[i] == '_' || expr[i] == '.' || expr[i] >= '0' && expr[i] <= '9' || expr[i] >= 'a' && expr[i] <= 'z' || expr[i] >= 'A' && expr[i] <= 'Z') {
+				i++ // a number (1e3, 0x1F): not a name
+			}
+		default:
+			i++
+		}
+	}
+	return out
+}
+
+// skipQuoted returns the index past the quoted text starting at i.
+func skipQuoted(s string, i int, q byte) int {
+	for j := i + 1; j < len(s); j++ {
+		switch s[j] {
+		case '\\':
+			j++
+		case q:
+			return j + 1
+		}
+	}
+	return len(s)
+}

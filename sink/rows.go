@@ -14,6 +14,9 @@ func (w *Writer) appendRows(m Message) error {
 	if m.Raw != nil {
 		return w.appendImages(m)
 	}
+	if m.Partial != nil {
+		return w.appendPartial(m) // partial.go
+	}
 	if m.ResultCols != nil {
 		if m.Op != source.OpInsert {
 			return fmt.Errorf("%s: result rows for a %v", w.name, m.Op)

@@ -28,7 +28,10 @@ type Message struct {
 	Seq    uint64
 	Schema *schema.Table // the rows' schema, from the binlog's table map
 	Rows   [][]any
-	Raw    binlog.RawRows // the row images undecoded, instead of Rows
+	// Partial, when set, says which columns Rows hold (binlog_row_image
+	// NOBLOB or MINIMAL; partial.go).
+	Partial *source.Images
+	Raw     binlog.RawRows // the row images undecoded, instead of Rows
 	// Result is rows a table copy read in MySQL's binary protocol, framed
 	// by mysqlproto, whose columns are ResultCols: the writer decodes them
 	// straight into its block (instead of Rows).
@@ -389,6 +392,9 @@ func (w *Writer) handle(ctx context.Context, m Message) error {
 		w.blocks++
 	}
 	if err := w.appendRows(m); err != nil {
+		if _, ok := err.(*source.PartialImageError); ok {
+			return err // names the table and position
+		}
 		return fmt.Errorf("%s: %w", m.where(), err)
 	}
 	return nil

@@ -57,6 +57,10 @@ type Rows struct {
 	// Flags are the rows event's flags (RowsNoForeignKeyChecks,
 	// RowsSQLForeignKeys).
 	Flags uint16
+	// Partial, when set, says which columns the rows hold: written with
+	// binlog_row_image NOBLOB or MINIMAL, the others are nil in Rows
+	// (images.go). Readers check what they need with Need.
+	Partial *Images
 	// decode decodes Raw with go-mysql (Values).
 	decode func() ([][]any, error)
 }
@@ -131,20 +135,6 @@ func (e *UnreadableError) Error() string {
 }
 
 func (e *UnreadableError) Unwrap() error { return e.Err }
-
-// PartialImageError: a rows event whose images lack columns, written by
-// a session with binlog_row_image NOBLOB or MINIMAL. Its rows cannot be
-// completed from the binlog.
-type PartialImageError struct {
-	At      Position
-	Table   schema.TableName
-	Missing string // the columns missing, comma-separated
-}
-
-func (e *PartialImageError) Error() string {
-	return fmt.Sprintf("binlog %s: %s: a row image without every column (missing %s): the session that wrote it had binlog_row_image NOBLOB or MINIMAL, and binlog2ch needs FULL images. Set binlog_row_image = FULL globally and make sure no session sets it otherwise",
-		e.At, e.Table, e.Missing)
-}
 
 // Op is the kind of a rows event.
 type Op int8

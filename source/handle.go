@@ -3,8 +3,6 @@ package source
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -286,48 +284,15 @@ func (s *Stream) rows(ctx context.Context, hd *replication.EventHeader, e *repli
 	}
 	if r.Raw == nil {
 		// Raw rows are full images (RowsDecoder checked); others may not
-		// be. Partial ones would land as NULLs (NOBLOB) or fail on NOT NULL
-		// columns (MINIMAL); an UPDATE would have to be merged with the row
-		// ClickHouse holds, which binlog2ch does not do.
-		if missing := missingColumns(st, e, op); missing != "" {
-			return fatalError{&PartialImageError{At: at, Table: st.name, Missing: missing}}
-		}
+		// be: handed on with what they hold (images.go), for each reader
+		// to check what it needs.
+		r.Partial = partialImages(st, e, op)
 		r.Rows = e.Rows
 	}
 	if err := h.Rows(ctx, r); err != nil {
 		return fatalError{err}
 	}
 	return nil
-}
-
-// missingColumns names the columns the event's row images lack ("" when
-// they are full): its columns-present bitmaps, the after image's too for
-// an UPDATE.
-func missingColumns(st *tableState, e *replication.RowsEvent, op Op) string {
-	n := st.event.ColumnCount
-	bitmaps := [][]byte{e.ColumnBitmap1}
-	if op == OpUpdate {
-		bitmaps = append(bitmaps, e.ColumnBitmap2)
-	}
-	var names []string
-	for _, bm := range bitmaps {
-		if binlog.FullImage(bm, n) {
-			continue
-		}
-		for i := uint64(0); i < n; i++ {
-			if i/8 < uint64(len(bm)) && bm[i/8]&(1<<(i%8)) != 0 {
-				continue
-			}
-			name := "#" + strconv.FormatUint(i+1, 10)
-			if st.schema != nil && int(i) < len(st.schema.Columns) {
-				name = st.schema.Columns[i].Name
-			}
-			if !slices.Contains(names, name) {
-				names = append(names, name)
-			}
-		}
-	}
-	return strings.Join(names, ", ")
 }
 
 // query hands on a query event: transaction markers and DDL.
