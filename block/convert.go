@@ -164,6 +164,17 @@ func (b *Block) Rows() int {
 	return b.cols[0].Len()
 }
 
+// Versions are the rows' _version values in row order, nil when the
+// target has none; the caller must not change them.
+func (b *Block) Versions() []uint64 {
+	for i, tc := range b.target.Columns {
+		if tc.Meta == schema.MetaVersion {
+			return b.cols[i].(*column.Num[uint64]).Vals
+		}
+	}
+	return nil
+}
+
 // Size is roughly the bytes the block holds.
 func (b *Block) Size() int {
 	n := 0

@@ -11,6 +11,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/source"
 )
 
 // sendJob is a block on its way to ClickHouse; seq is the last message
@@ -23,6 +24,10 @@ type sendJob struct {
 	bytes   int // the block's size when handed off
 	sent    bool
 	scratch *shardScratch
+	// from and to are the binlog positions of the block's first and last
+	// rows events; copied: some of its rows come from a table copy.
+	from, to source.Position
+	copied   bool
 }
 
 // largeRow is the average row size above which a sent block's buffers are
@@ -33,7 +38,7 @@ const largeRow = 4 << 20
 // returns it; the channels have room for every block in flight.
 func (w *Writer) sendOne(ctx context.Context, job *sendJob) {
 	defer w.sending.Done()
-	if err := w.send(ctx, job.block, job.route, job.scratch); err != nil {
+	if err := w.send(ctx, job); err != nil {
 		// The writer stops at the error and never takes the block back:
 		// its bytes leave the buffer budget here.
 		w.c.mem.add(-job.bytes)
@@ -119,7 +124,8 @@ func (w *Writer) handOff(ctx context.Context) error {
 		// empty, costs no copy.
 		next.Reserve(w.block)
 	}
-	job := &sendJob{block: w.block, route: w.route, seq: w.lastSeq, rows: w.block.Rows(), bytes: w.block.Size()}
+	job := &sendJob{block: w.block, route: w.route, seq: w.lastSeq, rows: w.block.Rows(), bytes: w.block.Size(),
+		from: w.blockFrom, to: w.blockTo, copied: w.blockCopied}
 	// The block's bytes stay counted until it comes back.
 	w.c.mem.add(job.bytes - w.held)
 	w.held = 0
@@ -170,7 +176,8 @@ func (w *Writer) drain(ctx context.Context) error {
 
 // send writes one block to ClickHouse, retrying until it takes it, and
 // empties the block. With a route, the block goes to the shards.
-func (w *Writer) send(ctx context.Context, b *block.Block, rt *route, sc *shardScratch) error {
+func (w *Writer) send(ctx context.Context, job *sendJob) error {
+	b, rt, sc := job.block, job.route, job.scratch
 	start := time.Now()
 	rows := b.Rows()
 	t := b.Target()
@@ -182,11 +189,20 @@ func (w *Writer) send(ctx context.Context, b *block.Block, rt *route, sc *shardS
 			if b.NativeOK() && w.native(t) {
 				err := w.c.ins.insertNative(ctx, "", t.InsertSQL(), b, nil)
 				var mismatch *headerMismatch
+				var pe *chnative.ProtocolError
 				switch {
 				case w.protocolSurprise(err):
 					// The whole block goes again, through clickhouse-go
-					// below (see protocolSurprise on what the server may
-					// already hold).
+					// below, unless it went out whole and a changelog
+					// table holds it already (ambiguous.go).
+					errors.As(err, &pe)
+					present, err := w.ambiguous(ctx, job, pe)
+					if err != nil || present {
+						if errors.As(err, new(*AmbiguousInsertError)) {
+							return permanent(err)
+						}
+						return err
+					}
 				case errors.As(err, &mismatch):
 					// The server's columns differ from the block's: the
 					// table changed by hand, or only the wire names a type
@@ -203,7 +219,7 @@ func (w *Writer) send(ctx context.Context, b *block.Block, rt *route, sc *shardS
 		}))
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", t.FullName(), err)
+		return fmt.Errorf("%s: %w", t.FullName(), withPositions(err, job))
 	}
 	w.noteFixups(b.Fixups)
 	b.Fixups = [len(b.Fixups)]uint64{}
@@ -275,12 +291,10 @@ func (w *Writer) refuseNative(t *schema.Target, err error) bool {
 // A surprise before the data went out leaves nothing on the server (the
 // connection is closed mid-query, which cancels the INSERT). One after it
 // (DataSent) is ambiguous: the server may have stored the block before the
-// answer chnative could not follow. Sending it again is then what every
-// retried insert does (Retry sends a failed block whole again, the native
-// path included): each row carries the same _version both times, so
-// ReplacingMergeTree keeps one (FINAL reads, merges) and the state is
-// exact; a changelog table (no key) keeps both, as it keeps a replay's
-// (docs/guarantees.md).
+// answer chnative could not follow. A ReplacingMergeTree table takes it
+// again harmlessly (each row carries the same _version both times, so
+// FINAL and merges keep one); a changelog table, which would keep both,
+// asks ClickHouse first (ambiguous.go).
 func (w *Writer) protocolSurprise(err error) bool {
 	var pe *chnative.ProtocolError
 	if !errors.As(err, &pe) {

@@ -390,7 +390,11 @@ func (w *Writer) sendPart(ctx context.Context, sh *shardHosts, b *block.Block, s
 			// A protocol surprise sends these rows, all of them, through
 			// the Distributed table, which puts them on this same shard
 			// (see protocolSurprise on rows the shard may already hold).
-			if !w.protocolSurprise(err) && !w.refuseNative(t, err) {
+			if w.protocolSurprise(err) {
+				if err := w.ambiguousShard(t, rows, err); err != nil {
+					return permanent(err)
+				}
+			} else if !w.refuseNative(t, err) {
 				if err != nil {
 					// Another replica may take the rows; not after a
 					// cancel or an error about the statement itself.

@@ -145,6 +145,11 @@ type Writer struct {
 	// route sends the target's blocks straight to a cluster's shards; nil:
 	// to the configured servers (in a cluster, the Distributed table).
 	route *route
+	// blockFrom and blockTo are the positions of the current block's first
+	// and last rows events; blockCopied: some of its rows come from a
+	// table copy (they share the copy's version with its other blocks).
+	blockFrom, blockTo source.Position
+	blockCopied        bool
 	// held is the current block's bytes counted in the daemon's buffer
 	// budget (memory.go).
 	held int
@@ -388,6 +393,11 @@ func (w *Writer) handle(ctx context.Context, m Message) error {
 		w.block = block.NewBlock(w.target)
 		w.blocks++
 	}
+	if w.block.Rows() == 0 {
+		w.blockFrom, w.blockCopied = m.At, false
+	}
+	w.blockTo = m.At
+	w.blockCopied = w.blockCopied || m.Snapshot
 	if err := w.appendRows(m); err != nil {
 		return fmt.Errorf("%s: %w", m.where(), err)
 	}
