@@ -24,8 +24,7 @@ type sendJob struct {
 	bytes   int // the block's size when handed off
 	sent    bool
 	scratch *shardScratch
-	// from and to are the binlog positions of the block's first and last
-	// rows events; copied: some of its rows come from a table copy.
+	// The binlog positions of the first and last rows events; copied: some rows are a table copy's.
 	from, to source.Position
 	copied   bool
 }
@@ -177,30 +176,25 @@ func (w *Writer) drain(ctx context.Context) error {
 // send writes one block to ClickHouse, retrying until it takes it, and
 // empties the block. With a route, the block goes to the shards.
 func (w *Writer) send(ctx context.Context, job *sendJob) error {
-	b, rt, sc := job.block, job.route, job.scratch
+	b, rt := job.block, job.route
 	start := time.Now()
 	rows := b.Rows()
 	t := b.Target()
 	var err error
 	if rt != nil && w.native(t) {
-		err = w.sendShards(ctx, b, rt, sc)
+		err = w.sendShards(ctx, job)
 	} else {
 		err = w.c.Retry(ctx, w.log, metrics.StageInsert, "insert into ClickHouse", w.counted(func(ctx context.Context) error {
 			if b.NativeOK() && w.native(t) {
 				err := w.c.ins.insertNative(ctx, "", t.InsertSQL(), b, nil)
 				var mismatch *headerMismatch
-				var pe *chnative.ProtocolError
 				switch {
 				case w.protocolSurprise(err):
 					// The whole block goes again, through clickhouse-go
 					// below, unless it went out whole and a changelog
 					// table holds it already (ambiguous.go).
-					errors.As(err, &pe)
-					present, err := w.ambiguous(ctx, job, pe)
+					present, err := w.ambiguous(ctx, job, err, false)
 					if err != nil || present {
-						if errors.As(err, new(*AmbiguousInsertError)) {
-							return permanent(err)
-						}
 						return err
 					}
 				case errors.As(err, &mismatch):
@@ -219,7 +213,7 @@ func (w *Writer) send(ctx context.Context, job *sendJob) error {
 		}))
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", t.FullName(), withPositions(err, job))
+		return fmt.Errorf("%s: %w", t.FullName(), err)
 	}
 	w.noteFixups(b.Fixups)
 	b.Fixups = [len(b.Fixups)]uint64{}

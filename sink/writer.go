@@ -145,9 +145,8 @@ type Writer struct {
 	// route sends the target's blocks straight to a cluster's shards; nil:
 	// to the configured servers (in a cluster, the Distributed table).
 	route *route
-	// blockFrom and blockTo are the positions of the current block's first
-	// and last rows events; blockCopied: some of its rows come from a
-	// table copy (they share the copy's version with its other blocks).
+	// The current block's first and last rows events; copied: some rows
+	// are a table copy's (sendJob's from, to, copied).
 	blockFrom, blockTo source.Position
 	blockCopied        bool
 	// held is the current block's bytes counted in the daemon's buffer
@@ -396,8 +395,7 @@ func (w *Writer) handle(ctx context.Context, m Message) error {
 	if w.block.Rows() == 0 {
 		w.blockFrom, w.blockCopied = m.At, false
 	}
-	w.blockTo = m.At
-	w.blockCopied = w.blockCopied || m.Snapshot
+	w.blockTo, w.blockCopied = m.At, w.blockCopied || m.Snapshot
 	if err := w.appendRows(m); err != nil {
 		return fmt.Errorf("%s: %w", m.where(), err)
 	}
