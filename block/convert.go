@@ -164,6 +164,21 @@ func (b *Block) Rows() int {
 	return b.cols[0].Len()
 }
 
+// VersionCounts counts the rows by _version, with the least and the
+// greatest (an empty map when the target has no _version column).
+func (b *Block) VersionCounts() (counts map[uint64]uint64, lo, hi uint64) {
+	counts, lo = map[uint64]uint64{}, ^uint64(0)
+	for i, tc := range b.target.Columns {
+		if tc.Meta == schema.MetaVersion {
+			for _, v := range b.cols[i].(*column.Num[uint64]).Vals {
+				counts[v]++
+				lo, hi = min(lo, v), max(hi, v)
+			}
+		}
+	}
+	return counts, lo, hi
+}
+
 // Size is roughly the bytes the block holds.
 func (b *Block) Size() int {
 	n := 0

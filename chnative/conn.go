@@ -11,6 +11,7 @@ package chnative
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -155,6 +156,7 @@ type Conn struct {
 	settings []Setting // chosen for this server at connect
 	enc      Encoder
 	frames   frameReader // the server's compressed blocks
+	queryID  string      // the current insert's
 }
 
 // Dial connects and performs the handshake.
@@ -355,6 +357,7 @@ func (c *Conn) insert(ctx context.Context, query string, header func([]Column) e
 	if err := c.extendDeadline(ctx); err != nil {
 		return err
 	}
+	c.queryID = newQueryID()
 	c.writeQuery(query)
 	// No external tables: an empty block ends them.
 	if err := c.endOfData(); err != nil {
@@ -389,8 +392,10 @@ func (c *Conn) insert(ctx context.Context, query string, header func([]Column) e
 			var pe *ProtocolError
 			if errors.As(err, &pe) {
 				// The block went out whole: the server may have stored
-				// it before the answer this client cannot follow.
+				// it before the answer this client cannot follow, and
+				// may still be storing it: the query id finds it.
 				pe.DataSent = true
+				pe.QueryID = c.queryID
 			}
 			return err
 		}
@@ -415,7 +420,10 @@ func (c *Conn) endOfData() error {
 func (c *Conn) writeQuery(query string) {
 	w := c.w
 	putUvarint(w, clientQuery)
-	putString(w, "") // query id: the server assigns one
+	// Our own query id rather than the server's: after an answer this
+	// client cannot read, system.processes tells by it whether the
+	// insert is still running.
+	putString(w, c.queryID)
 	if c.revision >= revClientInfo {
 		w.WriteByte(1) // initial query
 		// Initial user and query id: the server's own for an initial query.
@@ -601,7 +609,10 @@ type ProtocolError struct {
 	// DataSent: the block was sent whole before the surprise, so the
 	// server may have stored it; the insert's outcome is unknown.
 	DataSent bool
-	Err      error
+	// QueryID is the insert's query id when DataSent (system.processes'
+	// query_id while the server runs it).
+	QueryID string
+	Err     error
 }
 
 func (e *ProtocolError) Error() string {
@@ -609,6 +620,14 @@ func (e *ProtocolError) Error() string {
 }
 
 func (e *ProtocolError) Unwrap() error { return e.Err }
+
+// newQueryID is a random query id in the UUID form servers assign.
+func newQueryID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
 
 // Exception is an error the server reported.
 type Exception struct {

@@ -51,6 +51,17 @@ const (
 // FallbackReasons lists every reason, each a series from the start.
 var FallbackReasons = []string{FallbackUnknownPacket, FallbackCompression, FallbackHeaderType, FallbackHeaderMismatch}
 
+// Outcomes of binlog2ch_ambiguous_inserts_total: a block that met an
+// answer the native inserter cannot read after it went out whole.
+const (
+	AmbiguousResent  = "resent"  // sent again: not in ClickHouse, or a ReplacingMergeTree table, where the same versions make a second copy harmless
+	AmbiguousPresent = "present" // a changelog table already holds every row: not sent again
+	AmbiguousStopped = "stopped" // ClickHouse's rows cannot tell: the writer stopped with the error
+)
+
+// AmbiguousOutcomes lists every outcome, each a series from the start.
+var AmbiguousOutcomes = []string{AmbiguousResent, AmbiguousPresent, AmbiguousStopped}
+
 // The online schema migration tools whose tables binlog2ch follows
 // (binlog2ch_migration_tables_followed_total's tool).
 const (
@@ -92,6 +103,7 @@ type Metrics struct {
 	TablesFailed       prometheus.Gauge
 	TablesMarkedFailed prometheus.Counter
 	NativeFallbacks    *prometheus.CounterVec
+	AmbiguousInserts   *prometheus.CounterVec
 	MigrationTables    *prometheus.CounterVec
 	// Foreign-key cascades derived (package cascade).
 	CascadedRows    *prometheus.CounterVec
@@ -179,6 +191,8 @@ func New() *Metrics {
 		Help: "Times a table was marked failed because its rows could not be applied (replication.on_table_error: skip_table)."})
 	m.NativeFallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_native_fallbacks_total",
 		Help: "Tables whose inserts switched from binlog2ch's native inserter to clickhouse-go, by reason: unknown_packet, compression, header_type (the server answered with something the native inserter cannot read), header_mismatch (the table's columns differ on the wire from binlog2ch's mapping). Each switch is logged at WARN."}, []string{"reason"})
+	m.AmbiguousInserts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_ambiguous_inserts_total",
+		Help: "Blocks that went out whole to ClickHouse before an answer the native inserter cannot read, so that whether ClickHouse stored them is unknown, by outcome: resent (a changelog table's rows counted absent, or a ReplacingMergeTree table, where a second copy carries the same versions), present (a changelog table already holds every row: not sent again), stopped (ClickHouse's rows cannot tell: the daemon stopped naming the table). Each is logged at WARN or ERROR."}, []string{"outcome"})
 	m.MigrationTables = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_migration_tables_followed_total",
 		Help: "New tables of online schema migrations of replicated tables that binlog2ch began following at their CREATE TABLE (gh-ost's _t_gho, pt-online-schema-change's _t_new), by tool: gh-ost, pt-osc."}, []string{"tool"})
 	m.CascadedRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_cascaded_rows_total",
@@ -215,7 +229,7 @@ func New() *Metrics {
 			return 0
 		})
 	m.Registry.MustRegister(m.Rows, m.EventsRead, m.FlushDuration, m.BatchRows, m.QueueRows, m.CheckpointTS, m.CheckpointFile, m.CheckpointPos,
-		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, m.EventsSkipped, m.NativeFallbacks, m.MigrationTables,
+		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, m.EventsSkipped, m.NativeFallbacks, m.AmbiguousInserts, m.MigrationTables,
 		m.TableCopies, m.TablesCopying, m.TablesFailed, m.TablesMarkedFailed,
 		m.CascadedRows, m.CascadeDuration,
 		m.BudgetRate, m.BudgetGranted, m.BudgetWaiting, m.OldestUnsent, m.BufferBytes, m.BufferLimitBytes, m.Writers, lag, sourceLag, ready,
@@ -236,6 +250,9 @@ func New() *Metrics {
 	}
 	for _, r := range FallbackReasons {
 		m.NativeFallbacks.WithLabelValues(r)
+	}
+	for _, o := range AmbiguousOutcomes {
+		m.AmbiguousInserts.WithLabelValues(o)
 	}
 	for _, r := range []string{"full", "interval", "live", "drain", "memory", "cascade"} {
 		m.BudgetGranted.WithLabelValues(r)
@@ -293,6 +310,7 @@ type Table struct {
 	errors    atomic.Uint64
 	lastError atomic.Pointer[TableError]
 	fallback  atomic.Pointer[string]
+	ambiguous [3]atomic.Uint64 // by AmbiguousOutcomes' index
 }
 
 // TableError is a table's latest failed insert.
@@ -330,6 +348,17 @@ func (t *Table) InsertFailed(err error) {
 // why (one of FallbackReasons).
 func (t *Table) NativeFallback(reason string) { t.fallback.Store(&reason) }
 
+// AmbiguousInsert counts one of the table's blocks whose insert was
+// ambiguous, by its outcome (one of AmbiguousOutcomes); the daemon-wide
+// count is binlog2ch_ambiguous_inserts_total.
+func (t *Table) AmbiguousInsert(outcome string) {
+	for i, o := range AmbiguousOutcomes {
+		if o == outcome {
+			t.ambiguous[i].Add(1)
+		}
+	}
+}
+
 // TableState is what the status page reads of a table, at one moment.
 type TableState struct {
 	Rows         [4]uint64 // by schema.Op
@@ -339,6 +368,8 @@ type TableState struct {
 	Errors       uint64
 	LastError    *TableError
 	Fallback     string
+	// Ambiguous counts AmbiguousInsert's blocks by outcome; nil when none.
+	Ambiguous map[string]uint64
 }
 
 // State reads the table's counters for the status page.
@@ -350,6 +381,14 @@ func (t *Table) State() TableState {
 	}
 	if f := t.fallback.Load(); f != nil {
 		st.Fallback = *f
+	}
+	for i, o := range AmbiguousOutcomes {
+		if n := t.ambiguous[i].Load(); n > 0 {
+			if st.Ambiguous == nil {
+				st.Ambiguous = map[string]uint64{}
+			}
+			st.Ambiguous[o] = n
+		}
 	}
 	return st
 }

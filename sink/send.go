@@ -11,6 +11,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/source"
 )
 
 // sendJob is a block on its way to ClickHouse; seq is the last message
@@ -23,6 +24,9 @@ type sendJob struct {
 	bytes   int // the block's size when handed off
 	sent    bool
 	scratch *shardScratch
+	// The binlog positions of the first and last rows events; copied: some rows are a table copy's.
+	from, to source.Position
+	copied   bool
 }
 
 // largeRow is the average row size above which a sent block's buffers are
@@ -33,7 +37,7 @@ const largeRow = 4 << 20
 // returns it; the channels have room for every block in flight.
 func (w *Writer) sendOne(ctx context.Context, job *sendJob) {
 	defer w.sending.Done()
-	if err := w.send(ctx, job.block, job.route, job.scratch); err != nil {
+	if err := w.send(ctx, job); err != nil {
 		// The writer stops at the error and never takes the block back:
 		// its bytes leave the buffer budget here.
 		w.c.mem.add(-job.bytes)
@@ -119,7 +123,8 @@ func (w *Writer) handOff(ctx context.Context) error {
 		// empty, costs no copy.
 		next.Reserve(w.block)
 	}
-	job := &sendJob{block: w.block, route: w.route, seq: w.lastSeq, rows: w.block.Rows(), bytes: w.block.Size()}
+	job := &sendJob{block: w.block, route: w.route, seq: w.lastSeq, rows: w.block.Rows(), bytes: w.block.Size(),
+		from: w.blockFrom, to: w.blockTo, copied: w.blockCopied}
 	// The block's bytes stay counted until it comes back.
 	w.c.mem.add(job.bytes - w.held)
 	w.held = 0
@@ -170,13 +175,14 @@ func (w *Writer) drain(ctx context.Context) error {
 
 // send writes one block to ClickHouse, retrying until it takes it, and
 // empties the block. With a route, the block goes to the shards.
-func (w *Writer) send(ctx context.Context, b *block.Block, rt *route, sc *shardScratch) error {
+func (w *Writer) send(ctx context.Context, job *sendJob) error {
+	b, rt := job.block, job.route
 	start := time.Now()
 	rows := b.Rows()
 	t := b.Target()
 	var err error
 	if rt != nil && w.native(t) {
-		err = w.sendShards(ctx, b, rt, sc)
+		err = w.sendShards(ctx, job)
 	} else {
 		err = w.c.Retry(ctx, w.log, metrics.StageInsert, "insert into ClickHouse", w.counted(func(ctx context.Context) error {
 			if b.NativeOK() && w.native(t) {
@@ -185,8 +191,12 @@ func (w *Writer) send(ctx context.Context, b *block.Block, rt *route, sc *shardS
 				switch {
 				case w.protocolSurprise(err):
 					// The whole block goes again, through clickhouse-go
-					// below (see protocolSurprise on what the server may
-					// already hold).
+					// below, unless it went out whole and a changelog
+					// table holds it already (ambiguous.go).
+					present, err := w.ambiguous(ctx, job, err, false)
+					if err != nil || present {
+						return err
+					}
 				case errors.As(err, &mismatch):
 					// The server's columns differ from the block's: the
 					// table changed by hand, or only the wire names a type
@@ -275,12 +285,10 @@ func (w *Writer) refuseNative(t *schema.Target, err error) bool {
 // A surprise before the data went out leaves nothing on the server (the
 // connection is closed mid-query, which cancels the INSERT). One after it
 // (DataSent) is ambiguous: the server may have stored the block before the
-// answer chnative could not follow. Sending it again is then what every
-// retried insert does (Retry sends a failed block whole again, the native
-// path included): each row carries the same _version both times, so
-// ReplacingMergeTree keeps one (FINAL reads, merges) and the state is
-// exact; a changelog table (no key) keeps both, as it keeps a replay's
-// (docs/guarantees.md).
+// answer chnative could not follow. A ReplacingMergeTree table takes it
+// again harmlessly (each row carries the same _version both times, so
+// FINAL and merges keep one); a changelog table, which would keep both,
+// asks ClickHouse first (ambiguous.go).
 func (w *Writer) protocolSurprise(err error) bool {
 	var pe *chnative.ProtocolError
 	if !errors.As(err, &pe) {

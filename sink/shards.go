@@ -309,7 +309,8 @@ type shardScratch struct {
 // sendShards sends block b to the shards' local tables, split by route
 // rt, the shards in parallel, and returns once every shard stored its
 // rows. Each shard's rows are encoded from the block itself (no copy).
-func (w *Writer) sendShards(ctx context.Context, b *block.Block, rt *route, sc *shardScratch) error {
+func (w *Writer) sendShards(ctx context.Context, job *sendJob) error {
+	b, rt, sc := job.block, job.route, job.scratch
 	var topo *topology
 	err := w.c.Retry(ctx, w.log, metrics.StageInsert, "read the cluster's layout", func(ctx context.Context) (err error) {
 		topo, err = w.c.topology(ctx)
@@ -320,10 +321,10 @@ func (w *Writer) sendShards(ctx context.Context, b *block.Block, rt *route, sc *
 	}
 	switch {
 	case len(topo.shards) == 1:
-		return w.sendPart(ctx, topo.shards[0], b, nil)
+		return w.sendPart(ctx, topo.shards[0], job, nil)
 	case rt.hasher == nil:
 		slot := (rt.next.Add(1) - 1) % uint32(len(topo.slots))
-		return w.sendPart(ctx, topo.shards[topo.slots[slot]], b, nil)
+		return w.sendPart(ctx, topo.shards[topo.slots[slot]], job, nil)
 	}
 	if sc.hashes, err = rt.hasher.Hashes(b, sc.hashes); err != nil {
 		return permanent(err)
@@ -362,7 +363,7 @@ func (w *Writer) sendShards(ctx context.Context, b *block.Block, rt *route, sc *
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := w.sendPart(ctx, topo.shards[i], b, rows); err != nil {
+			if err := w.sendPart(ctx, topo.shards[i], job, rows); err != nil {
 				once.Do(func() { cause = err })
 				cancel()
 			}
@@ -377,7 +378,8 @@ func (w *Writer) sendShards(ctx context.Context, b *block.Block, rt *route, sc *
 // one stores them. Rows whose columns the shard's table does not match go
 // through the Distributed table instead, whose clickhouse-go insert
 // converts.
-func (w *Writer) sendPart(ctx context.Context, sh *shardHosts, b *block.Block, sel []uint32) error {
+func (w *Writer) sendPart(ctx context.Context, sh *shardHosts, job *sendJob, sel []uint32) error {
+	b := job.block
 	t := b.Target()
 	rows := b.Rows()
 	if sel != nil {
@@ -390,7 +392,11 @@ func (w *Writer) sendPart(ctx context.Context, sh *shardHosts, b *block.Block, s
 			// A protocol surprise sends these rows, all of them, through
 			// the Distributed table, which puts them on this same shard
 			// (see protocolSurprise on rows the shard may already hold).
-			if !w.protocolSurprise(err) && !w.refuseNative(t, err) {
+			if w.protocolSurprise(err) {
+				if _, err := w.ambiguous(ctx, job, err, true); err != nil {
+					return err
+				}
+			} else if !w.refuseNative(t, err) {
 				if err != nil {
 					// Another replica may take the rows; not after a
 					// cancel or an error about the statement itself.

@@ -148,6 +148,10 @@ type Writer struct {
 	// route sends the target's blocks straight to a cluster's shards; nil:
 	// to the configured servers (in a cluster, the Distributed table).
 	route *route
+	// The current block's first and last rows events; copied: some rows
+	// are a table copy's (sendJob's from, to, copied).
+	blockFrom, blockTo source.Position
+	blockCopied        bool
 	// held is the current block's bytes counted in the daemon's buffer
 	// budget (memory.go).
 	held int
@@ -391,6 +395,10 @@ func (w *Writer) handle(ctx context.Context, m Message) error {
 		w.block = block.NewBlock(w.target)
 		w.blocks++
 	}
+	if w.block.Rows() == 0 {
+		w.blockFrom, w.blockCopied = m.At, false
+	}
+	w.blockTo, w.blockCopied = m.At, w.blockCopied || m.Snapshot
 	if err := w.appendRows(m); err != nil {
 		if _, ok := err.(*source.PartialImageError); ok {
 			return err // names the table and position

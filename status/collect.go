@@ -172,7 +172,8 @@ func (c *Collector) build(now time.Time) *Status {
 		s := tm.State()
 		t := Table{Database: tm.Name.Database, Table: tm.Name.Table,
 			Inserted: s.Rows[schema.OpInsert], Updated: s.Rows[schema.OpUpdate], Deleted: s.Rows[schema.OpDelete],
-			LagSeconds: st.SourceLagSeconds, QueuedRows: s.Queued, Errors: s.Errors, NativeFallback: s.Fallback}
+			LagSeconds: st.SourceLagSeconds, QueuedRows: s.Queued, Errors: s.Errors, NativeFallback: s.Fallback,
+			AmbiguousInserts: s.Ambiguous}
 		if r := c.rings[tm]; r != nil {
 			t.RowsPerSecond = r.rate
 		}

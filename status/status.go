@@ -180,6 +180,10 @@ type Table struct {
 	// NativeFallback is why the table's inserts go through clickhouse-go
 	// (binlog2ch_native_fallbacks_total's reasons), "" when they do not.
 	NativeFallback string `json:"native_fallback,omitempty"`
+	// AmbiguousInserts counts the table's blocks that went out whole
+	// before an answer the native inserter cannot read, by outcome
+	// (binlog2ch_ambiguous_inserts_total's): resent, present, stopped.
+	AmbiguousInserts map[string]uint64 `json:"ambiguous_inserts,omitempty"`
 }
 
 // Name is db.table.

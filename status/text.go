@@ -69,6 +69,9 @@ func WriteText(w io.Writer, st *Status) error {
 			if tb.NativeFallback != "" {
 				native = clean(tb.NativeFallback)
 			}
+			if len(tb.AmbiguousInserts) > 0 {
+				native += " (ambiguous inserts: " + nonZero(tb.AmbiguousInserts) + ")"
+			}
 			rows = append(rows, []string{clean(tb.Name()), Count(tb.Inserted), Count(tb.Updated), Count(tb.Deleted),
 				Rate(tb.RowsPerSecond), Duration(tb.LagSeconds), Count(uint64(max(tb.QueuedRows, 0))), flush, tableState(tb), Count(tb.Errors), native})
 		}

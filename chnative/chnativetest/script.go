@@ -50,6 +50,13 @@ type Script struct {
 	// AfterData go out once the client's data has been read, before the
 	// end of the stream.
 	AfterData []Packet
+	// Forward, when set, is a real ClickHouse's HTTP address (host:port,
+	// with ForwardUser and ForwardPassword): once an INSERT's data is in
+	// and accepted, the server stores it there with the client's query id
+	// before it sends AfterData, so that a surprise after the data follows
+	// a block that really landed, as it may on a real server.
+	Forward                      string
+	ForwardUser, ForwardPassword string
 	// Fail, when set, ends the insert with this exception instead of
 	// EndOfStream: once the client's data is in (FailAfterBlocks 0), or
 	// after that many data blocks, the rest skipped as the server does.
@@ -164,7 +171,8 @@ type Block struct {
 
 // Insert is what a client sent for one INSERT.
 type Insert struct {
-	Query string
+	Query   string
+	QueryID string // the client's, "" to let the server assign one
 	// Hello and ClientInfo are the client's name, major.minor and
 	// revision in its hello and in the query's client info.
 	Hello, ClientInfo string
@@ -184,4 +192,6 @@ type Insert struct {
 	// Completed: the server read the whole insert and answered it
 	// (EndOfStream or the script's exception).
 	Completed bool
+	// Forwarded: the data went to Script.Forward, which stored it.
+	Forwarded bool
 }

@@ -280,7 +280,8 @@ func (s *session) query() error {
 		return fmt.Errorf("client revision %d: this server reads only the old settings format (below %d)", s.rev, revSettingsAsStrings)
 	}
 	ins := Insert{Hello: s.hello, Settings: map[string]string{}}
-	if _, err := s.readStr(); err != nil { // query id
+	var err error
+	if ins.QueryID, err = s.readStr(); err != nil {
 		return err
 	}
 	var problems []string
@@ -536,6 +537,15 @@ func (s *session) insert(idx int, query string, compressed bool) error {
 			failed = true
 		}
 	}
+	forwarded := false
+	if !failed && sc.Forward != "" {
+		q, id := s.srv.Inserts()[idx].Query, s.srv.Inserts()[idx].QueryID
+		if err := s.srv.forward(q, id, blocks); err != nil {
+			s.srv.fail(err)
+		} else {
+			forwarded = true
+		}
+	}
 	if !failed {
 		send(sc.AfterData)
 	}
@@ -545,6 +555,7 @@ func (s *session) insert(idx int, query string, compressed bool) error {
 		ins.Blocks = blocks
 		ins.Sent, ins.Withheld = sent, withheld
 		ins.Completed = true
+		ins.Forwarded = forwarded
 	})
 	if !failed {
 		if sc.Fail != nil {

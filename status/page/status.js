@@ -150,7 +150,9 @@ function render(st) {
       e.title = tb.last_error;
       errors.push([name, tb.last_error_at, tb.last_error]);
     }
-    tr.append(p, e, el("td", "fallback " + (tb.native_fallback ? "warn" : ""), tb.native_fallback || "-"));
+    let fb = tb.native_fallback || "-";
+    if (tb.ambiguous_inserts) fb += " (ambiguous inserts: " + nonZero(tb.ambiguous_inserts) + ")";
+    tr.append(p, e, el("td", "fallback " + (tb.native_fallback ? "warn" : ""), fb));
     body.append(tr);
   }
   $("tables").replaceWith(body);
