@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/gtid"
 	"github.com/binlog2ch/binlog2ch/router"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/snapshot"
@@ -34,7 +35,7 @@ type GTIDGapError struct {
 	// Applied are missing transactions whose rows are all in ClickHouse
 	// (before the checkpoint); Read, all those missing of what the reader
 	// had read when the checkpoint was saved, when it had read more.
-	Applied, Read []source.GTIDGap
+	Applied, Read []gtid.Gap
 	Tables        []string // the replicated tables they may have changed
 }
 
@@ -64,7 +65,7 @@ func (e *GTIDGapError) repair() string {
 	return "`binlog2ch fullsync -recreate -checkpoint -tables " + strings.Join(e.Tables, ",") + " -config FILE` copies those tables from this server and lets binlog2ch go on from the transactions both servers hold (or, without -tables, " + strings.TrimPrefix(all, "`binlog2ch fullsync -recreate -checkpoint -config FILE` ") + ")"
 }
 
-func gapsText(gaps []source.GTIDGap) string {
+func gapsText(gaps []gtid.Gap) string {
 	parts := make([]string, len(gaps))
 	for i, g := range gaps {
 		parts[i] = g.Text
@@ -86,13 +87,13 @@ func (r *Replicator) changeOfHistory(ctx context.Context, cp *state.Checkpoint) 
 	if cp.GTID == "" {
 		return none, fmt.Errorf("%s. The checkpoint holds no GTID set (the server wrote none: MySQL with gtid_mode OFF, or binlog2ch saved it before it kept GTIDs), so binlog2ch cannot find its place in this binlog. Point mysql.addr back at %s if that is the server meant. %s", what, cp.Server, recopyOnThisServer)
 	}
-	want, err := source.ParseGTIDSet(r.server.Flavor, cp.GTID)
+	want, err := gtid.Parse(r.server.Flavor, cp.GTID)
 	if err != nil {
 		return none, fmt.Errorf("%s, and the checkpoint's GTIDs do not read as %s's: %w. %s", what, r.server.Flavor, err, recopyOnThisServer)
 	}
 	read := want
 	if cp.ReadGTID != "" {
-		if read, err = source.ParseGTIDSet(r.server.Flavor, cp.ReadGTID); err != nil {
+		if read, err = gtid.Parse(r.server.Flavor, cp.ReadGTID); err != nil {
 			return none, fmt.Errorf("the checkpoint's read GTIDs: %w", err)
 		}
 	}
@@ -134,10 +135,10 @@ func (r *Replicator) changeOfHistory(ctx context.Context, cp *state.Checkpoint) 
 // ones win; the other tables take every event from resume on, all with
 // versions above those written before.
 type gapRepair struct {
-	resume  source.GTIDSet
+	resume  gtid.Set
 	offset  int64
 	ceiling uint32
-	touched source.TableGTIDs
+	touched gtid.Tables
 }
 
 // planGapRepair checks that run's checkpoint has a GTID gap on this server
@@ -175,7 +176,7 @@ func (r *Replicator) planGapRepair(ctx context.Context, tables []schema.TableNam
 	if len(gap.Tables) == 0 {
 		return nil, fmt.Errorf("%s: binlog2ch has no record of the tables the missing transactions changed; copy every table (without -tables)", what)
 	}
-	want, err := source.ParseGTIDSet(r.server.Flavor, cp.GTID)
+	want, err := gtid.Parse(r.server.Flavor, cp.GTID)
 	if err != nil {
 		return nil, err
 	}

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/binlog2ch/binlog2ch/catalog"
+	"github.com/binlog2ch/binlog2ch/chtables"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/schema/schematest"
-	"github.com/binlog2ch/binlog2ch/sink"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ddl")
@@ -182,7 +182,7 @@ func statements(t *testing.T, caps schema.Capabilities, opts schema.Options) str
 		{"partition rows: ALTER TABLE every_type DROP PARTITION p2024, PARTITION BY RANGE COLUMNS (dtm6)",
 			&catalog.Partitions{Method: "RANGE COLUMNS", Expr: "`dtm6`", Parts: []catalog.Partition{{Name: "p2023", Desc: "'2024-01-01'"}, {Name: "p2024", Desc: "'2025-01-01'"}}}, []string{"p2024"}},
 	} {
-		where, err := sink.PartitionsWhere(c.p, c.names, target)
+		where, err := chtables.PartitionsWhere(c.p, c.names, target)
 		if err != nil {
 			refused(c.comment, err)
 			continue

@@ -218,7 +218,7 @@ func (w *Writer) deletePartitions(ctx context.Context, m Message, db, name strin
 			return fmt.Errorf("%s at binlog %s: partition maintenance to apply, but the table's columns cannot be read (%v); copy the table again: binlog2ch fullsync -recreate -tables %s", w.name, m.At, err, w.name)
 		}
 	}
-	where, err := PartitionsWhere(m.Partitions, m.Removed, target)
+	where, err := chtables.PartitionsWhere(m.Partitions, m.Removed, target)
 	if err != nil {
 		return fmt.Errorf("%s at binlog %s: partition maintenance cannot be applied by its bounds: %v. Set replication.on_partition_maintenance: recopy (the table is copied again instead), or stop binlog2ch and run binlog2ch fullsync -recreate -tables %s", w.name, m.At, err, w.name)
 	}

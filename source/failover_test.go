@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/binlog/binlogtest"
+	"github.com/binlog2ch/binlog2ch/gtid"
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -56,7 +57,7 @@ func TestMySQLFailoverByGTID(t *testing.T) {
 	s := testStream(t)
 	s.srv = Server{Flavor: mysql.MySQLFlavor, ID: "uuid:" + promoted.String(), RawRows: true}
 	var asked []string
-	s.testDial = func(pos Position, gtids *GTIDSet) (*client.Conn, error) {
+	s.testDial = func(pos Position, gtids *gtid.Set) (*client.Conn, error) {
 		if gtids == nil {
 			asked = append(asked, "position "+pos.String())
 			return b.Dial(t, pos.File, pos.Pos), nil

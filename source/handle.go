@@ -8,6 +8,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/binlog"
 	"github.com/binlog2ch/binlog2ch/ddl"
+	"github.com/binlog2ch/binlog2ch/gtid"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/go-mysql-org/go-mysql/replication"
 )
@@ -54,11 +55,11 @@ func (s *Stream) handle(ctx context.Context, ev *replication.BinlogEvent, h Hand
 		return nil
 	case *replication.GTIDEvent:
 		// go-mysql parses ANONYMOUS_GTID_EVENT (gtid_mode OFF) as one too.
-		if t, ok := mysqlGTID(e.SID, e.Tag, e.GNO); ok && hd.EventType == replication.GTID_EVENT {
+		if t, ok := gtid.FromMySQL(e.SID, e.Tag, e.GNO); ok && hd.EventType == replication.GTID_EVENT {
 			s.txGTID = &t
 		}
 	case *replication.GtidTaggedLogEvent:
-		if t, ok := mysqlGTID(e.SID, e.Tag, e.GNO); ok {
+		if t, ok := gtid.FromMySQL(e.SID, e.Tag, e.GNO); ok {
 			s.txGTID = &t
 		}
 	case *replication.TableMapEvent:
@@ -72,7 +73,7 @@ func (s *Stream) handle(ctx context.Context, ev *replication.BinlogEvent, h Hand
 		s.commit(h)
 		return nil
 	case *replication.MariadbGTIDEvent:
-		t := mariadbGTID(e.GTID)
+		t := gtid.FromMariaDB(e.GTID)
 		s.txGTID = &t
 		if e.Flags&mariadbPreparedXA != 0 {
 			s.openXA()
@@ -140,7 +141,7 @@ func (s *Stream) advance(h *replication.EventHeader) {
 // commit records a transaction boundary at the current position.
 func (s *Stream) commit(h Handler) {
 	if s.txGTID != nil {
-		s.gtids.add(*s.txGTID)
+		s.gtids.Add(*s.txGTID)
 		s.txGTID = nil
 		s.byGTID = false // the position is known from here on
 	} else if s.byGTID {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/binlog/binlogtest"
 	"github.com/binlog2ch/binlog2ch/ddl"
+	"github.com/binlog2ch/binlog2ch/gtid"
 )
 
 // statementRecorder writes down the statements and rows it is handed.
@@ -52,7 +53,7 @@ func runFake(t *testing.T, b *binlogtest.Binlog, h Handler, skipped *prometheus.
 	s.srv = Server{Flavor: mysql.MySQLFlavor, ID: "uuid:test"}
 	s.log = slog.New(slog.NewTextHandler(logs, nil))
 	s.EventsSkipped = skipped
-	s.testDial = func(pos Position, _ *GTIDSet) (*client.Conn, error) { return b.Dial(t, pos.File, pos.Pos), nil }
+	s.testDial = func(pos Position, _ *gtid.Set) (*client.Conn, error) { return b.Dial(t, pos.File, pos.Pos), nil }
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	err := s.Run(ctx, Start{Position: Position{File: binlogtest.File, Pos: 4}}, h)

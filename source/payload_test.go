@@ -14,6 +14,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/binlog"
 	"github.com/binlog2ch/binlog2ch/binlog/binlogtest"
+	"github.com/binlog2ch/binlog2ch/gtid"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -88,7 +89,7 @@ func runTo(t *testing.T, raw bool, stop uint32, h *rowsRecorder, dial func(n int
 	}
 	var mu sync.Mutex
 	n := 0
-	s.testDial = func(pos Position, _ *GTIDSet) (*client.Conn, error) {
+	s.testDial = func(pos Position, _ *gtid.Set) (*client.Conn, error) {
 		mu.Lock()
 		n++
 		k := n

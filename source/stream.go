@@ -19,6 +19,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/binlog"
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/gtid"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
@@ -39,7 +40,7 @@ type Stream struct {
 	MaxBackoff time.Duration
 	// testDial, in tests, replaces the binlog connection: it returns one
 	// on which a server sends the binlog from pos, or from gtids.
-	testDial func(pos Position, gtids *GTIDSet) (*client.Conn, error)
+	testDial func(pos Position, gtids *gtid.Set) (*client.Conn, error)
 
 	// The reader's state, owned by Run's goroutine.
 	parser  *parser.Parser
@@ -52,13 +53,13 @@ type Stream struct {
 	// byGTID: resume by gtids rather than a position, until the first
 	// transaction read on the new history gives one.
 	byGTID bool
-	gtids  GTIDSet // executed through boundary
+	gtids  gtid.Set // executed through boundary
 	// gtidsKnown: gtids is the whole executed set, not only what was read
 	// (a start without one learns it from the next file's header).
 	gtidsKnown bool
-	txGTID     *GTID // the transaction being read, until its commit
+	txGTID     *gtid.GTID // the transaction being read, until its commit
 	// touched: the newest transaction of each GTID origin per table.
-	touched     TableGTIDs
+	touched     gtid.Tables
 	fileCreated uint32   // header timestamp of the current file's format description
 	last        History  // of the event ending at pos
 	boundHist   History  // History at boundary
@@ -131,7 +132,7 @@ type Start struct {
 	ByGTID  bool
 	Ceiling uint32
 	// TableGTIDs is the checkpoint's per-table record of GTIDs.
-	TableGTIDs TableGTIDs
+	TableGTIDs gtid.Tables
 }
 
 // Offset is the version offset of the history being read.
@@ -139,16 +140,16 @@ func (s *Stream) Offset() int64 { return s.offset }
 
 // GTIDs is the executed GTID set of the stream at its last boundary;
 // empty while the stream does not know the whole set.
-func (s *Stream) GTIDs() GTIDSet {
+func (s *Stream) GTIDs() gtid.Set {
 	if !s.gtidsKnown {
-		return GTIDSet{}
+		return gtid.Set{}
 	}
 	return s.gtids
 }
 
 // TableGTIDs is the stream's per-table record of GTIDs, shared: the caller
 // must not keep it past the Stream's goroutine (the handler may read it).
-func (s *Stream) TableGTIDs() TableGTIDs { return s.touched }
+func (s *Stream) TableGTIDs() gtid.Tables { return s.touched }
 
 // NewStream returns a stream of the server at cfg.MySQL.Addr, which
 // Inspect described as srv.
@@ -160,7 +161,7 @@ func NewStream(cfg *config.Config, log *slog.Logger, srv Server) (*Stream, error
 	if _, err := strconv.ParseUint(portText, 10, 16); err != nil {
 		return nil, fmt.Errorf("mysql.addr: bad port %q", portText)
 	}
-	return &Stream{cfg: cfg, log: log, srv: srv, EventCache: 1024, MaxBackoff: 30 * time.Second, touched: TableGTIDs{}}, nil
+	return &Stream{cfg: cfg, log: log, srv: srv, EventCache: 1024, MaxBackoff: 30 * time.Second, touched: gtid.Tables{}}, nil
 }
 
 // connConfig is how the stream's binlog connections are opened.
@@ -173,7 +174,7 @@ func (s *Stream) connConfig() binlog.Config {
 
 // startDump opens a binlog connection and asks for the binlog from pos,
 // or, with gtids, from the first transaction not in gtids.
-func (s *Stream) startDump(ctx context.Context, pos Position, gtids *GTIDSet) (*binlog.Conn, error) {
+func (s *Stream) startDump(ctx context.Context, pos Position, gtids *gtid.Set) (*binlog.Conn, error) {
 	if s.testDial != nil {
 		conn, err := s.testDial(pos, gtids)
 		if err != nil {
@@ -187,7 +188,7 @@ func (s *Stream) startDump(ctx context.Context, pos Position, gtids *GTIDSet) (*
 		if s.srv.Flavor == mysql.MariaDBFlavor {
 			req.MariaDBGTIDs = gtids.String()
 		} else {
-			req.MySQLGTIDs = gtids.my.Encode()
+			req.MySQLGTIDs = gtids.EncodeMySQL()
 		}
 	}
 	return binlog.Dial(ctx, s.connConfig(), req)
@@ -216,7 +217,7 @@ func (s *Stream) Run(ctx context.Context, st Start, h Handler) error {
 	s.boundHist = st.History
 	s.touched = st.TableGTIDs.Clone()
 	var err error
-	if s.gtids, err = ParseGTIDSet(s.srv.Flavor, st.GTID); err != nil {
+	if s.gtids, err = gtid.Parse(s.srv.Flavor, st.GTID); err != nil {
 		return fmt.Errorf("the checkpoint's GTIDs: %w", err)
 	}
 	s.gtidsKnown = st.GTID != "" || st.GTIDKnown
@@ -319,7 +320,7 @@ func (s *Stream) stream(ctx context.Context, from Position, fresh bool, h Handle
 	// the event that ends at from and checks it (checkHistory).
 	s.expect = nil
 	dumpFrom := from
-	var gtids *GTIDSet
+	var gtids *gtid.Set
 	if s.byGTID {
 		gtids = &s.gtids
 	} else if hist := s.historyAt(from); hist.FileCreated != 0 {

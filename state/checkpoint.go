@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/cascade"
+	"github.com/binlog2ch/binlog2ch/gtid"
 	"github.com/binlog2ch/binlog2ch/source"
 )
 
@@ -51,8 +52,8 @@ type StreamState struct {
 	// below it. A new history starts there.
 	Ceiling uint32 `json:"version_ceiling,omitempty"`
 	// TableGTIDs is, per table, the newest transaction of each GTID origin
-	// that changed it (source.TableGTIDs).
-	TableGTIDs source.TableGTIDs `json:"touched,omitempty"`
+	// that changed it (gtid.Tables).
+	TableGTIDs gtid.Tables `json:"touched,omitempty"`
 	// ResumeByGTID: read on from GTID, not from the position, which is
 	// only where a copy was taken (the repair of a GTID gap after a
 	// failover; Offset is then the new history's).

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/gtid"
 	"github.com/binlog2ch/binlog2ch/source"
 )
 
@@ -18,7 +19,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	}
 	want := Checkpoint{Position: source.Position{File: "binlog.000042", Pos: 1234}, Server: "uuid:x", SavedAt: time.Unix(1, 0).UTC(),
 		StreamState: StreamState{GTID: "0-7-12", ReadGTID: "0-7-14", History: source.History{FileCreated: 17, LastType: 16, LastTime: 18, LastSize: 31},
-			Offset: -3, Ceiling: 40, TableGTIDs: source.TableGTIDs{"db.t": {"0": 14}}}}
+			Offset: -3, Ceiling: 40, TableGTIDs: gtid.Tables{"db.t": {"0": 14}}}}
 	if err := SaveFile(dir, want); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/gtid"
 	"github.com/binlog2ch/binlog2ch/source"
 )
 
@@ -70,7 +71,7 @@ state_dir: state
 	}
 	want := Checkpoint{Position: source.Position{File: "binlog.000009", Pos: 99}, Server: "server_id:8", SavedAt: time.Unix(1_800_000_000, 0).UTC(),
 		StreamState: StreamState{GTID: "0-8-12", ReadGTID: "0-8-14", History: source.History{FileCreated: 5, LastType: 16, LastTime: 6, LastSize: 31},
-			Offset: 21, Ceiling: 46, TableGTIDs: source.TableGTIDs{"d.t": {"0": 14}}}}
+			Offset: 21, Ceiling: 46, TableGTIDs: gtid.Tables{"d.t": {"0": 14}}}}
 	// A later lease's holder saves it (store clickhouse runs with a lease).
 	if err := NewStore(cfg, ch, 1, nil, nil).Save(ctx, want); err != nil {
 		t.Fatal(err)

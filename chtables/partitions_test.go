@@ -1,4 +1,4 @@
-package sink
+package chtables
 
 import (
 	"strings"
