@@ -61,8 +61,20 @@ func (w *Writer) useTarget(ctx context.Context, target *schema.Target) error {
 	if err != nil {
 		return err
 	}
+	sharding := ""
+	if target.Options.Cluster != nil {
+		err := w.c.Retry(ctx, w.log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) error {
+			engine, err := w.c.tables.Engine(ctx, target.Database, target.ReadName())
+			sharding = chtables.ShardingExpr(engine)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
 	w.defaults = nil
 	w.target = target
+	w.place = placement(target, sharding)
 	w.route = route
 	w.block = blk
 	w.free, w.blocks = nil, 1

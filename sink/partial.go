@@ -22,7 +22,12 @@ import (
 func (w *Writer) appendPartial(m Message) error {
 	im := m.Partial
 	whole := w.mappedColumns()
-	place := w.placeColumns()
+	// A tombstone goes where the row is: in its partition too, or only
+	// FINAL would find it (background merges stay within a partition).
+	place := addColumns(slices.Clone(w.place), w.target, w.target.PartitionBy)
+	if w.target.Mode == schema.ModeChangelog {
+		place = whole // a changelog table keeps every event's whole row
+	}
 	r := source.Rows{Table: w.name, Schema: m.Schema, Op: m.Op, At: m.At, Partial: im}
 	b := w.block
 	switch m.Op {
@@ -49,7 +54,7 @@ func (w *Writer) appendPartial(m Message) error {
 		if err := r.Need(whole, false, "the row ClickHouse stores: a column the UPDATE did not assign is in neither image, and its value is only in ClickHouse"); err != nil {
 			return err
 		}
-		if err := r.Need(w.keyColumns(), true, "telling whether the UPDATE changed the row's key"); err != nil {
+		if err := r.Need(place, true, "telling whether the UPDATE moved the row in ClickHouse: "+w.placeWhy()); err != nil {
 			return err
 		}
 		has := func(i int) bool { return im.Has(true, i) }
@@ -83,42 +88,14 @@ func (w *Writer) mappedColumns() []int {
 	return cols
 }
 
-// placeColumns are the MySQL columns a tombstone needs: the key binlog2ch
-// compares, the sorting key ReplacingMergeTree replaces by, the columns of
-// the partition expression (a row replaces only rows of its partition).
-// A changelog table keeps every event's whole row, and a cluster's
-// Distributed table shards by its own expression, which binlog2ch does not
-// read for this: every column then.
-func (w *Writer) placeColumns() []int {
-	t := w.target
-	if t.Mode == schema.ModeChangelog || t.Options.Cluster != nil {
-		return w.mappedColumns()
-	}
-	cols := slices.Clone(w.keyColumns())
-	add := func(name string) {
-		for i, c := range t.Source.Columns {
-			if strings.EqualFold(c.Name, name) && t.SourceToTarget[i] >= 0 && !slices.Contains(cols, i) {
-				cols = append(cols, i)
-			}
-		}
-	}
-	for _, name := range t.OrderBy {
-		add(name)
-	}
-	for _, name := range schema.ExprIdents(t.PartitionBy) {
-		add(name)
-	}
-	return cols
-}
-
-// placeWhy says what placeColumns holds, for errors.
+// placeWhy says what the placement columns (rows.go) are, for errors.
 func (w *Writer) placeWhy() string {
 	t := w.target
 	switch {
 	case t.Mode == schema.ModeChangelog:
 		return "a changelog table keeps every column of a deleted row"
 	case t.Options.Cluster != nil:
-		return "on a cluster the Distributed table's sharding key places the row, and binlog2ch needs the whole row for it"
+		return "its sorting key, partition expression and the Distributed table's sharding key (every column when binlog2ch could not read that key)"
 	case t.PartitionBy != "":
 		return "its sorting key (" + strings.Join(t.OrderBy, ", ") + ") and the columns of its partition expression (" + t.PartitionBy + ")"
 	}
