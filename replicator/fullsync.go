@@ -115,6 +115,9 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snap
 		}
 		r.log.Info("fullsync: binlog position recorded before reading any table", "position", pos.String())
 	}
+	if err := r.refuseVersioned(ctx, opts.Tables, "", "fullsync is to copy it"); err != nil {
+		return nil, err
+	}
 	tables := opts.Tables
 	if tables == nil {
 		if tables, err = catalog.ListTables(ctx, r.my, r.cfg); err != nil {
@@ -180,4 +183,21 @@ func (r *Replicator) resetCheckpoint(st *snapshot.State) error {
 	}
 	r.log.Warn("run's checkpoint set to the copy's position: run follows the binlog from there", "position", p.String())
 	return nil
+}
+
+// refuseVersioned stops a copy of tables (nil: every table the config
+// selects) before it starts when one is system-versioned: binlog2ch does
+// not replicate them (router.VersionedError).
+func (r *Replicator) refuseVersioned(ctx context.Context, tables []schema.TableName, at, where string) error {
+	var versioned []schema.TableName
+	var err error
+	if tables == nil {
+		versioned, err = catalog.ListVersioned(ctx, r.my, r.cfg)
+	} else {
+		versioned, err = catalog.Versioned(ctx, r.my, tables)
+	}
+	if err != nil || len(versioned) == 0 {
+		return err
+	}
+	return router.VersionedError(versioned[0], at, where)
 }

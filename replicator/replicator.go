@@ -431,6 +431,13 @@ func (r *Replicator) run(ctx context.Context) error {
 		if err := r.streamError(r.stream.Check(ctx, start.Position)); err != nil {
 			return err
 		}
+		// Before hours of copying: with skip_table, the router marks such
+		// a table failed when it starts (router.VersionedError).
+		if r.cfg.Replication.OnTableError != config.OnSkipTable {
+			if err := r.refuseVersioned(ctx, nil, snap.Position.String(), "the initial snapshot is to copy it"); err != nil {
+				return err
+			}
+		}
 		// Served and ready meanwhile: a copy can take hours, and the lag
 		// metric shows it catching up.
 		r.setPhase(phaseSnapshot)
