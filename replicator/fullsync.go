@@ -89,11 +89,11 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snap
 		r.log.Info("resuming the interrupted fullsync", "started", st.Started, "position", st.Position.String())
 	}
 	if st == nil {
-		pos, gtids, err := source.CurrentGTIDPosition(ctx, r.my, r.server.Flavor)
+		pos, gtids, layouts, err := r.copyPosition(ctx)
 		if err != nil {
 			return nil, err
 		}
-		st = &snapshot.State{Server: r.server.ID, Position: pos, GTID: gtids, Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, Recreate: opts.Recreate}
+		st = &snapshot.State{Server: r.server.ID, Position: pos, GTID: gtids, Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, Recreate: opts.Recreate, Partitions: layouts}
 		// The copy's versions must rank with run's on this history.
 		cp, err := r.checkpoints().Load(ctx)
 		if err != nil {
@@ -200,4 +200,46 @@ func (r *Replicator) refuseVersioned(ctx context.Context, tables []schema.TableN
 		return err
 	}
 	return router.VersionedError(versioned[0], at, where)
+}
+
+// copyPosition is the binlog position a copy (the initial snapshot,
+// fullsync) starts at, its GTIDs, and, with on_partition_maintenance:
+// apply, the partition layouts as of it, for the checkpoint the copy
+// hands over to. The layouts are information_schema's read between two
+// reads of the server's position that agree: no event was written
+// meanwhile, and a partitioning DDL not yet in the binlog cannot show in
+// them, since reading a table's partitions waits for the metadata lock
+// its ALTER holds until the statement is written to the binlog (the rule
+// router.resolveLayouts also stands on). A busy server may write between
+// the reads every time: then no layouts are saved, and they are known
+// once run has caught up with the server, as before.
+func (r *Replicator) copyPosition(ctx context.Context) (source.Position, string, *state.PartitionState, error) {
+	if r.cfg.Replication.OnPartitionMaintenance != config.OnApply {
+		p, gtids, err := source.CurrentGTIDPosition(ctx, r.my, r.server.Flavor)
+		return p, gtids, nil, err
+	}
+	const tries = 5
+	var p source.Position
+	var gtids string
+	for range tries {
+		var err error
+		if p, gtids, err = source.CurrentGTIDPosition(ctx, r.my, r.server.Flavor); err != nil {
+			return p, "", nil, err
+		}
+		all, err := catalog.LoadAllPartitions(ctx, r.my)
+		if err != nil {
+			return p, "", nil, err
+		}
+		after, err := r.currentPosition(ctx)
+		if err != nil {
+			return p, "", nil, err
+		}
+		if after == p {
+			r.log.Info("partition layouts read at the copy's position, for the checkpoint it hands over to", "position", p.String(), "partitioned_tables", len(all))
+			return p, gtids, router.LayoutsOf(all, r.sel.Current()), nil
+		}
+	}
+	r.log.Warn("partition layouts not read at the copy's position: the server wrote to its binlog during each read; a TRUNCATE or DROP PARTITION read before binlog2ch run has caught up with the server stops replication (replication.on_partition_maintenance: apply)",
+		"position", p.String(), "tries", tries)
+	return p, gtids, nil, nil
 }

@@ -1,11 +1,15 @@
 package replicator
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/state"
 )
 
@@ -100,5 +104,80 @@ func TestApplyPartitionsWithTheLayoutOfTheirTime(t *testing.T) {
 		h.exec(fmt.Sprintf(truncate, a))
 		h.waitCaughtUp(run, 60*time.Second)
 		h.assertEqual(a, "r", []string{"id", "v"})
+	})
+}
+
+// TestPartitionLayoutsSavedByCopies: the initial snapshot and `fullsync
+// -checkpoint` save the partition layouts as of their position, so a
+// TRUNCATE PARTITION read right after them, before binlog2ch has caught
+// up with the server, is applied by its bounds (on_partition_maintenance:
+// apply) and the sides end equal under verify. Without the layouts it
+// would stop: TestApplyPartitionsWithTheLayoutOfTheirTime's "checkpoint
+// without the layout stops".
+func TestPartitionLayoutsSavedByCopies(t *testing.T) {
+	const (
+		create   = "CREATE TABLE %s.r (id INT PRIMARY KEY, v INT) PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN (20), PARTITION p2 VALUES LESS THAN MAXVALUE)"
+		truncate = "ALTER TABLE %s.r TRUNCATE PARTITION p1"
+	)
+	var rows []string
+	for id := 1; id <= 30; id++ {
+		rows = append(rows, fmt.Sprintf("(%d, %d)", id, id))
+	}
+	insert := "INSERT INTO %s.r VALUES " + strings.Join(rows, ", ")
+	layoutsSaved := func(t *testing.T, h *harness) {
+		t.Helper()
+		cp, err := state.LoadFile(h.cfg.StateDir)
+		if err != nil || cp == nil {
+			t.Fatalf("checkpoint: %v %v", cp, err)
+		}
+		if cp.Partitions == nil || len(cp.Partitions.Layouts) != 1 || len(cp.Partitions.Layouts[0].Parts) != 3 || len(cp.Partitions.Covers) != 1 {
+			t.Fatalf("the checkpoint keeps the partition layouts %+v, want r's three partitions and the selection", cp.Partitions)
+		}
+	}
+	t.Run("fullsync -checkpoint", func(t *testing.T) {
+		h := newHarness(t, 1, "replication: {on_partition_maintenance: apply}\n")
+		a := h.dbs[0]
+		h.exec(fmt.Sprintf(create, a), fmt.Sprintf(insert, a))
+		if _, err := h.fullSync(h.cfg, io.Discard, FullSyncOptions{Recreate: true, SetCheckpoint: true}); err != nil {
+			t.Fatal(err)
+		}
+		layoutsSaved(t, h)
+		// The row after it: the daemon is not caught up at the TRUNCATE.
+		h.exec(fmt.Sprintf(truncate, a), "INSERT INTO "+a+".r VALUES (15, 150)")
+		run := h.start()
+		h.waitCaughtUp(run, 60*time.Second)
+		h.assertEqual(a, "r", []string{"id", "v"})
+		h.verifyEqual("r")
+		if !strings.Contains(run.logs.String(), "partition maintenance applied") {
+			t.Errorf("the TRUNCATE PARTITION was not applied by bounds:\n%s", tail(run.logs.String(), 3000))
+		}
+	})
+	t.Run("initial snapshot", func(t *testing.T) {
+		h := newHarness(t, 1, "replication: {on_partition_maintenance: apply}\n")
+		a := h.dbs[0]
+		h.exec(fmt.Sprintf(create, a), fmt.Sprintf(insert, a))
+		h.noCheckpoint()
+		entered, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		run := h.startWith(testHooks{beforeChunk: func(ctx context.Context, _ schema.TableName) {
+			once.Do(func() { close(entered) })
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}})
+		<-entered
+		// Written while the snapshot copies: after its position.
+		h.exec(fmt.Sprintf(truncate, a), "INSERT INTO "+a+".r VALUES (15, 150)")
+		close(release)
+		h.waitCaughtUp(run, 60*time.Second)
+		h.assertEqual(a, "r", []string{"id", "v"})
+		h.verifyEqual("r")
+		if !strings.Contains(run.logs.String(), "partition maintenance applied") {
+			t.Errorf("the TRUNCATE PARTITION was not applied by bounds:\n%s", tail(run.logs.String(), 3000))
+		}
+		if err := run.stop(t); err != nil {
+			t.Fatal(err)
+		}
 	})
 }

@@ -201,7 +201,7 @@ type layoutOf struct {
 // not keep it.
 func notKept(from *state.Checkpoint) string {
 	if from == nil || from.Partitions == nil {
-		return "the checkpoint binlog2ch started from keeps no partition layouts (saved without on_partition_maintenance: apply, by an older binlog2ch, or by a snapshot or fullsync), and binlog2ch has not been caught up with the server since"
+		return "the checkpoint binlog2ch started from keeps no partition layouts (saved without on_partition_maintenance: apply, by an older binlog2ch, or by a snapshot or fullsync while the server kept writing to its binlog), and binlog2ch has not been caught up with the server since"
 	}
 	return "the table was not replicated at the checkpoint's position, so the checkpoint does not keep its layout, and binlog2ch has not been caught up with the server since"
 }
