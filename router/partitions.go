@@ -29,6 +29,9 @@ import (
 // statement, as the binlog's DDL left it.
 func (s *Router) applyPartitions(ctx context.Context, ef ddl.Effect, st source.Statement) error {
 	r := s
+	if ef.PartitionOp == "REORGANIZE" || ef.PartitionOp == "COALESCE" {
+		return s.applyMove(ef, st)
+	}
 	if ef.PartitionOp != "TRUNCATE" && ef.PartitionOp != "DROP" {
 		return fmt.Errorf("binlog %s: %s: partition maintenance that moves rows (statement %q) cannot be applied by bounds; set replication.on_partition_maintenance: recopy, or %s",
 			st.At, ef.Table, truncate(st.Text, 300), Recopy)
