@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/binlog2ch/binlog2ch/state"
 )
 
 // System-versioned tables (MariaDB's WITH SYSTEM VERSIONING) are not
@@ -43,33 +41,9 @@ func (s *Router) refuseVersioned(versioned []schema.TableName, at, where string)
 		if !s.skipTables() || s.cascadeChild(t) {
 			return err
 		}
-		s.failVersioned(t, err)
+		s.markFailed(t, s.writers[t], err) // its copy's entry, if any, is replaced: that copy saves into none
 	}
 	return nil
-}
-
-// failVersioned marks t failed (skip_table) without a writer's error: its
-// events are skipped, its copy given up; the next start, or a resync,
-// copies it, and that copy checks it again.
-func (s *Router) failVersioned(t schema.TableName, err error) {
-	if rt := s.writers[t]; rt != nil {
-		s.markFailed(t, rt, err)
-		return
-	}
-	c, key := s.copies, t.String()
-	if c.inBatch(t) {
-		s.restartBatch(t, "system-versioned")
-	}
-	c.mu.Lock()
-	c.tables[key] = &state.TableCopy{State: state.CopyFailed, Reason: state.ReasonFailed, Since: time.Now().UTC(), Error: err.Error()}
-	c.mu.Unlock()
-	c.pending = slices.DeleteFunc(c.pending, func(x schema.TableName) bool { return x == t })
-	s.skipping[t] = true
-	s.m.TablesMarkedFailed.Inc()
-	s.noteCopies()
-	s.log.Error("table cannot be applied: marked failed, its events are skipped and it falls behind until it is copied again; the other tables go on (replication.on_table_error: skip_table)",
-		"table", key, "error", err, "binlog", s.readPos.Load().String(),
-		"to_do", "exclude the table (tables.exclude), or drop its versioning and then `binlog2ch resync -config FILE -tables "+key+"` (a copy online), or restart binlog2ch: a start copies failed tables online")
 }
 
 // versionedAtStart refuses the system-versioned tables the selection
