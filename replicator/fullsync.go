@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/cascade"
 	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/router"
@@ -127,6 +128,10 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snap
 	copyOpts := r.copyOptions(r.log, st, snapshot.FullSyncFile)
 	copyOpts.Recreate, copyOpts.Progress = opts.Recreate, opts.Progress
 	statuses, err := snapshot.Copy(ctx, copyOpts, tables)
+	var end uint64
+	if err == nil && opts.SetCheckpoint && repair == nil {
+		end, err = r.copyEndVersion(ctx, st)
+	}
 	if err == nil {
 		st.Complete = true
 		err = snapshot.Save(r.cfg.StateDir, snapshot.FullSyncFile, st)
@@ -135,7 +140,7 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snap
 	case err == nil && repair != nil:
 		err = r.saveRepairedCheckpoint(st, repair)
 	case err == nil && opts.SetCheckpoint:
-		err = r.resetCheckpoint(st)
+		err = r.resetCheckpoint(st, end)
 	case err == nil:
 		err = r.forgetCopies(ctx, tables)
 	}
@@ -173,12 +178,16 @@ func (r *Replicator) forgetCopies(ctx context.Context, tables []schema.TableName
 }
 
 // resetCheckpoint moves run's checkpoint to a complete copy's position.
-func (r *Replicator) resetCheckpoint(st *snapshot.State) error {
+func (r *Replicator) resetCheckpoint(st *snapshot.State, end uint64) error {
 	p := st.Position
 	if err := os.Remove(filepath.Join(r.cfg.StateDir, snapshot.InitialFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove the initial snapshot's state: %w", err)
 	}
-	if err := r.checkpoints().Save(context.Background(), *r.snapshotCheckpoint(st)); err != nil {
+	cp := r.snapshotCheckpoint(st)
+	// As the initial snapshot's: run refuses an ON UPDATE CASCADE of the
+	// copy's time, which the copy may show already (package cascade).
+	cp.ForeignKeys = &cascade.KeyState{CopyEnd: end}
+	if err := r.checkpoints().Save(context.Background(), *cp); err != nil {
 		return err
 	}
 	r.log.Warn("run's checkpoint set to the copy's position: run follows the binlog from there", "position", p.String())
@@ -242,4 +251,23 @@ func (r *Replicator) copyPosition(ctx context.Context) (source.Position, string,
 	r.log.Warn("partition layouts not read at the copy's position: the server wrote to its binlog during each read; a TRUNCATE or DROP PARTITION read before binlog2ch run has caught up with the server stops replication (replication.on_partition_maintenance: apply)",
 		"position", p.String(), "tries", tries)
 	return p, gtids, nil, nil
+}
+
+// copyEndVersion is the version of the server's binlog position now, a
+// copy from st having just read its last rows: an ON UPDATE CASCADE below
+// it may show in the copy already.
+func (r *Replicator) copyEndVersion(ctx context.Context, st *snapshot.State) (uint64, error) {
+	end, err := r.currentPosition(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read where the copy ended: %w", err)
+	}
+	idx, err := source.FileIndex(end.File)
+	if err != nil {
+		return 0, err
+	}
+	f, ok := source.VersionFile(idx, st.FileOffset)
+	if !ok {
+		return 0, fmt.Errorf("the copy ended at %s, with version offset %d outside the 20 bits row versions hold", end, st.FileOffset)
+	}
+	return source.RowVersion(f, end.Pos, source.MaxVersionRow), nil
 }
