@@ -26,7 +26,7 @@ func (f *Follower) copyWindow(plan *Plan) error {
 	}
 	for _, n := range plan.nodes {
 		if n.kind == nodeUpdate {
-			return &Error{At: ev.At, Table: ev.Table, Msg: fmt.Sprintf("key %s says ON UPDATE CASCADE, and this update ran while the initial snapshot copied %s: the copy may hold the children as they were after it, so binlog2ch cannot tell which rows it moved (nor apply a later such update exactly). Copy the tables again from a point after it",
+			return &Error{At: ev.At, Table: ev.Table, Msg: fmt.Sprintf("key %s says ON UPDATE CASCADE, and this update ran while the copy binlog2ch started from (the initial snapshot, or `fullsync -checkpoint`) read %s: the copy may hold the children as they were after it, so binlog2ch cannot tell which rows it moved (nor apply a later such update exactly). Copy the tables again from a point after it",
 				n.fk, n.table)}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -110,4 +111,116 @@ func (p *Partitions) Drop(names []string) {
 		}
 	}
 	p.Parts = keep
+}
+
+// KeepsRows returns why after, p's layout once a REORGANIZE PARTITION of
+// names (none: HASH or KEY partitions rebuilt) or a COALESCE PARTITION
+// (HASH, KEY) changed it, may have no partition for a row of p's ("":
+// every row has one). MariaDB's partition copy deletes such a row without
+// row events (ha_partition::copy_partitions counts it deleted): it refuses
+// a RANGE reorganization that changes the total range but its end
+// (ER_REORG_OUTSIDE_RANGE), not a LIST one whose new lists leave out a
+// value, so the layouts are what shows it.
+func (p *Partitions) KeepsRows(names []string, after *Partitions) string {
+	method := strings.ToUpper(p.Method)
+	if strings.Contains(method, "HASH") || strings.Contains(method, "KEY") {
+		return "" // every row has a partition, however many there are
+	}
+	if after == nil || len(names) == 0 {
+		return "a change of a " + method + " table's partitions binlog2ch does not follow"
+	}
+	// The new partitions stand where the first reorganized one stood.
+	first, kept := -1, 0
+	var old []string
+	for _, part := range p.Parts {
+		named := false
+		for _, n := range names {
+			named = named || strings.EqualFold(n, part.Name)
+		}
+		switch {
+		case named:
+			if first < 0 {
+				first = kept
+			}
+			old = append(old, part.Desc)
+		default:
+			kept++
+		}
+	}
+	added := len(after.Parts) - kept
+	if first < 0 || len(old) != len(names) || added < 1 || first+added > len(after.Parts) {
+		return "REORGANIZE PARTITION of partitions binlog2ch does not know"
+	}
+	var next []string
+	for _, part := range after.Parts[first : first+added] {
+		next = append(next, part.Desc)
+	}
+	switch {
+	case strings.HasPrefix(method, "RANGE"):
+		// Bounds ascend: the new partitions cover the old ones' values when
+		// their last bound is at or above the old last one.
+		if !boundAtLeast(next[len(next)-1], old[len(old)-1]) {
+			return fmt.Sprintf("the new partitions end at VALUES LESS THAN (%s), the old ones at (%s), and binlog2ch cannot show that the new cover the old", next[len(next)-1], old[len(old)-1])
+		}
+		return ""
+	case strings.HasPrefix(method, "LIST"):
+		have := map[string]bool{}
+		for _, d := range next {
+			for _, v := range listValues(d) {
+				have[v] = true // as written: 'A' and 'a' may be two values
+			}
+		}
+		for _, d := range old {
+			for _, v := range listValues(d) {
+				if !have[v] {
+					return "the new partitions' lists leave out " + v + ", which the old ones held"
+				}
+			}
+		}
+		return ""
+	}
+	return "partitioning by " + method + ", which binlog2ch does not follow"
+}
+
+// boundAtLeast reports whether RANGE bound a is certainly at or above b:
+// the same text, MAXVALUE, or integers compared.
+func boundAtLeast(a, b string) bool {
+	a, b = strings.TrimSpace(a), strings.TrimSpace(b)
+	if a == b || strings.EqualFold(a, "MAXVALUE") {
+		return true
+	}
+	x, errA := strconv.ParseInt(a, 10, 64)
+	y, errB := strconv.ParseInt(b, 10, 64)
+	return errA == nil && errB == nil && x >= y
+}
+
+// listValues splits a LIST partition's VALUES IN text at its top-level
+// commas (a LIST COLUMNS tuple, a quoted string stay whole).
+func listValues(desc string) []string {
+	var out []string
+	depth, quote, start := 0, byte(0), 0
+	for i := 0; i < len(desc); i++ {
+		c := desc[i]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case c == ',' && depth == 0:
+			out = append(out, strings.TrimSpace(desc[start:i]))
+			start = i + 1
+		}
+	}
+	if v := strings.TrimSpace(desc[start:]); v != "" {
+		out = append(out, v)
+	}
+	return out
 }

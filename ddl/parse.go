@@ -80,9 +80,9 @@ type Effect struct {
 	// gives: a non-constant DEFAULT (CURRENT_TIMESTAMP, (UUID())), a
 	// generated column, AUTO_INCREMENT. The table must be copied again.
 	Unfilled []string
-	// PartitionRows: the operation (TRUNCATE, DROP; others such as
-	// EXCHANGE move rows elsewhere) and the partitions named ("" op: not
-	// read).
+	// PartitionRows: the operation (TRUNCATE, DROP, REORGANIZE,
+	// COALESCE; OTHER, such as EXCHANGE, moves rows elsewhere) and the
+	// partitions named ("" op: not read).
 	PartitionOp string
 	Partitions  []string
 	// Create and ForeignKeys: the keys the statement declares (Name
@@ -228,6 +228,15 @@ func Parse(p *parser.Parser, defaultDB, query string) (effects []Effect, ok bool
 						if spec.OnAllPartitions {
 							ef.PartitionOp = "OTHER" // TRUNCATE PARTITION ALL: every row
 						}
+					}
+					switch spec.Tp {
+					case ast.AlterTableReorganizePartition:
+						ef.PartitionOp = "REORGANIZE"
+						for _, n := range spec.PartitionNames {
+							ef.Partitions = append(ef.Partitions, n.O)
+						}
+					case ast.AlterTableCoalescePartitions:
+						ef.PartitionOp = "COALESCE"
 					}
 					effects = append(effects, ef)
 					if spec.Tp == ast.AlterTableExchangePartition && spec.NewTable != nil {

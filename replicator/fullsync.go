@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/cascade"
 	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/router"
@@ -89,11 +90,11 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snap
 		r.log.Info("resuming the interrupted fullsync", "started", st.Started, "position", st.Position.String())
 	}
 	if st == nil {
-		pos, gtids, err := source.CurrentGTIDPosition(ctx, r.my, r.server.Flavor)
+		pos, gtids, layouts, err := r.copyPosition(ctx)
 		if err != nil {
 			return nil, err
 		}
-		st = &snapshot.State{Server: r.server.ID, Position: pos, GTID: gtids, Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, Recreate: opts.Recreate}
+		st = &snapshot.State{Server: r.server.ID, Position: pos, GTID: gtids, Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, Recreate: opts.Recreate, Partitions: layouts}
 		// The copy's versions must rank with run's on this history.
 		cp, err := r.checkpoints().Load(ctx)
 		if err != nil {
@@ -115,6 +116,9 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snap
 		}
 		r.log.Info("fullsync: binlog position recorded before reading any table", "position", pos.String())
 	}
+	if err := r.refuseVersioned(ctx, opts.Tables, "", "fullsync is to copy it"); err != nil {
+		return nil, err
+	}
 	tables := opts.Tables
 	if tables == nil {
 		if tables, err = catalog.ListTables(ctx, r.my, r.cfg); err != nil {
@@ -124,6 +128,10 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snap
 	copyOpts := r.copyOptions(r.log, st, snapshot.FullSyncFile)
 	copyOpts.Recreate, copyOpts.Progress = opts.Recreate, opts.Progress
 	statuses, err := snapshot.Copy(ctx, copyOpts, tables)
+	var end uint64
+	if err == nil && opts.SetCheckpoint && repair == nil {
+		end, err = r.copyEndVersion(ctx, st)
+	}
 	if err == nil {
 		st.Complete = true
 		err = snapshot.Save(r.cfg.StateDir, snapshot.FullSyncFile, st)
@@ -132,7 +140,7 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snap
 	case err == nil && repair != nil:
 		err = r.saveRepairedCheckpoint(st, repair)
 	case err == nil && opts.SetCheckpoint:
-		err = r.resetCheckpoint(st)
+		err = r.resetCheckpoint(st, end)
 	case err == nil:
 		err = r.forgetCopies(ctx, tables)
 	}
@@ -170,14 +178,96 @@ func (r *Replicator) forgetCopies(ctx context.Context, tables []schema.TableName
 }
 
 // resetCheckpoint moves run's checkpoint to a complete copy's position.
-func (r *Replicator) resetCheckpoint(st *snapshot.State) error {
+func (r *Replicator) resetCheckpoint(st *snapshot.State, end uint64) error {
 	p := st.Position
 	if err := os.Remove(filepath.Join(r.cfg.StateDir, snapshot.InitialFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove the initial snapshot's state: %w", err)
 	}
-	if err := r.checkpoints().Save(context.Background(), *r.snapshotCheckpoint(st)); err != nil {
+	cp := r.snapshotCheckpoint(st)
+	// As the initial snapshot's: run refuses an ON UPDATE CASCADE of the
+	// copy's time, which the copy may show already (package cascade).
+	cp.ForeignKeys = &cascade.KeyState{CopyEnd: end}
+	if err := r.checkpoints().Save(context.Background(), *cp); err != nil {
 		return err
 	}
 	r.log.Warn("run's checkpoint set to the copy's position: run follows the binlog from there", "position", p.String())
 	return nil
+}
+
+// refuseVersioned stops a copy of tables (nil: every table the config
+// selects) before it starts when one is system-versioned: binlog2ch does
+// not replicate them (router.VersionedError).
+func (r *Replicator) refuseVersioned(ctx context.Context, tables []schema.TableName, at, where string) error {
+	var versioned []schema.TableName
+	var err error
+	if tables == nil {
+		versioned, err = catalog.ListVersioned(ctx, r.my, r.cfg)
+	} else {
+		versioned, err = catalog.Versioned(ctx, r.my, tables)
+	}
+	if err != nil || len(versioned) == 0 {
+		return err
+	}
+	return router.VersionedError(versioned[0], at, where)
+}
+
+// copyPosition is the binlog position a copy (the initial snapshot,
+// fullsync) starts at, its GTIDs, and, with on_partition_maintenance:
+// apply, the partition layouts as of it, for the checkpoint the copy
+// hands over to. The layouts are information_schema's read between two
+// reads of the server's position that agree: no event was written
+// meanwhile, and a partitioning DDL not yet in the binlog cannot show in
+// them, since reading a table's partitions waits for the metadata lock
+// its ALTER holds until the statement is written to the binlog (the rule
+// router.resolveLayouts also stands on). A busy server may write between
+// the reads every time: then no layouts are saved, and they are known
+// once run has caught up with the server, as before.
+func (r *Replicator) copyPosition(ctx context.Context) (source.Position, string, *state.PartitionState, error) {
+	if r.cfg.Replication.OnPartitionMaintenance != config.OnApply {
+		p, gtids, err := source.CurrentGTIDPosition(ctx, r.my, r.server.Flavor)
+		return p, gtids, nil, err
+	}
+	const tries = 5
+	var p source.Position
+	var gtids string
+	for range tries {
+		var err error
+		if p, gtids, err = source.CurrentGTIDPosition(ctx, r.my, r.server.Flavor); err != nil {
+			return p, "", nil, err
+		}
+		all, err := catalog.LoadAllPartitions(ctx, r.my)
+		if err != nil {
+			return p, "", nil, err
+		}
+		after, err := r.currentPosition(ctx)
+		if err != nil {
+			return p, "", nil, err
+		}
+		if after == p {
+			r.log.Info("partition layouts read at the copy's position, for the checkpoint it hands over to", "position", p.String(), "partitioned_tables", len(all))
+			return p, gtids, router.LayoutsOf(all, r.sel.Current()), nil
+		}
+	}
+	r.log.Warn("partition layouts not read at the copy's position: the server wrote to its binlog during each read; a TRUNCATE or DROP PARTITION read before binlog2ch run has caught up with the server stops replication (replication.on_partition_maintenance: apply)",
+		"position", p.String(), "tries", tries)
+	return p, gtids, nil, nil
+}
+
+// copyEndVersion is the version of the server's binlog position now, a
+// copy from st having just read its last rows: an ON UPDATE CASCADE below
+// it may show in the copy already.
+func (r *Replicator) copyEndVersion(ctx context.Context, st *snapshot.State) (uint64, error) {
+	end, err := r.currentPosition(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read where the copy ended: %w", err)
+	}
+	idx, err := source.FileIndex(end.File)
+	if err != nil {
+		return 0, err
+	}
+	f, ok := source.VersionFile(idx, st.FileOffset)
+	if !ok {
+		return 0, fmt.Errorf("the copy ended at %s, with version offset %d outside the 20 bits row versions hold", end, st.FileOffset)
+	}
+	return source.RowVersion(f, end.Pos, source.MaxVersionRow), nil
 }

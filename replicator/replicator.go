@@ -226,7 +226,7 @@ func (r *Replicator) startPosition(ctx context.Context) (start source.Start, fro
 		return start, cp, nil, nil
 	}
 	if snap == nil {
-		p, gtids, err := source.CurrentGTIDPosition(ctx, r.my, r.server.Flavor)
+		p, gtids, layouts, err := r.copyPosition(ctx)
 		if err != nil {
 			return start, nil, nil, err
 		}
@@ -235,7 +235,7 @@ func (r *Replicator) startPosition(ctx context.Context) (start source.Start, fro
 			return start, nil, nil, err
 		}
 		// No checkpoint: the first history binlog2ch follows, offset 0.
-		snap = &snapshot.State{Server: r.server.ID, Position: p, GTID: gtids, Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, List: tables}
+		snap = &snapshot.State{Server: r.server.ID, Position: p, GTID: gtids, Started: time.Now().UTC(), Tables: map[string]*snapshot.TableProgress{}, List: tables, Partitions: layouts}
 		r.log.Info("no checkpoint: first start. Copying the existing rows of every selected table (initial snapshot), then following the binlog from the position recorded before the copy",
 			"position", p.String(), "tables", len(tables))
 		// The snapshot state first: a crash before the checkpoint is saved
@@ -283,7 +283,7 @@ func (r *Replicator) snapshotCheckpoint(snap *snapshot.State) *state.Checkpoint 
 	sel := r.sel.Current()
 	return &state.Checkpoint{Position: snap.Position, Server: r.server.ID, SavedAt: time.Now().UTC(),
 		StreamState: state.StreamState{GTID: snap.GTID, Offset: snap.FileOffset, Ceiling: f + router.CeilingGap,
-			Selection: &state.Selection{Include: sel.Include, Exclude: sel.Exclude}}}
+			Selection: &state.Selection{Include: sel.Include, Exclude: sel.Exclude}, Partitions: snap.Partitions}}
 }
 
 // initialSnapshot copies the tables listed when the snapshot began (tables
@@ -438,6 +438,13 @@ func (r *Replicator) run(ctx context.Context) error {
 		return nil // stopped while starting
 	}
 	if snap != nil {
+		// Before hours of copying: with skip_table, the router marks such
+		// a table failed when it starts (router.VersionedError).
+		if r.cfg.Replication.OnTableError != config.OnSkipTable {
+			if err := r.refuseVersioned(ctx, nil, snap.Position.String(), "the initial snapshot is to copy it"); err != nil {
+				return err
+			}
+		}
 		// Served and ready meanwhile: a copy can take hours, and the lag
 		// metric shows it catching up.
 		r.setPhase(phaseSnapshot)

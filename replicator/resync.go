@@ -46,6 +46,9 @@ func ResyncOffline(ctx context.Context, cfg *config.Config, log *slog.Logger, ta
 	if cp == nil || cp.Server != r.server.ID {
 		return errors.New("resync needs the checkpoint of a daemon that followed this MySQL server: start `binlog2ch run` (its first start copies every table)")
 	}
+	if err := r.refuseVersioned(ctx, tables, "", "resync is to copy it"); err != nil {
+		return err
+	}
 	pos, err := r.currentPosition(ctx)
 	if err != nil {
 		return err

@@ -291,6 +291,10 @@ func (s *Router) startBatch(ctx context.Context) error {
 	if len(tables) == 0 {
 		return nil
 	}
+	tables, err := s.versionedInBatch(ctx, tables, r.readPos.Load().String())
+	if err != nil || len(tables) == 0 {
+		return err
+	}
 	// A failed table's events go to its writer again from here: those
 	// the copy's position passes lose to the copy's rows.
 	for _, t := range tables {
@@ -468,7 +472,19 @@ func (s *Router) copyNewlySelected(ctx context.Context, was *config.TablesConfig
 func (s *Router) applySelection(ctx context.Context, tables config.TablesConfig) error {
 	r := s
 	was := r.selection()
+	versioned, err := s.versionedSelected(ctx, was, &tables)
+	if err != nil {
+		return err
+	}
+	for _, t := range versioned {
+		if !s.skipTables() || s.cascadeChild(t) {
+			return VersionedError(t, r.readPos.Load().String(), "the reload selects it (the reload is refused: the selection stays as it was)")
+		}
+	}
 	r.sel.set(&tables)
+	if err := s.refuseVersioned(versioned, r.readPos.Load().String(), "the reload selects it"); err != nil {
+		return err
+	}
 	if err := s.stream.ApplySelection(); err != nil {
 		return err
 	}

@@ -125,20 +125,23 @@ func (s *Router) cascadeChild(t schema.TableName) bool {
 	return false
 }
 
-// markFailed marks t failed: its writer goes without counting against
-// the checkpoint any more, and its events are skipped from now on.
+// markFailed marks t failed: its writer (nil: none) goes without
+// counting against the checkpoint any more, and its events are skipped
+// from now on.
 func (s *Router) markFailed(t schema.TableName, rt *tableWriter, err error) {
 	r, c, key := s, s.copies, t.String()
-	if !rt.closed {
-		close(rt.w.In())
-		rt.closed = true
+	if rt != nil {
+		if !rt.closed {
+			close(rt.w.In())
+			rt.closed = true
+		}
+		delete(s.writers, t)
+		s.retire(t, rt.w, rt.dispatched)
+		s.all = slices.DeleteFunc(s.all, func(x *tableWriter) bool { return x == rt })
+		s.queued.Add(-(rt.sentBytes - rt.takenBytes.Load()))
+		rt.marks = nil
+		rt.tm.PendingSince.Store(0)
 	}
-	delete(s.writers, t)
-	s.retire(t, rt.w, rt.dispatched)
-	s.all = slices.DeleteFunc(s.all, func(x *tableWriter) bool { return x == rt })
-	s.queued.Add(-(rt.sentBytes - rt.takenBytes.Load()))
-	rt.marks = nil
-	rt.tm.PendingSince.Store(0)
 	// A copy of t under way or queued is given up (its swap would lack
 	// the rows skipped); its batch goes on, saving into no entry of t.
 	c.mu.Lock()

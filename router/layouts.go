@@ -356,3 +356,13 @@ func (m *partitionLayouts) changed(prev layoutOf, pc *ddl.PartitionChange) layou
 	}
 	return bad("a partitioning change binlog2ch does not follow")
 }
+
+// LayoutsOf is the checkpoint's partition state when all, information_schema's
+// layouts read at a position nothing was written during the read, are
+// those of that position (a copy's, read before it starts): every table
+// sel selects is known.
+func LayoutsOf(all map[schema.TableName]*catalog.Partitions, sel *config.TablesConfig) *state.PartitionState {
+	m := &partitionLayouts{}
+	m.resolved(all)
+	return m.state(func(t schema.TableName) bool { return sel.Selects(t.Database, t.Table) }, sel)
+}

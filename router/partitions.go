@@ -29,6 +29,9 @@ import (
 // statement, as the binlog's DDL left it.
 func (s *Router) applyPartitions(ctx context.Context, ef ddl.Effect, st source.Statement) error {
 	r := s
+	if ef.PartitionOp == "REORGANIZE" || ef.PartitionOp == "COALESCE" {
+		return s.applyMove(ef, st)
+	}
 	if ef.PartitionOp != "TRUNCATE" && ef.PartitionOp != "DROP" {
 		return fmt.Errorf("binlog %s: %s: partition maintenance that moves rows (statement %q) cannot be applied by bounds; set replication.on_partition_maintenance: recopy, or %s",
 			st.At, ef.Table, truncate(st.Text, 300), Recopy)
@@ -201,7 +204,45 @@ type layoutOf struct {
 // not keep it.
 func notKept(from *state.Checkpoint) string {
 	if from == nil || from.Partitions == nil {
-		return "the checkpoint binlog2ch started from keeps no partition layouts (saved without on_partition_maintenance: apply, by an older binlog2ch, or by a snapshot or fullsync), and binlog2ch has not been caught up with the server since"
+		return "the checkpoint binlog2ch started from keeps no partition layouts (saved without on_partition_maintenance: apply, by an older binlog2ch, or by a snapshot or fullsync while the server kept writing to its binlog), and binlog2ch has not been caught up with the server since"
 	}
 	return "the table was not replicated at the checkpoint's position, so the checkpoint does not keep its layout, and binlog2ch has not been caught up with the server since"
+}
+
+// applyMove takes a REORGANIZE or COALESCE PARTITION whose layout change
+// the router has followed: where every row of the old partitions has a
+// place in the new ones (catalog.Partitions.KeepsRows), it only moved rows
+// between partitions, which ClickHouse's table does not have, and nothing
+// is sent.
+func (s *Router) applyMove(ef ddl.Effect, st source.Statement) error {
+	m := s.layouts()
+	before, ok := m.before[ef.Table]
+	if !ok {
+		before = m.lookup(ef.Table)
+	}
+	if why := moveOnly(ef, before, m.lookup(ef.Table)); why != "" {
+		return fmt.Errorf("binlog %s: %s: partition maintenance (statement %q) may have deleted rows without row events: %s; MariaDB drops the rows no new partition takes, and binlog2ch cannot show that none were. To make ClickHouse equal again, %s. Or set replication.on_partition_maintenance: recopy, which copies such a table again by itself and goes on",
+			st.At, ef.Table, truncate(st.Text, 300), why, Recopy)
+	}
+	s.m.StatementsWithoutRows.WithLabelValues(config.OnApply).Inc()
+	s.log.Info("partition maintenance applied: the rows only moved between partitions, which ClickHouse's table does not have; the layout is followed", "table", ef.Table.String(), "operation", ef.PartitionOp, "partitions", ef.Partitions, "binlog", st.At.String())
+	return nil
+}
+
+// moveOnly returns why a REORGANIZE or COALESCE may have left a row
+// without a partition ("": it cannot have).
+func moveOnly(ef ddl.Effect, before, after layoutOf) string {
+	switch {
+	case before.why != "":
+		return "the table's partition layout before it is not known (" + before.why + ")"
+	case before.parts == nil:
+		return "the table was not partitioned as binlog2ch followed its DDL"
+	case after.why != "":
+		return "its new partition layout is not known (" + after.why + ")"
+	}
+	var names []string
+	if ef.PartitionOp == "REORGANIZE" {
+		names = ef.Partitions
+	}
+	return before.parts.KeepsRows(names, after.parts)
 }

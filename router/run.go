@@ -146,6 +146,9 @@ func (s *Router) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := s.versionedAtStart(readCtx); err != nil {
+		return err
+	}
 	readErr := s.opt.StreamError(s.stream.Run(readCtx, s.opt.Start, s.followMigrations()))
 	if b := s.copies.batch; b != nil {
 		b.cancel()

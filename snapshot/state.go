@@ -47,6 +47,9 @@ type State struct {
 	List []schema.TableName `json:"list,omitempty"`
 	// Recreate marks a `fullsync -recreate` copy.
 	Recreate bool `json:"recreate,omitempty"`
+	// Partitions are the partition layouts as of Position, for the
+	// checkpoint the copy hands over to (nil: not read at Position).
+	Partitions *state.PartitionState `json:"partitions,omitempty"`
 }
 
 // Version is the version every row of the copy gets, and F, the file
