@@ -51,6 +51,9 @@ type Options struct {
 	// initial snapshot ended (0: none): this process's, or the one the
 	// checkpoint kept (KeyState.CopyEnd). Checkpoints keep it on.
 	SnapshotEndVersion uint64
+	// CopyWindows are fullsync's copy windows (KeyState.CopyWindows),
+	// kept on by checkpoints too.
+	CopyWindows []CopyWindow
 	// Recopy says how to make ClickHouse equal again after a cascade that
 	// cannot be derived.
 	Recopy string
@@ -258,6 +261,7 @@ func (f *Follower) savedState() *KeyState {
 	if f.saved == nil {
 		f.saved = f.keys.State(f.opt.Replicates)
 		f.saved.CopyEnd = f.opt.SnapshotEndVersion
+		f.saved.CopyWindows = f.opt.CopyWindows
 	}
 	return f.saved
 }

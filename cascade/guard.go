@@ -19,15 +19,28 @@ import (
 // before it are not refused: only an update moves a key into a matched
 // value without a row event, and stopping there stops before ClickHouse
 // could end different (the way out copies again).
+//
+// A `fullsync` without -checkpoint copies tables while run's checkpoint
+// stays behind: its window is the table's own (CopyWindows), from the
+// copy's position, before which an update's rows lose to the copy's.
 func (f *Follower) copyWindow(plan *Plan) error {
 	ev := plan.ev
-	if ev.Delete || ev.First >= f.opt.SnapshotEndVersion {
+	if ev.Delete {
 		return nil
 	}
 	for _, n := range plan.nodes {
-		if n.kind == nodeUpdate {
+		if n.kind != nodeUpdate {
+			continue
+		}
+		if ev.First < f.opt.SnapshotEndVersion {
 			return &Error{At: ev.At, Table: ev.Table, Msg: fmt.Sprintf("key %s says ON UPDATE CASCADE, and this update ran while the copy binlog2ch started from (the initial snapshot, or `fullsync -checkpoint`) read %s: the copy may hold the children as they were after it, so binlog2ch cannot tell which rows it moved (nor apply a later such update exactly). Copy the tables again from a point after it",
 				n.fk, n.table)}
+		}
+		for _, w := range f.opt.CopyWindows {
+			if w.Table == n.table && ev.First >= w.From && ev.First < w.To {
+				return &Error{At: ev.At, Table: ev.Table, Msg: fmt.Sprintf("key %s says ON UPDATE CASCADE, and this update ran while `binlog2ch fullsync` copied %s: the copy may hold the children as they were after it, so binlog2ch cannot tell which rows it moved (nor apply a later such update exactly). Copy it again from a point after it: stop binlog2ch, run `binlog2ch fullsync -recreate -tables %s`, and start it again",
+					n.fk, n.table, n.table)}
+			}
 		}
 	}
 	return nil

@@ -109,6 +109,31 @@ type KeyState struct {
 	// ON UPDATE CASCADE below it ran while the copy read its children,
 	// which a restart must know as well as the run that copied.
 	CopyEnd uint64 `json:"copy_end_version,omitempty"`
+	// CopyWindows are the tables a `fullsync` without -checkpoint copied
+	// while run's checkpoint stayed behind its position, each with the
+	// versions of its copy's window: an ON UPDATE CASCADE into one of
+	// them from inside its window is refused as CopyEnd's are (those
+	// before the window lose to the copy's rows by their versions).
+	CopyWindows []CopyWindow `json:"copy_windows,omitempty"`
+}
+
+// CopyWindow is a table's copy window: from the version of the copy's
+// position (its rows') up to that of the position where it had read them
+// all.
+type CopyWindow struct {
+	Table    schema.TableName `json:"table"`
+	From, To uint64
+}
+
+// WithWindow is ws with w in place of any window of its table.
+func WithWindow(ws []CopyWindow, w CopyWindow) []CopyWindow {
+	out := []CopyWindow{w}
+	for _, x := range ws {
+		if x.Table != w.Table {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // State returns what the checkpoint keeps of the model: the keys of the

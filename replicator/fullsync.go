@@ -129,7 +129,7 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snap
 	copyOpts.Recreate, copyOpts.Progress = opts.Recreate, opts.Progress
 	statuses, err := snapshot.Copy(ctx, copyOpts, tables)
 	var end uint64
-	if err == nil && opts.SetCheckpoint && repair == nil {
+	if err == nil && repair == nil {
 		end, err = r.copyEndVersion(ctx, st)
 	}
 	if err == nil {
@@ -142,16 +142,18 @@ func (r *Replicator) FullSync(ctx context.Context, opts FullSyncOptions) ([]snap
 	case err == nil && opts.SetCheckpoint:
 		err = r.resetCheckpoint(st, end)
 	case err == nil:
-		err = r.forgetCopies(ctx, tables)
+		err = r.handOver(ctx, st, tables, end)
 	}
 	return statuses, err
 }
 
-// forgetCopies takes tables a fullsync copied whole out of run's copy
-// state (a copy asked for, or a failed table): run would otherwise copy
-// them again, or, on a cluster, where it cannot, stop again. Their events
-// from run's checkpoint on lose to this copy by their versions.
-func (r *Replicator) forgetCopies(ctx context.Context, tables []schema.TableName) error {
+// handOver tells run's checkpoint what a fullsync without -checkpoint
+// copied: the tables leave run's copy state (a copy asked for, or a
+// failed table; run would otherwise copy them again, or, on a cluster,
+// where it cannot, stop again), and each gets its copy window, up to end,
+// for the ON UPDATE CASCADEs run must refuse (cascade.KeyState). Their
+// events from run's checkpoint on lose to this copy by their versions.
+func (r *Replicator) handOver(ctx context.Context, st *snapshot.State, tables []schema.TableName, end uint64) error {
 	if r.cfg.State.Lease == config.LeaseZooKeeper && r.lease == nil {
 		// The checkpoint is written under the lease, or not at all.
 		l, err := state.TryAcquire(ctx, r.cfg, r.log)
@@ -163,17 +165,26 @@ func (r *Replicator) forgetCopies(ctx context.Context, tables []schema.TableName
 		defer func() { l.Release(); r.lease, r.store = nil, nil }()
 	}
 	cp, err := r.checkpoints().Load(ctx)
-	if err != nil || cp == nil || len(cp.Tables) == 0 {
+	if err != nil || cp == nil {
 		return err
+	}
+	from, _, err := st.Version()
+	if err != nil {
+		return err
+	}
+	if cp.ForeignKeys == nil {
+		cp.ForeignKeys = &cascade.KeyState{}
+	}
+	for _, t := range tables {
+		cp.ForeignKeys.CopyWindows = cascade.WithWindow(cp.ForeignKeys.CopyWindows, cascade.CopyWindow{Table: t, From: from, To: end})
 	}
 	n := len(cp.Tables)
 	for _, t := range tables {
 		delete(cp.Tables, t.String())
 	}
-	if len(cp.Tables) == n {
-		return nil
+	if len(cp.Tables) != n {
+		r.log.Info("fullsync: the tables copied are no longer in run's copy state", "left", len(cp.Tables))
 	}
-	r.log.Info("fullsync: the tables copied are no longer in run's copy state", "left", len(cp.Tables))
 	return r.checkpoints().Save(ctx, *cp)
 }
 

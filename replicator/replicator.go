@@ -115,6 +115,9 @@ type testHooks struct {
 	// st (the second half of a cut-over's RENAME, after the first). It
 	// may block.
 	migrationStatement func(st source.Statement, t schema.TableName)
+	// copyDone runs once an online copy has copied its tables, before
+	// they are swapped in.
+	copyDone func(tables []schema.TableName)
 }
 
 // New connects to both servers and checks the source writes a binlog
@@ -461,7 +464,7 @@ func (r *Replicator) run(ctx context.Context) error {
 		Live: &r.live, NoteCheckpoint: r.noteCheckpoint, CopyOptions: r.copyOptions, CheckIn: r.checkIn,
 		QueueLen: r.queueLen, ParkAfter: r.parkAfter, ShutdownTimeout: r.shutdownTimeout, SnapshotEndVersion: r.snapshotEndVersion,
 		StreamError: r.streamError, Hooks: router.Hooks{RowsEvent: r.hooks.rowsEvent, Checkpointed: r.hooks.checkpointed,
-			BeforeCascade: r.hooks.beforeCascade, AfterCascade: r.hooks.afterCascade, MigrationStatement: r.hooks.migrationStatement}})
+			BeforeCascade: r.hooks.beforeCascade, AfterCascade: r.hooks.afterCascade, MigrationStatement: r.hooks.migrationStatement, CopyDone: r.hooks.copyDone}})
 	r.running.Store(s)
 	defer r.running.Store(nil)
 	return s.Run(ctx)

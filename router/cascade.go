@@ -16,12 +16,14 @@ func (s *Router) followCascades(keys *cascade.Keys) {
 	// The initial snapshot's end: this process's, or the checkpoint's
 	// (a restart between the copy and the cascades of its time).
 	copyEnd := r.snapshotEndVersion
+	var windows []cascade.CopyWindow
 	if fk := r.opt.From.ForeignKeys; fk != nil {
 		copyEnd = max(copyEnd, fk.CopyEnd)
+		windows = fk.CopyWindows
 	}
 	s.cascades = cascade.NewFollower(cascade.Options{
 		Keys: keys, Replicates: r.replicates, Flusher: cascadeFlusher{s}, Runner: r.cascadeRunner, MySQL: r.my, Log: r.log,
-		SnapshotEndVersion: copyEnd, Recopy: Recopy,
+		SnapshotEndVersion: copyEnd, CopyWindows: windows, Recopy: Recopy,
 		KeysChanged: func() error {
 			if s.stream == nil {
 				return nil

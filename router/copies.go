@@ -61,9 +61,17 @@ type copyBatch struct {
 	entries map[string]*state.TableCopy // the entries the batch saves into
 	version uint64                      // its rows'
 	at      source.Position
-	cancel  context.CancelFunc
-	done    chan struct{} // closed when the copy returned
-	err     error
+	// end is the server's position once the copy had read every row:
+	// the batch is swapped in only once the stream has read up to it.
+	// A cascade the stream has yet to read from the copy's window would
+	// else be derived on rows the copy read after MySQL applied it (an
+	// ON UPDATE CASCADE moving a child into a key value another released
+	// then moves the wrong child), where one read while the batch runs
+	// starts it over.
+	end    source.Position
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the copy returned
+	err    error
 }
 
 func newOnlineCopies(from *state.Checkpoint) *onlineCopies {
@@ -223,6 +231,9 @@ func (s *Router) tickCopies(ctx context.Context) error {
 		default:
 			return nil
 		}
+		if b.err == nil && s.stream.Position().Before(b.end) {
+			return nil // its window's events not all read yet: see copyBatch.end
+		}
 		c.batch = nil
 		if b.err != nil {
 			if ctx.Err() != nil {
@@ -345,7 +356,16 @@ func (s *Router) startBatch(ctx context.Context) error {
 		defer stop()
 		defer s.stream.Wake()
 		defer close(b.done)
-		_, b.err = snapshot.Copy(copyCtx, opts, tables)
+		if _, b.err = snapshot.Copy(copyCtx, opts, tables); b.err != nil {
+			return
+		}
+		if b.end, b.err = r.currentPosition(copyCtx); b.err != nil {
+			b.err = fmt.Errorf("read the server's position at the copy's end: %w", b.err)
+			return
+		}
+		if hook := s.hooks.CopyDone; hook != nil {
+			hook(tables)
+		}
 	}()
 	return nil
 }

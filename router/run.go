@@ -97,6 +97,10 @@ type Hooks struct {
 	// follows as a migration's while the router acts on statement st; it
 	// may block.
 	MigrationStatement func(st source.Statement, t schema.TableName)
+	// CopyDone runs in an online copy's goroutine once it has copied its
+	// tables and read the server's position, before the stream swaps them
+	// in.
+	CopyDone func(tables []schema.TableName)
 }
 
 // New is the router of a stream that starts at opt.Start.

@@ -135,6 +135,11 @@ type Start struct {
 	TableGTIDs gtid.Tables
 }
 
+// Position is where the stream has read to: past its last event,
+// transaction or not (a file's header events too). Only the Handler may
+// call it, from the stream's goroutine.
+func (s *Stream) Position() Position { return s.pos }
+
 // Offset is the version offset of the history being read.
 func (s *Stream) Offset() int64 { return s.offset }
 
