@@ -11,6 +11,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/cascade"
 	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/partitioning"
 	"github.com/binlog2ch/binlog2ch/router"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/snapshot"
@@ -256,7 +257,7 @@ func (r *Replicator) copyPosition(ctx context.Context) (source.Position, string,
 		}
 		if after == p {
 			r.log.Info("partition layouts read at the copy's position, for the checkpoint it hands over to", "position", p.String(), "partitioned_tables", len(all))
-			return p, gtids, router.LayoutsOf(all, r.sel.Current()), nil
+			return p, gtids, partitioning.Of(all, r.sel.Current()), nil
 		}
 	}
 	r.log.Warn("partition layouts not read at the copy's position: the server wrote to its binlog during each read; a TRUNCATE or DROP PARTITION read before binlog2ch run has caught up with the server stops replication (replication.on_partition_maintenance: apply)",

@@ -9,6 +9,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/ddl"
+	"github.com/binlog2ch/binlog2ch/partitioning"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
 	"github.com/binlog2ch/binlog2ch/source"
@@ -37,28 +38,28 @@ func (s *Router) applyPartitions(ctx context.Context, ef ddl.Effect, st source.S
 			st.At, ef.Table, truncate(st.Text, 300), Recopy)
 	}
 	m := s.layouts()
-	lo, ok := m.before[ef.Table]
+	lo, ok := m.Before[ef.Table]
 	if !ok {
-		lo = m.lookup(ef.Table)
+		lo = m.Lookup(ef.Table)
 	}
-	if lo.why != "" && ef.PartitionOp == "TRUNCATE" {
+	if lo.Why != "" && ef.PartitionOp == "TRUNCATE" {
 		// Caught up at the statement, information_schema shows its
 		// layout: a TRUNCATE changes none.
 		if done, err := s.resolveLayouts(ctx, st.At); err != nil {
 			r.log.Warn("partition layouts not read from information_schema", "error", err)
 		} else if done {
-			lo = m.lookup(ef.Table)
+			lo = m.Lookup(ef.Table)
 		}
 	}
-	if lo.why != "" {
+	if lo.Why != "" {
 		return fmt.Errorf("binlog %s: %s: partition maintenance (statement %q) cannot be applied by bounds: the table's partition layout at this binlog position is not known (%s), and binlog2ch will not take information_schema's layout of now for an older statement. To make ClickHouse equal again, %s. Or set replication.on_partition_maintenance: recopy, which copies such a table again by itself and goes on",
-			st.At, ef.Table, truncate(st.Text, 300), lo.why, Recopy)
+			st.At, ef.Table, truncate(st.Text, 300), lo.Why, Recopy)
 	}
-	if lo.parts == nil {
+	if lo.Parts == nil {
 		return fmt.Errorf("binlog %s: %s: partition maintenance (statement %q) cannot be applied by bounds: the table was not partitioned as binlog2ch followed its DDL to this position. To make ClickHouse equal again, %s. Or set replication.on_partition_maintenance: recopy",
 			st.At, ef.Table, truncate(st.Text, 300), Recopy)
 	}
-	if err := s.dispatch(ctx, ef.Table, sink.Message{DDL: ddl.PartitionRows, Partitions: lo.parts.Clone(), Removed: ef.Partitions, At: st.At}); err != nil {
+	if err := s.dispatch(ctx, ef.Table, sink.Message{DDL: ddl.PartitionRows, Partitions: lo.Parts.Clone(), Removed: ef.Partitions, At: st.At}); err != nil {
 		return err
 	}
 	r.m.StatementsWithoutRows.WithLabelValues(config.OnApply).Inc()
@@ -69,9 +70,9 @@ func (s *Router) applyPartitions(ctx context.Context, ef ddl.Effect, st source.S
 // layouts is the partition layouts followed (nil unless
 // on_partition_maintenance is apply), made at first use from the
 // checkpoint the stream starts from.
-func (s *Router) layouts() *partitionLayouts {
+func (s *Router) layouts() *partitioning.Layouts {
 	if s.partitions == nil && s.cfg.Replication.OnPartitionMaintenance == config.OnApply {
-		s.partitions = restoreLayouts(s.opt.From)
+		s.partitions = partitioning.Restore(s.opt.From)
 	}
 	return s.partitions
 }
@@ -86,7 +87,7 @@ func (s *Router) followPartitions(ctx context.Context, st source.Statement) {
 	if m == nil {
 		return
 	}
-	m.before = map[schema.TableName]layoutOf{}
+	m.Before = map[schema.TableName]partitioning.Layout{}
 	var unparsed []schema.TableName
 	if !st.Parsed {
 		unparsed = ddl.UnparsedPartitioning(st.Text)
@@ -96,13 +97,13 @@ func (s *Router) followPartitions(ctx context.Context, st source.Statement) {
 	}
 	for _, ef := range st.Effects {
 		if ef.Kind == ddl.PartitionRows {
-			if _, ok := m.before[ef.Table]; !ok {
-				m.before[ef.Table] = m.lookup(ef.Table)
+			if _, ok := m.Before[ef.Table]; !ok {
+				m.Before[ef.Table] = m.Lookup(ef.Table)
 			}
 		}
 	}
-	m.record(st.At, s.keepLayout, s.selection())
-	inexact := m.followStatement(st, unparsed)
+	m.Record(st.At, s.keepLayout, s.selection())
+	inexact := m.FollowStatement(st, unparsed)
 	if len(inexact) == 0 {
 		return
 	}
@@ -139,7 +140,7 @@ func (s *Router) partitionsAt(cp source.Position) *state.PartitionState {
 	if m == nil {
 		return nil
 	}
-	return m.at(cp, s.keepLayout, s.selection())
+	return m.At(cp, s.keepLayout, s.selection())
 }
 
 // resolveEvery is how often, at most, the router checks whether it is
@@ -152,10 +153,10 @@ const resolveEvery = 2 * time.Second
 // position read.
 func (s *Router) resolvePartitions() {
 	m := s.layouts()
-	if m == nil || m.complete() || time.Since(m.tried) < resolveEvery {
+	if m == nil || m.Complete() || time.Since(m.Tried) < resolveEvery {
 		return
 	}
-	m.tried = time.Now()
+	m.Tried = time.Now()
 	at := s.opt.Start.Position
 	if p := s.readPos.Load(); p != nil {
 		at = *p
@@ -187,26 +188,10 @@ func (s *Router) resolveLayouts(ctx context.Context, at source.Position) (bool, 
 	if after, err := s.currentPosition(ctx); err != nil || after != at {
 		return false, err
 	}
-	m.record(at, s.keepLayout, s.selection())
-	m.resolved(all)
+	m.Record(at, s.keepLayout, s.selection())
+	m.Resolved(all)
 	s.log.Info("partition layouts read from information_schema: binlog2ch is caught up with the server, so they are those of its position", "binlog", at.String(), "partitioned_tables", len(all))
 	return true, nil
-}
-
-// layoutOf is one table's layout: parts (nil: not partitioned), or why it
-// is not known.
-type layoutOf struct {
-	parts *catalog.Partitions
-	why   string
-}
-
-// notKept is why a table's layout is not known when the checkpoint did
-// not keep it.
-func notKept(from *state.Checkpoint) string {
-	if from == nil || from.Partitions == nil {
-		return "the checkpoint binlog2ch started from keeps no partition layouts (saved without on_partition_maintenance: apply, by an older binlog2ch, or by a snapshot or fullsync while the server kept writing to its binlog), and binlog2ch has not been caught up with the server since"
-	}
-	return "the table was not replicated at the checkpoint's position, so the checkpoint does not keep its layout, and binlog2ch has not been caught up with the server since"
 }
 
 // applyMove takes a REORGANIZE or COALESCE PARTITION whose layout change
@@ -216,33 +201,15 @@ func notKept(from *state.Checkpoint) string {
 // is sent.
 func (s *Router) applyMove(ef ddl.Effect, st source.Statement) error {
 	m := s.layouts()
-	before, ok := m.before[ef.Table]
+	before, ok := m.Before[ef.Table]
 	if !ok {
-		before = m.lookup(ef.Table)
+		before = m.Lookup(ef.Table)
 	}
-	if why := moveOnly(ef, before, m.lookup(ef.Table)); why != "" {
+	if why := partitioning.MoveOnly(ef, before, m.Lookup(ef.Table)); why != "" {
 		return fmt.Errorf("binlog %s: %s: partition maintenance (statement %q) may have deleted rows without row events: %s; MariaDB drops the rows no new partition takes, and binlog2ch cannot show that none were. To make ClickHouse equal again, %s. Or set replication.on_partition_maintenance: recopy, which copies such a table again by itself and goes on",
 			st.At, ef.Table, truncate(st.Text, 300), why, Recopy)
 	}
 	s.m.StatementsWithoutRows.WithLabelValues(config.OnApply).Inc()
 	s.log.Info("partition maintenance applied: the rows only moved between partitions, which ClickHouse's table does not have; the layout is followed", "table", ef.Table.String(), "operation", ef.PartitionOp, "partitions", ef.Partitions, "binlog", st.At.String())
 	return nil
-}
-
-// moveOnly returns why a REORGANIZE or COALESCE may have left a row
-// without a partition ("": it cannot have).
-func moveOnly(ef ddl.Effect, before, after layoutOf) string {
-	switch {
-	case before.why != "":
-		return "the table's partition layout before it is not known (" + before.why + ")"
-	case before.parts == nil:
-		return "the table was not partitioned as binlog2ch followed its DDL"
-	case after.why != "":
-		return "its new partition layout is not known (" + after.why + ")"
-	}
-	var names []string
-	if ef.PartitionOp == "REORGANIZE" {
-		names = ef.Partitions
-	}
-	return before.parts.KeepsRows(names, after.parts)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/cascade"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/metrics"
+	"github.com/binlog2ch/binlog2ch/partitioning"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
 	"github.com/binlog2ch/binlog2ch/snapshot"
@@ -65,7 +66,7 @@ type Router struct {
 	retired map[schema.TableName]retiredWriter
 	// partitions are the partition layouts as of the position read
 	// (replication.on_partition_maintenance: apply only; layouts.go).
-	partitions *partitionLayouts
+	partitions *partitioning.Layouts
 	// queued is the bytes of rows events sent to writers and not yet taken
 	// into their blocks (see maxQueuedBytes).
 	queued atomic.Int64

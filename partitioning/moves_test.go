@@ -1,4 +1,4 @@
-package router
+package partitioning
 
 import (
 	"testing"
@@ -11,12 +11,12 @@ import (
 // rows only where the layouts show every old row a new partition; else
 // why not.
 func TestMoveOnly(t *testing.T) {
-	layout := func(method string, parts ...string) layoutOf {
+	layout := func(method string, parts ...string) Layout {
 		p := &catalog.Partitions{Method: method, Expr: "`id`"}
 		for i := 0; i < len(parts); i += 2 {
 			p.Parts = append(p.Parts, catalog.Partition{Name: parts[i], Desc: parts[i+1]})
 		}
-		return layoutOf{parts: p}
+		return Layout{Parts: p}
 	}
 	reorg := func(names ...string) ddl.Effect {
 		return ddl.Effect{Kind: ddl.PartitionRows, PartitionOp: "REORGANIZE", Partitions: names}
@@ -25,7 +25,7 @@ func TestMoveOnly(t *testing.T) {
 	for _, c := range []struct {
 		name          string
 		ef            ddl.Effect
-		before, after layoutOf
+		before, after Layout
 		ok            bool
 	}{
 		{"range split, same end", reorg("p1", "p2"), rng, layout("RANGE", "p0", "10", "a", "15", "b", "25", "c", "30"), true},
@@ -38,14 +38,14 @@ func TestMoveOnly(t *testing.T) {
 		{"list leaves out", reorg("pa"), layout("LIST", "pa", "1,2", "pb", "3"), layout("LIST", "pa1", "1", "pb", "3"), false},
 		{"hash coalesce", ddl.Effect{PartitionOp: "COALESCE"}, layout("HASH", "p0", "", "p1", "", "p2", ""), layout("HASH", "p0", "", "p1", ""), true},
 		{"hash rebuild", reorg(), layout("KEY", "p0", "", "p1", ""), layout("KEY", "p0", "", "p1", ""), true},
-		{"before unknown", reorg("p1"), layoutOf{why: "not kept"}, rng, false},
-		{"after unknown", reorg("p1"), rng, layoutOf{why: "inexact"}, false},
-		{"not partitioned", reorg("p1"), layoutOf{}, rng, false},
+		{"before unknown", reorg("p1"), Layout{Why: "not kept"}, rng, false},
+		{"after unknown", reorg("p1"), rng, Layout{Why: "inexact"}, false},
+		{"not partitioned", reorg("p1"), Layout{}, rng, false},
 		{"unknown partition", reorg("p9"), rng, rng, false},
 	} {
-		why := moveOnly(c.ef, c.before, c.after)
+		why := MoveOnly(c.ef, c.before, c.after)
 		if (why == "") != c.ok {
-			t.Errorf("%s: moveOnly = %q, want ok %v", c.name, why, c.ok)
+			t.Errorf("%s: MoveOnly = %q, want ok %v", c.name, why, c.ok)
 		}
 	}
 }

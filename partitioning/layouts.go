@@ -1,4 +1,10 @@
-package router
+// Package partitioning follows MySQL tables' partition layouts through
+// the binlog: as of the position read, from the checkpoint's or
+// information_schema's, changed by each statement's partition DDL, and
+// saved with the checkpoint. A layout it holds is exact for its position;
+// it never guesses one (a table whose layout a statement does not tell
+// exactly is marked not known, with why), and it reads no server.
+package partitioning
 
 import (
 	"slices"
@@ -14,10 +20,10 @@ import (
 	"github.com/binlog2ch/binlog2ch/state"
 )
 
-// partitionLayouts are the tables' partition layouts as of the binlog
+// Layouts are the tables' partition layouts as of the binlog
 // position read: a layout held is exact for that position, never a guess.
 // It belongs to the stream's goroutine.
-type partitionLayouts struct {
+type Layouts struct {
 	// known are layouts held for certain; nil: not partitioned.
 	known map[schema.TableName]*catalog.Partitions
 	// unknown are tables whose layout is not known, with why; a key with
@@ -33,10 +39,10 @@ type partitionLayouts struct {
 	// kept until the checkpoint passes it; saved is the state of now.
 	changes []layoutChange
 	saved   *state.PartitionState
-	// before are the tables of the statement being acted on, as they
-	// were before it.
-	before map[schema.TableName]layoutOf
-	tried  time.Time // the last resolvePartitions
+	// Before are the tables of the statement being acted on, as they
+	// were before it (the router's, as it acts).
+	Before map[schema.TableName]Layout
+	Tried  time.Time // the router's last read of information_schema
 }
 
 type layoutChange struct {
@@ -44,10 +50,10 @@ type layoutChange struct {
 	before *state.PartitionState
 }
 
-// restoreLayouts starts from the checkpoint's layouts: those of its
+// Restore starts from the checkpoint's layouts: those of its
 // position. A table they do not hold is not known.
-func restoreLayouts(from *state.Checkpoint) *partitionLayouts {
-	m := &partitionLayouts{known: map[schema.TableName]*catalog.Partitions{}, unknown: map[schema.TableName]string{}, uncovered: notKept(from)}
+func Restore(from *state.Checkpoint) *Layouts {
+	m := &Layouts{known: map[schema.TableName]*catalog.Partitions{}, unknown: map[schema.TableName]string{}, uncovered: notKept(from)}
 	if from == nil || from.Partitions == nil {
 		return m
 	}
@@ -71,7 +77,7 @@ func restoreLayouts(from *state.Checkpoint) *partitionLayouts {
 	return m
 }
 
-func (m *partitionLayouts) covered(t schema.TableName) bool {
+func (m *Layouts) covered(t schema.TableName) bool {
 	if m.all {
 		return true
 	}
@@ -83,31 +89,32 @@ func (m *partitionLayouts) covered(t schema.TableName) bool {
 	return len(m.covers) > 0
 }
 
-// complete reports whether every table's layout is known.
-func (m *partitionLayouts) complete() bool { return m.all && len(m.unknown) == 0 }
+// Complete reports whether every table's layout is known.
+func (m *Layouts) Complete() bool { return m.all && len(m.unknown) == 0 }
 
-func (m *partitionLayouts) lookup(t schema.TableName) layoutOf {
+// Lookup is t's layout as of the position read.
+func (m *Layouts) Lookup(t schema.TableName) Layout {
 	if p, ok := m.known[t]; ok {
-		return layoutOf{parts: p}
+		return Layout{Parts: p}
 	}
 	if why, ok := m.unknown[t]; ok {
-		return layoutOf{why: why}
+		return Layout{Why: why}
 	}
 	if why, ok := m.unknown[schema.TableName{Table: strings.ToLower(t.Table)}]; ok {
-		return layoutOf{why: why}
+		return Layout{Why: why}
 	}
 	if m.covered(t) {
-		return layoutOf{}
+		return Layout{}
 	}
-	return layoutOf{why: m.uncovered}
+	return Layout{Why: m.uncovered}
 }
 
-func (m *partitionLayouts) set(t schema.TableName, p *catalog.Partitions) {
+func (m *Layouts) set(t schema.TableName, p *catalog.Partitions) {
 	delete(m.unknown, t)
 	m.known[t] = p
 }
 
-func (m *partitionLayouts) setUnknown(t schema.TableName, why string) {
+func (m *Layouts) setUnknown(t schema.TableName, why string) {
 	if t.Database == "" {
 		// Any database's: the statement's default one is not known.
 		t.Table = strings.ToLower(t.Table)
@@ -122,29 +129,29 @@ func (m *partitionLayouts) setUnknown(t schema.TableName, why string) {
 	m.unknown[t] = why
 }
 
-func (m *partitionLayouts) setLookup(t schema.TableName, lo layoutOf) {
-	if lo.why != "" {
-		m.setUnknown(t, lo.why)
+func (m *Layouts) setLookup(t schema.TableName, lo Layout) {
+	if lo.Why != "" {
+		m.setUnknown(t, lo.Why)
 	} else {
-		m.set(t, lo.parts.Clone())
+		m.set(t, lo.Parts.Clone())
 	}
 }
 
-// resolved takes information_schema's layouts as those of the position.
-func (m *partitionLayouts) resolved(all map[schema.TableName]*catalog.Partitions) {
+// Resolved takes information_schema's layouts as those of the position.
+func (m *Layouts) Resolved(all map[schema.TableName]*catalog.Partitions) {
 	m.known, m.unknown, m.all, m.covers = all, map[schema.TableName]string{}, true, nil
 }
 
-// record keeps the state of before a change at at, for the checkpoints
+// Record keeps the state of before a change at at, for the checkpoints
 // before it.
-func (m *partitionLayouts) record(at source.Position, keep func(schema.TableName) bool, sel *config.TablesConfig) {
+func (m *Layouts) Record(at source.Position, keep func(schema.TableName) bool, sel *config.TablesConfig) {
 	m.changes = append(m.changes, layoutChange{at: at, before: m.state(keep, sel)})
 	m.saved = nil
 }
 
-// at is the state as of a checkpoint position: before the first change
+// At is the state as of a checkpoint position: before the first change
 // after it. Changes it has passed are forgotten.
-func (m *partitionLayouts) at(p source.Position, keep func(schema.TableName) bool, sel *config.TablesConfig) *state.PartitionState {
+func (m *Layouts) At(p source.Position, keep func(schema.TableName) bool, sel *config.TablesConfig) *state.PartitionState {
 	for len(m.changes) > 0 && !p.Before(m.changes[0].at) {
 		m.changes = m.changes[1:]
 	}
@@ -159,7 +166,7 @@ func (m *partitionLayouts) at(p source.Position, keep func(schema.TableName) boo
 
 // state is what the checkpoint keeps: the layouts of the tables keep
 // keeps, and the selections whose other tables are not partitioned.
-func (m *partitionLayouts) state(keep func(schema.TableName) bool, sel *config.TablesConfig) *state.PartitionState {
+func (m *Layouts) state(keep func(schema.TableName) bool, sel *config.TablesConfig) *state.PartitionState {
 	st := &state.PartitionState{}
 	var covers []config.TablesConfig
 	if m.all || len(m.covers) > 0 {
@@ -200,11 +207,11 @@ func (m *partitionLayouts) state(keep func(schema.TableName) bool, sel *config.T
 	return st
 }
 
-// followStatement applies a statement's effects to the layouts, and
+// FollowStatement applies a statement's effects to the layouts, and
 // marks unknown the tables whose new layout it does not tell exactly
 // (unparsed: those a statement the parser could not read may change). It
 // returns those, with why.
-func (m *partitionLayouts) followStatement(st source.Statement, unparsed []schema.TableName) map[schema.TableName]string {
+func (m *Layouts) FollowStatement(st source.Statement, unparsed []schema.TableName) map[schema.TableName]string {
 	inexact := map[schema.TableName]string{}
 	for _, t := range unparsed {
 		inexact[t] = "a statement binlog2ch could not parse may have changed it: " + truncate(st.Text, 200)
@@ -228,25 +235,25 @@ func (m *partitionLayouts) followStatement(st source.Statement, unparsed []schem
 
 // follow applies a statement's effect i to the layouts. It returns why
 // the table's new layout is not known exactly ("" when it is).
-func (m *partitionLayouts) follow(effects []ddl.Effect, i int) string {
+func (m *Layouts) follow(effects []ddl.Effect, i int) string {
 	ef, rest := effects[i], effects[i+1:]
 	t := ef.Table
 	switch ef.Kind {
 	case ddl.Create:
-		next := layoutOf{} // not partitioned, unless its Partitioning effect says
+		next := Layout{} // not partitioned, unless its Partitioning effect says
 		for _, e := range rest {
 			if e.Kind == ddl.Partitioning && e.Table == t {
-				next = m.changed(m.lookup(t), e.Partitioning)
+				next = m.changed(m.Lookup(t), e.Partitioning)
 			}
 		}
 		if ef.IfNotExists {
 			// The table may have been there, unchanged.
-			if now := m.lookup(t); now.why != "" || next.why != "" || !now.parts.Equal(next.parts) {
+			if now := m.Lookup(t); now.Why != "" || next.Why != "" || !now.Parts.Equal(next.Parts) {
 				return "CREATE TABLE IF NOT EXISTS, of a table that may have been there with another layout"
 			}
 		}
 		m.setLookup(t, next)
-		return next.why
+		return next.Why
 	case ddl.Drop:
 		m.set(t, nil)
 	case ddl.DropDatabase:
@@ -262,16 +269,16 @@ func (m *partitionLayouts) follow(effects []ddl.Effect, i int) string {
 			}
 		}
 	case ddl.RenameTable:
-		lo := m.lookup(t)
+		lo := m.Lookup(t)
 		m.set(t, nil)
 		m.setLookup(ef.NewTable, lo)
 	case ddl.PartitionRows:
 		if ef.PartitionOp != "DROP" {
 			return "" // TRUNCATE and EXCHANGE keep the definitions
 		}
-		lo := m.lookup(t)
-		if lo.why == "" && lo.parts != nil {
-			p := lo.parts.Clone()
+		lo := m.Lookup(t)
+		if lo.Why == "" && lo.Parts != nil {
+			p := lo.Parts.Clone()
 			p.Drop(ef.Partitions)
 			m.set(t, p)
 		}
@@ -281,18 +288,18 @@ func (m *partitionLayouts) follow(effects []ddl.Effect, i int) string {
 				return "" // a CREATE TABLE's: its Create took it
 			}
 		}
-		if prev := m.lookup(t); prev.why == "" || ef.Partitioning.Op == ddl.PartitionsDefine || ef.Partitioning.Op == ddl.PartitionsRemove || ef.Partitioning.Op == ddl.PartitionsLike {
+		if prev := m.Lookup(t); prev.Why == "" || ef.Partitioning.Op == ddl.PartitionsDefine || ef.Partitioning.Op == ddl.PartitionsRemove || ef.Partitioning.Op == ddl.PartitionsLike {
 			next := m.changed(prev, ef.Partitioning)
 			m.setLookup(t, next)
-			return next.why
+			return next.Why
 		}
 	}
 	return ""
 }
 
 // changed is a layout after a partitioning change.
-func (m *partitionLayouts) changed(prev layoutOf, pc *ddl.PartitionChange) layoutOf {
-	bad := func(why string) layoutOf { return layoutOf{why: why} }
+func (m *Layouts) changed(prev Layout, pc *ddl.PartitionChange) Layout {
+	bad := func(why string) Layout { return Layout{Why: why} }
 	if pc.Inexact != "" {
 		return bad("binlog2ch does not read the new layout exactly from the statement: " + pc.Inexact)
 	}
@@ -305,20 +312,20 @@ func (m *partitionLayouts) changed(prev layoutOf, pc *ddl.PartitionChange) layou
 	}
 	switch pc.Op {
 	case ddl.PartitionsDefine:
-		return layoutOf{parts: &catalog.Partitions{Method: pc.Layout.Method, Expr: pc.Layout.Expr, Parts: parts(pc.Layout.Parts)}}
+		return Layout{Parts: &catalog.Partitions{Method: pc.Layout.Method, Expr: pc.Layout.Expr, Parts: parts(pc.Layout.Parts)}}
 	case ddl.PartitionsRemove:
-		return layoutOf{}
+		return Layout{}
 	case ddl.PartitionsLike:
-		lo := m.lookup(pc.Like)
-		if lo.why != "" {
-			return bad("CREATE TABLE ... LIKE " + pc.Like.String() + ", whose layout is not known: " + lo.why)
+		lo := m.Lookup(pc.Like)
+		if lo.Why != "" {
+			return bad("CREATE TABLE ... LIKE " + pc.Like.String() + ", whose layout is not known: " + lo.Why)
 		}
-		return layoutOf{parts: lo.parts.Clone()}
+		return Layout{Parts: lo.Parts.Clone()}
 	}
-	if prev.why != "" || prev.parts == nil {
+	if prev.Why != "" || prev.Parts == nil {
 		return bad("a change of the partitions of a table whose layout binlog2ch does not hold")
 	}
-	p := prev.parts.Clone()
+	p := prev.Parts.Clone()
 	hash := strings.Contains(p.Method, "HASH") || strings.Contains(p.Method, "KEY")
 	switch pc.Op {
 	case ddl.PartitionsAdd:
@@ -326,16 +333,16 @@ func (m *partitionLayouts) changed(prev layoutOf, pc *ddl.PartitionChange) layou
 			for range pc.Count {
 				p.Parts = append(p.Parts, catalog.Partition{Name: "p" + strconv.Itoa(len(p.Parts))})
 			}
-			return layoutOf{parts: p}
+			return Layout{Parts: p}
 		}
 		p.Parts = append(p.Parts, parts(pc.Layout.Parts)...)
-		return layoutOf{parts: p}
+		return Layout{Parts: p}
 	case ddl.PartitionsCoalesce:
 		p.Parts = p.Parts[:max(1, len(p.Parts)-pc.Count)]
-		return layoutOf{parts: p}
+		return Layout{Parts: p}
 	case ddl.PartitionsReorganize:
 		if len(pc.Names) == 0 {
-			return layoutOf{parts: p} // a HASH table's partitions rebuilt
+			return Layout{Parts: p} // a HASH table's partitions rebuilt
 		}
 		first := -1
 		var kept []catalog.Partition
@@ -352,17 +359,58 @@ func (m *partitionLayouts) changed(prev layoutOf, pc *ddl.PartitionChange) layou
 			return bad("REORGANIZE PARTITION of partitions binlog2ch does not know")
 		}
 		p.Parts = slices.Concat(kept[:first], parts(pc.Layout.Parts), kept[first:])
-		return layoutOf{parts: p}
+		return Layout{Parts: p}
 	}
 	return bad("a partitioning change binlog2ch does not follow")
 }
 
-// LayoutsOf is the checkpoint's partition state when all, information_schema's
+// Of is the checkpoint's partition state when all, information_schema's
 // layouts read at a position nothing was written during the read, are
 // those of that position (a copy's, read before it starts): every table
 // sel selects is known.
-func LayoutsOf(all map[schema.TableName]*catalog.Partitions, sel *config.TablesConfig) *state.PartitionState {
-	m := &partitionLayouts{}
-	m.resolved(all)
+func Of(all map[schema.TableName]*catalog.Partitions, sel *config.TablesConfig) *state.PartitionState {
+	m := &Layouts{}
+	m.Resolved(all)
 	return m.state(func(t schema.TableName) bool { return sel.Selects(t.Database, t.Table) }, sel)
+}
+
+// Layout is one table's layout: parts (nil: not partitioned), or why it
+// is not known.
+type Layout struct {
+	Parts *catalog.Partitions
+	Why   string
+}
+
+// notKept is why a table's layout is not known when the checkpoint did
+// not keep it.
+func notKept(from *state.Checkpoint) string {
+	if from == nil || from.Partitions == nil {
+		return "the checkpoint binlog2ch started from keeps no partition layouts (saved without on_partition_maintenance: apply, by an older binlog2ch, or by a snapshot or fullsync while the server kept writing to its binlog), and binlog2ch has not been caught up with the server since"
+	}
+	return "the table was not replicated at the checkpoint's position, so the checkpoint does not keep its layout, and binlog2ch has not been caught up with the server since"
+}
+
+// MoveOnly returns why a REORGANIZE or COALESCE may have left a row
+// without a partition ("": it cannot have).
+func MoveOnly(ef ddl.Effect, before, after Layout) string {
+	switch {
+	case before.Why != "":
+		return "the table's partition layout before it is not known (" + before.Why + ")"
+	case before.Parts == nil:
+		return "the table was not partitioned as binlog2ch followed its DDL"
+	case after.Why != "":
+		return "its new partition layout is not known (" + after.Why + ")"
+	}
+	var names []string
+	if ef.PartitionOp == "REORGANIZE" {
+		names = ef.Partitions
+	}
+	return before.Parts.KeepsRows(names, after.Parts)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }

@@ -1,4 +1,4 @@
-package router
+package partitioning
 
 import (
 	"context"
@@ -42,7 +42,7 @@ func TestLayoutsFollowDDL(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = my.Exec("DROP DATABASE IF EXISTS " + db) })
-	m := restoreLayouts(nil)
+	m := Restore(nil)
 	p := parser.New()
 	name := func(table string) schema.TableName { return schema.TableName{Database: db, Table: table} }
 	steps := []struct {
@@ -93,12 +93,12 @@ func TestLayoutsFollowDDL(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: not parsed", step.q)
 		}
-		m.followStatement(source.Statement{Text: step.q, Effects: effects, Parsed: true}, nil)
+		m.FollowStatement(source.Statement{Text: step.q, Effects: effects, Parsed: true}, nil)
 		for _, table := range step.tables {
-			got := m.lookup(name(table))
+			got := m.Lookup(name(table))
 			if step.unknown {
-				if got.why == "" {
-					t.Errorf("after %s: %s's layout is %+v, want not known", step.q, table, got.parts)
+				if got.Why == "" {
+					t.Errorf("after %s: %s's layout is %+v, want not known", step.q, table, got.Parts)
 				}
 				continue
 			}
@@ -106,8 +106,8 @@ func TestLayoutsFollowDDL(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.why != "" || !got.parts.Equal(want) {
-				t.Errorf("after %s: %s's layout followed is %s (%s), information_schema's %s", step.q, table, layoutText(got.parts), got.why, layoutText(want))
+			if got.Why != "" || !got.Parts.Equal(want) {
+				t.Errorf("after %s: %s's layout followed is %s (%s), information_schema's %s", step.q, table, layoutText(got.Parts), got.Why, layoutText(want))
 			}
 		}
 	}
@@ -116,15 +116,15 @@ func TestLayoutsFollowDDL(t *testing.T) {
 	keep := func(t schema.TableName) bool { return sel.Selects(t.Database, t.Table) }
 	m.all = true
 	saved := m.state(keep, sel)
-	back := restoreLayouts(&state.Checkpoint{StreamState: state.StreamState{Partitions: saved}})
+	back := Restore(&state.Checkpoint{StreamState: state.StreamState{Partitions: saved}})
 	for _, table := range []string{"r", "rc2", "td2", "yr", "l", "lc", "h", "k", "plain", "r_like", "gone"} {
-		a, b := m.lookup(name(table)), back.lookup(name(table))
-		if a.why != b.why || !a.parts.Equal(b.parts) {
-			t.Errorf("%s restored from the checkpoint is %s (%s), was %s (%s)", table, layoutText(b.parts), b.why, layoutText(a.parts), a.why)
+		a, b := m.Lookup(name(table)), back.Lookup(name(table))
+		if a.Why != b.Why || !a.Parts.Equal(b.Parts) {
+			t.Errorf("%s restored from the checkpoint is %s (%s), was %s (%s)", table, layoutText(b.Parts), b.Why, layoutText(a.Parts), a.Why)
 		}
 	}
-	if lo := back.lookup(schema.TableName{Database: "other", Table: "x"}); lo.why == "" {
-		t.Errorf("a table the checkpoint's selection does not cover has a known layout %s after a restore", layoutText(lo.parts))
+	if lo := back.Lookup(schema.TableName{Database: "other", Table: "x"}); lo.Why == "" {
+		t.Errorf("a table the checkpoint's selection does not cover has a known layout %s after a restore", layoutText(lo.Parts))
 	}
 }
 
