@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/schema"
 )
 
 // rowImageTables are the tables of the partial-image tests: columns of
@@ -136,4 +137,28 @@ func TestPartialRowImagesStop(t *testing.T) {
 			h.verifyEqual("t", "parent", "child", "uparent", "uchild")
 		})
 	}
+}
+
+// TestPartialRowImageSkipsTable: with replication.on_table_error:
+// skip_table, a partial image that lacks a value the table needs fails
+// that table alone (its cause is a session's binlog_row_image, about its
+// rows); the other tables go on, and a resync copies it back.
+func TestPartialRowImageSkipsTable(t *testing.T) {
+	h := newHarness(t, 1, "replication: {on_table_error: skip_table}\n")
+	a := h.dbs[0]
+	run := h.start()
+	h.exec(rowImageTables(a)...)
+	h.waitCaughtUp(run, 30*time.Second)
+	h.session(a, "SET SESSION binlog_row_image = 'NOBLOB'", "UPDATE "+a+".t SET v = v + 1 WHERE id = 1")
+	e := h.waitFailed(run, a+".t")
+	if !strings.Contains(e.Error, "binlog_row_image NOBLOB or MINIMAL") {
+		t.Errorf("the failed entry's error: %q", e.Error)
+	}
+	h.exec("INSERT INTO " + a + ".parent VALUES (3, 3)")
+	h.waitCaughtUp(run, 30*time.Second)
+	if err := run.r.Resync(context.Background(), []schema.TableName{{Database: a, Table: "t"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitCopied(run, time.Minute)
+	h.verifyEqual("t", "parent", "child")
 }

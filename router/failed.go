@@ -15,6 +15,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
+	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
 
@@ -46,6 +47,7 @@ func (s *Router) skipTables() bool {
 // tableOwnError reports whether a writer's error is its table's own, one
 // no other table shares: a value that cannot be converted, a type or
 // character set without a mapping, a column rename the server cannot do,
+// a row image a session wrote partial without a value the table needs,
 // its ClickHouse table changed by hand. Anything else (ClickHouse or
 // MySQL unreachable, which is retried anyway, a ClickHouse error the sink
 // does not trace to the table, a shutdown) is not: the daemon stops.
@@ -58,7 +60,8 @@ func tableOwnError(err error) bool {
 	var typ *schema.UnsupportedTypeError
 	var cs *schema.UnsupportedCharsetError
 	var rename *schema.RenameColumnError
-	return errors.As(err, &changed) || errors.As(err, &convert) || errors.As(err, &typ) || errors.As(err, &cs) || errors.As(err, &rename)
+	var partial *source.PartialImageError // a session's binlog_row_image, about this table's rows
+	return errors.As(err, &changed) || errors.As(err, &convert) || errors.As(err, &typ) || errors.As(err, &cs) || errors.As(err, &rename) || errors.As(err, &partial)
 }
 
 // writerFailed is called from a writer's goroutine when its Run returned
