@@ -313,13 +313,13 @@ func (r *Replicator) initialSnapshot(ctx context.Context, st *snapshot.State) er
 	st.Complete = true
 	// The copy read its tables between its position and now: an ON UPDATE
 	// CASCADE in that window may show in the copy already (package cascade).
-	if end, err := r.currentPosition(ctx); err == nil {
-		if idx, err := source.FileIndex(end.File); err == nil {
-			if f, ok := source.VersionFile(idx, st.FileOffset); ok {
-				r.snapshotEndVersion = source.RowVersion(f, end.Pos, source.MaxVersionRow)
-			}
-		}
+	// Not known, the guard would be off: the start stops instead, and the
+	// next one resumes the complete copy and reads it again.
+	end, err := r.copyEndVersion(ctx, st)
+	if err != nil {
+		return fmt.Errorf("initial snapshot: %w", err)
 	}
+	r.snapshotEndVersion = end
 	if err := snapshot.Save(r.cfg.StateDir, snapshot.InitialFile, st); err != nil {
 		return err
 	}
