@@ -38,7 +38,7 @@ type Options struct {
 	// Cluster, when set, puts the tables in a ClickHouse cluster.
 	Cluster *Cluster
 	// CurrentViews gives each table with a key a current-state view
-	// (View).
+	// (ViewOf).
 	CurrentViews bool
 }
 
@@ -173,9 +173,6 @@ type Target struct {
 	Engine         string
 	Caps           Capabilities
 	Options        Options
-	// NoView: the target gets no current-state view whatever the options
-	// (an online copy's shadow table).
-	NoView bool
 }
 
 // FullName is db.table in ClickHouse, for messages.
