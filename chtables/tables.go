@@ -217,6 +217,16 @@ func (c *Manager) EnsureTable(ctx context.Context, log *slog.Logger, t *schema.T
 		if err != nil {
 			return err
 		}
+		if len(cols) > 0 && t.Options.CurrentViews {
+			// A table named like another's view (t_current) meets it.
+			if engine, err := c.engineName(ctx, t.Database, t.Name); err != nil {
+				return err
+			} else if engine == "View" {
+				changed = fmt.Errorf("MySQL table %s replicates to ClickHouse %s, which is the current-state view of %s.%s (clickhouse.current_views): map it to another ClickHouse name (tables.overrides.<db.table>.name), exclude it, or set clickhouse.current_views: false",
+					mysql, t.FullName(), t.Database, strings.TrimSuffix(t.Name, schema.ViewSuffix))
+				return nil
+			}
+		}
 		stmts = stmts[:0]
 		if mysql != "" {
 			if changed = c.unregistered(t, cols, mysql); changed != nil {
@@ -262,9 +272,11 @@ func (c *Manager) EnsureTable(ctx context.Context, log *slog.Logger, t *schema.T
 		}
 	}
 	if t.Options.Cluster != nil {
-		return c.EnsureDistributed(ctx, log, t, "")
+		if err := c.EnsureDistributed(ctx, log, t, ""); err != nil {
+			return err
+		}
 	}
-	return nil
+	return c.EnsureView(ctx, log, t.Database, t.Name)
 }
 
 // AddColumns adds the named target columns ClickHouse lacks, each after
@@ -305,6 +317,9 @@ func (c *Manager) AddColumns(ctx context.Context, log *slog.Logger, t *schema.Ta
 		if err := c.EnsureDistributed(ctx, log, t, ""); err != nil {
 			return err
 		}
+	}
+	if err := c.EnsureView(ctx, log, t.Database, t.Name); err != nil {
+		return err
 	}
 	return c.reg.Record(t.Database, t.Name, added, nil, false)
 }
@@ -351,7 +366,7 @@ func (c *Manager) RenameColumns(ctx context.Context, log *slog.Logger, t *schema
 			return err
 		}
 	}
-	return nil
+	return c.EnsureView(ctx, log, t.Database, t.Name)
 }
 
 // checkColumns refuses the columns cols of an existing table unless they

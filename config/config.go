@@ -199,6 +199,11 @@ type ClickHouseConfig struct {
 	// (host:port as remote_servers names them) to ones this host reaches,
 	// for cluster_insert: shards behind NAT or in containers.
 	ClusterHosts map[string]string `yaml:"cluster_hosts"`
+	// CurrentViews gives each replicated table with a key a view,
+	// db.t_current, with MySQL's columns and only its current rows (FINAL
+	// and the tombstone filter inside), which binlog2ch keeps in step with
+	// the table's DDL.
+	CurrentViews bool `yaml:"current_views"`
 }
 
 // TablesConfig selects the replicated tables with db.table glob patterns.
@@ -424,6 +429,7 @@ func (c *Config) validate(d *decoder, dir string) {
 		}
 	}
 	c.Schema.validate(d)
+	c.Schema.options.CurrentViews = c.ClickHouse.CurrentViews
 	if c.ClickHouse.Cluster != "" {
 		c.Schema.options.Cluster = &schema.Cluster{Name: c.ClickHouse.Cluster, ZooKeeperPath: c.ClickHouse.ReplicatedPath,
 			Replica: c.ClickHouse.ReplicaName, Distributed: c.ClickHouse.DistributedTable}

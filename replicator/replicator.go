@@ -435,6 +435,9 @@ func (r *Replicator) run(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := r.checkViewNames(ctx); err != nil {
+		return err
+	}
 	// Before a copy that may take hours: an XA transaction prepared before
 	// the start whose XA PREPARE is gone is an ERROR now (source/xascan.go).
 	if err := r.stream.LearnPrepared(ctx, r.my, start.Position); err != nil {

@@ -168,6 +168,17 @@ func statements(t *testing.T, caps schema.Capabilities, opts schema.Options) str
 		stmt("RENAME COLUMN c TO code", s)
 	}
 
+	// clickhouse.current_views: the view has the table's own columns, as
+	// ClickHouse lists them (here the mapping's, after the changes above).
+	var own []string
+	for _, c := range target.Columns {
+		if !schema.IsMetaColumn(c.Name) && c.Name != "g" {
+			own = append(own, c.Name)
+		}
+	}
+	stmt("the current-state view (clickhouse.current_views)", opts.CreateViewSQL("analytics", "every_type", own))
+	stmt("the view dropped with its table, or to be made again with its columns", opts.ViewOf("analytics", "every_type").DropSQL())
+
 	// replication.on_partition_maintenance: apply. A TRUNCATE or DROP
 	// PARTITION deletes its rows by the partition's bounds, with a
 	// mutation (binlog2ch uses no lightweight DELETE).

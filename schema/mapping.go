@@ -37,6 +37,9 @@ type Options struct {
 	InvalidDates string
 	// Cluster, when set, puts the tables in a ClickHouse cluster.
 	Cluster *Cluster
+	// CurrentViews gives each table with a key a current-state view
+	// (ViewOf).
+	CurrentViews bool
 }
 
 // Option values.

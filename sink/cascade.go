@@ -6,6 +6,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 
+	"github.com/binlog2ch/binlog2ch/budget"
 	"github.com/binlog2ch/binlog2ch/cascade"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -81,7 +82,7 @@ func (c *ClickHouse) CascadeQueryRow(ctx context.Context, log *slog.Logger, what
 func (c *ClickHouse) CascadeInsert(ctx context.Context, log *slog.Logger, what, stmt string) error {
 	// A part like any insert's: counted, so the writers' batches make
 	// room for it.
-	c.budget.Take(GrantCascade)
+	c.budget.Take(budget.GrantCascade)
 	qctx := c.cascadeContext(ctx)
 	return c.Retry(ctx, log, metrics.StageCascade, what, func(context.Context) error {
 		return c.conn.Exec(qctx, stmt)

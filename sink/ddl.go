@@ -100,6 +100,9 @@ func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
 	case ddl.Truncate:
 		stmts = append(stmts, table.TruncateSQL())
 	case ddl.Drop:
+		if err := w.c.tables.DropView(ctx, w.log, db, name); err != nil {
+			return err
+		}
 		if inCluster {
 			stmts = append(stmts, dist.DropSQL())
 		}
@@ -115,6 +118,16 @@ func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
 		if o := w.c.cfg.TableOptions(w.name.Database, m.NewName); o.Name != "" {
 			newName = o.Name
 		}
+		// The view goes with its table's name: made again under the new
+		// one, once the table (and a cluster's Distributed table) is there.
+		if err := w.c.tables.DropView(ctx, w.log, db, name); err != nil {
+			return err
+		}
+		defer func() {
+			if err == nil {
+				err = w.c.tables.EnsureView(ctx, w.log, db, newName)
+			}
+		}()
 		exists, err := w.c.tables.TableExists(ctx, db, name)
 		if err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/block"
+	"github.com/binlog2ch/binlog2ch/budget"
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -159,7 +160,7 @@ func (w *Writer) await(ctx context.Context) error {
 // DDL, a schema change, and at shutdown.
 func (w *Writer) drain(ctx context.Context) error {
 	if w.block != nil && w.block.Rows() > 0 {
-		w.c.budget.Take(GrantDrain)
+		w.c.budget.Take(budget.GrantDrain)
 	}
 	if err := w.handOff(ctx); err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/binlog2ch/binlog2ch/budget"
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/chtables"
 	"github.com/binlog2ch/binlog2ch/config"
@@ -50,7 +51,7 @@ type ClickHouse struct {
 	driverSettings clickhouse.Settings
 	// budget is the insert rate all writers share (budget.go); caughtUp:
 	// the reader has read the binlog's newest events.
-	budget   *Budget
+	budget   *budget.Budget
 	caughtUp atomic.Bool
 	// mem is the writers' batch memory (memory.go).
 	mem *memory
@@ -65,12 +66,14 @@ type ClickHouse struct {
 // New connects to the ClickHouse servers and reads what they support.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.Metrics, live LiveTable) (*ClickHouse, error) {
 	c := &ClickHouse{cfg: cfg, log: log, ins: newInserters(cfg), m: m, live: live, MaxBackoff: 30 * time.Second}
-	c.budget = NewBudget(cfg.Batch.MaxInsertsPerSecond, max(1, int(cfg.Batch.MaxInsertsPerSecond)))
+	var granted func(string)
+	var waiting func(int)
 	if m != nil {
-		c.budget.granted = func(reason string) { m.BudgetGranted.WithLabelValues(reason).Inc() }
-		c.budget.waitingTables = func(n int) { m.BudgetWaiting.Set(float64(n)) }
+		granted = func(reason string) { m.BudgetGranted.WithLabelValues(reason).Inc() }
+		waiting = func(n int) { m.BudgetWaiting.Set(float64(n)) }
 		m.BudgetRate.Set(cfg.Batch.MaxInsertsPerSecond)
 	}
+	c.budget = budget.New(cfg.Batch.MaxInsertsPerSecond, max(1, int(cfg.Batch.MaxInsertsPerSecond)), granted, waiting)
 	c.mem = newMemory(cfg.Batch.MaxBufferBytes)
 	if m != nil {
 		c.mem.gauge = m.BufferBytes.Set

@@ -35,7 +35,18 @@ func (c *ClickHouse) TableOf(t schema.TableName) (db, table string) {
 // Message.Run.
 func (c *ClickHouse) SwapIn(ctx context.Context, log *slog.Logger, t schema.TableName, shadow string, copyVersion uint64) (bool, error) {
 	db, table := c.TableOf(t)
-	return c.tables.SwapIn(ctx, log, db, table, shadow, copyVersion)
+	swapped, err := c.tables.SwapIn(ctx, log, db, table, shadow, copyVersion)
+	if err != nil {
+		return false, err
+	}
+	// The copy's columns may not be those the table had.
+	return swapped, c.tables.EnsureView(ctx, log, db, table)
+}
+
+// EnsureView makes ClickHouse table db.table's current-state view read
+// its columns (chtables.Manager.EnsureView).
+func (c *ClickHouse) EnsureView(ctx context.Context, log *slog.Logger, db, table string) error {
+	return c.tables.EnsureView(ctx, log, db, table)
 }
 
 // DropTable drops a ClickHouse table binlog2ch made for itself (an online

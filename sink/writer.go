@@ -12,6 +12,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/binlog"
 	"github.com/binlog2ch/binlog2ch/block"
+	"github.com/binlog2ch/binlog2ch/budget"
 	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/metrics"
@@ -108,7 +109,7 @@ type Writer struct {
 
 	// ticket asks the insert budget for the current batch's turn (nil:
 	// none asked); due is when its timer fires.
-	ticket *Ticket
+	ticket *budget.Ticket
 	due    time.Time
 
 	lastSeq  uint64        // seq of the last message taken from in
@@ -306,7 +307,7 @@ func (w *Writer) run(parent context.Context) (err error) {
 				w.held = size
 				switch {
 				case w.block.Rows() >= w.c.cfg.Batch.MaxRows || size >= w.c.cfg.Batch.MaxBytes:
-					w.c.budget.Take(GrantFull)
+					w.c.budget.Take(budget.GrantFull)
 					if err := w.handOff(ctx); err != nil {
 						return err
 					}
@@ -326,9 +327,9 @@ func (w *Writer) run(parent context.Context) (err error) {
 			// insert budget.
 			w.due = time.Time{}
 			if w.ticket == nil && w.block != nil && w.block.Rows() > 0 {
-				reason := GrantInterval
+				reason := budget.GrantInterval
 				if time.Since(w.firstRow) < w.c.cfg.Batch.FlushInterval {
-					reason = GrantLive
+					reason = budget.GrantLive
 				}
 				w.ticket = w.c.budget.Request(w.firstRow, reason)
 			}
@@ -436,7 +437,7 @@ func (w *Writer) park() bool {
 // flight while they stay over: the memory is then in inserts that are
 // finishing, not in batches that keep growing.
 func (w *Writer) relieveMemory(ctx context.Context) error {
-	w.c.budget.Take(GrantMemory)
+	w.c.budget.Take(budget.GrantMemory)
 	if err := w.handOff(ctx); err != nil {
 		return err
 	}

@@ -219,6 +219,12 @@ func (c *copier) prepare(ctx context.Context, t *tableCopy) (complete bool, err 
 	if err := c.Sink.PrepareTable(ctx, t.log, target, c.existing, drop); err != nil {
 		return false, err
 	}
+	if !c.Shadow {
+		// A shadow's view is the live table's: the name stays.
+		if err := c.Sink.EnsureView(ctx, t.log, target.Database, target.Name); err != nil {
+			return false, err
+		}
+	}
 	if key == nil && prog.ScanStarted && target.Mode == schema.ModeChangelog {
 		// A changelog keeps every row: remove what the interrupted scan
 		// wrote (it carries this copy's version) before scanning again.

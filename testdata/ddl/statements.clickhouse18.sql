@@ -45,6 +45,12 @@ ALTER TABLE `analytics`.`every_type` MODIFY COLUMN `eq` Nullable(String);
 -- RENAME COLUMN c TO code
 -- refused: MySQL renamed column c to code, and ClickHouse 18.16.1 cannot rename a column (RENAME COLUMN needs 20.4); renaming by drop and add would lose its data. Rename it by hand (add code, copy c into it, drop c) and restart binlog2ch
 
+-- the current-state view (clickhouse.current_views)
+CREATE VIEW IF NOT EXISTS `analytics`.`every_type_current` AS SELECT `id`, `ti`, `tiu`, `b1`, `si`, `mi`, `miu`, `bi`, `biu`, `d92`, `d3810`, `d6530`, `f`, `dbl`, `bit64`, `dt`, `dtm`, `dtm6`, `ts`, `ts3`, `tm`, `yr`, `c`, `txt`, `bin`, `blb`, `e`, `eq`, `s`, `j` FROM `analytics`.`every_type` FINAL WHERE `_is_deleted` = 0;
+
+-- the view dropped with its table, or to be made again with its columns
+DROP TABLE IF EXISTS `analytics`.`every_type_current`;
+
 -- partition rows: ALTER TABLE every_type TRUNCATE PARTITION p2024, PARTITION BY RANGE (TO_DAYS(dt))
 ALTER TABLE `analytics`.`every_type` DELETE WHERE ((toUInt32(toDate(`dt`)) + 719528) < 739617 AND (toUInt32(toDate(`dt`)) + 719528) >= 739251);
 

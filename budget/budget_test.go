@@ -1,4 +1,4 @@
-package sink
+package budget
 
 import (
 	"testing"
@@ -12,7 +12,7 @@ func (c *fakeClock) now() time.Time { return c.t }
 
 func testBudget(rate float64, burst int) (*Budget, *fakeClock, map[string]int) {
 	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
-	b := NewBudget(rate, burst)
+	b := New(rate, burst, nil, nil)
 	b.now = clock.now
 	b.tokens, b.last = b.burst, clock.t
 	granted := map[string]int{}

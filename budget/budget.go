@@ -1,4 +1,8 @@
-package sink
+// Package budget is the daemon's insert rate, shared by every table's
+// writer: tokens refilled at a rate, a full batch taking one at once, a
+// waiting one asking, the oldest first. It never inserts anything itself
+// and knows nothing of ClickHouse.
+package budget
 
 import (
 	"container/heap"
@@ -39,13 +43,20 @@ const (
 	GrantLive     = "live"     // the reader is live and the table's queue empty
 	GrantDrain    = "drain"    // DDL, a schema change, shutdown
 	GrantMemory   = "memory"   // the writers' batches over batch.max_buffer_bytes
-	GrantCascade  = "cascade"  // a foreign-key cascade's derived rows (cascade.go)
+	GrantCascade  = "cascade"  // a foreign-key cascade's derived rows
 )
 
-// NewBudget is a budget of rate inserts per second (0: unlimited) with
-// burst tokens at most in hand.
-func NewBudget(rate float64, burst int) *Budget {
-	b := &Budget{rate: rate, burst: float64(max(burst, 1)), now: time.Now, granted: func(string) {}, waitingTables: func(int) {}}
+// New is a budget of rate inserts per second (0: unlimited) with burst
+// tokens at most in hand. granted counts each token given, by why, and
+// waiting reports how many writers wait for one (nil: not told).
+func New(rate float64, burst int, granted func(reason string), waiting func(n int)) *Budget {
+	if granted == nil {
+		granted = func(string) {}
+	}
+	if waiting == nil {
+		waiting = func(int) {}
+	}
+	b := &Budget{rate: rate, burst: float64(max(burst, 1)), now: time.Now, granted: granted, waitingTables: waiting}
 	b.tokens, b.last = b.burst, b.now()
 	return b
 }
