@@ -183,14 +183,44 @@ func SameColumns(a, b *schema.Table) bool {
 	}
 	for i := range a.Columns {
 		x, y := &a.Columns[i], &b.Columns[i]
-		if x.Name != y.Name || x.Kind != y.Kind || x.Unsigned != y.Unsigned || x.Nullable != y.Nullable ||
+		if x.Name != y.Name || binlogKind(x) != binlogKind(y) || x.Unsigned != y.Unsigned || x.Nullable != y.Nullable ||
 			x.Scale != y.Scale || x.Fsp != y.Fsp || !equalStrings(x.Labels, y.Labels) || x.Charset != y.Charset && x.Charset != "" && y.Charset != "" ||
-			(x.Kind == schema.KindBinary) && x.Length != y.Length ||
+			(binlogKind(x) == schema.KindBinary) && x.Length != y.Length ||
 			(x.Kind == schema.KindDecimal || x.Kind == schema.KindBit) && x.Precision != y.Precision {
 			return false
 		}
 	}
 	return true
+}
+
+// binlogKind is a column's kind as the binlog's table map shows it:
+// MariaDB's UUID, INET4 and INET6 are BINARY(16), BINARY(4), BINARY(16)
+// there, with the same bytes (UUID's in the order of its text, whatever
+// order the row holds them in: sql_type_uuid.h's pack).
+func binlogKind(c *schema.Column) schema.MySQLKind {
+	switch c.Kind {
+	case schema.KindUUID, schema.KindInet4, schema.KindInet6:
+		return schema.KindBinary
+	}
+	return c.Kind
+}
+
+// fixedBinKind is the kind the live definition gives a BINARY(16) or
+// BINARY(4) column of the binlog's of the same name, when the live column
+// is a UUID, INET4 or INET6 of that size; the binlog's own kind otherwise.
+func fixedBinKind(c *schema.Column, live *schema.Table) (schema.MySQLKind, string) {
+	if c.Kind != schema.KindBinary || live == nil {
+		return c.Kind, c.Type
+	}
+	i := live.ColumnIndex(c.Name)
+	if i < 0 {
+		return c.Kind, c.Type
+	}
+	l := &live.Columns[i]
+	if binlogKind(l) == schema.KindBinary && l.Kind != schema.KindBinary && l.Length == c.Length {
+		return l.Kind, l.Type
+	}
+	return c.Kind, c.Type
 }
 
 func equalStrings(a, b []string) bool {
@@ -208,9 +238,33 @@ func equalStrings(a, b []string) bool {
 // Enrich takes what the binlog cannot tell (TINYINT(1)'s display width,
 // unique keys, the exact type text) from the live definition when it has
 // the same columns as the binlog's; otherwise the binlog's stands.
+//
+// UUID, INET4 and INET6 columns the binlog shows as BINARY(n) take their
+// kind from the live column of the same name even when the columns differ
+// (an event from before a later ALTER TABLE): read as BINARY, their bytes
+// would land in ClickHouse as FixedString and the target's UUID column be
+// changed to it.
 func Enrich(binlog, live *schema.Table) *schema.Table {
-	if live == nil || !SameColumns(binlog, live) {
+	if live == nil {
 		return binlog
+	}
+	if !SameColumns(binlog, live) {
+		var t *schema.Table
+		for i := range binlog.Columns {
+			c := &binlog.Columns[i]
+			if k, typ := fixedBinKind(c, live); k != c.Kind {
+				if t == nil {
+					cp := *binlog
+					cp.Columns = append([]schema.Column(nil), binlog.Columns...)
+					t = &cp
+				}
+				t.Columns[i].Kind, t.Columns[i].Type = k, typ
+			}
+		}
+		if t == nil {
+			return binlog
+		}
+		return t
 	}
 	t := *live
 	t.Columns = append([]schema.Column(nil), live.Columns...)

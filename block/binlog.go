@@ -312,6 +312,20 @@ func (b *Block) rawConverter(c *schema.Column, t schema.CHType, buf column.Buf, 
 			sb.End()
 			return n, nil
 		}
+	case isFixedBin(c):
+		kind := c.Kind
+		return func(p []byte) (int, error) {
+			n, err := size(p)
+			if err != nil {
+				return 0, err
+			}
+			sb.Room(39)
+			if sb.Arena, err = fixedBinText(sb.Arena, kind, p[layout.prefix:n]); err != nil {
+				return 0, err
+			}
+			sb.End()
+			return n, nil
+		}
 	case c.Kind == schema.KindBinary && t.Kind == schema.CHFixedString:
 		width := c.Length
 		return func(p []byte) (int, error) {

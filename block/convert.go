@@ -477,6 +477,27 @@ func (b *Block) valueConverter(c *schema.Column, t schema.CHType, nl column.Null
 			buf.End()
 			return nil
 		}
+	case schema.KindUUID, schema.KindInet4, schema.KindInet6:
+		buf := &column.Str{Nulls: nl}
+		kind := c.Kind
+		return buf, func(v any) error {
+			var p []byte
+			switch s := v.(type) {
+			case string:
+				p = unsafe.Slice(unsafe.StringData(s), len(s))
+			case []byte:
+				p = s
+			default:
+				return errMsg("want bytes")
+			}
+			buf.Room(39)
+			var err error
+			if buf.Arena, err = fixedBinText(buf.Arena, kind, p); err != nil {
+				return err
+			}
+			buf.End()
+			return nil
+		}
 	case schema.KindGeometry:
 		buf := &column.Str{Nulls: nl}
 		return buf, func(v any) error {

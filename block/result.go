@@ -42,6 +42,9 @@ func SelectExpr(c *schema.Column, quoted string) string {
 		if !charset.Passthrough(c.Charset) {
 			return "CAST(" + quoted + " AS BINARY)"
 		}
+	case schema.KindUUID, schema.KindInet4, schema.KindInet6:
+		// Their bytes, as the binlog carries them: one decoder for both.
+		return "CAST(" + quoted + " AS BINARY)"
 	}
 	return quoted
 }
@@ -349,7 +352,8 @@ func (b *Block) resultConverter(c *schema.Column, rc mysqlproto.Column, t schema
 			sb.End()
 			return n, nil
 		}, nil
-	case schema.KindChar, schema.KindBinary, schema.KindBlob, schema.KindJSON, schema.KindGeometry:
+	case schema.KindChar, schema.KindBinary, schema.KindBlob, schema.KindJSON, schema.KindGeometry,
+		schema.KindUUID, schema.KindInet4, schema.KindInet6:
 		switch rc.Type {
 		case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_STRING,
 			mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB, mysql.MYSQL_TYPE_BLOB,
@@ -374,6 +378,20 @@ func (b *Block) resultBytes(c *schema.Column, t schema.CHType, buf column.Buf) (
 			}
 			sb.Room(2 * (end - start))
 			sb.Arena = appendHex(sb.Arena, p[start:end])
+			sb.End()
+			return end, nil
+		}, nil
+	case isFixedBin(c):
+		kind := c.Kind
+		return func(p []byte) (int, error) {
+			start, end, err := lenenc(p)
+			if err != nil {
+				return 0, err
+			}
+			sb.Room(39)
+			if sb.Arena, err = fixedBinText(sb.Arena, kind, p[start:end]); err != nil {
+				return 0, err
+			}
 			sb.End()
 			return end, nil
 		}, nil

@@ -241,6 +241,8 @@ func stringColumn(buf *Str, t schema.CHType) NativeFn {
 		})
 	case schema.CHDecimal:
 		return decimalColumn(buf, t)
+	case schema.CHUUID, schema.CHIPv4, schema.CHIPv6:
+		return fixedBinColumn(buf, t)
 	}
 	return nil
 }

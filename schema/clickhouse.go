@@ -33,6 +33,10 @@ type Capabilities struct {
 	LegacyDateRange bool
 	// HashDecimal: cityHash64 takes Decimal arguments (18.16 refuses them).
 	HashDecimal bool
+	// IPv4 and IPv6 are the address types (domains over UInt32 and
+	// FixedString(16) from 19.x, types of their own from 23.x); without
+	// them MariaDB's INET4 and INET6 map to String of their text.
+	IPv4, IPv6 bool
 }
 
 // Profiles for golden tests and for `schema` without a server.
@@ -41,7 +45,8 @@ var (
 	ClickHouse18 = Capabilities{Version: "18.16.1", LegacyDateRange: true}
 	// ClickHouseModern is a current server (24.x and later).
 	ClickHouseModern = Capabilities{Version: "24.8", DateTime64: true, Date32: true, Decimal256: true, Bool: true,
-		LowCardinality: true, IsDeleted: true, ColumnIfExists: true, RenameColumn: true, HashDecimal: true}
+		LowCardinality: true, IsDeleted: true, ColumnIfExists: true, RenameColumn: true, HashDecimal: true,
+		IPv4: true, IPv6: true}
 )
 
 // DetectCapabilities asks the server what it supports: the data types from
@@ -83,6 +88,7 @@ func DetectCapabilities(ctx context.Context, conn driver.Conn) (Capabilities, er
 		c.Decimal256 = bigTypesAllowed(major, minor, v)
 	}
 	c.Bool = types["Bool"]
+	c.IPv4, c.IPv6 = types["IPv4"], types["IPv6"]
 	// LowCardinality exists in 18.16 behind allow_experimental_low_cardinality_type.
 	c.LowCardinality = types["LowCardinality"] && at(19, 9)
 	c.IsDeleted = at(23, 2)
@@ -152,6 +158,9 @@ const (
 	CHBool
 	CHLowCardinalityString
 	CHArrayString
+	CHUUID
+	CHIPv4
+	CHIPv6
 )
 
 // CHType is a ClickHouse column type.
@@ -176,6 +185,7 @@ var chNames = map[CHKind]string{
 	CHUInt8: "UInt8", CHUInt16: "UInt16", CHUInt32: "UInt32", CHUInt64: "UInt64",
 	CHFloat32: "Float32", CHFloat64: "Float64", CHString: "String", CHDate: "Date", CHDate32: "Date32",
 	CHBool: "Bool", CHLowCardinalityString: "LowCardinality(String)", CHArrayString: "Array(String)",
+	CHUUID: "UUID", CHIPv4: "IPv4", CHIPv6: "IPv6",
 }
 
 // String is the type as DDL spells it.

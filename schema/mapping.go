@@ -385,6 +385,18 @@ func mapType(c *Column, caps Capabilities, opts Options) (CHType, error) {
 			return CHType{Kind: CHString}, nil
 		}
 		return CHType{Kind: CHFixedString, Length: c.Length}, nil
+	case KindUUID:
+		return CHType{Kind: CHUUID}, nil // every ClickHouse binlog2ch runs on (18.16) has it
+	case KindInet4:
+		if caps.IPv4 {
+			return CHType{Kind: CHIPv4}, nil
+		}
+		return CHType{Kind: CHString}, nil // MariaDB's text, 1.2.3.4
+	case KindInet6:
+		if caps.IPv6 {
+			return CHType{Kind: CHIPv6}, nil
+		}
+		return CHType{Kind: CHString}, nil // MariaDB's text, ::ffff:1.2.3.4
 	case KindEnum:
 		return enumType(c, caps, opts), nil
 	case KindSet:

@@ -41,6 +41,12 @@ const (
 	KindSet
 	KindJSON
 	KindGeometry
+	// MariaDB's UUID (10.7), INET4 (10.10) and INET6 (10.5): fixed-size
+	// bytes (16, 4, 16) that the binlog's table map shows as BINARY(n);
+	// only information_schema tells them apart.
+	KindUUID
+	KindInet4
+	KindInet6
 )
 
 // Column is one MySQL column, as information_schema describes it.
@@ -56,7 +62,8 @@ type Column struct {
 	Scale     int
 	// Fsp is the fractional seconds precision of TIME, DATETIME, TIMESTAMP.
 	Fsp int
-	// Length is BINARY(n)'s n.
+	// Length is BINARY(n)'s n, and the bytes of UUID (16), INET4 (4) and
+	// INET6 (16).
 	Length int
 	// Labels are ENUM's and SET's values, exactly, in declaration order
 	// (UTF-8).
@@ -111,7 +118,7 @@ func CharsetName(name string) string {
 }
 
 // UnsupportedTypeError is a MySQL column type without a ClickHouse mapping
-// (MariaDB's INET6 and UUID, for instance).
+// (a type a MariaDB plugin adds, for instance).
 type UnsupportedTypeError struct{ Type string }
 
 func (e *UnsupportedTypeError) Error() string {
@@ -189,6 +196,12 @@ func ParseColumnType(columnType, dataType string) (Column, error) {
 		c.Kind = KindSet
 	case "json":
 		c.Kind = KindJSON
+	case "uuid":
+		c.Kind, c.Length = KindUUID, 16
+	case "inet4":
+		c.Kind, c.Length = KindInet4, 4
+	case "inet6":
+		c.Kind, c.Length = KindInet6, 16
 	case "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon", "geometrycollection", "geomcollection":
 		c.Kind = KindGeometry
 	default:

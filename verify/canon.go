@@ -85,6 +85,18 @@ func canonical(c *schema.Column, t schema.CHType, caps schema.Capabilities) (col
 		m, h, col.form = "MD5("+utf8Text(my, c)+")", "lower(hex(MD5("+ch+")))", formMD5
 	case schema.KindBinary:
 		m, h, col.form = "HEX("+my+")", "hex("+ch+")", formHex
+	case schema.KindUUID, schema.KindInet4, schema.KindInet6:
+		// MariaDB's text, which a String column holds as it is; UUID and
+		// IPv4 print the same text in ClickHouse (lower-case, dotted).
+		m, h = "CAST("+my+" AS CHAR)", ch
+		switch t.Kind {
+		case schema.CHUUID, schema.CHIPv4:
+			h = "toString(" + ch + ")"
+		case schema.CHIPv6:
+			// ClickHouse prints some addresses otherwise (::1.2.3.4): the
+			// bytes, through the one function every version has.
+			m, h, col.form = "HEX("+my+")", "hex(IPv6StringToNum(toString("+ch+")))", formHex
+		}
 	case schema.KindGeometry:
 		// The mapping stores MySQL's HEX() of the internal value.
 		m, h, col.form = "MD5(HEX("+my+"))", "lower(hex(MD5("+ch+")))", formMD5
