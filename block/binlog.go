@@ -312,19 +312,14 @@ func (b *Block) rawConverter(c *schema.Column, t schema.CHType, buf column.Buf, 
 			sb.End()
 			return n, nil
 		}
-	case isFixedBin(c):
-		kind := c.Kind
+	case fixedBinKind(c) != 0:
+		kind := fixedBinKind(c)
 		return func(p []byte) (int, error) {
 			n, err := size(p)
 			if err != nil {
 				return 0, err
 			}
-			sb.Room(39)
-			if sb.Arena, err = fixedBinText(sb.Arena, kind, p[layout.prefix:n]); err != nil {
-				return 0, err
-			}
-			sb.End()
-			return n, nil
+			return n, addFixedBin(sb, kind, p[layout.prefix:n])
 		}
 	case c.Kind == schema.KindBinary && t.Kind == schema.CHFixedString:
 		width := c.Length

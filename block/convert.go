@@ -479,24 +479,15 @@ func (b *Block) valueConverter(c *schema.Column, t schema.CHType, nl column.Null
 		}
 	case schema.KindUUID, schema.KindInet4, schema.KindInet6:
 		buf := &column.Str{Nulls: nl}
-		kind := c.Kind
+		kind := fixedBinKind(c)
 		return buf, func(v any) error {
-			var p []byte
 			switch s := v.(type) {
 			case string:
-				p = unsafe.Slice(unsafe.StringData(s), len(s))
+				return addFixedBin(buf, kind, unsafe.Slice(unsafe.StringData(s), len(s)))
 			case []byte:
-				p = s
-			default:
-				return errMsg("want bytes")
+				return addFixedBin(buf, kind, s)
 			}
-			buf.Room(39)
-			var err error
-			if buf.Arena, err = fixedBinText(buf.Arena, kind, p); err != nil {
-				return err
-			}
-			buf.End()
-			return nil
+			return errMsg("want bytes")
 		}
 	case schema.KindGeometry:
 		buf := &column.Str{Nulls: nl}

@@ -381,19 +381,14 @@ func (b *Block) resultBytes(c *schema.Column, t schema.CHType, buf column.Buf) (
 			sb.End()
 			return end, nil
 		}, nil
-	case isFixedBin(c):
-		kind := c.Kind
+	case fixedBinKind(c) != 0:
+		kind := fixedBinKind(c)
 		return func(p []byte) (int, error) {
 			start, end, err := lenenc(p)
 			if err != nil {
 				return 0, err
 			}
-			sb.Room(39)
-			if sb.Arena, err = fixedBinText(sb.Arena, kind, p[start:end]); err != nil {
-				return 0, err
-			}
-			sb.End()
-			return end, nil
+			return end, addFixedBin(sb, kind, p[start:end])
 		}, nil
 	case c.Kind == schema.KindBinary && t.Kind == schema.CHFixedString:
 		width := c.Length

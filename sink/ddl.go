@@ -20,8 +20,9 @@ import (
 func (w *Writer) changeSchema(ctx context.Context, src *schema.Table) error {
 	defer w.c.forgetCascadeTable(w.name)
 	// Best effort: the table may be gone or changed since. But a column
-	// type without a mapping stops: the binlog carries such values (INET6,
-	// UUID) as bytes, which would land in ClickHouse unreadable.
+	// type without a mapping stops: the binlog shows such a type as
+	// another (MariaDB's UUID and INET6 as BINARY(16)), whose bytes would
+	// land in ClickHouse unreadable.
 	live, err := w.c.live(ctx, w.name)
 	var unsupported *schema.UnsupportedTypeError
 	if errors.As(err, &unsupported) {
