@@ -212,7 +212,9 @@ func TargetColumns(t *schema.Target) []string {
 func (c *Manager) EnsureTable(ctx context.Context, log *slog.Logger, t *schema.Target, drop []string, defaults map[string]string, mysql string) error {
 	var stmts []string
 	var changed error
+	retyped := map[int][3]string{} // a MODIFY COLUMN's statement: column, from, to
 	err := c.retry(ctx, log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) error {
+		clear(retyped)
 		cols, err := c.columns(ctx, t.Database, t.Name)
 		if err != nil {
 			return err
@@ -255,6 +257,7 @@ func (c *Manager) EnsureTable(ctx context.Context, log *slog.Logger, t *schema.T
 			case typ != c.Type.String():
 				log.Warn("ClickHouse column type differs from the mapping; changing it", "column", c.Name, "clickhouse", typ, "mapping", c.Type.String())
 				stmts = append(stmts, t.ModifyColumnSQL(c))
+				retyped[len(stmts)-1] = [3]string{c.Name, typ, c.Type.String()}
 			}
 			prev = c.Name
 		}
@@ -266,8 +269,14 @@ func (c *Manager) EnsureTable(ctx context.Context, log *slog.Logger, t *schema.T
 	if changed != nil {
 		return changed
 	}
-	for _, s := range stmts {
+	for i, s := range stmts {
 		if err := c.Exec(ctx, log, s); err != nil {
+			if r, ok := retyped[i]; ok && ctx.Err() == nil {
+				// MySQL changed the column's type, and ClickHouse cannot
+				// convert what it holds (BINARY(16) made UUID, say).
+				return fmt.Errorf("%s: column %s: its MySQL type changed, and ClickHouse cannot change %s to %s in place: %w. Copy the table again: stop binlog2ch, run `binlog2ch fullsync -recreate -tables %s`, and start it again",
+					mysql, r[0], r[1], r[2], err, mysql)
+			}
 			return err
 		}
 	}

@@ -24,6 +24,9 @@ import "strings"
 //     reads.)
 //   - A column's INVISIBLE: the column is hidden from SELECT * but written
 //     to the binlog like any other, and filled with its DEFAULT.
+//   - The column types UUID, INET6 and INET4: BINARY(16) and BINARY(4),
+//     as the binlog's table maps show them too (schema reads what they
+//     are from information_schema).
 //   - ALGORITHM = NOCOPY, an index's IGNORED and NOT IGNORED, SPATIAL
 //     indexes, CREATE OR REPLACE INDEX: how the server does it, and
 //     indexes, which replication does not follow.
@@ -173,6 +176,10 @@ func (r *rewriter) setStatement() {
 
 // nameBefore are the words after which a word is a name, never one of the
 // words rewritten.
+// fixedBinTypes are MariaDB's column types the parser does not know, with
+// the BINARY types they are stored as.
+var fixedBinTypes = map[string]string{"UUID": "BINARY(16)", "INET6": "BINARY(16)", "INET4": "BINARY(4)"}
+
 var nameBefore = map[string]bool{"COLUMN": true, "ADD": true, "CHANGE": true, "MODIFY": true, "DROP": true, "AFTER": true,
 	"TO": true, "AS": true, "EXISTS": true, "RENAME": true, "KEY": true, "INDEX": true, "ALTER": true, "TABLE": true,
 	"ON": true, "CONSTRAINT": true, "FOREIGN": true, "DEFAULT": true, "REFERENCES": true, "COMMENT": true, "LIKE": true}
@@ -224,6 +231,10 @@ func (r *rewriter) columnWords(at int) {
 			r.cuts = append(r.cuts, cut{from: t.start, to: end, with: "INVISIBLE"})
 		case t.text == "SPATIAL" && prev.is(tokWord, "ADD"):
 			r.cuts = append(r.cuts, cut{from: t.start, to: end})
+		case fixedBinTypes[t.text] != "" && (prev.kind == tokWord && !nameBefore[prev.text] || prev.kind == tokQuoted && prev.quote == '`') &&
+			!r.l.peek().is(tokPunct, "("):
+			// A column's type: right after its name.
+			r.cuts = append(r.cuts, cut{from: t.start, to: end, with: fixedBinTypes[t.text]})
 		}
 		prev3, prev2, prev = prev2, prev, t
 	}

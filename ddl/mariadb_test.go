@@ -46,6 +46,9 @@ func TestParseMariaDBWords(t *testing.T) {
 		{"CREATE OR REPLACE UNIQUE INDEX i ON a (v)", nil},
 		{"DROP INDEX i ON a NOWAIT", nil},
 		{"CREATE TABLE t (id INT PRIMARY KEY, h INT DEFAULT 1 INVISIBLE)", []Effect{{Kind: Create, Table: d("t")}}},
+		{"CREATE TABLE t (id INT PRIMARY KEY, `u` UUID DEFAULT UUID(), ip INET6 NOT NULL, v4 inet4)", []Effect{{Kind: Create, Table: d("t")}}},
+		{"ALTER TABLE a ADD COLUMN u UUID DEFAULT '123e4567-e89b-12d3-a456-426655440000', ADD ip INET4", added("a", map[string]string{"u": "'123e4567-e89b-12d3-a456-426655440000'"}, "u", "ip")},
+		{"ALTER TABLE a MODIFY u UUID, MODIFY uuid INET4", []Effect{{Kind: Altered, Table: d("a")}}},
 	} {
 		if _, _, err := p.Parse(c.query, "", ""); err == nil {
 			t.Errorf("the parser reads %q as written: no rewrite needed", c.query)
@@ -63,8 +66,8 @@ func TestParseMariaDBWords(t *testing.T) {
 	// Words of those names that are a column's or an index's are never
 	// taken for them: what is left is not read, and not understood.
 	for _, q := range []string{
-		"ALTER TABLE a RENAME COLUMN nowait TO wait, ADD COLUMN x INET6",
-		"ALTER TABLE a ADD COLUMN invisible INET6",
+		"ALTER TABLE a RENAME COLUMN nowait TO wait, ADD COLUMN x BLOB COMPRESSED",
+		"ALTER TABLE a ADD COLUMN invisible BLOB COMPRESSED",
 		"ALTER TABLE a ADD SYSTEM VERSIONING",
 		"ALTER TABLE a ADD COLUMN b BLOB COMPRESSED",
 	} {

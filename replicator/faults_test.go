@@ -658,50 +658,6 @@ func (h *harness) binlogListed(file string) bool {
 	return found
 }
 
-// TestFaultUnsupportedColumnType: a table created with a column type the
-// mapping has no ClickHouse type for (MariaDB's INET6; the binlog carries
-// it as 16 raw bytes) stops the daemon with an error naming the table,
-// column and type and saying to exclude the table, before anything of it
-// reaches ClickHouse; with the table excluded, replication continues and
-// the other tables are intact.
-func TestFaultUnsupportedColumnType(t *testing.T) {
-	h := newHarness(t, 1, "")
-	a := h.dbs[0]
-	var version string
-	if err := h.my.QueryRow("SELECT VERSION()").Scan(&version); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(strings.ToLower(version), "mariadb") {
-		t.Skip("INET6 is MariaDB's (10.5+)")
-	}
-	run := h.start()
-	h.exec("CREATE TABLE "+a+".ok (id INT PRIMARY KEY, v INT)", "INSERT INTO "+a+".ok VALUES (1, 1)")
-	h.waitCaughtUp(run, 30*time.Second)
-	h.exec("CREATE TABLE "+a+".u (id INT PRIMARY KEY, ip INET6)", "INSERT INTO "+a+".u VALUES (1, '::1')", "INSERT INTO "+a+".ok VALUES (2, 2)")
-	err := run.stopped(t, 30*time.Second, "the daemon did not stop on an INET6 column")
-	wantError(t, err, a+".u.ip", `"inet6" is not supported`, "tables.exclude")
-	t.Logf("error: %v", err)
-	if h.chTableExists(a, "u") {
-		t.Errorf("%s.u was created in ClickHouse", a)
-	}
-	// The documented way on: exclude the table.
-	conf, err := os.ReadFile(h.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf = []byte(strings.Replace(string(conf), `exclude: ["*.skip_*"]`, fmt.Sprintf(`exclude: ["*.skip_*", %q]`, a+".u"), 1))
-	if err := os.WriteFile(h.path, conf, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if h.cfg, err = config.Load(h.path); err != nil {
-		t.Fatal(err)
-	}
-	run = h.start()
-	h.exec("INSERT INTO " + a + ".ok VALUES (3, 3)")
-	h.waitCaughtUp(run, 30*time.Second)
-	h.verifyEqual("ok")
-}
-
 // TestFaultNoPasswordInLogs runs the daemon (a child process, debug
 // logging, go-mysql's logs included) with distinctive passwords through a
 // start, replication, a ClickHouse outage, a clean stop, and starts that

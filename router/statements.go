@@ -136,6 +136,15 @@ func (s *Router) Statement(ctx context.Context, st source.Statement) error {
 					return err
 				}
 			}
+		case ddl.Altered:
+			// Its changes show in the next table map, but not all of them:
+			// BINARY(16) made UUID (or INET6, BINARY(4) INET4) maps the
+			// same. The writer reads the table's definition again.
+			if oldIn {
+				if err := s.dispatch(ctx, ef.Table, sink.Message{DDL: ddl.Altered, At: st.At}); err != nil {
+					return err
+				}
+			}
 		case ddl.DropDatabase:
 			if err := s.dropDatabase(ctx, ef.Table.Database, st); err != nil {
 				return err

@@ -93,6 +93,9 @@ func (t *Target) CreateDatabaseSQL() string { return t.Ref().CreateDatabaseSQL()
 func (t *Target) AddColumnSQL(c TargetColumn, def, after string) string {
 	s := "ALTER TABLE " + t.Ref().String() + t.OnCluster() + " ADD COLUMN " + QuoteIdent(c.Name) + " " + c.Type.String()
 	if def != "" {
+		if c.Type.Kind == CHUUID {
+			def = "toUUID(" + def + ")" // 18.16 cannot CAST a string to Nullable(UUID)
+		}
 		s += " DEFAULT " + def
 	}
 	if after != "" {

@@ -98,6 +98,9 @@ func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
 	// the local table, so a rename recreates it under the new name.
 	dist, inCluster := table.Distributed()
 	switch m.DDL {
+	case ddl.Altered:
+		w.source = nil // the next rows read the definition again (changeSchema)
+		return nil
 	case ddl.Truncate:
 		stmts = append(stmts, table.TruncateSQL())
 	case ddl.Drop:
