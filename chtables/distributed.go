@@ -68,10 +68,17 @@ func (c *Manager) EnsureDistributed(ctx context.Context, log *slog.Logger, t *sc
 
 // Engine is a table's engine_full ("" when it does not exist).
 func (c *Manager) Engine(ctx context.Context, db, table string) (string, error) {
-	var engine string
+	return c.tablesColumn(ctx, "engine_full", db, table)
+}
+
+// tablesColumn is one of system.tables' columns (engine, engine_full) of a
+// table ("" when it does not exist), read again while another table's DROP
+// meets the read (droppedMeanwhile).
+func (c *Manager) tablesColumn(ctx context.Context, column, db, table string) (string, error) {
+	var v string
 	var err error
 	for range droppedMeanwhileTries {
-		err = c.conn.QueryRow(ctx, "SELECT engine_full FROM system.tables WHERE database = ? AND name = ?", db, table).Scan(&engine)
+		err = c.conn.QueryRow(ctx, "SELECT "+column+" FROM system.tables WHERE database = ? AND name = ?", db, table).Scan(&v)
 		if !droppedMeanwhile(err) {
 			break
 		}
@@ -79,7 +86,7 @@ func (c *Manager) Engine(ctx context.Context, db, table string) (string, error) 
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
-	return engine, err
+	return v, err
 }
 
 // droppedMeanwhileTries bounds Engine's reads again after a concurrent

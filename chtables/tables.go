@@ -221,7 +221,7 @@ func (c *Manager) EnsureTable(ctx context.Context, log *slog.Logger, t *schema.T
 		}
 		if len(cols) > 0 && t.Options.CurrentViews {
 			// A table named like another's view (t_current) meets it.
-			if engine, err := c.engineName(ctx, t.Database, t.Name); err != nil {
+			if engine, err := c.tablesColumn(ctx, "engine", t.Database, t.Name); err != nil {
 				return err
 			} else if engine == "View" {
 				changed = fmt.Errorf("MySQL table %s replicates to ClickHouse %s, which is the current-state view of %s.%s (clickhouse.current_views): map it to another ClickHouse name (tables.overrides.<db.table>.name), exclude it, or set clickhouse.current_views: false",

@@ -2,8 +2,6 @@ package chtables
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -46,7 +44,7 @@ func (c *Manager) EnsureView(ctx context.Context, log *slog.Logger, db, table st
 		if cols, err = c.columns(ctx, db, table); err != nil {
 			return err
 		}
-		if engine, err = c.engineName(ctx, v.Database, v.Name); err != nil {
+		if engine, err = c.tablesColumn(ctx, "engine", v.Database, v.Name); err != nil {
 			return err
 		}
 		have, err = c.columns(ctx, v.Database, v.Name)
@@ -87,28 +85,11 @@ func (c *Manager) DropView(ctx context.Context, log *slog.Logger, db, table stri
 	v := opts.ViewOf(db, table)
 	var engine string
 	err := c.retry(ctx, log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) (err error) {
-		engine, err = c.engineName(ctx, v.Database, v.Name)
+		engine, err = c.tablesColumn(ctx, "engine", v.Database, v.Name)
 		return err
 	})
 	if err != nil || engine != "View" {
 		return err
 	}
 	return c.Exec(ctx, log, v.DropSQL(), "reason", "its table "+db+"."+table+" is gone")
-}
-
-// engineName is a table's engine ("" when it does not exist), read again
-// after another table's DROP met the read (droppedMeanwhile).
-func (c *Manager) engineName(ctx context.Context, db, table string) (string, error) {
-	var engine string
-	var err error
-	for range droppedMeanwhileTries {
-		err = c.conn.QueryRow(ctx, "SELECT engine FROM system.tables WHERE database = ? AND name = ?", db, table).Scan(&engine)
-		if !droppedMeanwhile(err) {
-			break
-		}
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	return engine, err
 }
