@@ -14,24 +14,30 @@ import (
 // ListTables returns the source's base tables that the config selects, in
 // name order.
 func ListTables(ctx context.Context, db *sql.DB, cfg *config.Config) ([]schema.TableName, error) {
+	return listOfType(ctx, db, cfg, "BASE TABLE", "list tables")
+}
+
+// listOfType returns the selected tables of one information_schema
+// TABLE_TYPE, in name order; what names the list in errors.
+func listOfType(ctx context.Context, db *sql.DB, cfg *config.Config, tableType, what string) ([]schema.TableName, error) {
 	rows, err := db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES
-		WHERE TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_SCHEMA, TABLE_NAME`)
+		WHERE TABLE_TYPE = ? ORDER BY TABLE_SCHEMA, TABLE_NAME`, tableType)
 	if err != nil {
-		return nil, fmt.Errorf("list tables: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
 	var out []schema.TableName
 	for rows.Next() {
 		var t schema.TableName
 		if err := rows.Scan(&t.Database, &t.Table); err != nil {
-			return nil, fmt.Errorf("list tables: %w", err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		if !schema.SystemDatabase(t.Database) && cfg.Replicates(t.Database, t.Table) {
 			out = append(out, t)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list tables: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
 }
@@ -85,26 +91,7 @@ const systemVersioned = "SYSTEM VERSIONED"
 // on MySQL), in name order. binlog2ch refuses them: their DELETEs and
 // UPDATEs keep history rows that MySQL's SELECT does not show.
 func ListVersioned(ctx context.Context, db *sql.DB, cfg *config.Config) ([]schema.TableName, error) {
-	rows, err := db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES
-		WHERE TABLE_TYPE = ? ORDER BY TABLE_SCHEMA, TABLE_NAME`, systemVersioned)
-	if err != nil {
-		return nil, fmt.Errorf("list system-versioned tables: %w", err)
-	}
-	defer rows.Close()
-	var out []schema.TableName
-	for rows.Next() {
-		var t schema.TableName
-		if err := rows.Scan(&t.Database, &t.Table); err != nil {
-			return nil, fmt.Errorf("list system-versioned tables: %w", err)
-		}
-		if !schema.SystemDatabase(t.Database) && cfg.Replicates(t.Database, t.Table) {
-			out = append(out, t)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list system-versioned tables: %w", err)
-	}
-	return out, nil
+	return listOfType(ctx, db, cfg, systemVersioned, "list system-versioned tables")
 }
 
 // Versioned returns those of tables that are system-versioned, in name
