@@ -436,6 +436,9 @@ func (r *Replicator) run(ctx context.Context) error {
 		}
 	}
 	if err := r.checkViewNames(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
 		return err
 	}
 	// Before a copy that may take hours: an XA transaction prepared before
@@ -448,6 +451,9 @@ func (r *Replicator) run(ctx context.Context) error {
 		// a table failed when it starts (router.VersionedError).
 		if r.cfg.Replication.OnTableError != config.OnSkipTable {
 			if err := r.refuseVersioned(ctx, nil, snap.Position.String(), "the initial snapshot is to copy it"); err != nil {
+				if ctx.Err() != nil {
+					return nil // stopped while starting
+				}
 				return err
 			}
 		}

@@ -145,12 +145,14 @@ func (s *Router) Run(ctx context.Context) error {
 		}()
 	}
 	s.ctx = readCtx
+	// A shutdown meanwhile is no error: the stream's Run below returns at
+	// once, and the writers stop as at any shutdown.
 	if s.opt.CopyAtStart {
-		if err := s.copyAtStart(readCtx, s.opt.From); err != nil {
+		if err := s.copyAtStart(readCtx, s.opt.From); err != nil && readCtx.Err() == nil {
 			return err
 		}
 	}
-	if err := s.versionedAtStart(readCtx); err != nil {
+	if err := s.versionedAtStart(readCtx); err != nil && readCtx.Err() == nil {
 		return err
 	}
 	readErr := s.opt.StreamError(s.stream.Run(readCtx, s.opt.Start, s.followMigrations()))

@@ -60,8 +60,15 @@ func (s *Stream) VerifyHistory(ctx context.Context, p Position, hist History) er
 		switch {
 		case errors.As(err, &me) && me.Code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG && !strings.Contains(me.Message, "first log file name"):
 			// The file is there (a purged one is the stream's to report)
-			// but no event ends at the position.
-			return &HistoryError{At: p, Reason: "the server cannot send the event that ended there: " + compact(err)}
+			// but no event ends at the position. The server's own words
+			// are left out when they blame max_allowed_packet: it says
+			// that of a position inside an event, which would send the
+			// operator the wrong way.
+			why := "the server cannot send the event that ended there: " + compact(err)
+			if strings.Contains(me.Message, "max_allowed_packet") {
+				why = "no event of the server's binlog ends there: the position falls inside one (the server refused to read from it, error 1236)"
+			}
+			return &HistoryError{At: p, Reason: why}
 		case err != nil:
 			return nil
 		}
