@@ -156,22 +156,14 @@ func (r *rewriter) setStatement() {
 	if !r.peekWord("STATEMENT") {
 		return
 	}
-	depth := 0
-	for {
-		t, end := r.take()
-		switch {
-		case t.kind == tokEnd || t.kind == tokBad:
-			return
-		case t.is(tokPunct, "("):
-			depth++
-		case t.is(tokPunct, ")"):
-			depth--
-		case depth == 0 && t.is(tokWord, "FOR"):
-			r.cuts = append(r.cuts, cut{from: 0, to: end})
+	r.l.walk(func(t token, depth int) bool {
+		if depth == 0 && t.is(tokWord, "FOR") {
+			r.cuts = append(r.cuts, cut{from: 0, to: r.l.i})
 			r.statement()
-			return
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // nameBefore are the words after which a word is a name, never one of the
@@ -201,17 +193,10 @@ func (r *rewriter) alter() {
 // columnWords rewrites the words of ALTER TABLE's specifications (depth
 // 0) or CREATE TABLE's definitions (depth 1) to the statement's end.
 func (r *rewriter) columnWords(at int) {
-	depth := 0
 	var prev, prev2, prev3 token
-	for {
-		t, end := r.take()
+	r.l.walk(func(t token, depth int) bool {
+		end := r.l.i
 		switch {
-		case t.kind == tokEnd || t.kind == tokBad:
-			return
-		case t.is(tokPunct, "("):
-			depth++
-		case t.is(tokPunct, ")"):
-			depth--
 		case depth != at || t.kind != tokWord:
 		case t.text == "EXISTS" && prev.is(tokWord, "IF") && (prev3.is(tokWord, "RENAME") && prev2.is(tokWord, "COLUMN") ||
 			prev3.is(tokWord, "FOREIGN") && prev2.is(tokWord, "KEY") || prev3.is(tokWord, "DROP") && prev2.is(tokWord, "CONSTRAINT")):
@@ -237,7 +222,8 @@ func (r *rewriter) columnWords(at int) {
 			r.cuts = append(r.cuts, cut{from: t.start, to: end, with: fixedBinTypes[t.text]})
 		}
 		prev3, prev2, prev = prev2, prev, t
-	}
+		return true
+	})
 }
 
 // dropTable reads DROP [TEMPORARY] TABLE [IF EXISTS] t [, t...] and DROP
@@ -280,19 +266,8 @@ func (r *rewriter) index() {
 		return
 	}
 	if r.l.peek().is(tokPunct, "(") { // CREATE INDEX's columns
-		depth := 0
-		for {
-			t, _ := r.take()
-			if t.kind == tokEnd || t.kind == tokBad {
-				return
-			}
-			if t.is(tokPunct, "(") {
-				depth++
-			} else if t.is(tokPunct, ")") {
-				if depth--; depth == 0 {
-					break
-				}
-			}
+		if !r.l.walk(func(t token, depth int) bool { return !t.is(tokPunct, ")") || depth != 0 }) {
+			return
 		}
 	}
 	r.wait()

@@ -174,6 +174,28 @@ type token struct {
 
 func (t token) is(kind tokKind, text string) bool { return t.kind == kind && t.text == text }
 
+// walk hands fn each token to the statement's end with the depth of the
+// parentheses open after it (a "(" counts itself, a ")" no longer), until
+// fn returns false. It reports whether fn stopped it; l.i is then past
+// the token fn stopped at.
+func (l *stmtLexer) walk(fn func(t token, depth int) bool) bool {
+	depth := 0
+	for {
+		t := l.next()
+		switch {
+		case t.kind == tokEnd || t.kind == tokBad:
+			return false
+		case t.is(tokPunct, "("):
+			depth++
+		case t.is(tokPunct, ")"):
+			depth--
+		}
+		if !fn(t, depth) {
+			return true
+		}
+	}
+}
+
 // stmtLexer reads the tokens of a statement's head.
 type stmtLexer struct {
 	s         string

@@ -194,30 +194,23 @@ func notUnderstood(defaultDB, q string) []Effect {
 // renamedTo adds the tables an ALTER TABLE's remaining words rename it to
 // or name after TABLE (EXCHANGE PARTITION ... WITH TABLE t).
 func (l *stmtLexer) renamedTo(defaultDB string, named *[]schema.TableName) {
-	depth := 0
-	for {
-		t := l.next()
-		switch {
-		case t.kind == tokEnd || t.kind == tokBad:
-			return
-		case t.is(tokPunct, "("):
-			depth++
-		case t.is(tokPunct, ")"):
-			depth--
-		case depth == 0 && t.is(tokWord, "RENAME"):
+	l.walk(func(t token, depth int) bool {
+		if depth != 0 || !(t.is(tokWord, "RENAME") || t.is(tokWord, "TABLE")) {
+			return true
+		}
+		if t.text == "RENAME" {
 			if p := l.peek(); p.is(tokWord, "COLUMN") || p.is(tokWord, "INDEX") || p.is(tokWord, "KEY") {
-				continue
+				return true
 			}
 			if p := l.peek(); p.is(tokWord, "TO") || p.is(tokWord, "AS") {
 				l.next()
 			}
-			fallthrough
-		case depth == 0 && t.is(tokWord, "TABLE"):
-			if n, ok := l.tableName(defaultDB); ok {
-				*named = append(*named, n)
-			}
 		}
-	}
+		if n, ok := l.tableName(defaultDB); ok {
+			*named = append(*named, n)
+		}
+		return true
+	})
 }
 
 // mentions are the names a statement's words hold that may be tables:
