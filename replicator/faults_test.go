@@ -374,7 +374,7 @@ func TestFaultCorruptCheckpoint(t *testing.T) {
 // steps ends with ClickHouse equal to MySQL, rows deleted in the lost
 // binlog included.
 func TestFaultBinlogPurged(t *testing.T) {
-	h := newHarness(t, 1, "")
+	h, _ := newPrivateHarness(t) // it purges binlogs, which other packages' tests read
 	if h.srv.MySQL.External {
 		t.Skip("purges binary logs: needs a private MariaDB")
 	}
