@@ -52,6 +52,7 @@ var (
 		"binlog2ch_statements_without_rows_total":       {"counter", map[string][]string{"action": {"apply", "recopy", "keep"}}},
 		"binlog2ch_events_skipped_total":                {"counter", map[string][]string{"type": nil}},
 		"binlog2ch_ambiguous_inserts_total":             {"counter", map[string][]string{"outcome": {"resent", "present", "stopped"}}},
+		"binlog2ch_replay_skipped_events_total":         {"counter", nil},
 		"binlog2ch_migration_tables_followed_total":     {"counter", map[string][]string{"tool": {"gh-ost", "pt-osc"}}},
 		"binlog2ch_table_copies_total":                  {"counter", map[string][]string{"reason": {"selected", "renamed", "add_column", "statement_dml", "partition", "resync", "failed", "migration", "server_changed", "ddl_during_copy"}}},
 		"binlog2ch_tables_copying":                      {"gauge", nil},

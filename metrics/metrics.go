@@ -104,7 +104,10 @@ type Metrics struct {
 	TablesMarkedFailed prometheus.Counter
 	NativeFallbacks    *prometheus.CounterVec
 	AmbiguousInserts   *prometheus.CounterVec
-	MigrationTables    *prometheus.CounterVec
+	// ReplaySkipped counts rows events a restart did not send again: the
+	// checkpoint recorded their table's rows as stored past its position.
+	ReplaySkipped   prometheus.Counter
+	MigrationTables *prometheus.CounterVec
 	// Foreign-key cascades derived (package cascade).
 	CascadedRows    *prometheus.CounterVec
 	CascadeDuration prometheus.Histogram
@@ -193,6 +196,8 @@ func New() *Metrics {
 		Help: "Tables whose inserts switched from binlog2ch's native inserter to clickhouse-go, by reason: unknown_packet, compression, header_type (the server answered with something the native inserter cannot read), header_mismatch (the table's columns differ on the wire from binlog2ch's mapping). Each switch is logged at WARN."}, []string{"reason"})
 	m.AmbiguousInserts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_ambiguous_inserts_total",
 		Help: "Blocks that went out whole to ClickHouse before an answer the native inserter cannot read, so that whether ClickHouse stored them is unknown, by outcome: resent (a changelog table's rows counted absent, or a ReplacingMergeTree table, where a second copy carries the same versions), present (a changelog table already holds every row: not sent again), stopped (ClickHouse's rows cannot tell: the daemon stopped naming the table). Each is logged at WARN or ERROR."}, []string{"outcome"})
+	m.ReplaySkipped = prometheus.NewCounter(prometheus.CounterOpts{Name: "binlog2ch_replay_skipped_events_total",
+		Help: "Rows events read again after a restart and not sent again, because the checkpoint recorded that their table's rows were in ClickHouse past its position."})
 	m.MigrationTables = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_migration_tables_followed_total",
 		Help: "New tables of online schema migrations of replicated tables that binlog2ch began following at their CREATE TABLE (gh-ost's _t_gho, pt-online-schema-change's _t_new), by tool: gh-ost, pt-osc."}, []string{"tool"})
 	m.CascadedRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_cascaded_rows_total",
@@ -229,7 +234,7 @@ func New() *Metrics {
 			return 0
 		})
 	m.Registry.MustRegister(m.Rows, m.EventsRead, m.FlushDuration, m.BatchRows, m.QueueRows, m.CheckpointTS, m.CheckpointFile, m.CheckpointPos,
-		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, m.EventsSkipped, m.NativeFallbacks, m.AmbiguousInserts, m.MigrationTables,
+		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, m.EventsSkipped, m.NativeFallbacks, m.AmbiguousInserts, m.ReplaySkipped, m.MigrationTables,
 		m.TableCopies, m.TablesCopying, m.TablesFailed, m.TablesMarkedFailed,
 		m.CascadedRows, m.CascadeDuration,
 		m.BudgetRate, m.BudgetGranted, m.BudgetWaiting, m.OldestUnsent, m.BufferBytes, m.BufferLimitBytes, m.Writers, lag, sourceLag, ready,

@@ -36,10 +36,17 @@ func newClusterHarness(t *testing.T, shards, replicas int, insert string) (*harn
 // chKeys, if set, gives more keys of the clickhouse section (", key: value").
 func newClusterHarnessWith(t *testing.T, shards, replicas int, chKeys, extra func(*localserver.Cluster) string) (*harness, *localserver.Cluster) {
 	t.Helper()
+	return newClusterHarnessConfig(t, shards, replicas, "", chKeys, extra)
+}
+
+// newClusterHarnessConfig is newClusterHarnessWith on servers with more
+// configuration (localserver.StartClusterWith).
+func newClusterHarnessConfig(t *testing.T, shards, replicas int, config string, chKeys, extra func(*localserver.Cluster) string) (*harness, *localserver.Cluster) {
+	t.Helper()
 	srv := servertest.Need(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := localserver.StartCluster(ctx, shards, replicas)
+	c, err := localserver.StartClusterWith(ctx, shards, replicas, config)
 	if err != nil {
 		t.Fatalf("ClickHouse cluster did not start: %v", err)
 	}
@@ -52,10 +59,11 @@ func newClusterHarnessWith(t *testing.T, shards, replicas int, chKeys, extra fun
 	conn := fmt.Sprintf(`mysql: {addr: %q, user: %q, password: %q, server_id: 4242}
 clickhouse: {addr: [%q], user: %q, cluster: %s%s}
 `, srv.MySQL.Addr(), srv.MySQL.User, srv.MySQL.Password, first.Addr(), first.User, c.Name, keys)
+	more := ""
 	if extra != nil {
-		conn += extra(c)
+		more = extra(c)
 	}
-	return newHarnessOn(t, &localserver.Servers{MySQL: srv.MySQL, ClickHouse: first}, conn, 1, ""), c
+	return newHarnessOn(t, &localserver.Servers{MySQL: srv.MySQL, ClickHouse: first}, conn, 1, more), c
 }
 
 // insertKey is the clickhouse.cluster_insert key ("": the default).

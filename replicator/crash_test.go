@@ -57,18 +57,9 @@ func childMain(path, what string, work func(context.Context, *Replicator) error)
 		return 1
 	}
 	defer r.Close()
-	if v := os.Getenv(envPauseAfterRows); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			log.Error("pause", "error", err)
-			return 2
-		}
-		var seen atomic.Int64
-		r.hooks.rowsEvent = func(schema.TableName) {
-			if seen.Add(1) > n {
-				select {} // until the test kills the process
-			}
-		}
+	if err := pauseAfterRows(r, log); err != nil {
+		log.Error("pause", "error", err)
+		return 2
 	}
 	if v := os.Getenv(envPauseAtCutOver); v != "" {
 		r.hooks.migrationStatement = func(st source.Statement, t schema.TableName) {

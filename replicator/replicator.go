@@ -118,6 +118,9 @@ type testHooks struct {
 	// copyDone runs once an online copy has copied its tables, before
 	// they are swapped in.
 	copyDone func(tables []schema.TableName)
+	// holdCheckpoint, while it returns true, keeps checkpoints from being
+	// saved (a crash then replays what was stored since).
+	holdCheckpoint func() bool
 }
 
 // New connects to both servers and checks the source writes a binlog
@@ -473,7 +476,8 @@ func (r *Replicator) run(ctx context.Context) error {
 		Live: &r.live, NoteCheckpoint: r.noteCheckpoint, CopyOptions: r.copyOptions, CheckIn: r.checkIn,
 		QueueLen: r.queueLen, ParkAfter: r.parkAfter, ShutdownTimeout: r.shutdownTimeout, SnapshotEndVersion: r.snapshotEndVersion,
 		StreamError: r.streamError, Hooks: router.Hooks{RowsEvent: r.hooks.rowsEvent, Checkpointed: r.hooks.checkpointed,
-			BeforeCascade: r.hooks.beforeCascade, AfterCascade: r.hooks.afterCascade, MigrationStatement: r.hooks.migrationStatement, CopyDone: r.hooks.copyDone}})
+			BeforeCascade: r.hooks.beforeCascade, AfterCascade: r.hooks.afterCascade, MigrationStatement: r.hooks.migrationStatement, CopyDone: r.hooks.copyDone,
+			HoldCheckpoint: r.hooks.holdCheckpoint}})
 	r.running.Store(s)
 	defer r.running.Store(nil)
 	return s.Run(ctx)

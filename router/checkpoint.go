@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -126,6 +127,9 @@ func (s *Router) save(final, force bool) error {
 	if hook := r.hooks.Checkpointed; hook != nil {
 		defer hook()
 	}
+	if hold := r.hooks.HoldCheckpoint; hold != nil && !final && !force && hold() {
+		return nil
+	}
 	s.lastSaved = time.Now()
 	safe := s.seq
 	if !final {
@@ -151,10 +155,13 @@ func (s *Router) save(final, force bool) error {
 	// Forget writers that have finished.
 	s.all = slices.DeleteFunc(s.all, func(rt *tableWriter) bool { return rt.w.Done() && rt.closed })
 	copies := s.copies.saved()
-	if cp == s.saved && !force && !s.copiesChanged(copies) {
+	point := s.commits[0]
+	// Tables stored past the position move on while it stands still (a
+	// table with rows pending holds it): their record is saved too.
+	stored := s.storedPast(point)
+	if cp == s.saved && !force && !s.copiesChanged(copies) && maps.Equal(stored, s.savedStored) {
 		return nil
 	}
-	point := s.commits[0]
 	ceiling := max(s.ceiling, s.readVersionFile+CeilingGap)
 	ext := state.StreamState{GTID: point.gtid, History: point.hist, Offset: point.offset, Ceiling: ceiling, TableGTIDs: s.stream.TableGTIDs(), ResumeByGTID: point.byGTID}
 	if s.cascades != nil {
@@ -167,6 +174,7 @@ func (s *Router) save(final, force bool) error {
 	sel := r.selection()
 	ext.Selection = &state.Selection{Include: sel.Include, Exclude: sel.Exclude}
 	ext.Tables = copies
+	ext.Stored = stored
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	saved := state.Checkpoint{Position: cp, Server: point.server, SavedAt: time.Now().UTC(), StreamState: ext}
 	err := r.checkpoints().Save(ctx, saved)
@@ -181,7 +189,7 @@ func (s *Router) save(final, force bool) error {
 		}
 		return err
 	}
-	s.saved, s.ceiling, s.savedCopies = cp, ceiling, copies
+	s.saved, s.ceiling, s.savedCopies, s.savedStored = cp, ceiling, copies, stored
 	r.savedPos.Store(&cp)
 	r.noteCheckpoint(&saved)
 	r.m.CheckpointTS.Set(float64(time.Now().UnixNano()) / 1e9)

@@ -81,6 +81,10 @@ type Router struct {
 	ctx context.Context
 	// savedCopies is the copy state last saved.
 	savedCopies map[string]*state.TableCopy
+	// stored are the start checkpoint's records of tables stored past it,
+	// until their writers take them (stored.go).
+	stored      map[schema.TableName]uint64
+	savedStored map[string]uint64 // the last checkpoint's Stored
 	// failures are writers' failures to mark; skipping, the failed tables
 	// whose events are skipped until their copy starts (failed.go).
 	failures writerFailures
@@ -279,6 +283,9 @@ func (s *Router) dispatch(ctx context.Context, name schema.TableName, m sink.Mes
 			return err
 		}
 		w := s.sink.NewWriter(name, s.queueLen)
+		if v, ok := s.takeStored(name); ok {
+			w.SkipStored(v)
+		}
 		w.OnFlushed(s.stream.Wake)
 		w.ParkWhenIdle(s.parkAfter)
 		rt = &tableWriter{w: w, tm: s.m.ForTable(name), exited: make(chan struct{})}

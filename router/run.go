@@ -101,6 +101,9 @@ type Hooks struct {
 	// tables and read the server's position, before the stream swaps them
 	// in.
 	CopyDone func(tables []schema.TableName)
+	// HoldCheckpoint, while it returns true, keeps checkpoints but the
+	// final one and those raising the version ceiling from being saved.
+	HoldCheckpoint func() bool
 }
 
 // New is the router of a stream that starts at opt.Start.
@@ -113,6 +116,7 @@ func New(opt Options) *Router {
 		cascadeRunner: opt.Cascades, snapshotEndVersion: opt.SnapshotEndVersion, queueLen: opt.QueueLen, parkAfter: opt.ParkAfter,
 		readPos: &opt.Live.ReadPos, savedPos: &opt.Live.SavedPos, mysqlUp: &opt.Live.MySQLUp, checkin: &opt.Live.CheckIn, sel: opt.Selection}
 	s.copies = newOnlineCopies(from)
+	s.stored = storedAtStart(from)
 	s.followCascades(opt.Keys)
 	s.fkeys = opt.Keys
 	return s
@@ -197,6 +201,10 @@ func (s *Router) CopyState() map[string]*state.TableCopy { return s.copies.saved
 // CopyProgress is the running online copy's progress, latest (nil: none
 // yet).
 func (s *Router) CopyProgress() *[]snapshot.TableStatus { return s.copyProgress.Load() }
+
+// QueuedBytes is the bytes of rows events handed to writers and not yet
+// taken into their blocks. Read from other goroutines.
+func (s *Router) QueuedBytes() int64 { return s.queued.Load() }
 
 // The daemon's parts the router's files reach under their old names.
 func (s *Router) replicates(t schema.TableName) bool { return s.sel.Replicates(t) }

@@ -31,6 +31,7 @@ func (s *Router) Statement(ctx context.Context, st source.Statement) error {
 		return nil
 	}
 	s.followPartitions(ctx, st) // the partition layouts of its time (partitions.go)
+	s.forgetStored(st)
 	if !st.Parsed {
 		r.m.DDL.WithLabelValues(metrics.DDLNotUnderstood).Inc()
 		named := false

@@ -21,6 +21,7 @@ type sendJob struct {
 	block   *block.Block
 	route   *route
 	seq     uint64
+	version uint64 // the writer's lastVersion at seq
 	rows    int
 	bytes   int // the block's size when handed off
 	sent    bool
@@ -59,6 +60,7 @@ func (w *Writer) recycle(job *sendJob) {
 	defer w.noteQueue()
 	job.sent = true
 	for len(w.order) > 0 && w.order[0].sent {
+		w.storedVersion.Store(w.order[0].version)
 		w.flushed.Store(w.order[0].seq)
 		w.order = w.order[1:]
 	}
@@ -79,6 +81,7 @@ func (w *Writer) recycle(job *sendJob) {
 		w.free = append(w.free, job.block)
 	}
 	if w.inflight == 0 && (w.block == nil || w.block.Rows() == 0) {
+		w.storedVersion.Store(w.lastVersion)
 		w.flushed.Store(w.lastSeq)
 	}
 }
@@ -97,6 +100,7 @@ func (w *Writer) handOff(ctx context.Context) error {
 	w.firstRow = time.Time{}
 	if w.block == nil || w.block.Rows() == 0 {
 		if w.inflight == 0 {
+			w.storedVersion.Store(w.lastVersion)
 			w.flushed.Store(w.lastSeq)
 		}
 		return nil
@@ -124,7 +128,7 @@ func (w *Writer) handOff(ctx context.Context) error {
 		// empty, costs no copy.
 		next.Reserve(w.block)
 	}
-	job := &sendJob{block: w.block, route: w.route, seq: w.lastSeq, rows: w.block.Rows(), bytes: w.block.Size(),
+	job := &sendJob{block: w.block, route: w.route, seq: w.lastSeq, version: w.lastVersion, rows: w.block.Rows(), bytes: w.block.Size(),
 		from: w.blockFrom, to: w.blockTo, copied: w.blockCopied}
 	// The block's bytes stay counted until it comes back.
 	w.c.mem.add(job.bytes - w.held)
@@ -170,6 +174,7 @@ func (w *Writer) drain(ctx context.Context) error {
 			return err
 		}
 	}
+	w.storedVersion.Store(w.lastVersion)
 	w.flushed.Store(w.lastSeq)
 	return nil
 }

@@ -112,11 +112,19 @@ type Writer struct {
 	ticket *budget.Ticket
 	due    time.Time
 
-	lastSeq  uint64        // seq of the last message taken from in
-	flushed  atomic.Uint64 // every message with seq <= flushed is in ClickHouse
-	done     atomic.Bool   // Run has returned nil
-	firstRow time.Time     // when the block got its first row
-	lastSend time.Time     // when the last batch was handed off
+	lastSeq uint64        // seq of the last message taken from in
+	flushed atomic.Uint64 // every message with seq <= flushed is in ClickHouse
+	// lastVersion is the first version of the last binlog rows event
+	// taken; storedVersion that of the last one in ClickHouse with every
+	// earlier message; skipStored the version SkipStored skips up to
+	// (replay.go).
+	lastVersion   uint64
+	storedVersion atomic.Uint64
+	skipStored    uint64
+	skippedStored int
+	done          atomic.Bool // Run has returned nil
+	firstRow      time.Time   // when the block got its first row
+	lastSend      time.Time   // when the last batch was handed off
 
 	returned chan *sendJob // blocks sent, back from their senders
 	sendErr  chan error    // a sender's fatal error
@@ -320,6 +328,7 @@ func (w *Writer) run(parent context.Context) (err error) {
 				}
 			} else if w.inflight == 0 {
 				// Nothing pending: everything taken so far is durable.
+				w.storedVersion.Store(w.lastVersion)
 				w.flushed.Store(w.lastSeq)
 			}
 		case <-timer.C:
@@ -377,6 +386,9 @@ func (w *Writer) handle(ctx context.Context, m Message) error {
 		w.source, w.target, w.block, w.route = nil, nil, nil, nil
 		return nil
 	}
+	if w.skipStored != 0 && w.stored(&m) {
+		return nil
+	}
 	if m.DDL != 0 {
 		if err := w.drain(ctx); err != nil {
 			return err
@@ -406,6 +418,9 @@ func (w *Writer) handle(ctx context.Context, m Message) error {
 			return err // names the table and position
 		}
 		return fmt.Errorf("%s: %w", m.where(), err)
+	}
+	if !m.Snapshot {
+		w.lastVersion = m.Version
 	}
 	return nil
 }

@@ -70,6 +70,11 @@ type StreamState struct {
 	// ClickHouse does not hold whole, by MySQL db.table (tables.go).
 	Selection *Selection            `json:"selection,omitempty"`
 	Tables    map[string]*TableCopy `json:"tables,omitempty"`
+	// Stored is, by MySQL db.table, how far the tables whose rows were in
+	// ClickHouse past the position were stored: the first version of the
+	// last rows event of each (sink.Writer.StoredVersion). A restart
+	// skips those rows events rather than send a second copy.
+	Stored map[string]uint64 `json:"stored,omitempty"`
 }
 
 // LoadFile reads the checkpoint from dir. It returns nil and no error

@@ -150,6 +150,17 @@ func (c *Cluster) stopMembers() error {
 // ZooKeeper, and the distributed DDL queue for ON CLUSTER. On error
 // nothing is left running.
 func StartCluster(ctx context.Context, shards, replicas int) (*Cluster, error) {
+	return StartClusterWith(ctx, shards, replicas, "")
+}
+
+// NoMerges is configuration for StartClusterWith under which no server
+// merges parts (none is small enough to merge): a test counts the rows its
+// inserts left, which merges of a ReplacingMergeTree would collapse.
+const NoMerges = "<merge_tree><max_bytes_to_merge_at_max_space_in_pool>1</max_bytes_to_merge_at_max_space_in_pool></merge_tree>\n"
+
+// StartClusterWith is StartCluster with more configuration elements for
+// every server (such as NoMerges).
+func StartClusterWith(ctx context.Context, shards, replicas int, config string) (*Cluster, error) {
 	bin, err := findBinary("clickhouse-server")
 	if err != nil {
 		return nil, fmt.Errorf("ClickHouse: %w", err)
@@ -165,7 +176,7 @@ func StartCluster(ctx context.Context, shards, replicas int) (*Cluster, error) {
 	var c *Cluster
 	for attempt := 0; ; attempt++ {
 		var retry bool
-		c, retry, err = startMembers(ctx, bin, zk, shards, replicas)
+		c, retry, err = startMembers(ctx, bin, zk, shards, replicas, config)
 		if err == nil {
 			break
 		}
@@ -216,7 +227,7 @@ func (s *Server) waitZooKeeper(ctx context.Context) error {
 // startMembers starts the cluster's ClickHouse servers against zk; on
 // error none is left running, and retry says a member could not bind a
 // port chosen for it.
-func startMembers(ctx context.Context, bin string, zk *Server, shards, replicas int) (*Cluster, bool, error) {
+func startMembers(ctx context.Context, bin string, zk *Server, shards, replicas int, config string) (*Cluster, bool, error) {
 	c := &Cluster{Name: ClusterName, ZooKeeper: zk}
 	ports := make([][]int, shards)
 	var remote strings.Builder
@@ -256,7 +267,7 @@ func startMembers(ctx context.Context, bin string, zk *Server, shards, replicas 
 <distributed_ddl><path>/clickhouse/task_queue/ddl</path></distributed_ddl>
 <interserver_http_host>127.0.0.1</interserver_http_host>
 <interserver_http_port>%d</interserver_http_port>
-`, zk.Port, i+1, j+1, inter)
+`, zk.Port, i+1, j+1, inter) + config
 					var s *Server
 					var bind bool
 					s, err, bind = startClickHouseOnce(ctx, bin, chOptions{tcp: ports[i][j], extra: extra,
