@@ -179,6 +179,20 @@ func (b *Block) VersionCounts() (counts map[uint64]uint64, lo, hi uint64) {
 	return counts, lo, hi
 }
 
+// VersionSpan is the _version of the block's first and last rows, rows
+// being appended in binlog order; ok is false for an empty block or a
+// target without _version.
+func (b *Block) VersionSpan() (first, last uint64, ok bool) {
+	for i, tc := range b.target.Columns {
+		if tc.Meta == schema.MetaVersion {
+			if v := b.cols[i].(*column.Num[uint64]).Vals; len(v) > 0 {
+				return v[0], v[len(v)-1], true
+			}
+		}
+	}
+	return 0, 0, false
+}
+
 // Size is roughly the bytes the block holds.
 func (b *Block) Size() int {
 	n := 0

@@ -134,6 +134,11 @@ type Setting struct {
 	Value uint64
 }
 
+// StringSetting is a String setting of one query (Insert's extra), read in
+// the old format by SettingFieldString::readBinary: a varint length, the
+// bytes (src/Core/SettingsFields.cpp). Send only those the server knows.
+type StringSetting struct{ Name, Value string }
+
 // Server describes the server a Conn talks to.
 type Server struct {
 	Name                string
@@ -331,10 +336,12 @@ type Column struct{ Name, Type string }
 // columns the server expects (from the query's column list) and may refuse
 // them; body writes the block's rows and columns to the encoder (see
 // Encoder.Block). Insert returns when the server has stored the block.
-func (c *Conn) Insert(ctx context.Context, query string, header func([]Column) error, body func(*Encoder) error) error {
+// extra are String settings of this query alone, sent after the
+// connection's own (Options.Settings).
+func (c *Conn) Insert(ctx context.Context, query string, header func([]Column) error, body func(*Encoder) error, extra ...StringSetting) error {
 	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	err := c.insert(ctx, query, header, body)
+	err := c.insert(ctx, query, header, body, extra)
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("%w (%v)", ctx.Err(), err)
 	}
@@ -353,12 +360,12 @@ func (c *Conn) extendDeadline(ctx context.Context) error {
 	return nil
 }
 
-func (c *Conn) insert(ctx context.Context, query string, header func([]Column) error, body func(*Encoder) error) error {
+func (c *Conn) insert(ctx context.Context, query string, header func([]Column) error, body func(*Encoder) error, extra []StringSetting) error {
 	if err := c.extendDeadline(ctx); err != nil {
 		return err
 	}
 	c.queryID = newQueryID()
-	c.writeQuery(query)
+	c.writeQuery(query, extra)
 	// No external tables: an empty block ends them.
 	if err := c.endOfData(); err != nil {
 		return err
@@ -417,7 +424,7 @@ func (c *Conn) endOfData() error {
 	return c.w.Flush()
 }
 
-func (c *Conn) writeQuery(query string) {
+func (c *Conn) writeQuery(query string, extra []StringSetting) {
 	w := c.w
 	putUvarint(w, clientQuery)
 	// Our own query id rather than the server's: after an answer this
@@ -455,6 +462,10 @@ func (c *Conn) writeQuery(query string) {
 	for _, st := range c.settings {
 		putString(w, st.Name)
 		putUvarint(w, st.Value)
+	}
+	for _, st := range extra {
+		putString(w, st.Name)
+		putString(w, st.Value)
 	}
 	putString(w, "") // the empty name ends the settings in every format
 	putUvarint(w, stageComplete)

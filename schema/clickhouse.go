@@ -37,6 +37,10 @@ type Capabilities struct {
 	// FixedString(16) from 19.x, types of their own from 23.x); without
 	// them MariaDB's INET4 and INET6 map to String of their text.
 	IPv4, IPv6 bool
+	// DedupWindow: the MergeTree setting non_replicated_deduplication_window
+	// exists (system.merge_tree_settings; not in 18.16), so a plain
+	// MergeTree table can keep the block ids that drop a replayed batch.
+	DedupWindow bool
 }
 
 // Profiles for golden tests and for `schema` without a server.
@@ -46,7 +50,7 @@ var (
 	// ClickHouseModern is a current server (24.x and later).
 	ClickHouseModern = Capabilities{Version: "24.8", DateTime64: true, Date32: true, Decimal256: true, Bool: true,
 		LowCardinality: true, IsDeleted: true, ColumnIfExists: true, RenameColumn: true, HashDecimal: true,
-		IPv4: true, IPv6: true}
+		IPv4: true, IPv6: true, DedupWindow: true}
 )
 
 // DetectCapabilities asks the server what it supports: the data types from
@@ -95,6 +99,11 @@ func DetectCapabilities(ctx context.Context, conn driver.Conn) (Capabilities, er
 	c.ColumnIfExists = at(19, 3)
 	c.RenameColumn = at(20, 4)
 	c.LegacyDateRange = !at(20, 1)
+	var dedup uint64
+	if err := conn.QueryRow(ctx, "SELECT count() FROM system.merge_tree_settings WHERE name = 'non_replicated_deduplication_window'").Scan(&dedup); err != nil {
+		return c, fmt.Errorf("ClickHouse: read system.merge_tree_settings: %w", err)
+	}
+	c.DedupWindow = dedup > 0
 	// No system table tells which argument types a function takes: ask.
 	var h uint64
 	switch err := conn.QueryRow(ctx, "SELECT cityHash64(toDecimal32(1, 0))").Scan(&h); {

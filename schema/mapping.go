@@ -489,7 +489,30 @@ func (t *Target) CreateTableSQL() string {
 		}
 		b.WriteByte(')')
 	}
+	if t.dedupWindow() {
+		fmt.Fprintf(&b, "\nSETTINGS non_replicated_deduplication_window = %d", DedupWindow)
+	}
 	return b.String()
+}
+
+// DedupWindow is the non_replicated_deduplication_window of the plain
+// MergeTree tables binlog2ch creates: the block ids of that many recent
+// inserts are kept, so that a batch sent again with the same
+// insert_deduplication_token is dropped (sink's batchToken). 1000 is
+// ClickHouse's replicated_deduplication_window since 23.11 (ClickHouse
+// #57335, up from 100): room for every batch a replay after a crash
+// sends again, at a few kilobytes of ids per table. The setting's default
+// is 0, off (MergeTreeSettings).
+const DedupWindow = 1000
+
+// dedupWindow reports whether the CREATE sets non_replicated_deduplication_window:
+// a plain MergeTree-family engine on a server that has the setting
+// (Replicated ones keep their own window), not one the user's engine
+// option already gives settings to.
+func (t *Target) dedupWindow() bool {
+	name, _, _ := strings.Cut(t.Engine, "(")
+	return t.Caps.DedupWindow && strings.HasSuffix(name, "MergeTree") && !strings.HasPrefix(name, "Replicated") &&
+		!strings.Contains(strings.ToUpper(t.Engine), "SETTINGS")
 }
 
 // InsertSQL is the INSERT a batch for this table is prepared with: an

@@ -184,3 +184,32 @@ func TestParseCHType(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateDedupWindow: plain MergeTree tables get a deduplication window
+// on a server that has the setting (the modern profile), Replicated ones
+// and 18.16's none.
+func TestCreateDedupWindow(t *testing.T) {
+	keyed := &schema.Table{Database: "d", Name: "t", PrimaryKey: []int{0}, Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false)}}
+	const setting = "SETTINGS non_replicated_deduplication_window = 1000"
+	for _, tc := range []struct {
+		caps    schema.Capabilities
+		cluster *schema.Cluster
+		want    bool
+	}{
+		{schema.ClickHouseModern, nil, true},
+		{schema.ClickHouse18, nil, false},
+		{schema.ClickHouseModern, &schema.Cluster{Name: "c", ZooKeeperPath: "/p/{table}", Replica: "{replica}"}, false},
+	} {
+		opts := schema.DefaultOptions()
+		opts.Cluster = tc.cluster
+		for _, mode := range []schema.Mode{schema.ModeReplacing, schema.ModeChangelog} {
+			target, err := schema.Map(keyed, "d", tc.caps, opts, schema.TableOptions{Mode: mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.HasSuffix(target.CreateTableSQL(), "\n"+setting); got != tc.want {
+				t.Errorf("%s, %s, cluster %v: SETTINGS %v, want %v:\n%s", tc.caps.Version, mode, tc.cluster != nil, got, tc.want, target.CreateTableSQL())
+			}
+		}
+	}
+}

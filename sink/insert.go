@@ -29,8 +29,10 @@ const (
 // goes through clickhouse-go instead.
 type inserters struct {
 	opts chnative.Options
-	mu   sync.Mutex
-	idle map[string][]idleConn
+	// tokenOK reports whether a server takes insert_deduplication_token.
+	tokenOK func(chnative.Server) bool
+	mu      sync.Mutex
+	idle    map[string][]idleConn
 }
 
 type idleConn struct {
@@ -111,11 +113,15 @@ func (e *headerMismatch) Error() string { return e.detail }
 
 // insertNative sends the rows sel of a block (every row when nil) over a
 // pooled native connection to addr ("": the configured servers) with the
-// statement query.
-func (p *inserters) insertNative(ctx context.Context, addr, query string, b *block.Block, sel []uint32) error {
+// statement query, and the token where the server takes it.
+func (p *inserters) insertNative(ctx context.Context, addr, query string, b *block.Block, sel []uint32, token string) error {
 	c, err := p.get(ctx, addr)
 	if err != nil {
 		return err
+	}
+	var extra []chnative.StringSetting
+	if token != "" && p.tokenOK != nil && p.tokenOK(c.Server()) {
+		extra = []chnative.StringSetting{{Name: tokenSetting, Value: token}}
 	}
 	t := b.Target()
 	var encodeErr error
@@ -124,7 +130,7 @@ func (p *inserters) insertNative(ctx context.Context, addr, query string, b *blo
 	}, func(e *chnative.Encoder) error {
 		encodeErr = b.EncodeNativeRows(e, sel)
 		return encodeErr
-	})
+	}, extra...)
 	if err != nil {
 		// The connection may be mid-query; a new one is cheap. The idle
 		// ones likely went the same way (a ClickHouse restart): drop them

@@ -102,7 +102,7 @@ func TestCurrentServerHeader(t *testing.T) {
 	}
 	p := &inserters{opts: chnative.Options{Addr: []string{srv.Addr()}, User: "default"}, idle: map[string][]idleConn{}}
 	defer p.close()
-	if err := p.insertNative(context.Background(), "", target.InsertSQL(), b, nil); err != nil {
+	if err := p.insertNative(context.Background(), "", target.InsertSQL(), b, nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	srv.Close()

@@ -186,13 +186,14 @@ func (w *Writer) send(ctx context.Context, job *sendJob) error {
 	start := time.Now()
 	rows := b.Rows()
 	t := b.Target()
+	token := batchToken(job)
 	var err error
 	if rt != nil && w.native(t) {
 		err = w.sendShards(ctx, job)
 	} else {
 		err = w.c.Retry(ctx, w.log, metrics.StageInsert, "insert into ClickHouse", w.counted(func(ctx context.Context) error {
 			if b.NativeOK() && w.native(t) {
-				err := w.c.ins.insertNative(ctx, "", t.InsertSQL(), b, nil)
+				err := w.c.ins.insertNative(ctx, "", t.InsertSQL(), b, nil, token)
 				var mismatch *headerMismatch
 				switch {
 				case w.protocolSurprise(err):
@@ -215,7 +216,7 @@ func (w *Writer) send(ctx context.Context, job *sendJob) error {
 					return w.explain(ctx, t, err)
 				}
 			}
-			return w.explain(ctx, t, w.insertDriver(ctx, b))
+			return w.explain(ctx, t, w.insertDriver(ctx, b, token))
 		}))
 	}
 	if err != nil {
@@ -311,8 +312,8 @@ func (w *Writer) protocolSurprise(err error) bool {
 
 // insertDriver sends a block through clickhouse-go, into the table (in a
 // cluster, its Distributed table, which routes each row to its shard).
-func (w *Writer) insertDriver(ctx context.Context, b *block.Block) error {
-	batch, err := w.c.conn.PrepareBatch(w.c.driverContext(ctx), b.Target().InsertSQL())
+func (w *Writer) insertDriver(ctx context.Context, b *block.Block, token string) error {
+	batch, err := w.c.conn.PrepareBatch(w.c.driverContext(ctx, token), b.Target().InsertSQL())
 	if err != nil {
 		return err
 	}

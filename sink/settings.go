@@ -2,7 +2,9 @@ package sink
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -72,9 +74,9 @@ type serverSettings map[string]string
 // readServerSettings asks the server which of the settings binlog2ch may
 // send it knows, and their types.
 func readServerSettings(ctx context.Context, conn driver.Conn) (serverSettings, error) {
-	names := make([]string, len(insertSettings))
-	for i, s := range insertSettings {
-		names[i] = schema.QuoteString(s.name)
+	names := []string{schema.QuoteString(tokenSetting)}
+	for _, s := range insertSettings {
+		names = append(names, schema.QuoteString(s.name))
 	}
 	var typed uint64
 	if err := conn.QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = 'system' AND table = 'settings' AND name = 'type'").Scan(&typed); err != nil {
@@ -131,6 +133,62 @@ func chooseSettings(known serverSettings, cluster bool, major, minor uint64) []c
 	return out
 }
 
+// A batch of binlog rows is a function of its binlog range: sent again
+// after a crash, a retry or a fallback with the same cuts, it is the same
+// block, and a token naming the range lets the server drop it.
+// insert_deduplication_token came in 22.2 (Settings.h: "If not empty, used
+// for duplicate detection instead of data digest"). The sinks suffix it
+// with the block's ordinal in the insert (MergeTreeSink, ReplicatedMergeTreeSink:
+// "{token}_{seqnum}"; InsertBlockIDGenerator in current servers) and
+// prefix the partition id (getZeroLevelPartBlockID), so the same insert
+// sent again has the same block ids per partition. Replicated tables keep
+// replicated_deduplication_window ids (100, 1000 from 23.11, ClickHouse
+// #57335); plain MergeTree only non_replicated_deduplication_window's,
+// 0 by default (MergeTreeSettings), which binlog2ch's CREATE sets
+// (schema.DedupWindow). Without the token (18.16) Replicated tables drop
+// byte-identical blocks by their hash alone.
+const (
+	tokenSetting = "insert_deduplication_token"
+	tokenMajor   = 22
+	tokenMinor   = 2
+)
+
+// tokenKnown reports whether a server of version major.minor that knows
+// the settings known takes the token: listed as a String, from 22.2.
+func tokenKnown(known serverSettings, major, minor uint64) bool {
+	return known[tokenSetting] == "String" && (major > tokenMajor || major == tokenMajor && minor >= tokenMinor)
+}
+
+// batchToken is the token of a sent block of binlog rows: the table, its
+// first and last _version and its row count, so that two different
+// batches never share one. A table copy's rows all have the copy's
+// version, which names no range: those blocks get none ("").
+func batchToken(job *sendJob) string {
+	b := job.block
+	first, last, ok := b.VersionSpan()
+	if job.copied || !ok {
+		return ""
+	}
+	return fmt.Sprintf("binlog2ch:%s:%d-%d:%d", b.Target().FullName(), first, last, b.Rows())
+}
+
+// partToken is the token of the rows sel of a block of token t, sent to one
+// shard: the selection's count and hash are in it, so that a replay cut
+// by another cluster layout, whose part for that shard holds other rows,
+// never passes for the part stored before.
+func partToken(t string, sel []uint32) string {
+	if t == "" || sel == nil {
+		return t
+	}
+	h := fnv.New64a()
+	var buf [4]byte
+	for _, r := range sel {
+		binary.LittleEndian.PutUint32(buf[:], r)
+		h.Write(buf[:])
+	}
+	return fmt.Sprintf("%s/%d:%016x", t, len(sel), h.Sum64())
+}
+
 // nativeSettings chooses the settings of a native connection from its
 // server's hello.
 func (c *ClickHouse) nativeSettings(s chnative.Server) []chnative.Setting {
@@ -149,14 +207,23 @@ func (c *ClickHouse) InsertSettings() clickhouse.Settings {
 }
 
 // driverContext adds the insert settings to the context of a clickhouse-go
-// insert into the configured servers, the ones whose settings were read.
-// clickhouse-go sends them as strings to current servers, and as varints
-// (the old format) to those below the strings revision, like chnative.
-func (c *ClickHouse) driverContext(ctx context.Context) context.Context {
-	if len(c.driverSettings) == 0 {
-		return ctx
+// insert into the configured servers, the ones whose settings were read,
+// with the batch's token where they take it and the insert goes into the
+// table itself: a Distributed table would pass one token to every shard
+// with rows its layout chose, and a replay under another layout would be
+// dropped as the part stored before (partToken). clickhouse-go sends them
+// as strings to current servers, and as varints (the old format) to those
+// below the strings revision, like chnative.
+func (c *ClickHouse) driverContext(ctx context.Context, token string) context.Context {
+	if token == "" || !c.driverToken || c.cfg.ClickHouse.Cluster != "" {
+		if len(c.driverSettings) == 0 {
+			return ctx
+		}
+		return clickhouse.Context(ctx, clickhouse.WithSettings(c.driverSettings))
 	}
-	return clickhouse.Context(ctx, clickhouse.WithSettings(c.driverSettings))
+	s := c.InsertSettings()
+	s[tokenSetting] = token
+	return clickhouse.Context(ctx, clickhouse.WithSettings(s))
 }
 
 // useSettings records the server's settings and chooses those of the
@@ -177,6 +244,8 @@ func (c *ClickHouse) useSettings(known serverSettings) {
 	for _, s := range chooseSettings(known, c.cfg.ClickHouse.Cluster != "", major, minor) {
 		c.driverSettings[s.Name] = int(s.Value)
 	}
+	c.driverToken = tokenKnown(known, major, minor)
+	c.ins.tokenOK = func(s chnative.Server) bool { return tokenKnown(c.settings, s.Major, s.Minor) }
 	if c.cfg.ClickHouse.Cluster != "" {
 		if _, ok := c.driverSettings["insert_distributed_sync"]; !ok {
 			c.log.Warn("ClickHouse does not know insert_distributed_sync: inserts into a Distributed table may return before the shards have the rows, and a server lost then loses them",

@@ -388,7 +388,7 @@ func (w *Writer) sendPart(ctx context.Context, sh *shardHosts, job *sendJob, sel
 	return w.c.Retry(ctx, w.log, metrics.StageInsert, "insert into ClickHouse shard "+strconv.Itoa(sh.num), w.counted(func(ctx context.Context) error {
 		if w.native(t) {
 			addr := sh.addr()
-			err := w.c.ins.insertNative(ctx, addr, t.InsertLocalSQL(), b, sel)
+			err := w.c.ins.insertNative(ctx, addr, t.InsertLocalSQL(), b, sel, partToken(batchToken(job), sel))
 			// A protocol surprise sends these rows, all of them, through
 			// the Distributed table, which puts them on this same shard
 			// (see protocolSurprise on rows the shard may already hold).
@@ -410,12 +410,12 @@ func (w *Writer) sendPart(ctx context.Context, sh *shardHosts, job *sendJob, sel
 			}
 		}
 		if sel == nil {
-			return w.insertDriver(ctx, b)
+			return w.insertDriver(ctx, b, "") // the Distributed table: no token
 		}
 		part, err := b.Subset(sel)
 		if err != nil {
 			return permanent(err)
 		}
-		return w.insertDriver(ctx, part)
+		return w.insertDriver(ctx, part, "")
 	}))
 }

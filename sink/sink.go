@@ -49,6 +49,7 @@ type ClickHouse struct {
 	// driverSettings those of clickhouse-go's inserts (settings.go).
 	settings       serverSettings
 	driverSettings clickhouse.Settings
+	driverToken    bool // clickhouse-go's inserts take insert_deduplication_token
 	// budget is the insert rate all writers share (budget.go); caughtUp:
 	// the reader has read the binlog's newest events.
 	budget   *budget.Budget

@@ -62,6 +62,12 @@ type Script struct {
 	// after that many data blocks, the rest skipped as the server does.
 	Fail            *Exception
 	FailAfterBlocks int
+	// DedupByToken: the server deduplicates as a 22.2+ one does with
+	// insert_deduplication_token on a table that keeps a deduplication
+	// window: an insert whose non-empty token the server already stored
+	// for the same table is acknowledged and not stored (not forwarded);
+	// a token is kept once its insert is stored.
+	DedupByToken bool
 }
 
 // Packet is one server packet a script sends.
@@ -194,4 +200,7 @@ type Insert struct {
 	Completed bool
 	// Forwarded: the data went to Script.Forward, which stored it.
 	Forwarded bool
+	// Deduplicated: the insert's token was seen for its table before
+	// (Script.DedupByToken), so it was acknowledged and not stored.
+	Deduplicated bool
 }

@@ -45,6 +45,7 @@ type Server struct {
 	conns   map[net.Conn]bool
 	inserts []Insert
 	errs    []error
+	tokens  map[string]bool // table + "\x00" + token, of inserts stored
 }
 
 // Start starts a server playing script; it stops when the test ends, and
@@ -537,14 +538,19 @@ func (s *session) insert(idx int, query string, compressed bool) error {
 			failed = true
 		}
 	}
+	token := s.settings[dedupToken]
+	dup := !failed && sc.DedupByToken && token != "" && s.srv.seen(query, token)
 	forwarded := false
-	if !failed && sc.Forward != "" {
+	if !failed && !dup && sc.Forward != "" {
 		q, id := s.srv.Inserts()[idx].Query, s.srv.Inserts()[idx].QueryID
 		if err := s.srv.forward(q, id, blocks); err != nil {
 			s.srv.fail(err)
 		} else {
 			forwarded = true
 		}
+	}
+	if !failed && !dup && sc.DedupByToken && token != "" && (sc.Forward == "" || forwarded) {
+		s.srv.keep(query, token)
 	}
 	if !failed {
 		send(sc.AfterData)
@@ -556,6 +562,7 @@ func (s *session) insert(idx int, query string, compressed bool) error {
 		ins.Sent, ins.Withheld = sent, withheld
 		ins.Completed = true
 		ins.Forwarded = forwarded
+		ins.Deduplicated = dup
 	})
 	if !failed {
 		if sc.Fail != nil {
@@ -565,6 +572,35 @@ func (s *session) insert(idx int, query string, compressed bool) error {
 		}
 	}
 	return s.w.Flush()
+}
+
+// dedupToken is the setting a 22.2+ server deduplicates inserts by.
+const dedupToken = "insert_deduplication_token"
+
+// queryTable is the table of "INSERT INTO db.t (a, b)".
+func queryTable(q string) string {
+	q = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(q), "INSERT INTO"))
+	if i := strings.IndexAny(q, " ("); i >= 0 {
+		q = q[:i]
+	}
+	return q
+}
+
+// seen reports whether an insert into query's table with token was stored.
+func (srv *Server) seen(query, token string) bool {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return srv.tokens[queryTable(query)+"\x00"+token]
+}
+
+// keep records the token of an insert stored into query's table.
+func (srv *Server) keep(query, token string) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.tokens == nil {
+		srv.tokens = map[string]bool{}
+	}
+	srv.tokens[queryTable(query)+"\x00"+token] = true
 }
 
 // queryColumns is the column list of "INSERT INTO t (a, b) VALUES", each

@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS `analytics`.`binlog_field_test_1`
     `_is_deleted` UInt8
 )
 ENGINE = ReplacingMergeTree(`_version`, `_is_deleted`)
-ORDER BY (`id`);
+ORDER BY (`id`)
+SETTINGS non_replicated_deduplication_window = 1000;
 
 INSERT INTO `analytics`.`binlog_field_test_1` (`id`, `testtinyint`, `testsmallint`, `testmediumint`, `testint`, `testbigint`, `testvarchar`, `testchar`, `testenum`, `testset`, `testtime`, `testdate`, `testyear`, `testtimestamp`, `testdatetime`, `testfloat`, `testdouble`, `testdecimal`, `testtext`, `testblob`, `testbit`, `testbool`, `testmediumblob`, `testlongblob`, `testtinyblob`, `test_unsinged_tinyint`, `test_unsinged_smallint`, `test_unsinged_mediumint`, `test_unsinged_int`, `test_unsinged_bigint`, `_version`, `_is_deleted`);

@@ -35,6 +35,7 @@ CREATE TABLE IF NOT EXISTS `analytics`.`every_type`
     `_is_deleted` UInt8
 )
 ENGINE = ReplacingMergeTree(`_version`, `_is_deleted`)
-ORDER BY (`id`);
+ORDER BY (`id`)
+SETTINGS non_replicated_deduplication_window = 1000;
 
 INSERT INTO `analytics`.`every_type` (`id`, `ti`, `tiu`, `b1`, `si`, `mi`, `miu`, `bi`, `biu`, `d92`, `d3810`, `d6530`, `f`, `dbl`, `bit64`, `dt`, `dtm`, `dtm6`, `ts`, `ts3`, `tm`, `yr`, `c`, `txt`, `bin`, `blb`, `e`, `eq`, `s`, `j`, `g`, `_version`, `_is_deleted`);

@@ -35,6 +35,7 @@ CREATE TABLE IF NOT EXISTS `analytics`.`no_key`
     `_op` Enum8('insert' = 1, 'update' = 2, 'delete' = 3)
 )
 ENGINE = MergeTree
-ORDER BY tuple();
+ORDER BY tuple()
+SETTINGS non_replicated_deduplication_window = 1000;
 
 INSERT INTO `analytics`.`no_key` (`id`, `ti`, `tiu`, `b1`, `si`, `mi`, `miu`, `bi`, `biu`, `d92`, `d3810`, `d6530`, `f`, `dbl`, `bit64`, `dt`, `dtm`, `dtm6`, `ts`, `ts3`, `tm`, `yr`, `c`, `txt`, `bin`, `blb`, `e`, `eq`, `s`, `j`, `g`, `_version`, `_op`);

@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS `analytics`.`events`
 )
 ENGINE = ReplacingMergeTree(`_version`, `_is_deleted`)
 PARTITION BY toYYYYMM(testdate)
-ORDER BY (`testdate`, `id`);
+ORDER BY (`testdate`, `id`)
+SETTINGS non_replicated_deduplication_window = 1000;
 
 INSERT INTO `analytics`.`events` (`id`, `testtinyint`, `testsmallint`, `testmediumint`, `testint`, `testbigint`, `testvarchar`, `testchar`, `testenum`, `testset`, `testtime`, `testdate`, `testyear`, `testtimestamp`, `testdatetime`, `testfloat`, `testdouble`, `testdecimal`, `testtext`, `testblob`, `testbit`, `testbool`, `testmediumblob`, `testtinyblob`, `test_unsinged_tinyint`, `test_unsinged_smallint`, `test_unsinged_mediumint`, `test_unsinged_int`, `test_unsinged_bigint`, `_version`, `_is_deleted`);
