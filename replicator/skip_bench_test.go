@@ -86,6 +86,16 @@ func (h *harness) catchUpRun(name string, env []string) time.Duration {
 	logPath := filepath.Join(h.t.TempDir(), name+".log")
 	start := time.Now()
 	d := h.startDaemon(logPath, env...)
+	// The checkpoint may be at the binlog's end before the daemon reads
+	// it (the idle start): caught up counts once its stream is open.
+	for !logHas(logPath, "binlog connection opened") {
+		select {
+		case <-d.done:
+			data, _ := os.ReadFile(logPath)
+			h.t.Fatalf("%s: the daemon exited:\n%s", name, tail(string(data), 4000))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 	h.waitCaughtUpProcess(d, logPath, 30*time.Minute)
 	took := time.Since(start)
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
