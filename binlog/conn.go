@@ -79,6 +79,9 @@ type Config struct {
 	// RawRows: rows of tables whose types binlog2ch decodes itself stay
 	// undecoded (RowsDecoder).
 	RawRows bool
+	// Skips, when not nil, are the tables whose rows events stay
+	// undecoded (Skipped).
+	Skips *Skips
 	// EventCache is how many events may be read ahead (at most MaxAhead
 	// bytes of them).
 	EventCache int
@@ -135,7 +138,13 @@ func Dial(ctx context.Context, cfg Config, req Request) (*Conn, error) {
 // binlog2ch decodes itself left as bytes). JSON values are go-mysql's
 // default rendering, which partial JSON updates reproduce (jsondiff).
 func NewParser(flavor string, raw bool) *replication.BinlogParser {
-	return newParserWith(flavor, NewRowsDecoder(raw))
+	return newParserWith(flavor, NewRowsDecoder(raw, nil))
+}
+
+// NewParserSkipping is NewParser whose decoder leaves the rows of skips'
+// tables undecoded (Skipped), as the binlog connection's does.
+func NewParserSkipping(flavor string, raw bool, skips *Skips) *replication.BinlogParser {
+	return newParserWith(flavor, NewRowsDecoder(raw, skips))
 }
 
 func newParserWith(flavor string, dec *RowsDecoder) *replication.BinlogParser {
@@ -152,7 +161,7 @@ func newParserWith(flavor string, dec *RowsDecoder) *replication.BinlogParser {
 // compressed transaction's events are parsed by parsers of their own
 // (payload.go), with the same decoder.
 func Read(conn *client.Conn, cfg Config) *Conn {
-	dec := NewRowsDecoder(cfg.RawRows)
+	dec := NewRowsDecoder(cfg.RawRows, cfg.Skips)
 	newParser := func() *replication.BinlogParser { return newParserWith(cfg.Flavor, dec) }
 	d := &Conn{conn: conn, events: make(chan item, max(1, cfg.EventCache)), log: cfg.Log.With("component", "binlog"), newParser: newParser}
 	d.room = sync.NewCond(&d.mu)
@@ -284,6 +293,9 @@ func (d *Conn) read(parser *replication.BinlogParser) {
 			continue
 		default:
 			ev, err = parser.Parse(data[1:])
+			if err == nil {
+				markChecksum(ev, d.format)
+			}
 			d.track(ev)
 		}
 		if !d.send(item{ev: ev, size: len(data), err: err}) || err != nil {

@@ -17,26 +17,31 @@ import (
 // column's width, which the schema converters reinterpret. MySQL's
 // PARTIAL_UPDATE_ROWS_EVENT (binlog_row_value_options=PARTIAL_JSON) is read
 // by partial.go: its after images lose their value_options, and its JSON
-// diff vectors become whole documents.
+// diff vectors become whole documents. The rows of a table in its Skips
+// are not decoded at all (Skipped).
 type RowsDecoder struct {
 	mu sync.Mutex // the parser may decode transaction payloads concurrently
 	// byTable holds, per table id, the last table map seen, its copy
 	// without signedness, and whether its rows stay raw.
 	byTable map[uint64]tableDecoding
 	raw     bool // raw rows allowed (not with MariaDB's compressed binlog)
+	skips   *Skips
 }
 
 type tableDecoding struct {
 	orig, unsigned *replication.TableMapEvent
 	raw            bool
+	skip           bool // in skips when its table map was first met
 }
 
 // RawRows are the undecoded row images of one rows event: the only value
 // of its only row.
 type RawRows []byte
 
-func NewRowsDecoder(raw bool) *RowsDecoder {
-	return &RowsDecoder{byTable: map[uint64]tableDecoding{}, raw: raw}
+// NewRowsDecoder is a decoder; skips, when not nil, are the tables whose
+// rows it leaves undecoded.
+func NewRowsDecoder(raw bool, skips *Skips) *RowsDecoder {
+	return &RowsDecoder{byTable: map[uint64]tableDecoding{}, raw: raw, skips: skips}
 }
 
 func (d *RowsDecoder) Decode(e *replication.RowsEvent, data []byte) error {
@@ -49,6 +54,18 @@ func (d *RowsDecoder) Decode(e *replication.RowsEvent, data []byte) error {
 		return e.DecodeData(pos, data)
 	}
 	td := d.lookup(orig)
+	if td.skip {
+		// Only the header: most of a binlog may be other tables' rows.
+		e.Rows = undecodedRows
+		return nil
+	}
+	return d.decodeRows(e, pos, data, td)
+}
+
+// decodeRows decodes the rows of e, whose header is decoded, from
+// data[pos:].
+func (d *RowsDecoder) decodeRows(e *replication.RowsEvent, pos int, data []byte, td tableDecoding) error {
+	orig := td.orig
 	if isPartialUpdate(e) {
 		return d.decodePartial(e, pos, data, td) // partial.go
 	}
@@ -80,15 +97,25 @@ func (d *RowsDecoder) lookup(t *replication.TableMapEvent) tableDecoding {
 	if td, ok := d.byTable[t.TableID]; ok && td.orig == t {
 		return td
 	}
+	if d.skips.has(t.Schema, t.Table) {
+		td := tableDecoding{orig: t, skip: true}
+		d.store(td)
+		return td
+	}
 	c := *t
 	c.SignednessBitmap = nil
 	td := tableDecoding{orig: t, unsigned: &c, raw: d.raw}
 	for i := range t.ColumnType {
 		td.raw = td.raw && block.RawDecodable(t.ColumnType[i], t.ColumnMeta[i])
 	}
+	d.store(td)
+	return td
+}
+
+// store caches td; d.mu is held.
+func (d *RowsDecoder) store(td tableDecoding) {
 	if len(d.byTable) > 10000 {
 		clear(d.byTable) // many tables or ids churned by DDL: start over
 	}
-	d.byTable[t.TableID] = td
-	return td
+	d.byTable[td.orig.TableID] = td
 }

@@ -67,7 +67,7 @@ func (s *Stream) handle(ctx context.Context, ev *replication.BinlogEvent, h Hand
 			return fatalError{fmt.Errorf("binlog %s: %w", s.pos, err)}
 		}
 	case *replication.RowsEvent:
-		return s.rows(ctx, hd, e, h)
+		return s.rows(ctx, ev, e, h)
 	case *replication.XIDEvent:
 		s.advance(hd)
 		s.commit(h)
@@ -178,9 +178,13 @@ func (s *Stream) selected(t schema.TableName) bool {
 // call it from the handler (the stream's goroutine) once Selected answers
 // differently.
 func (s *Stream) ApplySelection() error {
+	// The decoder learns the new selection from the table maps read
+	// from here on.
+	s.skips.Clear()
 	// In place: a Tick may come between a table map and its rows events.
 	for _, st := range s.tables {
 		skip := !s.selected(st.name)
+		s.skips.Set(st.name.Database, st.name.Table, skip)
 		if skip == st.skip {
 			continue
 		}
@@ -202,6 +206,7 @@ func (s *Stream) tableMap(e *replication.TableMapEvent) error {
 	}
 	name := schema.TableName{Database: string(e.Schema), Table: string(e.Table)}
 	st := &tableState{name: name, skip: !s.selected(name), event: e}
+	s.skips.Set(name.Database, name.Table, st.skip)
 	if !st.skip {
 		src, err := binlog.TableFromMap(e, s.srv.Collations)
 		if err != nil {
@@ -213,12 +218,20 @@ func (s *Stream) tableMap(e *replication.TableMapEvent) error {
 	return nil
 }
 
-func (s *Stream) rows(ctx context.Context, hd *replication.EventHeader, e *replication.RowsEvent, h Handler) error {
-	at := s.pos
+func (s *Stream) rows(ctx context.Context, ev *replication.BinlogEvent, e *replication.RowsEvent, h Handler) error {
+	at, hd := s.pos, ev.Header
 	s.advance(hd)
 	st, ok := s.tables[e.TableID]
 	if !ok {
 		return fatalError{fmt.Errorf("binlog %s: rows event for table id %d without its table-map event", at, e.TableID)}
+	}
+	// The decoder skipped the rows of a table the stream did not select
+	// when it read ahead: decoded here if the table is selected now (a
+	// reload) or a compressed transaction counts them.
+	if binlog.Skipped(e) && (!st.skip || s.payload != nil && at == s.payload.start) {
+		if err := binlog.DecodeSkipped(ev, s.srv.RawRows); err != nil {
+			return fatalError{fmt.Errorf("binlog %s: %s: decode the rows of a rows event read while the table was not replicated: %w", at, st.name, err)}
+		}
 	}
 	// Inside a compressed transaction every rows event takes its versions,
 	// replicated or not.

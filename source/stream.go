@@ -89,6 +89,9 @@ type Stream struct {
 	// end in a CRC32.
 	format   *replication.FormatDescriptionEvent
 	checksum bool
+	// skips are the tables not selected, whose rows events the binlog
+	// connections leave undecoded (binlog.Skipped).
+	skips *binlog.Skips
 	// passed are the types of the events passed by so far (passby.go),
 	// each logged once.
 	passed map[string]bool
@@ -166,7 +169,8 @@ func NewStream(cfg *config.Config, log *slog.Logger, srv Server) (*Stream, error
 	if _, err := strconv.ParseUint(portText, 10, 16); err != nil {
 		return nil, fmt.Errorf("mysql.addr: bad port %q", portText)
 	}
-	return &Stream{cfg: cfg, log: log, srv: srv, EventCache: 1024, MaxBackoff: 30 * time.Second, touched: gtid.Tables{}}, nil
+	return &Stream{cfg: cfg, log: log, srv: srv, EventCache: 1024, MaxBackoff: 30 * time.Second, touched: gtid.Tables{},
+		skips: binlog.NewSkips()}, nil
 }
 
 // connConfig is how the stream's binlog connections are opened.
@@ -174,7 +178,7 @@ func (s *Stream) connConfig() binlog.Config {
 	m := s.cfg.MySQL
 	return binlog.Config{Addr: m.Addr, User: m.User, Password: m.Password.Reveal(), TLS: s.cfg.MySQLTLS(), ServerID: m.ServerID,
 		HeartbeatPeriod: m.HeartbeatPeriod, StallTimeout: m.StallTimeout, Flavor: s.srv.Flavor, RawRows: s.srv.RawRows,
-		EventCache: s.EventCache, Log: s.log}
+		Skips: s.skips, EventCache: s.EventCache, Log: s.log}
 }
 
 // startDump opens a binlog connection and asks for the binlog from pos,

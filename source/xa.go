@@ -258,7 +258,7 @@ func (s *Stream) replayXA(ctx context.Context, x preparedXA, h Handler) error {
 			}
 			continue
 		case *replication.RowsEvent:
-			if err := s.rows(ctx, hd, e, h); err != nil {
+			if err := s.rows(ctx, ev, e, h); err != nil {
 				return err
 			}
 			continue

@@ -1,0 +1,146 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/binlog2ch/binlog2ch/binlog"
+	"github.com/binlog2ch/binlog2ch/binlog/binlogtest"
+)
+
+// The rows of a table the decoder skipped (its table map read while the
+// stream did not select it, as a reload's reader reads ahead) are handed
+// on exactly when the stream selects the table; those of a table it does
+// not select are not, raw or decoded.
+func TestSkippedRowsHandedOnWhenSelected(t *testing.T) {
+	for _, raw := range []bool{false, true} {
+		s := testStream(t)
+		s.srv = Server{Flavor: mysql.MySQLFlavor, ID: "uuid:test", RawRows: raw}
+		s.tables = map[uint64]*tableState{}
+		s.pos = Position{File: binlogtest.File, Pos: 4}
+		s.boundary, s.resume = s.pos, s.pos
+		skips := binlog.NewSkips()
+		skips.Set("d", "t", true) // stale: the stream selects d.*
+		skips.Set("other", "t", true)
+		s.skips = skips
+		p := binlog.NewParserSkipping(mysql.MySQLFlavor, raw, skips)
+		pos := uint32(4)
+		ev := func(typ replication.EventType, body []byte) []byte {
+			pos += uint32(replication.EventHeaderSize + len(body))
+			return binlogtest.Event(typ, pos, body)
+		}
+		events := [][]byte{
+			ev(replication.FORMAT_DESCRIPTION_EVENT, binlogtest.FormatDescription()),
+			ev(replication.QUERY_EVENT, binlogtest.Query("d", "BEGIN")),
+			ev(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t")),
+			ev(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd, false, binlogtest.Image(1, "a", 1), binlogtest.Image(2, "", 2))),
+			ev(replication.TABLE_MAP_EVENT, binlogtest.TableMap(19, "other", "t")),
+			ev(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(19, binlogtest.StmtEnd, false, binlogtest.Image(7, "x", 7))),
+			ev(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t")),
+			ev(replication.UPDATE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd, true, binlogtest.Image(2, "", 2), binlogtest.Image(2, "b", 20))),
+			ev(replication.XID_EVENT, binlogtest.XID(5)),
+		}
+		// Parsed ahead of the stream, as the reader does.
+		var parsed []*replication.BinlogEvent
+		for _, b := range events {
+			e, err := p.Parse(b)
+			if err != nil {
+				t.Fatalf("parse %s: %v", replication.EventType(b[4]), err)
+			}
+			if r, ok := e.Event.(*replication.RowsEvent); ok && !binlog.Skipped(r) {
+				t.Fatalf("raw %v: rows of %s decoded", raw, r.Table.Table)
+			}
+			parsed = append(parsed, e)
+		}
+		h := &rowsRecorder{}
+		for _, e := range parsed {
+			if err := s.handle(context.Background(), e, h); err != nil {
+				t.Fatalf("raw %v: %s: %v", raw, e.Header.EventType, err)
+			}
+		}
+		var got []string
+		for _, r := range h.rows {
+			got = append(got, fmt.Sprintf("%d/%d", r.id, r.op))
+		}
+		if want := fmt.Sprint([]string{fmt.Sprintf("1/%d", OpInsert), fmt.Sprintf("2/%d", OpInsert), fmt.Sprintf("2/%d", OpUpdate)}); fmt.Sprint(got) != want {
+			t.Errorf("raw %v: rows %v, want %v", raw, got, want)
+		}
+		if skips.Has("d", "t") || !skips.Has("other", "t") {
+			t.Errorf("the stream's table maps left the skips at d.t %v, other.t %v", skips.Has("d", "t"), skips.Has("other", "t"))
+		}
+	}
+}
+
+// runSkipping runs the stream over b to a commit at last, with the
+// decoder skipping the tables the stream does not select (skip) or
+// decoding every table's rows, and returns the rows handed on.
+func runSkipping(t *testing.T, b *binlogtest.Binlog, last uint32, skip bool) []rowSeen {
+	t.Helper()
+	h := &rowsRecorder{}
+	runTo(t, true, last, h, func(_ int, pos Position) *client.Conn { return b.Dial(t, pos.File, pos.Pos) }, func(s *Stream) {
+		if skip {
+			s.skips.Set("other", "t", true) // from the first event on
+		} else {
+			s.skips = nil
+		}
+	})
+	return h.rows
+}
+
+// XA and compressed transactions that touch a table not replicated and a
+// replicated one: the replicated one's rows are handed on with the same
+// versions whether the decoder skips the other's rows or not (a
+// compressed transaction's versions count every table's rows; a prepared
+// XA transaction's rows are read again at its XA COMMIT).
+func TestSkippedTableInXAAndCompressedTransactions(t *testing.T) {
+	b := binlogtest.NewBinlog()
+	// A compressed transaction: d.t, other.t, d.t.
+	b.Add(replication.ANONYMOUS_GTID_EVENT, binlogtest.GTID(1))
+	b.Add(replication.TRANSACTION_PAYLOAD_EVENT, binlogtest.Payload(t, binlogtest.CompressZSTD, testTransaction(0)...))
+	// A plain XA transaction: d.t, other.t, d.t.
+	b.Add(replication.ANONYMOUS_GTID_EVENT, binlogtest.GTID(2))
+	b.Add(replication.QUERY_EVENT, binlogtest.Query("d", "XA START X'7831',X'',1"))
+	b.Add(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t"))
+	b.Add(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd, false, binlogtest.Image(100, "p", 0)))
+	b.Add(replication.TABLE_MAP_EVENT, binlogtest.TableMap(19, "other", "t"))
+	b.Add(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(19, binlogtest.StmtEnd, false, binlogtest.Image(9, "o", 0), binlogtest.Image(10, "o", 0)))
+	b.Add(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t"))
+	b.Add(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd, false, binlogtest.Image(101, "q", 0)))
+	b.Add(replication.QUERY_EVENT, binlogtest.Query("d", "XA END X'7831',X'',1"))
+	b.Add(replication.XA_PREPARE_LOG_EVENT, binlogtest.XAPrepare("x1"))
+	b.Add(replication.ANONYMOUS_GTID_EVENT, binlogtest.GTID(3))
+	b.Add(replication.QUERY_EVENT, binlogtest.Query("d", "XA COMMIT X'7831',X'',1"))
+	// A compressed XA transaction: other.t, d.t.
+	b.Add(replication.ANONYMOUS_GTID_EVENT, binlogtest.GTID(4))
+	b.Add(replication.TRANSACTION_PAYLOAD_EVENT, binlogtest.Payload(t, binlogtest.CompressZSTD,
+		binlogtest.Inner(replication.QUERY_EVENT, binlogtest.Query("d", "XA START X'7832',X'',1")),
+		binlogtest.Inner(replication.TABLE_MAP_EVENT, binlogtest.TableMap(19, "other", "t")),
+		binlogtest.Inner(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(19, binlogtest.StmtEnd, false, binlogtest.Image(11, "", 0), binlogtest.Image(12, "", 0), binlogtest.Image(13, "", 0))),
+		binlogtest.Inner(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t")),
+		binlogtest.Inner(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd, false, binlogtest.Image(200, "r", 0))),
+		binlogtest.Inner(replication.QUERY_EVENT, binlogtest.Query("d", "XA END X'7832',X'',1")),
+		binlogtest.Inner(replication.XA_PREPARE_LOG_EVENT, binlogtest.XAPrepare("x2")),
+	))
+	b.Add(replication.ANONYMOUS_GTID_EVENT, binlogtest.GTID(5))
+	b.Add(replication.TRANSACTION_PAYLOAD_EVENT, binlogtest.Payload(t, binlogtest.CompressZSTD,
+		binlogtest.Inner(replication.QUERY_EVENT, binlogtest.Query("d", "XA COMMIT X'7832',X'',1")),
+	))
+	_, _, last := addPlain(b, 6, 8)
+
+	want := runSkipping(t, b, last, false)
+	var ids []int64
+	for _, r := range want {
+		ids = append(ids, r.id)
+	}
+	if fmt.Sprint(ids) != "[1 2 3 2 3 1 100 101 200 8]" {
+		t.Fatalf("decoding every table: rows %v, want d.t's 1 2 3 2 3 1, 100 101, 200, 8", want)
+	}
+	if got := runSkipping(t, b, last, true); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("skipping other.t: rows\n%v\nwant\n%v", got, want)
+	}
+}
