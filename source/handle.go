@@ -230,7 +230,7 @@ func (s *Stream) rows(ctx context.Context, ev *replication.BinlogEvent, e *repli
 	// reload) or a compressed transaction counts them.
 	if binlog.Skipped(e) && (!st.skip || s.payload != nil && at == s.payload.start) {
 		if err := binlog.DecodeSkipped(ev, s.srv.RawRows); err != nil {
-			return fatalError{fmt.Errorf("binlog %s: %s: decode the rows of a rows event read while the table was not replicated: %w", at, st.name, err)}
+			return fatalError{fmt.Errorf("binlog %s: %s: decode the rows of a rows event read while the table was not replicated: %w (a restart reads the event again with the table selected)", at, st.name, err)}
 		}
 	}
 	// Inside a compressed transaction every rows event takes its versions,
