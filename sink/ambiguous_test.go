@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/binlog2ch/binlog2ch/chnative/chnativetest"
+	"github.com/binlog2ch/binlog2ch/chsettings"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -79,7 +80,7 @@ func TestAmbiguousInsert(t *testing.T) {
 				script.ForwardUser, script.ForwardPassword = srv.ClickHouse.User, srv.ClickHouse.Password
 			}
 			fake := chnativetest.Start(t, script)
-			c.settings = serverSettings{"async_insert": "Bool", "insert_distributed_sync": "Bool"}
+			c.settings = chsettings.Known{"async_insert": "Bool", "insert_distributed_sync": "Bool"}
 			c.ins.opts.Addr = []string{fake.Addr()}
 
 			name := schema.TableName{Database: db, Table: "t"}

@@ -24,7 +24,8 @@ func OpenClickHouse(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 	var settings clickhouse.Settings
 	if cfg.ClickHouse.Cluster != "" {
 		// Inserts that fall back to clickhouse-go go into the Distributed
-		// table too, synchronously like the native ones (see insertSettings).
+		// table too, synchronously like the native ones (see
+		// chsettings's insertSettings).
 		settings = clickhouse.Settings{"insert_distributed_sync": 1}
 	}
 	var driverLog *slog.Logger

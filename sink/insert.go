@@ -9,6 +9,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/binlog2ch/binlog2ch/chnative"
+	"github.com/binlog2ch/binlog2ch/chsettings"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
@@ -121,7 +122,7 @@ func (p *inserters) insertNative(ctx context.Context, addr, query string, b *blo
 	}
 	var extra []chnative.StringSetting
 	if token != "" && p.tokenOK != nil && p.tokenOK(c.Server()) {
-		extra = []chnative.StringSetting{{Name: tokenSetting, Value: token}}
+		extra = []chnative.StringSetting{{Name: chsettings.TokenName, Value: token}}
 	}
 	t := b.Target()
 	var encodeErr error

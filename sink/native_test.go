@@ -14,6 +14,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/chnative/chnativetest"
+	"github.com/binlog2ch/binlog2ch/chsettings"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 	"github.com/binlog2ch/binlog2ch/metrics"
@@ -68,9 +69,9 @@ state_dir: %q
 }
 
 // TestSettingsFromServer: the settings that go with inserts are those the
-// server lists in system.settings, in a type sent as a varint, chosen per
-// server version; on 18.16 (no type column, no async_insert) only
-// insert_distributed_sync, and only in a cluster.
+// server lists in system.settings, in a type sent as a varint; on 18.16
+// (no type column, no async_insert) only insert_distributed_sync, and only
+// in a cluster. Their choice per server version is chsettings's TestChoose.
 func TestSettingsFromServer(t *testing.T) {
 	c, _, _ := newTestSink(t, "")
 	if typ, ok := c.settings["insert_distributed_sync"]; !ok || typ != "" {
@@ -88,37 +89,6 @@ func TestSettingsFromServer(t *testing.T) {
 		t.Fatalf("in a cluster: native %v, clickhouse-go %v", s, cl.driverSettings)
 	}
 
-	// What current servers list (26.x: async_insert on by default since
-	// 26.3, insert_distributed_sync an alias of distributed_foreground_insert).
-	current := serverSettings{"async_insert": "Bool", "insert_distributed_sync": "Bool"}
-	for _, tc := range []struct {
-		known        serverSettings
-		cluster      bool
-		major, minor uint64
-		want         []string
-	}{
-		{current, false, 26, 9, []string{"async_insert=0"}},
-		{current, true, 26, 9, []string{"async_insert=0", "insert_distributed_sync=1"}},
-		// A shard older than the settings' server: no async_insert before 21.11.
-		{current, true, 21, 8, []string{"insert_distributed_sync=1"}},
-		{current, false, 21, 11, []string{"async_insert=0"}},
-		// Settings of another type, or unknown, never go.
-		{serverSettings{"async_insert": "String", "insert_distributed_sync": "Int64"}, true, 26, 9, nil},
-		{serverSettings{}, true, 26, 9, nil},
-		// Strict blocks where the server would adapt them.
-		{serverSettings{"async_insert": "Bool", "input_format_skip_unknown_fields": "Bool", "input_format_native_allow_types_conversion": "Bool"}, false, 26, 9,
-			[]string{"async_insert=0", "input_format_skip_unknown_fields=0", "input_format_native_allow_types_conversion=0"}},
-		{serverSettings{"input_format_skip_unknown_fields": "Bool", "input_format_native_allow_types_conversion": "Bool"}, false, 23, 2,
-			[]string{"input_format_skip_unknown_fields=0"}},
-	} {
-		var got []string
-		for _, s := range chooseSettings(tc.known, tc.cluster, tc.major, tc.minor) {
-			got = append(got, fmt.Sprintf("%s=%d", s.Name, s.Value))
-		}
-		if !slices.Equal(got, tc.want) {
-			t.Errorf("%v, cluster %v, %d.%d: %v, want %v", tc.known, tc.cluster, tc.major, tc.minor, got, tc.want)
-		}
-	}
 }
 
 // TestFallbackReasons: the metric's reasons are chnative's and the sink's,
@@ -187,7 +157,7 @@ func TestNativeFallback(t *testing.T) {
 			// The native inserts' settings are 26.x's, as if read from its
 			// system.settings; clickhouse-go's stay those of the server it
 			// reaches (18.16 refuses async_insert).
-			c.settings = serverSettings{"async_insert": "Bool", "insert_distributed_sync": "Bool"}
+			c.settings = chsettings.Known{"async_insert": "Bool", "insert_distributed_sync": "Bool"}
 			c.ins.opts.Addr = []string{fake.Addr()}
 
 			w := c.NewWriter(schema.TableName{Database: db, Table: "t"}, 8)

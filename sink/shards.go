@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/block"
+	"github.com/binlog2ch/binlog2ch/chsettings"
 	"github.com/binlog2ch/binlog2ch/chtables"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/metrics"
@@ -388,7 +389,7 @@ func (w *Writer) sendPart(ctx context.Context, sh *shardHosts, job *sendJob, sel
 	return w.c.Retry(ctx, w.log, metrics.StageInsert, "insert into ClickHouse shard "+strconv.Itoa(sh.num), w.counted(func(ctx context.Context) error {
 		if w.native(t) {
 			addr := sh.addr()
-			err := w.c.ins.insertNative(ctx, addr, t.InsertLocalSQL(), b, sel, partToken(batchToken(job), sel))
+			err := w.c.ins.insertNative(ctx, addr, t.InsertLocalSQL(), b, sel, chsettings.PartToken(batchToken(job), sel))
 			// A protocol surprise sends these rows, all of them, through
 			// the Distributed table, which puts them on this same shard
 			// (see protocolSurprise on rows the shard may already hold).

@@ -20,6 +20,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/budget"
 	"github.com/binlog2ch/binlog2ch/chnative"
+	"github.com/binlog2ch/binlog2ch/chsettings"
 	"github.com/binlog2ch/binlog2ch/chtables"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/metrics"
@@ -47,7 +48,7 @@ type ClickHouse struct {
 	up     atomic.Bool        // the last insert, DDL or ping succeeded
 	// settings are those binlog2ch may send that the server knows;
 	// driverSettings those of clickhouse-go's inserts (settings.go).
-	settings       serverSettings
+	settings       chsettings.Known
 	driverSettings clickhouse.Settings
 	driverToken    bool // clickhouse-go's inserts take insert_deduplication_token
 	// budget is the insert rate all writers share (budget.go); caughtUp:
@@ -98,7 +99,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.M
 		c.Close()
 		return nil, err
 	}
-	known, err := readServerSettings(ctx, c.conn)
+	known, err := chsettings.Read(ctx, c.conn)
 	if err != nil {
 		c.Close()
 		return nil, err

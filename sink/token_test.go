@@ -3,12 +3,12 @@ package sink
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/chnative/chnativetest"
+	"github.com/binlog2ch/binlog2ch/chsettings"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/schema/schematest"
@@ -49,12 +49,12 @@ func TestReplayDroppedByToken(t *testing.T) {
 	for _, col := range target.Columns {
 		cols = append(cols, chnativetest.Column{Name: col.Name, Type: col.Type.String()})
 	}
-	known := map[string]string{"async_insert": "Bool", "insert_distributed_sync": "Bool", tokenSetting: "String"}
+	known := map[string]string{"async_insert": "Bool", "insert_distributed_sync": "Bool", chsettings.TokenName: "String"}
 	fake := chnativetest.Start(t, chnativetest.Script{Major: 26, Minor: 9, Patch: 1, Revision: chnativetest.Revision26, ValidateClientInfo: true,
 		Settings: known, Header: func(string) []chnativetest.Column { return cols }, DedupByToken: true,
 		Forward:     srv.ClickHouse.Host + ":" + strconv.Itoa(srv.ClickHouse.HTTPPort),
 		ForwardUser: srv.ClickHouse.User, ForwardPassword: srv.ClickHouse.Password})
-	c.settings = serverSettings(known)
+	c.settings = chsettings.Known(known)
 	c.ins.opts.Addr = []string{fake.Addr()}
 
 	// run sends three messages of two rows each through a new writer: with
@@ -95,7 +95,7 @@ func TestReplayDroppedByToken(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for i, ins := range inserts {
-		tok := ins.Settings[tokenSetting]
+		tok := ins.Settings[chsettings.TokenName]
 		want := "binlog2ch:" + db + ".t:" + strconv.FormatUint(source.RowVersion(1, uint32(100*(i%3+1)), 0), 10) + "-" +
 			strconv.FormatUint(source.RowVersion(1, uint32(100*(i%3+1)), 1), 10) + ":2"
 		if tok != want || len(ins.Unknown) > 0 {
@@ -116,15 +116,15 @@ func TestReplayDroppedByToken(t *testing.T) {
 		t.Fatalf("ClickHouse holds %d rows after the copy's, want 12", n)
 	}
 	for _, ins := range fake.Inserts()[6:] {
-		if tok, ok := ins.Settings[tokenSetting]; ok || !ins.Forwarded {
+		if tok, ok := ins.Settings[chsettings.TokenName]; ok || !ins.Forwarded {
 			t.Errorf("a copy's batch went with token %q, forwarded %v", tok, ins.Forwarded)
 		}
 	}
 }
 
 // TestBatchToken: the token's text names the table, the first and last
-// versions and the rows; a copy's blocks and an empty one have none; a
-// shard's part adds its selection, the same for the same rows.
+// versions and the rows; a copy's blocks and an empty one have none (a
+// shard's part's is chsettings's TestPartToken).
 func TestBatchToken(t *testing.T) {
 	tb := &schema.Table{Database: "d", Name: "t", Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false)}}
 	target, err := schema.Map(tb, "ch", schema.ClickHouseModern, schema.DefaultOptions(), schema.TableOptions{})
@@ -147,24 +147,5 @@ func TestBatchToken(t *testing.T) {
 	job.copied = true
 	if tok := batchToken(job); tok != "" {
 		t.Errorf("a copy's block's token: %q", tok)
-	}
-	a, a2, other := partToken("T", []uint32{0, 2}), partToken("T", []uint32{0, 2}), partToken("T", []uint32{0, 3})
-	if a != a2 || a == other || !strings.HasPrefix(a, "T/2:") || partToken("T", nil) != "T" || partToken("", []uint32{1}) != "" {
-		t.Errorf("part tokens %q %q %q", a, a2, other)
-	}
-	for _, tc := range []struct {
-		known        serverSettings
-		major, minor uint64
-		want         bool
-	}{
-		{serverSettings{tokenSetting: "String"}, 22, 2, true},
-		{serverSettings{tokenSetting: "String"}, 26, 9, true},
-		{serverSettings{tokenSetting: "String"}, 22, 1, false},
-		{serverSettings{tokenSetting: ""}, 22, 2, false},
-		{serverSettings{}, 26, 9, false},
-	} {
-		if got := tokenKnown(tc.known, tc.major, tc.minor); got != tc.want {
-			t.Errorf("%v %d.%d: %v", tc.known, tc.major, tc.minor, got)
-		}
 	}
 }
