@@ -129,6 +129,16 @@ type Metrics struct {
 	// Read is the timestamp (Unix ns) of the newest event read, or of a
 	// heartbeat's arrival (the reader is at the server's end then).
 	Read atomic.Int64
+	// AtEnd, while the reader waits at the server's end, is when that stops
+	// counting as caught up (Unix ns): the last heartbeat's arrival plus
+	// mysql.heartbeat_period and a grace; 0 once an event is read.
+	// DurableAtEnd is the same for ClickHouse, set only when nothing was
+	// pending. The server sends its events as they are written and a
+	// heartbeat after each silent period, so until the next heartbeat is
+	// overdue nothing it has is missing: the lags read 0 then, not the time
+	// since the last heartbeat (a sawtooth up to a period that a scrape at
+	// about that period samples as a slow drift).
+	AtEnd, DurableAtEnd atomic.Int64
 	// Ready reports readiness for binlog2ch_ready, set by the daemon.
 	Ready func() bool
 
@@ -221,10 +231,10 @@ func New() *Metrics {
 		Help: "Table writers by state: running (a goroutine, batch buffers), parked (quiet for a while: neither, until its table's next rows)."}, []string{"state"})
 	lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "binlog2ch_lag_seconds",
 		Help: "Now minus the commit time of the newest event durably in ClickHouse; keeps growing while nothing gets through, about 0 when idle and caught up."},
-		func() float64 { return Since(m.Durable.Load()) })
+		m.Lag)
 	sourceLag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "binlog2ch_source_lag_seconds",
 		Help: "Now minus the timestamp of the newest event read: how far the reader is behind the source's binlog."},
-		func() float64 { return Since(m.Read.Load()) })
+		m.SourceLag)
 	ready := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "binlog2ch_ready",
 		Help: "1 when /readyz says ready: connected to both servers and the lag below metrics.ready_max_lag."},
 		func() float64 {
@@ -273,6 +283,22 @@ const (
 	WriterRunning = "running"
 	WriterParked  = "parked"
 )
+
+// Lag is binlog2ch_lag_seconds: now minus the commit time of the newest
+// event durably in ClickHouse, 0 while caught up and waiting at the
+// server's end (DurableAtEnd).
+func (m *Metrics) Lag() float64 { return lagFrom(m.Durable.Load(), m.DurableAtEnd.Load()) }
+
+// SourceLag is binlog2ch_source_lag_seconds: now minus the timestamp of
+// the newest event read, 0 while waiting at the server's end (AtEnd).
+func (m *Metrics) SourceLag() float64 { return lagFrom(m.Read.Load(), m.AtEnd.Load()) }
+
+func lagFrom(ns, atEnd int64) float64 {
+	if atEnd != 0 && time.Now().UnixNano() < atEnd {
+		return 0
+	}
+	return Since(ns)
+}
 
 // Since is the seconds from a Unix-ns time to now; 0 when unset.
 func Since(ns int64) float64 {

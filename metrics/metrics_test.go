@@ -117,3 +117,28 @@ func TestForgetDropsTableSeries(t *testing.T) {
 		t.Errorf("%d rows series left after both tables went", n)
 	}
 }
+
+// TestLagAtEnd: the lags read 0 until the wait at the server's end stops
+// counting as caught up, then count from their timestamps again.
+func TestLagAtEnd(t *testing.T) {
+	m := New()
+	past := time.Now().Add(-3 * time.Second).UnixNano()
+	m.Durable.Store(past)
+	m.Read.Store(past)
+	if lag := m.Lag(); lag < 2.9 {
+		t.Errorf("reading events: lag %.3f, want about 3", lag)
+	}
+	m.AtEnd.Store(time.Now().Add(time.Hour).UnixNano())
+	if m.SourceLag() != 0 || m.Lag() < 2.9 {
+		t.Errorf("at the end with rows pending: source lag %.3f (want 0), lag %.3f (want about 3)", m.SourceLag(), m.Lag())
+	}
+	m.DurableAtEnd.Store(m.AtEnd.Load())
+	if m.Lag() != 0 {
+		t.Errorf("at the end, nothing pending: lag %.3f, want 0", m.Lag())
+	}
+	m.AtEnd.Store(time.Now().Add(-time.Millisecond).UnixNano())
+	m.DurableAtEnd.Store(m.AtEnd.Load())
+	if m.Lag() < 2.9 || m.SourceLag() < 2.9 {
+		t.Errorf("the heartbeat overdue: lag %.3f, source lag %.3f, want about 3 each", m.Lag(), m.SourceLag())
+	}
+}

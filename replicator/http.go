@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -36,7 +35,7 @@ func (r *Replicator) checkIn() { r.live.CheckIn.Store(time.Now().UnixNano()) }
 // ready reports readiness: both servers reachable as last seen, and the
 // lag below metrics.ready_max_lag.
 func (r *Replicator) ready() bool {
-	return r.live.MySQLUp.Load() && r.sink.Up() && metrics.Since(r.m.Durable.Load()) < r.cfg.Metrics.ReadyMaxLag.Seconds()
+	return r.live.MySQLUp.Load() && r.sink.Up() && r.m.Lag() < r.cfg.Metrics.ReadyMaxLag.Seconds()
 }
 
 // health is the body of /healthz and /readyz.
@@ -55,7 +54,7 @@ type health struct {
 
 func (r *Replicator) health() health {
 	st := health{Alive: r.Alive(), MySQL: r.live.MySQLUp.Load(), ClickHouse: r.sink.Up(),
-		LagSeconds: metrics.Since(r.m.Durable.Load()), SourceLag: metrics.Since(r.m.Read.Load()), MaxLagForReady: r.cfg.Metrics.ReadyMaxLag.Seconds()}
+		LagSeconds: r.m.Lag(), SourceLag: r.m.SourceLag(), MaxLagForReady: r.cfg.Metrics.ReadyMaxLag.Seconds()}
 	if p := r.live.ReadPos.Load(); p != nil {
 		st.ReadPosition = p.String()
 	}

@@ -72,6 +72,9 @@ func (s *Router) Tick(woken bool) (time.Duration, error) {
 			return 0, err
 		}
 	}
+	if s.flushes.Load() && s.flushes.Swap(false) {
+		s.durable(false)
+	}
 	interval := s.cfg.Checkpoint.Interval
 	since := now.Sub(s.lastSaved)
 	if since >= interval {
@@ -131,26 +134,8 @@ func (s *Router) save(final, force bool) error {
 		return nil
 	}
 	s.lastSaved = time.Now()
-	safe := s.seq
-	if !final {
-		for _, rt := range s.all {
-			if f := rt.w.Flushed(); f < rt.dispatched && f < safe {
-				safe = f
-			}
-		}
-	}
-	i := len(s.commits) - 1
-	for i > 0 && s.commits[i].seq > safe {
-		i--
-	}
+	i := s.durable(final)
 	cp := s.commits[i].pos
-	if at := s.commits[i].at; at != 0 {
-		metrics.AdvanceTo(&r.m.Durable, at)
-	}
-	if i == len(s.commits)-1 && !s.pending() {
-		// Everything read is in: as current as the newest event read.
-		metrics.AdvanceTo(&r.m.Durable, s.lastTS)
-	}
 	s.commits = s.commits[i:]
 	// Forget writers that have finished.
 	s.all = slices.DeleteFunc(s.all, func(rt *tableWriter) bool { return rt.w.Done() && rt.closed })
@@ -198,6 +183,39 @@ func (s *Router) save(final, force bool) error {
 	}
 	r.m.CheckpointPos.Set(float64(cp.Pos))
 	return nil
+}
+
+// durable is the index in commits of the newest transaction boundary
+// before which every dispatched row is in ClickHouse (every row read,
+// when final), and moves the lag's clock up to its commit time.
+func (s *Router) durable(final bool) int {
+	safe := s.seq
+	if !final {
+		for _, rt := range s.all {
+			if f := rt.w.Flushed(); f < rt.dispatched && f < safe {
+				safe = f
+			}
+		}
+	}
+	i := len(s.commits) - 1
+	for i > 0 && s.commits[i].seq > safe {
+		i--
+	}
+	if at := s.commits[i].at; at != 0 {
+		metrics.AdvanceTo(&s.m.Durable, at)
+	}
+	if i == len(s.commits)-1 && !s.pending() {
+		// Everything read is in: as current as the newest event read.
+		metrics.AdvanceTo(&s.m.Durable, s.lastTS)
+	}
+	return i
+}
+
+// storedNow notes a writer's flush for Tick, which moves the lag's clock
+// then rather than at the next checkpoint, and wakes the reader.
+func (s *Router) storedNow() {
+	s.flushes.Store(true)
+	s.stream.Wake()
 }
 
 // copiesChanged reports whether the copy state differs from the one last

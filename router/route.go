@@ -85,6 +85,8 @@ type Router struct {
 	// until their writers take them (stored.go).
 	stored      map[schema.TableName]uint64
 	savedStored map[string]uint64 // the last checkpoint's Stored
+	// flushes is set by a writer's flush until Tick moves the lag's clock.
+	flushes atomic.Bool
 	// failures are writers' failures to mark; skipping, the failed tables
 	// whose events are skipped until their copy starts (failed.go).
 	failures writerFailures
@@ -187,13 +189,27 @@ func (s *Router) Event(e source.Event) {
 	r.mysqlUp.Store(true)
 	if e.Heartbeat {
 		// The server has nothing newer: the reader is at its end, and
-		// with nothing pending in the writers, so is ClickHouse.
+		// with nothing pending in the writers, so is ClickHouse, until
+		// the next heartbeat is overdue (metrics.AtEnd).
 		r.sink.SetCaughtUp(true)
 		metrics.AdvanceTo(&r.m.Read, now)
+		p := s.cfg.MySQL.HeartbeatPeriod
+		atEnd := now + int64(p+max(p/2, 100*time.Millisecond))
+		r.m.AtEnd.Store(atEnd)
 		if !s.pending() {
 			metrics.AdvanceTo(&r.m.Durable, now)
+			r.m.DurableAtEnd.Store(atEnd)
 		}
 		return
+	}
+	if r.m.AtEnd.Load() != 0 {
+		// The first event after a wait at the end: everything before it
+		// was read, and (DurableAtEnd) stored.
+		r.m.AtEnd.Store(0)
+		metrics.AdvanceTo(&r.m.Read, now)
+		if r.m.DurableAtEnd.Swap(0) != 0 {
+			metrics.AdvanceTo(&r.m.Durable, now)
+		}
 	}
 	r.m.EventsRead.Inc()
 	if e.Timestamp != 0 {
@@ -286,7 +302,7 @@ func (s *Router) dispatch(ctx context.Context, name schema.TableName, m sink.Mes
 		if v, ok := s.takeStored(name); ok {
 			w.SkipStored(v)
 		}
-		w.OnFlushed(s.stream.Wake)
+		w.OnFlushed(s.storedNow)
 		w.ParkWhenIdle(s.parkAfter)
 		rt = &tableWriter{w: w, tm: s.m.ForTable(name), exited: make(chan struct{})}
 		s.writers[name] = rt

@@ -156,7 +156,7 @@ func (c *Collector) Status(q Query) Status {
 func (c *Collector) build(now time.Time) *Status {
 	in := c.info()
 	st := &Status{Running: true, GeneratedAt: now.UTC(), Version: in.Version, Phase: in.Phase, Ready: in.Ready, Alive: in.Alive,
-		LagSeconds: metrics.Since(c.m.Durable.Load()), SourceLagSeconds: metrics.Since(c.m.Read.Load()),
+		LagSeconds: c.m.Lag(), SourceLagSeconds: c.m.SourceLag(),
 		ReadPosition: in.ReadPosition, Checkpoint: in.Checkpoint, Source: in.Source, Target: in.Target,
 		Errors: counters(c.m.Errors, "stage"), NativeFallbacks: counters(c.m.NativeFallbacks, "reason"),
 		RateWindowSeconds: c.window.Seconds()}
