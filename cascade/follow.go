@@ -66,6 +66,25 @@ type Options struct {
 	// (planning and flushing included). Either may be nil.
 	BeforeRun func(parent schema.TableName)
 	Derived   func(parent schema.TableName, res Result, took time.Duration)
+	// UnderWay, when set, is told of the cascade under way as it starts
+	// (a run of deletes held back, a parent's cascades being derived), and
+	// of its end (nil), for the status page.
+	UnderWay func(*UnderWay)
+}
+
+// UnderWay is a cascade under way: Parent's deletes held back since Since
+// (Holding), or Parent's cascades being derived since Since.
+type UnderWay struct {
+	Parent  schema.TableName
+	Since   time.Time
+	Holding bool
+}
+
+// underWay tells Options.UnderWay, if set.
+func (f *Follower) underWay(u *UnderWay) {
+	if f.opt.UnderWay != nil {
+		f.opt.UnderWay(u)
+	}
 }
 
 // Follower is the cascades of the stream being read. It belongs to the
@@ -292,6 +311,8 @@ func (f *Follower) derive(ctx context.Context, ev Event, older bool) error {
 	if len(plan.Tables) == 0 {
 		return nil // it reaches only tables not replicated, which lead to none that is (PlanEvent)
 	}
+	f.underWay(&UnderWay{Parent: ev.Table, Since: start})
+	defer f.underWay(nil)
 	if err := f.copyWindow(plan); err != nil {
 		return fmt.Errorf("%w. ClickHouse cannot be kept equal to MySQL past this event; %s", err, f.opt.Recopy)
 	}

@@ -77,6 +77,7 @@ func (f *Follower) holdDelete(ctx context.Context, e source.Rows) (bool, error) 
 			b.involved[t] = true
 		}
 		f.run = b
+		f.underWay(&UnderWay{Parent: e.Table, Since: b.started, Holding: true})
 	}
 	if e.Schema != b.ev.Schema && !binlog.SameColumns(e.Schema, b.ev.Schema) {
 		// Rows of another shape (a table map changed without DDL read):
@@ -129,6 +130,7 @@ func (f *Follower) EndRun(ctx context.Context) error {
 		return nil
 	}
 	f.run = nil
+	defer f.underWay(nil)
 	if len(b.held) == 0 {
 		return nil
 	}
@@ -172,6 +174,7 @@ func (f *Follower) DropUncommitted() {
 	}
 	if last < 0 {
 		f.run = nil
+		f.underWay(nil)
 		return
 	}
 	b.held = b.held[:last+1]

@@ -139,6 +139,8 @@ type Metrics struct {
 	// since the last heartbeat (a sawtooth up to a period that a scrape at
 	// about that period samples as a slow drift).
 	AtEnd, DurableAtEnd atomic.Int64
+	// Cascading is the cascade under way (nil: none).
+	Cascading atomic.Pointer[Cascade]
 	// Ready reports readiness for binlog2ch_ready, set by the daemon.
 	Ready func() bool
 
@@ -278,11 +280,24 @@ func New() *Metrics {
 	return m
 }
 
-// Writer states, binlog2ch_writers' label.
+// Writer states, binlog2ch_writers' label (the first two) and the status
+// page's.
 const (
 	WriterRunning = "running"
 	WriterParked  = "parked"
+	// WriterStopped: the writer ended (its table dropped, renamed away,
+	// failed, or the daemon stopping).
+	WriterStopped = "stopped"
 )
+
+// Cascade is the foreign-key cascade under way, for the status page: a
+// run of Parent's deletes held back since Since (Holding), or the
+// derivation of Parent's cascades begun at Since.
+type Cascade struct {
+	Parent  string
+	Since   time.Time
+	Holding bool
+}
 
 // Lag is binlog2ch_lag_seconds: now minus the commit time of the newest
 // event durably in ClickHouse, 0 while caught up and waiting at the
@@ -341,8 +356,13 @@ type Table struct {
 	errors    atomic.Uint64
 	lastError atomic.Pointer[TableError]
 	fallback  atomic.Pointer[string]
-	ambiguous [3]atomic.Uint64 // by AmbiguousOutcomes' index
+	ambiguous [3]atomic.Uint64       // by AmbiguousOutcomes' index
+	writer    atomic.Pointer[string] // WriterRunning, WriterParked, WriterStopped; nil: none yet
 }
+
+// SetWriter notes the state of the table's writer: WriterRunning,
+// WriterParked or WriterStopped.
+func (t *Table) SetWriter(state string) { t.writer.Store(&state) }
 
 // TableError is a table's latest failed insert.
 type TableError struct {
@@ -401,6 +421,8 @@ type TableState struct {
 	Fallback     string
 	// Ambiguous counts AmbiguousInsert's blocks by outcome; nil when none.
 	Ambiguous map[string]uint64
+	// Writer is SetWriter's state; "" when the table has had no writer.
+	Writer string
 }
 
 // State reads the table's counters for the status page.
@@ -412,6 +434,9 @@ func (t *Table) State() TableState {
 	}
 	if f := t.fallback.Load(); f != nil {
 		st.Fallback = *f
+	}
+	if w := t.writer.Load(); w != nil {
+		st.Writer = *w
 	}
 	for i, o := range AmbiguousOutcomes {
 		if n := t.ambiguous[i].Load(); n > 0 {

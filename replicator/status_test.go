@@ -13,12 +13,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/state"
@@ -169,7 +171,7 @@ func TestStatusPage(t *testing.T) {
 	if strings.Contains(dom, "<img") || !strings.Contains(dom, html.EscapeString(statusXSS)) {
 		t.Errorf("the table named %q became markup:\n%s", statusXSS, dom)
 	}
-	for _, text := range []string{"ready", "replicating", "MariaDB", "ClickHouse", st.Checkpoint.Position[:strings.Index(st.Checkpoint.Position, ":")]} {
+	for _, text := range []string{"ready", "replicating", "MariaDB", "ClickHouse", st.Checkpoint.Position[:strings.Index(st.Checkpoint.Position, ":")], "table writers", "running", "none under way"} {
 		if !strings.Contains(dom, text) {
 			t.Errorf("the page does not show %q", text)
 		}
@@ -466,3 +468,61 @@ func pageRows(t *testing.T, bin, url string) (map[string]map[string]string, stri
 
 // stripTags is a cell's text without its markup (a progress bar).
 func stripTags(s string) string { return regexp.MustCompile(`<[^>]*>`).ReplaceAllString(s, "") }
+
+// TestStatusWritersAndCascade: /status.json and `binlog2ch status`'s text
+// show a table's writer parked once it has been quiet, and a foreign-key
+// cascade while its rows are being derived (held there by a hook).
+func TestStatusWritersAndCascade(t *testing.T) {
+	h := newHarness(t, 1, "")
+	db := h.dbs[0]
+	h.exec("CREATE TABLE "+db+".parent (id INT PRIMARY KEY)",
+		"CREATE TABLE "+db+".child (id INT PRIMARY KEY, parent_id INT, FOREIGN KEY (parent_id) REFERENCES parent (id) ON DELETE CASCADE)",
+		"CREATE TABLE "+db+".quiet (id INT PRIMARY KEY)",
+		"INSERT INTO "+db+".parent VALUES (1), (2)", "INSERT INTO "+db+".child VALUES (10, 1), (20, 2)", "INSERT INTO "+db+".quiet VALUES (1)")
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	run := h.startWith(testHooks{parkAfter: 200 * time.Millisecond, beforeCascade: func(schema.TableName) {
+		once.Do(func() { close(held); <-release })
+	}})
+	var addr string
+	waitFor(t, 60*time.Second, "metrics endpoint", func() bool { addr = run.r.MetricsAddr(); return addr != "" })
+	h.waitCaughtUp(run, time.Minute)
+	waitFor(t, 30*time.Second, "quiet's writer parked", func() bool {
+		tb := statusTable(fetchStatus(t, addr), db, "quiet")
+		return tb != nil && tb.Writer == metrics.WriterParked
+	})
+	st := fetchStatus(t, addr)
+	if st.Totals.Writers[metrics.WriterParked] == 0 {
+		t.Errorf("totals: writers %v, want some parked", st.Totals.Writers)
+	}
+	var text bytes.Buffer
+	if err := status.WriteText(&text, &st); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "parked") {
+		t.Errorf("the text status does not show the parked writer:\n%s", text.String())
+	}
+
+	h.exec("DELETE FROM " + db + ".parent WHERE id = 1")
+	select {
+	case <-held:
+	case <-time.After(time.Minute):
+		t.Fatal("the cascade of the DELETE did not start")
+	}
+	// The collector may answer from a status built a moment before.
+	waitFor(t, 30*time.Second, "the cascade in /status.json", func() bool { st = fetchStatus(t, addr); return st.Cascade != nil })
+	if c := st.Cascade; c.Parent != db+".parent" || c.State != "deriving" || c.Since.IsZero() {
+		t.Errorf("/status.json during the cascade: %+v, want %s.parent deriving", c, db)
+	}
+	text.Reset()
+	if err := status.WriteText(&text, &st); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "deriving the cascades of "+db+".parent") {
+		t.Errorf("the text status does not show the cascade:\n%s", text.String())
+	}
+	close(release)
+	h.waitCaughtUp(run, time.Minute)
+	waitFor(t, 30*time.Second, "no cascade in /status.json once done", func() bool { return fetchStatus(t, addr).Cascade == nil })
+	h.verifyEqual("parent", "child", "quiet")
+}

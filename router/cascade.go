@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/cascade"
+	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
 	"github.com/binlog2ch/binlog2ch/source"
@@ -23,7 +24,7 @@ func (s *Router) followCascades(keys *cascade.Keys) {
 	}
 	s.cascades = cascade.NewFollower(cascade.Options{
 		Keys: keys, Replicates: r.replicates, Flusher: cascadeFlusher{s}, Runner: r.cascadeRunner, MySQL: r.my, Log: r.log,
-		SnapshotEndVersion: copyEnd, CopyWindows: windows, Recopy: Recopy,
+		SnapshotEndVersion: copyEnd, CopyWindows: windows, Recopy: Recopy, UnderWay: s.noteCascade,
 		KeysChanged: func() error {
 			if s.stream == nil {
 				return nil
@@ -99,4 +100,13 @@ func (s *Router) cascadedIntoCopy(parent schema.TableName) {
 			return
 		}
 	}
+}
+
+// noteCascade tells the status page of the cascade under way (nil: none).
+func (s *Router) noteCascade(u *cascade.UnderWay) {
+	if u == nil {
+		s.m.Cascading.Store(nil)
+		return
+	}
+	s.m.Cascading.Store(&metrics.Cascade{Parent: u.Parent.String(), Since: u.Since, Holding: u.Holding})
 }

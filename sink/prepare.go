@@ -35,6 +35,7 @@ func (c *ClickHouse) RecordTables(ts []*schema.Target, replace []bool) error {
 // definition from MySQL and its columns from ClickHouse again.
 func (c *ClickHouse) NewCopyWriter(ctx context.Context, name schema.TableName, queue int, src *schema.Table, target *schema.Target) (*Writer, error) {
 	w := c.NewWriter(name, queue)
+	w.copy = true
 	if err := w.useTarget(ctx, target); err != nil {
 		return nil, err
 	}

@@ -122,6 +122,7 @@ type Writer struct {
 	storedVersion atomic.Uint64
 	skipStored    uint64
 	skippedStored int
+	copy          bool        // NewCopyWriter's
 	done          atomic.Bool // Run has returned nil
 	firstRow      time.Time   // when the block got its first row
 	lastSend      time.Time   // when the last batch was handed off
@@ -233,15 +234,26 @@ func (w *Writer) Run(parent context.Context) error {
 	running := w.c.m.Writers.WithLabelValues(metrics.WriterRunning)
 	running.Inc()
 	defer running.Dec()
+	w.noteState(metrics.WriterRunning)
 	err := w.run(parent)
 	switch {
 	case err == errParked:
 		w.c.m.Writers.WithLabelValues(metrics.WriterParked).Inc()
+		w.noteState(metrics.WriterParked)
 		return nil
 	case err == nil:
 		w.done.Store(true)
 	}
+	w.noteState(metrics.WriterStopped)
 	return err
+}
+
+// noteState tells the status page the state of the table's writer; a
+// copy's writers, beside it, do not.
+func (w *Writer) noteState(state string) {
+	if !w.copy {
+		w.tm.SetWriter(state)
+	}
 }
 
 // errParked is run's return when the writer parked (ParkWhenIdle).

@@ -160,6 +160,13 @@ func (c *Collector) build(now time.Time) *Status {
 		ReadPosition: in.ReadPosition, Checkpoint: in.Checkpoint, Source: in.Source, Target: in.Target,
 		Errors: counters(c.m.Errors, "stage"), NativeFallbacks: counters(c.m.NativeFallbacks, "reason"),
 		RateWindowSeconds: c.window.Seconds()}
+	if cs := c.m.Cascading.Load(); cs != nil {
+		state := "deriving"
+		if cs.Holding {
+			state = "holding"
+		}
+		st.Cascade = &Cascade{Parent: cs.Parent, State: state, Since: cs.Since.UTC()}
+	}
 	if !in.StartedAt.IsZero() {
 		st.StartedAt = in.StartedAt.UTC()
 		st.UptimeSeconds = now.Sub(in.StartedAt).Seconds()
@@ -173,7 +180,7 @@ func (c *Collector) build(now time.Time) *Status {
 		t := Table{Database: tm.Name.Database, Table: tm.Name.Table,
 			Inserted: s.Rows[schema.OpInsert], Updated: s.Rows[schema.OpUpdate], Deleted: s.Rows[schema.OpDelete],
 			LagSeconds: st.SourceLagSeconds, QueuedRows: s.Queued, Errors: s.Errors, NativeFallback: s.Fallback,
-			AmbiguousInserts: s.Ambiguous}
+			AmbiguousInserts: s.Ambiguous, Writer: s.Writer}
 		if r := c.rings[tm]; r != nil {
 			t.RowsPerSecond = r.rate
 		}
@@ -223,6 +230,12 @@ func totals(tables []Table) Totals {
 	for i := range tables {
 		t := &tables[i]
 		tt.States[t.State]++
+		if t.Writer != "" {
+			if tt.Writers == nil {
+				tt.Writers = map[string]int{}
+			}
+			tt.Writers[t.Writer]++
+		}
 		if c := t.Copy; c != nil && c.State == StateCopying {
 			tt.CopyCopied += c.Copied
 			tt.CopyEstimated += max(c.Estimated, c.Copied)

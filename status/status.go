@@ -40,8 +40,10 @@ type Status struct {
 	SourceLagSeconds float64     `json:"source_lag_seconds"`
 	ReadPosition     string      `json:"read_position,omitempty"`
 	Checkpoint       *Checkpoint `json:"checkpoint,omitempty"`
-	Source           Server      `json:"source"`
-	Target           Server      `json:"target"`
+	// Cascade is the foreign-key cascade under way (nil: none).
+	Cascade *Cascade `json:"cascade,omitempty"`
+	Source  Server   `json:"source"`
+	Target  Server   `json:"target"`
 
 	Totals Totals `json:"totals"`
 	// Errors are binlog2ch_errors_total by stage; NativeFallbacks
@@ -57,6 +59,15 @@ type Status struct {
 	Tables        []Table `json:"tables"`
 	TablesMatched int     `json:"tables_matched"`
 	Query         Query   `json:"query"`
+}
+
+// Cascade is a foreign-key cascade under way: Parent's deletes held back
+// to be derived together (holding), or Parent's cascades being derived
+// in ClickHouse (deriving), since Since.
+type Cascade struct {
+	Parent string    `json:"parent"`
+	State  string    `json:"state"` // holding, deriving
+	Since  time.Time `json:"since"`
 }
 
 // Checkpoint is the saved position replication resumes from.
@@ -94,8 +105,10 @@ type Totals struct {
 	TablesCopying     int     `json:"tables_copying"` // snapshot not complete
 	SnapshotCopied    uint64  `json:"snapshot_rows_copied"`
 	SnapshotEstimated uint64  `json:"snapshot_rows_estimated"`
-	// States counts the tables by Table.State.
-	States map[string]int `json:"tables_by_state"`
+	// States counts the tables by Table.State, Writers by Table.Writer
+	// (those with one).
+	States  map[string]int `json:"tables_by_state"`
+	Writers map[string]int `json:"writers,omitempty"`
 	// CopyCopied and CopyEstimated add up the online copies under way
 	// (state copying).
 	CopyCopied    uint64 `json:"copy_rows_copied"`
@@ -168,7 +181,12 @@ type Table struct {
 	// LastFlush is when a batch of the table was last stored.
 	LastFlush time.Time `json:"last_flush,omitzero"`
 	// State is streaming, snapshot, or the table's Copy state.
-	State    string    `json:"state"`
+	State string `json:"state"`
+	// Writer is the state of the table's writer: running, parked (quiet
+	// for a while: no goroutine or buffers until its next rows), stopped
+	// (its table dropped or renamed away, failed, or the daemon stopping);
+	// "" when it has had none.
+	Writer   string    `json:"writer,omitempty"`
 	Snapshot *Progress `json:"snapshot,omitempty"`
 	// Copy is the table's online copy, nil when it is streaming.
 	Copy *Copy `json:"copy,omitempty"`

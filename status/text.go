@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/binlog2ch/binlog2ch/metrics"
 )
 
 // WriteText writes the status for a terminal: the daemon, then one line
@@ -55,6 +57,12 @@ func WriteText(w io.Writer, st *Status) error {
 	if c := copiesLine(&t); c != "" {
 		fmt.Fprintf(kv, "online copies\t%s\n", c)
 	}
+	if w := writersLine(t.Writers); w != "" {
+		fmt.Fprintf(kv, "writers\t%s\n", w)
+	}
+	if c := st.Cascade; c != nil {
+		fmt.Fprintf(kv, "cascade\t%s\n", cascadeLine(c, st.GeneratedAt))
+	}
 	kv.Flush()
 	if len(st.Tables) > 0 {
 		b.WriteByte('\n')
@@ -90,9 +98,38 @@ func WriteText(w io.Writer, st *Status) error {
 	return err
 }
 
+// writersLine counts the tables' writers by state, "" with none.
+func writersLine(w map[string]int) string {
+	var parts []string
+	for _, state := range []string{metrics.WriterRunning, metrics.WriterParked, metrics.WriterStopped} {
+		if n := w[state]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, state))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// cascadeLine says what the cascade under way is doing, since when.
+func cascadeLine(c *Cascade, now time.Time) string {
+	what := "deriving the cascades of " + clean(c.Parent) + "'s rows in ClickHouse"
+	if c.State == "holding" {
+		what = "holding a run of " + clean(c.Parent) + "'s deletes, to derive their cascades together"
+	}
+	return what + ", for " + Duration(now.Sub(c.Since).Seconds())
+}
+
 // tableState is a table's STATE cell: streaming, or where its snapshot
-// or copy is.
+// or copy is; a parked or stopped writer's state follows.
 func tableState(t *Table) string {
+	s := copyState(t)
+	if t.Writer == metrics.WriterParked || t.Writer == metrics.WriterStopped {
+		s += " (" + t.Writer + ")"
+	}
+	return s
+}
+
+// copyState is tableState without the writer's.
+func copyState(t *Table) string {
 	switch t.State {
 	case StateSnapshot:
 		return "snapshot " + progress(t.Snapshot)

@@ -105,6 +105,12 @@ function render(st) {
   const cs = ["copying", "waiting", "swapping", "failed"].filter((k) => states[k] > 0).map((k) => states[k] + " " + k);
   if (states.copying > 0) cs[0] += " (" + count(t.copy_rows_copied) + " of ~" + count(t.copy_rows_estimated) + " rows)";
   text("copystates", cs.length ? cs.join(", ") : "every table streams");
+  const ws = t.writers || {};
+  text("writers", count((ws.running || 0)) + " running");
+  const wp = ["parked", "stopped"].filter((k) => ws[k] > 0).map((k) => ws[k] + " " + k);
+  text("writerstates", wp.length ? wp.join(", ") : "none parked");
+  const cc = st.cascade;
+  text("cascade", cc ? (cc.state === "holding" ? "holding a run of " + cc.parent + "'s deletes" : "deriving the cascades of " + cc.parent + "'s rows") + ", for " + dur(Math.max(0, (now - Date.parse(cc.since)) / 1000)) : "none under way");
   text("uptime", dur(st.uptime_seconds));
   text("started", st.started_at ? "since " + st.started_at.replace("T", " ").replace(/\..*|Z$/, "") + " UTC" : "");
 
@@ -191,6 +197,10 @@ function stateCell(tb, name, now) {
     p.append(bar(c.copied, c.estimated), document.createTextNode("copying " + percent(c.copied, c.estimated)));
   } else p.textContent = state;
   if (c) p.title = copyNote(name, c, now).textContent;
+  if (tb.writer === "parked" || tb.writer === "stopped") {
+    p.append(document.createTextNode(" (" + tb.writer + ")"));
+    if (!c) p.title = tb.writer === "parked" ? "writer parked: quiet for a while, it starts again with the table's next rows" : "writer stopped";
+  }
   return p;
 }
 
