@@ -10,6 +10,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/chtables"
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/router"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/snapshot"
 )
@@ -78,6 +79,9 @@ func (v *verifier) extraTables(ctx context.Context, patterns []string) ([]*Extra
 	}
 	// What each ClickHouse name is the table of, and the names binlog2ch
 	// writes or keeps for a replicated table.
+	// The router's predicate: online schema migrations' new and old tables
+	// of a selected table are replicated too.
+	sel := router.NewSelection(v.cfg)
 	mysqlOf := map[string]schema.TableName{}
 	expected := map[string]bool{}
 	opts := v.cfg.SchemaOptions()
@@ -87,7 +91,7 @@ func (v *verifier) extraTables(ctx context.Context, patterns []string) ([]*Extra
 		}
 		db, name := v.tableOf(t)
 		mysqlOf[db+"."+name] = t
-		if !v.cfg.Replicates(t.Database, t.Table) {
+		if !sel.Replicates(t) {
 			continue
 		}
 		expected[db+"."+name] = true
@@ -222,7 +226,7 @@ func (v *verifier) explain(x *ExtraTable, my schema.TableName, mysqlOf map[strin
 	}
 	if t, ok := mysqlOf[x.name()]; ok && t == my {
 		x.InMySQL = true
-		why := "tables.include selects it in no pattern"
+		why := "no tables.include pattern selects it"
 		for i, p := range v.cfg.Tables.Exclude {
 			if config.MatchPatterns([]string{p}, my.Database, my.Table) {
 				why = fmt.Sprintf("tables.exclude[%d] %q excludes it", i, p)
