@@ -13,8 +13,9 @@ import (
 // replicated set (into a database not replicated, and to a name that
 // tables.exclude leaves out) while the daemon follows: their ClickHouse
 // tables stay, and verify reports each as an extra table, saying why, and
-// fails. A ClickHouse table of the user's own and an online copy's shadow
-// in the same database are not reported. Patterns limit both the compared
+// fails; a leftover's current-state view is named with it. A ClickHouse
+// table of the user's own and an online copy's shadow in the same database
+// are not reported. Patterns limit both the compared
 // tables and the extra ones to their database; a table excluded once
 // replicated is reported as not replicated.
 func TestExtraTables(t *testing.T) {
@@ -42,7 +43,8 @@ func TestExtraTables(t *testing.T) {
 
 	e.exec("RENAME TABLE DB.moved TO "+outside+".moved", "RENAME TABLE DB.hidden TO DB.skip_hidden",
 		"RENAME TABLE "+second+".gone TO "+outside+".gone")
-	e.chExec("CREATE TABLE DB.mine (x Int32) ENGINE = MergeTree ORDER BY x",
+	e.chExec("CREATE VIEW DB.moved_current AS SELECT id FROM DB.moved FINAL WHERE _is_deleted = 0",
+		"CREATE TABLE DB.mine (x Int32) ENGINE = MergeTree ORDER BY x",
 		"CREATE TABLE DB.keep__b2c_shadow (id Int32, v Nullable(Int32), _version UInt64, _is_deleted UInt8) ENGINE = ReplacingMergeTree(_version) ORDER BY id")
 	e.waitCaughtUp()
 	stop()
@@ -62,6 +64,9 @@ func TestExtraTables(t *testing.T) {
 			!strings.Contains(x.Reason, "DROP TABLE `") {
 			t.Errorf("%s: %+v", name, x)
 		}
+	}
+	if x := extra[e.db+".moved"]; x == nil || !slices.Equal(x.Also, []string{e.db + ".moved_current"}) || !strings.Contains(x.Reason, "(and "+e.db+".moved_current)") {
+		t.Errorf("moved's view is not named with it: %+v", x)
 	}
 	text := rep.text()
 	for _, s := range []string{"extra table " + e.db + ".moved (ClickHouse ReplacingMergeTree", "extra table " + second + ".gone",
