@@ -17,8 +17,16 @@ func ListTables(ctx context.Context, db *sql.DB, cfg *config.Config) ([]schema.T
 	return listOfType(ctx, db, cfg, "BASE TABLE", "list tables")
 }
 
-// listOfType returns the selected tables of one information_schema
-// TABLE_TYPE, in name order; what names the list in errors.
+// AllTables returns the source's base tables, selected or not, of every
+// database but the server's own, in name order: what ClickHouse tables are
+// compared with to tell a table MySQL lacks from one the config leaves out.
+func AllTables(ctx context.Context, db *sql.DB) ([]schema.TableName, error) {
+	return listOfType(ctx, db, nil, "BASE TABLE", "list tables")
+}
+
+// listOfType returns the tables of one information_schema TABLE_TYPE that
+// cfg selects (a nil cfg: all), in name order; what names the list in
+// errors.
 func listOfType(ctx context.Context, db *sql.DB, cfg *config.Config, tableType, what string) ([]schema.TableName, error) {
 	rows, err := db.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES
 		WHERE TABLE_TYPE = ? ORDER BY TABLE_SCHEMA, TABLE_NAME`, tableType)
@@ -32,7 +40,7 @@ func listOfType(ctx context.Context, db *sql.DB, cfg *config.Config, tableType, 
 		if err := rows.Scan(&t.Database, &t.Table); err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
-		if !schema.SystemDatabase(t.Database) && cfg.Replicates(t.Database, t.Table) {
+		if !schema.SystemDatabase(t.Database) && (cfg == nil || cfg.Replicates(t.Database, t.Table)) {
 			out = append(out, t)
 		}
 	}

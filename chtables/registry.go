@@ -155,8 +155,10 @@ func (c *Manager) ForgetName(db, table string) error { return c.reg.Forget(db, t
 
 // Registered lists the tables of ClickHouse database db that binlog2ch
 // created and has not dropped.
-func (c *Manager) Registered(db string) []string {
-	r := c.reg
+func (c *Manager) Registered(db string) []string { return c.reg.Registered(db) }
+
+// Registered lists the tables of ClickHouse database db in the registry.
+func (r *Registry) Registered(db string) []string {
 	if r == nil {
 		return nil
 	}

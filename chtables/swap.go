@@ -10,8 +10,11 @@ import (
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
-// oldName is where SwapIn moves the replaced table before dropping it.
-func oldName(table string) string { return table + "__b2c_old" }
+// OldSuffix names where SwapIn moves the replaced table before dropping
+// it (verify passes such tables by).
+const OldSuffix = "__b2c_old"
+
+func oldName(table string) string { return table + OldSuffix }
 
 // SwapIn puts shadow, which a copy filled with rows of version
 // copyVersion, in table's place. First the rows the stream wrote to table

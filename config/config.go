@@ -522,6 +522,10 @@ func (t *TablesConfig) Selects(db, table string) bool {
 	return matchAny(t.Include, db, table) && !matchAny(t.Exclude, db, table)
 }
 
+// MatchPatterns reports whether db.table matches one of patterns, each a
+// db.table glob as tables.include takes them (checked by CheckPattern).
+func MatchPatterns(patterns []string, db, table string) bool { return matchAny(patterns, db, table) }
+
 func matchAny(patterns []string, db, table string) bool {
 	for _, p := range patterns {
 		pdb, ptable, _ := strings.Cut(p, ".")
@@ -606,17 +610,25 @@ func (d *decoder) password(section string, inline Secret, file, dir string) Secr
 
 // pattern checks a db.table glob pattern.
 func (d *decoder) pattern(key, p string) {
+	if err := CheckPattern(p); err != nil {
+		d.problem(key, err.Error())
+	}
+}
+
+// CheckPattern checks a db.table pattern as tables.include and -tables
+// flags take it: a glob (path.Match's) for each of the database and the
+// table.
+func CheckPattern(p string) error {
 	db, table, ok := strings.Cut(p, ".")
 	if !ok || db == "" || table == "" || strings.Contains(table, ".") {
-		d.problem(key, fmt.Sprintf(`must be a db.table pattern such as "shop.*", got %q`, p))
-		return
+		return fmt.Errorf(`must be a db.table pattern such as "shop.*", got %q`, p)
 	}
-	if _, err := path.Match(db, ""); err != nil {
-		d.problem(key, fmt.Sprintf("bad glob %q: %v", db, err))
+	for _, glob := range []string{db, table} {
+		if _, err := path.Match(glob, ""); err != nil {
+			return fmt.Errorf("bad glob %q: %w", glob, err)
+		}
 	}
-	if _, err := path.Match(table, ""); err != nil {
-		d.problem(key, fmt.Sprintf("bad glob %q: %v", table, err))
-	}
+	return nil
 }
 
 // How rows reach a cluster's shards (clickhouse.cluster_insert).

@@ -38,19 +38,27 @@ type VerifyResult struct {
 
 // VerifyForTest runs verify.Run; faults_verify_test.go sets it (verify
 // imports this package, so these internal tests cannot import it).
-var VerifyForTest func(ctx context.Context, cfg *config.Config) (VerifyResult, error)
+// Patterns limit it as verify's -tables does (none: every replicated table).
+var VerifyForTest func(ctx context.Context, cfg *config.Config, patterns []string) (VerifyResult, error)
 
 // verifyEqual runs `binlog2ch verify` over the harness's config and fails
 // the test unless every table matches and each of want was compared (a
 // verify over no tables proves nothing).
 func (h *harness) verifyEqual(want ...string) {
 	h.t.Helper()
+	h.verifyMatching(nil, want...)
+}
+
+// verifyMatching is verifyEqual over the tables patterns match, as verify
+// -tables takes them.
+func (h *harness) verifyMatching(patterns []string, want ...string) {
+	h.t.Helper()
 	if VerifyForTest == nil {
 		h.t.Fatal("the verify hook is not set (faults_verify_test.go)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := VerifyForTest(ctx, h.cfg)
+	res, err := VerifyForTest(ctx, h.cfg, patterns)
 	if err != nil {
 		h.t.Fatalf("verify: %v", err)
 	}

@@ -13,10 +13,10 @@ import (
 // replicator, for the harness) reach verify.Run through this hook, set by
 // the external test package compiled into the same test binary.
 func init() {
-	replicator.VerifyForTest = func(ctx context.Context, cfg *config.Config) (replicator.VerifyResult, error) {
+	replicator.VerifyForTest = func(ctx context.Context, cfg *config.Config, patterns []string) (replicator.VerifyResult, error) {
 		// No retries: the tests verify once the daemon has caught up and
 		// the writes have stopped, so a difference is a real one.
-		rep, err := verify.Run(ctx, cfg, verify.Options{Chunk: 20000, Retries: -1})
+		rep, err := verify.Run(ctx, cfg, verify.Options{Chunk: 20000, Retries: -1, Patterns: patterns})
 		if err != nil {
 			return replicator.VerifyResult{}, err
 		}

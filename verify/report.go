@@ -18,7 +18,8 @@ func (r *Report) WriteJSON(w io.Writer) error {
 
 // WriteText writes a table per MySQL database (table, rows in MySQL, rows
 // in ClickHouse, status), each mismatch's first differing keys under its
-// row, and a summary line.
+// row, the extra ClickHouse tables with why and what to do, and a summary
+// line.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	db := ""
@@ -72,8 +73,19 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  note: %s\n", n)
 		}
 	}
+	for _, x := range r.ExtraTables {
+		fmt.Fprintf(&b, "\nextra table %s (ClickHouse %s", x.name(), x.Engine)
+		if len(x.Also) > 0 {
+			fmt.Fprintf(&b, ", with %s", strings.Join(x.Also, ", "))
+		}
+		fmt.Fprintf(&b, "):\n  %s\n", x.Reason)
+	}
 	ok := len(r.Tables) - r.Mismatches - r.Errors
-	fmt.Fprintf(&b, "\n%d table(s): %d equal, %d differ, %d error(s)\n", len(r.Tables), ok, r.Mismatches, r.Errors)
+	fmt.Fprintf(&b, "\n%d table(s): %d equal, %d differ, %d error(s)", len(r.Tables), ok, r.Mismatches, r.Errors)
+	if len(r.ExtraTables) > 0 {
+		fmt.Fprintf(&b, "; %d extra table(s) in ClickHouse", len(r.ExtraTables))
+	}
+	b.WriteByte('\n')
 	_, err := io.WriteString(w, b.String())
 	return err
 }

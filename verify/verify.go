@@ -35,8 +35,13 @@ const (
 
 // Options tune a verification. The zero value is usable.
 type Options struct {
-	// Tables limits the run to these tables; empty: every replicated table.
+	// Tables limits the run to these tables; empty: every replicated table
+	// (within Patterns).
 	Tables []schema.TableName
+	// Patterns limits the run to the replicated tables, and the extra
+	// ClickHouse tables, whose MySQL names match one (db.table globs as
+	// tables.include takes them); empty: all, or those of Tables.
+	Patterns []string
 	// Chunk is the number of rows per key range (default 100000).
 	Chunk int
 	// Retries is how often a mismatched chunk is compared again after the
@@ -75,6 +80,9 @@ type Report struct {
 	// Error is what stopped the whole run (a server that cannot be reached).
 	Error  string         `json:"error,omitempty"`
 	Tables []*TableReport `json:"tables"`
+	// ExtraTables are binlog2ch's ClickHouse tables in the replicated
+	// databases that no replicated MySQL table writes.
+	ExtraTables []*ExtraTable `json:"extra_tables"`
 }
 
 // TableReport is one table's outcome.
@@ -137,14 +145,24 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 	if err != nil {
 		return nil, err
 	}
-	names := opts.Tables
+	names, patterns := opts.Tables, opts.Patterns
 	if len(names) == 0 {
-		if names, err = catalog.ListTables(ctx, my, cfg); err != nil {
+		all, err := catalog.ListTables(ctx, my, cfg)
+		if err != nil {
 			return nil, err
+		}
+		for _, n := range all {
+			if len(patterns) == 0 || config.MatchPatterns(patterns, n.Database, n.Table) {
+				names = append(names, n)
+			}
+		}
+	} else if len(patterns) == 0 {
+		for _, n := range names {
+			patterns = append(patterns, n.String())
 		}
 	}
 	v := &verifier{cfg: cfg, opts: opts, my: my, ch: ch, caps: caps, log: opts.Log}
-	rep := &Report{OK: true, Tables: []*TableReport{}}
+	rep := &Report{OK: true, Tables: []*TableReport{}, ExtraTables: []*ExtraTable{}}
 	for _, n := range names {
 		start := time.Now()
 		tr := v.table(ctx, n)
@@ -162,6 +180,15 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 			rep.OK = false
 		}
 		rep.Tables = append(rep.Tables, tr)
+	}
+	extras, err := v.extraTables(ctx, patterns)
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range extras {
+		v.log.Warn("extra table in ClickHouse", "table", x.name(), "mysql", x.MySQL, "reason", x.Reason)
+		rep.ExtraTables = append(rep.ExtraTables, x)
+		rep.OK = false
 	}
 	return rep, nil
 }

@@ -18,7 +18,7 @@ func schemaCmd(ctx context.Context, e *env, args []string) int {
 	fs := newFlagSet(e, "schema", "-config FILE [-tables db.t1,db.t2] [-profile auto|clickhouse18|modern]")
 	var cf configFlags
 	cf.register(fs)
-	tables := fs.String("tables", "", "comma-separated db.table list (default: every table the config selects)")
+	tables := fs.String("tables", "", "comma-separated db.table patterns, globs as tables.include takes them (default: every table the config selects)")
 	profile := fs.String("profile", "auto", "ClickHouse capabilities: auto (ask the server), clickhouse18 or modern (no ClickHouse connection)")
 	if code, done := parseFlags(e, fs, args); done {
 		return code
@@ -108,28 +108,44 @@ func schemaCmd(ctx context.Context, e *env, args []string) int {
 	return exitOK
 }
 
-// selectTables returns the tables named by -tables (each must exist and be
-// selected by the config), or every selected table.
+// selectTables returns the replicated tables that -tables' patterns
+// (tablePatterns') match, all of them for an empty list. A name without a
+// glob must be one of them: a typo is refused rather than matching nothing.
 func selectTables(ctx context.Context, cfg *config.Config, db *sql.DB, list string) ([]schema.TableName, error) {
 	all, err := catalog.ListTables(ctx, db, cfg)
 	if err != nil || list == "" {
 		return all, err
 	}
+	patterns, err := tablePatterns(list)
+	if err != nil {
+		return nil, err
+	}
 	have := map[string]bool{}
+	var out []schema.TableName
 	for _, t := range all {
 		have[t.String()] = true
+		if config.MatchPatterns(patterns, t.Database, t.Table) {
+			out = append(out, t)
+		}
 	}
-	var out []schema.TableName
-	for _, name := range strings.Split(list, ",") {
-		name = strings.TrimSpace(name)
-		dbName, table, ok := strings.Cut(name, ".")
-		if !ok || dbName == "" || table == "" {
-			return nil, fmt.Errorf("-tables: %q is not db.table", name)
+	for _, p := range patterns {
+		if !strings.ContainsAny(p, `*?[\`) && !have[p] {
+			return nil, fmt.Errorf("-tables: %s does not exist in MySQL or is not selected by tables.include/exclude", p)
 		}
-		if !have[name] {
-			return nil, fmt.Errorf("-tables: %s does not exist in MySQL or is not selected by tables.include/exclude", name)
+	}
+	return out, nil
+}
+
+// tablePatterns reads -tables: comma-separated db.table patterns, globs as
+// tables.include takes them (shop.*, shop.order_?).
+func tablePatterns(list string) ([]string, error) {
+	var out []string
+	for _, p := range strings.Split(list, ",") {
+		p = strings.TrimSpace(p)
+		if err := config.CheckPattern(p); err != nil {
+			return nil, fmt.Errorf("-tables: %w", err)
 		}
-		out = append(out, schema.TableName{Database: dbName, Table: table})
+		out = append(out, p)
 	}
 	return out, nil
 }

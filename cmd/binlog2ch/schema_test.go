@@ -140,6 +140,11 @@ func TestSchemaCommand(t *testing.T) {
 	if code, out, _ := runCLI(t, "schema", "-config", cfg, "-profile", "modern", "-tables", db+".composite"); code != exitOK || !strings.Contains(out, "DateTime64(3") {
 		t.Errorf("-profile modern: exit %d\n%s", code, out)
 	}
+	// tables.include's globs: one table of the database's.
+	if code, out, _ := runCLI(t, "schema", "-config", cfg, "-profile", "modern", "-tables", db+".compo?ite"); code != exitOK ||
+		strings.Count(out, "-- from MySQL ") != 1 || !strings.Contains(out, "-- from MySQL "+db+".composite") {
+		t.Errorf("-tables %s.compo?ite: exit %d\n%s", db, code, out)
+	}
 }
 
 // TestRunCommand runs `binlog2ch run` against the test servers: rows

@@ -116,3 +116,54 @@ func TestVerifyCommand(t *testing.T) {
 		t.Errorf("unreachable MySQL -json: exit %d, %v\n%s", code, err, out)
 	}
 }
+
+// TestVerifyExtraTable checks that a ClickHouse table of binlog2ch's (its
+// version column) in the replicated database that MySQL lacks fails verify
+// with exit 1, named in the text and in -json, and that -tables takes
+// tables.include's patterns: db.* checks it, db.t leaves it out, a bad glob
+// is refused.
+func TestVerifyExtraTable(t *testing.T) {
+	srv, db, my, ch := testDatabase(t, "b2c_cmdverifyx")
+	ctx := context.Background()
+	for _, q := range []string{"CREATE DATABASE " + db, "CREATE TABLE " + db + ".t (id INT NOT NULL PRIMARY KEY)"} {
+		if _, err := my.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for _, q := range []string{
+		"CREATE DATABASE " + db,
+		"CREATE TABLE " + db + ".t (id Int32, _version UInt64, _is_deleted UInt8) ENGINE = ReplacingMergeTree(_version) ORDER BY id",
+		"CREATE TABLE " + db + ".left (id Int32, _version UInt64, _is_deleted UInt8) ENGINE = ReplacingMergeTree(_version) ORDER BY id",
+	} {
+		if err := ch.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	cfg := writeConfig(t, srv, db, "")
+
+	for _, tables := range []string{"", db + ".*", db + ".l*"} {
+		args := []string{"verify", "-config", cfg}
+		if tables != "" {
+			args = append(args, "-tables", tables)
+		}
+		code, out, errOut := runCLI(t, args...)
+		if code != exitError || !strings.Contains(out, "extra table "+db+".left (ClickHouse ReplacingMergeTree)") ||
+			!strings.Contains(out, "MySQL has no table "+db+".left") || !strings.Contains(out, "1 extra table(s) in ClickHouse") {
+			t.Errorf("-tables %q: exit %d\n%s\n%s", tables, code, out, errOut)
+		}
+	}
+	code, out, _ := runCLI(t, "verify", "-config", cfg, "-json")
+	var rep verify.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != exitError || rep.OK || len(rep.ExtraTables) != 1 ||
+		rep.ExtraTables[0].ClickHouseTable != "left" || rep.ExtraTables[0].MySQL != db+".left" || rep.ExtraTables[0].InMySQL {
+		t.Errorf("-json: exit %d, %v\n%s", code, err, out)
+	}
+	if code, out, errOut := runCLI(t, "verify", "-config", cfg, "-tables", db+".t"); code != exitOK || strings.Contains(out, "extra table") {
+		t.Errorf("-tables %s.t: exit %d\n%s\n%s", db, code, out, errOut)
+	}
+	for _, bad := range []string{db + ".[", "nodot"} {
+		if code, _, errOut := runCLI(t, "verify", "-config", cfg, "-tables", bad); code != exitUsage || !strings.Contains(errOut, "-tables: ") {
+			t.Errorf("-tables %q: exit %d, %s", bad, code, errOut)
+		}
+	}
+}
