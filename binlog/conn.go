@@ -18,6 +18,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -410,4 +411,25 @@ func (e *eventBuffer) bytes() []byte {
 		return e.head[:e.n]
 	}
 	return e.b
+}
+
+// erSlaveSameID is MariaDB's ER_SLAVE_SAME_ID, which go-mysql does not
+// name.
+const erSlaveSameID = 4052
+
+// SameServerID reports whether err is the server dropping this binlog
+// connection because another replica registered with the same server id.
+// MariaDB tells replicas apart by server id alone and sends the older
+// connection ER_SLAVE_SAME_ID (sql_repl.cc); MySQL tells them apart by
+// the UUID each sets (binlog2ch sets a fresh one per connection), and
+// where it does drop one sends 1236 with the same words
+// (rpl_binlog_sender.cc: "A slave [replica] with the same
+// server_uuid/server_id as this slave [replica] has connected").
+func SameServerID(err error) bool {
+	var me *mysql.MyError
+	if !errors.As(err, &me) {
+		return false
+	}
+	return me.Code == erSlaveSameID ||
+		me.Code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG && strings.Contains(me.Message, "same server_uuid/server_id")
 }

@@ -70,3 +70,25 @@ func TestDumpCommandsAsAServerReadsThem(t *testing.T) {
 		t.Fatalf("a dump past the end: %v, want 1236 %q", err, binlogtest.ErrPastEnd)
 	}
 }
+
+// TestSameServerID: the servers' errors for a replica dropped for another
+// with its server id, as MariaDB 10.11 sent them (TestSameServerID in
+// replicator reads them from the server) and as MySQL's
+// rpl_binlog_sender.cc words them, and what is not one.
+func TestSameServerID(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{mysql.NewError(4052, "A slave with the same server_uuid/server_id as this slave has connected to the master"), true},
+		{fmt.Errorf("read: %w", mysql.NewError(4052, "A slave with the same server_uuid/server_id is already connected; the first event 'binlog.000001' at 325, the last event read from 'binlog.000001' at 256, the last byte read from 'binlog.000001' at 325.")), true},
+		{mysql.NewError(mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG, "A replica with the same server_uuid/server_id as this replica has connected to the source; the first event 'binlog.000002' at 4, the last event read from './binlog.000002' at 126"), true},
+		{mysql.NewError(mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG, "Could not find first log file name in binary log index file"), false},
+		{errors.New("A slave with the same server_uuid/server_id as this slave has connected to the master"), false},
+		{nil, false},
+	} {
+		if got := SameServerID(c.err); got != c.want {
+			t.Errorf("SameServerID(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}

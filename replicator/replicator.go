@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -168,9 +169,6 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Replicator
 	r.sink.OnCascadeColumns(r.cascadeRunner.ForgetTable)
 	r.m.Ready = r.ready
 	log.Info("connected", "mysql", cfg.MySQL.Addr, "flavor", r.server.Flavor, "gtids", r.server.GTIDMode, "clickhouse", cfg.ClickHouse.Addr, "clickhouse_version", r.sink.Caps().Version)
-	if r.server.GTIDNotes != "" {
-		log.Warn("following a failover of the MySQL source is limited", "why", r.server.GTIDNotes)
-	}
 	return r, nil
 }
 
@@ -194,6 +192,11 @@ func (r *Replicator) startPosition(ctx context.Context) (start source.Start, fro
 	cp, err := r.checkpoints().Load(ctx)
 	if err != nil {
 		return start, nil, nil, err
+	}
+	// Once the checkpoint says whether the server changed: that, and a
+	// replica as the source, make the settings matter now.
+	if a, ok := r.server.Failover.Advice(cp != nil && cp.Server != r.server.ID); ok {
+		r.log.Log(ctx, a.Level, a.Msg, "set", strings.Join(a.Set, "; "))
 	}
 	if snap, err = snapshot.Load(r.cfg.StateDir, snapshot.InitialFile); err != nil {
 		return start, nil, nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/catalog"
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/failoverready"
 )
 
 // Server is what binlog2ch needs to know of the source server.
@@ -24,10 +25,10 @@ type Server struct {
 	// MariaDB's log_bin_compress, whose events go-mysql decompresses).
 	RawRows bool
 	// GTIDMode is whether the server writes GTIDs (always on MariaDB;
-	// MySQL's gtid_mode ON); GTIDNotes says what limits following a
-	// failover (strict mode, log_slave_updates), "" when nothing does.
-	GTIDMode  bool
-	GTIDNotes string
+	// MySQL's gtid_mode ON); Failover is what following a failover
+	// depends on (strict mode, log_slave_updates, the server's role).
+	GTIDMode bool
+	Failover failoverready.Settings
 	// Collations maps the server's collation ids to their character sets:
 	// the binlog names a text column's collation by id, and the ids above
 	// 255 differ between MySQL and MariaDB.
@@ -114,7 +115,8 @@ func Inspect(ctx context.Context, db *sql.DB, cfg *config.Config) (Server, error
 	if srv.Collations, err = catalog.Collations(ctx, db); err != nil {
 		return srv, fmt.Errorf("MySQL %s: %w", cfg.MySQL.Addr, err)
 	}
-	srv.GTIDMode, srv.GTIDNotes = gtidSettings(ctx, db, srv.Flavor)
+	srv.Failover = failoverready.Read(ctx, db, srv.Flavor)
+	srv.GTIDMode = srv.Failover.GTIDMode
 	// Only MySQL 9.6+ has it; elsewhere InnoDB applies every key.
 	var native string
 	if db.QueryRowContext(ctx, "SELECT @@GLOBAL.innodb_native_foreign_keys").Scan(&native) == nil {
@@ -134,26 +136,4 @@ func Inspect(ctx context.Context, db *sql.DB, cfg *config.Config) (Server, error
 		srv.ID = "server_id:" + strconv.FormatUint(uint64(id), 10)
 	}
 	return srv, nil
-}
-
-// gtidSettings reads what following a failover by GTIDs depends on.
-func gtidSettings(ctx context.Context, db *sql.DB, flavor string) (on bool, notes string) {
-	var v string
-	var out []string
-	if flavor == mysql.MariaDBFlavor {
-		on = true
-		if db.QueryRowContext(ctx, "SELECT @@GLOBAL.gtid_strict_mode").Scan(&v) == nil && (v == "0" || strings.EqualFold(v, "OFF")) {
-			out = append(out, "gtid_strict_mode is OFF (a domain's sequence numbers may go backwards; binlog2ch reads by GTID in strict mode and stops rather than guess)")
-		}
-	} else if db.QueryRowContext(ctx, "SELECT @@GLOBAL.gtid_mode").Scan(&v) == nil {
-		on = strings.EqualFold(v, "ON")
-		if !on {
-			out = append(out, "gtid_mode is "+v+" (binlog2ch then cannot follow a failover to a replica without a re-copy: set gtid_mode = ON with enforce_gtid_consistency = ON)")
-		}
-	}
-	v = ""
-	if db.QueryRowContext(ctx, "SELECT @@GLOBAL.log_slave_updates").Scan(&v) == nil && (v == "0" || strings.EqualFold(v, "OFF")) {
-		out = append(out, "log_slave_updates is OFF here (needed on the replicas that may be promoted: their binlog must hold what they replicated)")
-	}
-	return on, strings.Join(out, "; ")
 }

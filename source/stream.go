@@ -238,11 +238,13 @@ func (s *Stream) Run(ctx context.Context, st Start, h Handler) error {
 	}
 	delay := 100 * time.Millisecond
 	var after *Position // set: read on from there, past an XA COMMIT just handled
+	kicks := 0          // connections dropped in a row for another replica with this server id
 	for {
 		resume := s.resume
 		if after != nil {
 			resume = *after
 		}
+		began := time.Now()
 		err := s.stream(ctx, resume, after == nil, h)
 		after = nil
 		if c, ok := errIsXACommitted(err); ok {
@@ -256,6 +258,9 @@ func (s *Stream) Run(ctx context.Context, st Start, h Handler) error {
 		}
 		if ctx.Err() != nil {
 			return nil
+		}
+		if kicks = s.kicked(err, kicks, time.Since(began)); kicks >= SameServerIDKicks {
+			return &ServerIDError{ServerID: s.cfg.MySQL.ServerID, Addr: s.cfg.MySQL.Addr, Kicks: kicks, Err: err}
 		}
 		if err := s.fatal(err, resume); err != nil {
 			return err
@@ -271,7 +276,11 @@ func (s *Stream) Run(ctx context.Context, st Start, h Handler) error {
 			s.downSince = time.Now()
 		}
 		h.Down(err, s.resume, delay)
-		s.log.Warn("binlog stream failed; reconnecting", "error", compact(err), "position", s.resume.String(), "retry_in", delay)
+		attrs := []any{"error", compact(err), "position", s.resume.String(), "retry_in", delay}
+		if kicks > 0 {
+			attrs = append(attrs, "mysql.server_id", s.cfg.MySQL.ServerID, "dropped_for_the_same_server_id", fmt.Sprintf("%d of %d", kicks, SameServerIDKicks))
+		}
+		s.log.Warn("binlog stream failed; reconnecting", attrs...)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -281,12 +290,53 @@ func (s *Stream) Run(ctx context.Context, st Start, h Handler) error {
 	}
 }
 
+// SameServerIDKicks is how many times in a row the server may drop the
+// stream for another replica with its server id before the stream stops:
+// once can be a daemon handing over to another (the lease), or a
+// mysqlbinlog; every time is two replicas knocking each other off, and the
+// one that stops first leaves the other to run.
+const SameServerIDKicks = 5
+
+// sameServerIDQuiet: a connection that lasted this long starts the count
+// over (two daemons knock each other off within MaxBackoff).
+const sameServerIDQuiet = 10 * time.Minute
+
+// kicked is the count of connections dropped in a row for the same server
+// id, with err ending one that lasted for up.
+func (s *Stream) kicked(err error, kicks int, up time.Duration) int {
+	if !binlog.SameServerID(err) {
+		return 0
+	}
+	if up > max(sameServerIDQuiet, 2*s.MaxBackoff) {
+		kicks = 0
+	}
+	return kicks + 1
+}
+
+// ServerIDError: the server kept dropping the stream because another
+// replica registered with mysql.server_id.
+type ServerIDError struct {
+	ServerID uint32
+	Addr     string
+	Kicks    int
+	Err      error
+}
+
+func (e *ServerIDError) Error() string {
+	return fmt.Sprintf("mysql.server_id %d: MySQL %s dropped binlog2ch's binlog connection %d times in a row because another replica registered with the same server id (%s). "+
+		"Each replica of a server, every binlog2ch daemon included, needs a server id of its own: give this daemon a mysql.server_id that no other replica of %s uses "+
+		"(SHOW SLAVE HOSTS there lists those registered; SHOW REPLICAS on MySQL 8.0.22+) and start it again. This daemon stopped so that the other one can run",
+		e.ServerID, e.Addr, e.Kicks, compact(e.Err), e.Addr)
+}
+
+func (e *ServerIDError) Unwrap() error { return e.Err }
+
 // fatal is the error that stops the stream for a failure that
 // reconnecting cannot fix, or nil.
 func (s *Stream) fatal(err error, from Position) error {
 	var me *mysql.MyError
-	if !errors.As(err, &me) {
-		return nil
+	if !errors.As(err, &me) || binlog.SameServerID(err) {
+		return nil // MySQL's is a 1236 too, not an unreadable binlog
 	}
 	switch me.Code {
 	case mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG:

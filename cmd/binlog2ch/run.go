@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/binlog2ch/binlog2ch/replicator"
+	"github.com/binlog2ch/binlog2ch/source"
 )
 
 // runCmd is the daemon: it follows the binlog until SIGTERM/SIGINT, then
@@ -51,6 +53,11 @@ func runCmd(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		logger.Error("replication stopped", "error", err)
 		fmt.Fprintf(e.stderr, "binlog2ch run: %v\n", err)
+		// A restart would knock the other daemon off again: only the
+		// config can fix it (systemd's unit does not restart on 2).
+		if errors.As(err, new(*source.ServerIDError)) {
+			return exitUsage
+		}
 		return exitError
 	}
 	return exitOK
