@@ -21,6 +21,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/control"
 	"github.com/binlog2ch/binlog2ch/metrics"
+	"github.com/binlog2ch/binlog2ch/retention"
 	"github.com/binlog2ch/binlog2ch/router"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
@@ -51,6 +52,7 @@ type Replicator struct {
 	started          time.Time
 	phase            atomic.Pointer[string]
 	savedCP          atomic.Pointer[status.Checkpoint]
+	retention        atomic.Pointer[retention.Estimate]     // the latest, nil while not known (retention.go)
 	snapshotProgress atomic.Pointer[[]snapshot.TableStatus] // the initial snapshot's, latest
 	statusPage       *status.Collector
 
@@ -425,6 +427,7 @@ func (r *Replicator) run(ctx context.Context) error {
 		return err
 	}
 	defer stopHTTP()
+	defer r.watchRetention(ctx)()
 	stopControl, err := control.Serve(ctx, r.cfg.StateDir, r, r.log)
 	if err != nil {
 		return err
