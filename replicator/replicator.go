@@ -123,6 +123,11 @@ type testHooks struct {
 	// holdCheckpoint, while it returns true, keeps checkpoints from being
 	// saved (a crash then replays what was stored since).
 	holdCheckpoint func() bool
+	// retentionEvery, when set, replaces retentionEvery; retentionChecked
+	// runs after each read of the source's binlog retention, once its
+	// metric, status and log line are out.
+	retentionEvery   time.Duration
+	retentionChecked func()
 }
 
 // New connects to both servers and checks the source writes a binlog

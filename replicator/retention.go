@@ -31,7 +31,11 @@ func (r *Replicator) watchRetention(ctx context.Context) (stop func()) {
 	go func() {
 		defer close(done)
 		below, failing := false, false
-		t := time.NewTicker(retentionEvery)
+		every := retentionEvery
+		if r.hooks.retentionEvery > 0 {
+			every = r.hooks.retentionEvery
+		}
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			if pos := r.live.SavedPos.Load(); pos != nil {
@@ -62,6 +66,9 @@ func (r *Replicator) watchRetention(ctx context.Context) (stop func()) {
 							"headroom", time.Duration(headroom*float64(time.Second)).Round(time.Second).String(), "margin", margin.String())
 					}
 					below = headroom < margin.Seconds()
+				}
+				if r.hooks.retentionChecked != nil {
+					r.hooks.retentionChecked()
 				}
 			}
 			select {

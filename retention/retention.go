@@ -91,7 +91,7 @@ func settingsOf(vars map[string]string) (Settings, error) {
 		}
 		s.Expire, s.ExpireSetting = time.Duration(math.Round(d*86400))*time.Second, "expire_logs_days"
 	}
-	if v := vars["binlog_expire_logs_auto_purge"]; v == "OFF" || v == "0" {
+	if v := vars["binlog_expire_logs_auto_purge"]; v == "OFF" || v == "0" || s.Expire == 0 {
 		s.Expire, s.ExpireSetting = 0, ""
 	}
 	for _, name := range []string{"max_binlog_total_size", "binlog_space_limit"} {

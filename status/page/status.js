@@ -120,6 +120,22 @@ function render(st) {
     if (cp.store) cps += ", in " + cp.store;
   }
   text("checkpoint", cps);
+  const rt = st.binlog_retention;
+  let rts = "-";
+  let low = false;
+  if (rt) {
+    if (rt.gone) rts = rt.file + " is no longer on the server";
+    else if (rt.unlimited || rt.headroom_seconds === undefined) rts = rt.file + ": the server purges no binlog by itself";
+    else {
+      rts = rt.headroom_seconds <= 0 ? rt.file + " is due: purged at the server's next rotation" : rt.file + " may be purged in " + dur(rt.headroom_seconds);
+      rts += " (" + rt.setting + ")";
+      low = rt.headroom_seconds < rt.margin_seconds;
+      if (low) rts += ", below the " + dur(rt.margin_seconds) + " margin";
+    }
+    low = low || rt.gone;
+  }
+  text("retention", rts);
+  $("retention").className = low ? "bad" : "";
 
   const snap = $("snapshot");
   snap.hidden = !(t.tables_copying > 0 || t.snapshot_rows_estimated > 0);
