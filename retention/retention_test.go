@@ -177,3 +177,89 @@ func TestHeadroomAsTheServerPurges(t *testing.T) {
 		t.Fatalf("purged file: %+v, headroom %v; want gone, -Inf", est, h)
 	}
 }
+
+// TestFileOpenedAtServerStart: MariaDB marks the description event of a
+// file opened at its start (created set), not one opened by a rotation,
+// and the file before a start then counts from its own start: its close,
+// at a crash here, is not in the binlog.
+func TestFileOpenedAtServerStart(t *testing.T) {
+	if testing.Short() || os.Getenv(servertest.EnvSkip) == "1" {
+		t.Skipf("integration test skipped on request (-short or %s=1)", servertest.EnvSkip)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	my, err := localserver.StartMariaDB(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = my.Stop() })
+	db, err := sql.Open("mysql", my.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "FLUSH BINARY LOGS"); err != nil {
+		t.Fatal(err)
+	}
+	files, err := retention.ListFiles(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotated := files[len(files)-1].Name
+	// A second passes inside it, so its start and its end differ.
+	opened := time.Now().Unix()
+	for time.Now().Unix() < opened+2 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := db.ExecContext(ctx, "CREATE DATABASE retention_start"); err != nil {
+		t.Fatal(err)
+	}
+	if err := my.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := my.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxIdleConns(0) // the pool's connections died with the server
+	if _, err := db.ExecContext(ctx, "SET GLOBAL binlog_expire_logs_seconds = 3600"); err != nil {
+		t.Fatal(err)
+	}
+	files, err = retention.ListFiles(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := files[len(files)-1].Name
+	if started == rotated {
+		t.Fatalf("no new binlog file after the restart: %v", files)
+	}
+	cfg := binlog.Config{Addr: my.Addr(), User: my.User, Password: my.Password, StallTimeout: 30 * time.Second, Flavor: mysql.MariaDBFlavor}
+	for file, atStart := range map[string]bool{rotated: false, started: true} {
+		st, err := binlog.ReadFileStart(ctx, cfg, file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.AtServerStart != atStart {
+			t.Errorf("%s: AtServerStart %v, want %v", file, st.AtServerStart, atStart)
+		}
+	}
+	own, err := binlog.ReadFileStart(ctx, cfg, rotated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &retention.Watcher{DB: db, Binlog: cfg}
+	now := time.Now()
+	est, _, err := w.Check(ctx, rotated, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !est.At.Equal(own.At.Add(3600 * time.Second)) {
+		t.Fatalf("the file before a start: purged at %v, want its own start %v + 1h", est.At, own.At)
+	}
+	info, err := os.Stat(filepath.Join(my.Dir, rotated))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !est.At.Before(info.ModTime().Add(3600 * time.Second)) {
+		t.Fatalf("estimate %v is not before the server's st_mtime + 1h %v", est.At, info.ModTime().Add(3600*time.Second))
+	}
+}
