@@ -233,7 +233,7 @@ func New() *Metrics {
 		func() float64 { return Since(m.Read.Load()) })
 	m.RetentionAt.Store(math.Float64bits(math.NaN()))
 	headroom := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "binlog2ch_source_binlog_retention_headroom_seconds",
-		Help: "Seconds until the source may purge the binlog file holding the checkpoint (binlog_expire_logs_seconds or expire_logs_days from the file's close; max_binlog_total_size or binlog_space_limit at the binlog's recent growth); negative: due, purged at the server's next check; +Inf: no setting purges it; -Inf: already gone; NaN: not read yet."},
+		Help: "Seconds until the source may purge the binlog file holding the checkpoint (binlog_expire_logs_seconds or expire_logs_days from the file's close; max_binlog_total_size or binlog_space_limit at the binlog's recent growth); negative: due, purged at the server's next check; +Inf: nothing foreseen purges it (no setting, or only the size limit while the binlog does not grow); -Inf: already gone; NaN: not read yet."},
 		func() float64 { return RetentionHeadroom(m.RetentionAt.Load(), time.Now()) })
 	m.RetentionMargin = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_source_binlog_retention_margin_seconds",
 		Help: "metrics.binlog_retention_margin: below it the headroom is logged at WARN and BinlogRetentionHeadroomLow fires."})

@@ -2,7 +2,9 @@ package replicator
 
 import (
 	"context"
+	"log/slog"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/binlog"
@@ -93,9 +95,7 @@ func purgeAt(e retention.Estimate) float64 {
 	return float64(e.At.UnixNano()) / 1e9
 }
 
-func warnRetention(log interface {
-	Warn(string, ...any)
-}, e retention.Estimate, s retention.Settings, headroom float64, margin time.Duration) {
+func warnRetention(log *slog.Logger, e retention.Estimate, s retention.Settings, headroom float64, margin time.Duration) {
 	if e.Gone {
 		log.Warn("the source no longer has the binlog file holding the checkpoint (SHOW BINARY LOGS does not list it): the changes in it are lost to replication once binlog2ch has to read it again, and the tables must be copied again",
 			"file", e.File)
@@ -106,7 +106,7 @@ func warnRetention(log interface {
 		why = "by its age: " + e.Setting + " = " + s.Expire.String() + " from when the file is closed (it is the one the server writes)"
 	}
 	if e.By == retention.BySize {
-		why = "by size: " + e.Setting + " bytes, at the rate the binlog grows"
+		why = "by size: " + e.Setting + " = " + strconv.FormatUint(s.SizeLimit, 10) + " bytes, at the rate the binlog grows"
 	}
 	log.Warn("the source may purge the binlog file holding the checkpoint soon, below metrics.binlog_retention_margin: once it is gone and binlog2ch has to read it again (a restart, a reconnect), the changes in it are lost to replication and the tables must be copied again. Find why replication is behind (binlog2ch status), or keep the binlog longer on the server",
 		"file", e.File, "headroom", time.Duration(headroom*float64(time.Second)).Round(time.Second).String(), "margin", margin.String(), "purged", why)

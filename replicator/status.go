@@ -49,7 +49,7 @@ func (r *Replicator) statusInfo() status.Info {
 		in.ReadPosition = p.String()
 	}
 	if e := r.retention.Load(); e != nil {
-		in.Retention = &status.Retention{File: e.File, Unlimited: e.Unlimited, Gone: e.Gone, Setting: e.Setting, MarginSeconds: r.cfg.Metrics.BinlogRetentionMargin.Seconds()}
+		in.Retention = &status.Retention{File: e.File, Unlimited: e.Unlimited, Active: e.Active, Gone: e.Gone, Setting: e.Setting, MarginSeconds: r.cfg.Metrics.BinlogRetentionMargin.Seconds()}
 		if !e.Unlimited && !e.Gone {
 			h := e.Headroom(time.Now())
 			in.Retention.HeadroomSeconds = &h

@@ -42,7 +42,7 @@ func TestComputeSizeLimit(t *testing.T) {
 		t.Fatalf("%+v, headroom %v: want 40 s by size", e, e.Headroom(now))
 	}
 	// Idle: no growth, nothing purges it.
-	if e := Compute(s, files, "b.000002", now.Add(-time.Hour), now, 0); !e.Unlimited || !math.IsInf(e.Headroom(now), 1) {
+	if e := Compute(s, files, "b.000002", now.Add(-time.Hour), now, 0); !e.Unlimited || !math.IsInf(e.Headroom(now), 1) || e.Setting != "max_binlog_total_size" {
 		t.Fatalf("idle: %+v", e)
 	}
 	// Over the limit already: due now.

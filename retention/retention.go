@@ -154,7 +154,9 @@ const (
 // Estimate is when the server may purge one binlog file.
 type Estimate struct {
 	File string
-	// Unlimited: no setting of the server's purges the file (At is zero).
+	// Unlimited: nothing foreseen purges the file (At is zero): no
+	// setting of the server's, or only the size limit (Setting) while the
+	// binlog does not grow or the file is the active one.
 	Unlimited bool
 	// Gone: the server no longer lists the file.
 	Gone bool
@@ -221,6 +223,9 @@ func Compute(s Settings, files []File, file string, closed, now time.Time, rate 
 		if !at.IsZero() && (e.Unlimited || at.Before(e.At)) {
 			e.At, e.By, e.Setting, e.Unlimited = at, BySize, s.SizeSetting, false
 		}
+	}
+	if e.Unlimited && s.SizeLimit > 0 {
+		e.By, e.Setting = BySize, s.SizeSetting
 	}
 	return e
 }

@@ -78,7 +78,8 @@ type Retention struct {
 	// HeadroomSeconds is how long until the server may purge the file
 	// (negative: due, at its next rotation); absent when Unlimited or Gone.
 	HeadroomSeconds *float64 `json:"headroom_seconds,omitempty"`
-	Unlimited       bool     `json:"unlimited,omitempty"` // no setting of the server's purges it
+	Unlimited       bool     `json:"unlimited,omitempty"` // nothing foreseen purges it (Setting: only the size limit, not reached while the binlog does not grow or the file is the active one)
+	Active          bool     `json:"active,omitempty"`    // the file the server writes
 	Gone            bool     `json:"gone,omitempty"`      // the server no longer lists it
 	Setting         string   `json:"setting,omitempty"`   // the variable that purges it first
 	MarginSeconds   float64  `json:"margin_seconds"`      // metrics.binlog_retention_margin

@@ -513,6 +513,8 @@ func TestRetentionText(t *testing.T) {
 			"binlog.000007 is due: the server purges it at its next rotation (binlog_expire_logs_seconds), below the 1m00s margin"},
 		{Retention{File: "binlog.000007", Unlimited: true, MarginSeconds: 60}, "binlog.000007: the server purges no binlog by itself"},
 		{Retention{File: "binlog.000007", Gone: true, MarginSeconds: 60}, "binlog.000007 is no longer on the server"},
+		{Retention{File: "binlog.000007", Unlimited: true, Setting: "max_binlog_total_size", MarginSeconds: 60}, "binlog.000007: not purged while the binlog does not grow (max_binlog_total_size)"},
+		{Retention{File: "binlog.000007", Unlimited: true, Active: true, Setting: "max_binlog_total_size", MarginSeconds: 60}, "binlog.000007 is the file the server writes, not purged before it is closed (max_binlog_total_size)"},
 	} {
 		st := Status{Running: true, GeneratedAt: time.Now(), Retention: &c.r}
 		var b bytes.Buffer

@@ -240,8 +240,12 @@ func retentionLine(r *Retention) string {
 	switch {
 	case r.Gone:
 		return f + " is no longer on the server: its changes are lost once binlog2ch has to read it again"
-	case r.Unlimited || r.HeadroomSeconds == nil:
+	case (r.Unlimited || r.HeadroomSeconds == nil) && r.Setting == "":
 		return f + ": the server purges no binlog by itself"
+	case (r.Unlimited || r.HeadroomSeconds == nil) && r.Active:
+		return f + " is the file the server writes, not purged before it is closed (" + clean(r.Setting) + ")"
+	case r.Unlimited || r.HeadroomSeconds == nil:
+		return f + ": not purged while the binlog does not grow (" + clean(r.Setting) + ")"
 	}
 	h := *r.HeadroomSeconds
 	s := fmt.Sprintf("%s may be purged in %s (%s)", f, Duration(h), clean(r.Setting))

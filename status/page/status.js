@@ -125,7 +125,9 @@ function render(st) {
   let low = false;
   if (rt) {
     if (rt.gone) rts = rt.file + " is no longer on the server";
-    else if (rt.unlimited || rt.headroom_seconds === undefined) rts = rt.file + ": the server purges no binlog by itself";
+    else if (rt.unlimited && !rt.setting) rts = rt.file + ": the server purges no binlog by itself";
+    else if (rt.unlimited && rt.active) rts = rt.file + " is the file the server writes, not purged before it is closed (" + rt.setting + ")";
+    else if (rt.unlimited) rts = rt.file + ": not purged while the binlog does not grow (" + rt.setting + ")";
     else {
       rts = rt.headroom_seconds <= 0 ? rt.file + " is due: purged at the server's next rotation" : rt.file + " may be purged in " + dur(rt.headroom_seconds);
       rts += " (" + rt.setting + ")";
