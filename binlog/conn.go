@@ -102,13 +102,28 @@ type Request struct {
 
 // Dial opens a binlog connection and asks for the binlog req names.
 func Dial(ctx context.Context, cfg Config, req Request) (*Conn, error) {
+	conn, port, err := connect(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := prepare(conn, cfg, port, req); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	d := Read(conn, cfg)
+	d.log.Debug("binlog connection opened", "position", req.File+":"+strconv.FormatUint(uint64(req.Pos), 10), "server_version", conn.GetServerVersion(), "connection_id", conn.GetConnectionID())
+	return d, nil
+}
+
+// connect opens the client connection a binlog dump goes over.
+func connect(ctx context.Context, cfg Config) (*client.Conn, uint16, error) {
 	host, portText, err := net.SplitHostPort(cfg.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("mysql.addr: %w", err)
+		return nil, 0, fmt.Errorf("mysql.addr: %w", err)
 	}
 	port, err := strconv.ParseUint(portText, 10, 16)
 	if err != nil {
-		return nil, fmt.Errorf("mysql.addr: bad port %q", portText)
+		return nil, 0, fmt.Errorf("mysql.addr: bad port %q", portText)
 	}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	connectCtx, cancel := context.WithTimeout(ctx, 10*time.Second+cfg.StallTimeout)
@@ -123,15 +138,9 @@ func Dial(ctx context.Context, cfg Config, req Request) (*Conn, error) {
 			return nil
 		})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if err := prepare(conn, cfg, uint16(port), req); err != nil {
-		conn.Close()
-		return nil, err
-	}
-	d := Read(conn, cfg)
-	d.log.Debug("binlog connection opened", "position", req.File+":"+strconv.FormatUint(uint64(req.Pos), 10), "server_version", conn.GetServerVersion(), "connection_id", conn.GetConnectionID())
-	return d, nil
+	return conn, uint16(port), nil
 }
 
 // NewParser is a parser of the binlog connection: times parsed,

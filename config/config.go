@@ -222,6 +222,10 @@ type MetricsConfig struct {
 	// ReadyMaxLag is the largest binlog2ch_lag_seconds /readyz calls
 	// ready.
 	ReadyMaxLag time.Duration `yaml:"ready_max_lag"`
+	// BinlogRetentionMargin: a headroom before the source may purge the
+	// checkpoint's binlog file below it is logged at WARN (and alerted
+	// on, binlog2ch_source_binlog_retention_margin_seconds).
+	BinlogRetentionMargin time.Duration `yaml:"binlog_retention_margin"`
 }
 
 // Secret is a string that never prints: fmt, slog and YAML output show
@@ -255,7 +259,7 @@ func defaultConfig() Config {
 		ClickHouse: ClickHouseConfig{User: "default", DatabaseMap: map[string]string{},
 			ReplicatedPath: schema.DefaultZooKeeperPath, ReplicaName: schema.DefaultReplica,
 			DistributedTable: schema.DefaultDistributedTable, ClusterInsert: ClusterInsertShards},
-		Metrics:     MetricsConfig{Listen: "127.0.0.1:9188", ReadyMaxLag: time.Minute},
+		Metrics:     MetricsConfig{Listen: "127.0.0.1:9188", ReadyMaxLag: time.Minute, BinlogRetentionMargin: 6 * time.Hour},
 		Batch:       BatchConfig{MaxRows: 100000, MaxBytes: 64 << 20, FlushInterval: time.Second, MaxInFlight: 2, MaxInsertsPerSecond: 30, LiveFlushInterval: 200 * time.Millisecond, MaxBufferBytes: 256 << 20},
 		Checkpoint:  CheckpointConfig{Interval: time.Second},
 		FullSync:    FullSyncConfig{ChunkRows: 50000, Workers: 4},
@@ -474,6 +478,9 @@ func (c *Config) validate(d *decoder, dir string) {
 	d.hostPort("metrics.listen", c.Metrics.Listen, false, true)
 	if c.Metrics.ReadyMaxLag < time.Second {
 		d.problem("metrics.ready_max_lag", "must be >= 1s")
+	}
+	if c.Metrics.BinlogRetentionMargin < time.Minute {
+		d.problem("metrics.binlog_retention_margin", "must be >= 1m (the headroom is read every 30s)")
 	}
 }
 

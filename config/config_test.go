@@ -158,6 +158,7 @@ func TestBadConfigs(t *testing.T) {
 		{"fullsync unknown key", "metrics:", "fullsync: {chunk: 5}\nmetrics:", "config: fullsync.chunk: unknown key (known here: chunk_rows, workers)"},
 		{"stall shorter than two heartbeats", "server_id: 4242", "server_id: 4242\n  heartbeat_period: 2s\n  stall_timeout: 3s", "config: mysql.stall_timeout: must be at least two heartbeat periods (4s)"},
 		{"bad ready lag", `listen: "127.0.0.1:9188"`, "listen: \"127.0.0.1:9188\"\n  ready_max_lag: 10ms", "config: metrics.ready_max_lag: must be >= 1s"},
+		{"bad retention margin", `listen: "127.0.0.1:9188"`, "listen: \"127.0.0.1:9188\"\n  binlog_retention_margin: 30s", "config: metrics.binlog_retention_margin: must be >= 1m (the headroom is read every 30s)"},
 		{"port zero elsewhere", `addr: "127.0.0.1:3306"`, `addr: "127.0.0.1:0"`, `config: mysql.addr: port must be a number from 1 to 65535, got "0"`},
 		{"cluster path without table", "  database_map:", "  cluster: c1\n  replicated_path: /ch/{shard}\n  database_map:", `config: clickhouse.replicated_path: must contain {table} (each table needs its own ZooKeeper path), got "/ch/{shard}" (binlog2ch.yaml:12)`},
 		{"cluster distributed name", "  database_map:", "  cluster: c1\n  distributed_table: dist\n  database_map:", `config: clickhouse.distributed_table: must contain {table} and differ from it`},
@@ -264,7 +265,7 @@ func TestMetricsListenPortZero(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Metrics.Listen != "127.0.0.1:0" || cfg.Metrics.ReadyMaxLag != time.Minute {
+	if cfg.Metrics.Listen != "127.0.0.1:0" || cfg.Metrics.ReadyMaxLag != time.Minute || cfg.Metrics.BinlogRetentionMargin != 6*time.Hour {
 		t.Fatalf("metrics config %+v", cfg.Metrics)
 	}
 }

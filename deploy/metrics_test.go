@@ -68,6 +68,10 @@ var (
 		"binlog2ch_writers":                             {"gauge", map[string][]string{"state": {"running", "parked"}}},
 		"binlog2ch_tables_failed":                       {"gauge", nil},
 		"binlog2ch_tables_failed_total":                 {"counter", nil},
+
+		// The source's binlog retention (replicator/retention.go).
+		"binlog2ch_source_binlog_retention_headroom_seconds": {"gauge", nil},
+		"binlog2ch_source_binlog_retention_margin_seconds":   {"gauge", nil},
 	}
 	// Labels Prometheus adds to every scraped series.
 	targetLabels = []string{"job", "instance"}

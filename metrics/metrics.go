@@ -143,6 +143,12 @@ type Metrics struct {
 	Cascading atomic.Pointer[Cascade]
 	// Ready reports readiness for binlog2ch_ready, set by the daemon.
 	Ready func() bool
+	// RetentionAt is when the source may purge the binlog file holding
+	// the checkpoint, Unix seconds as float64 bits: +Inf no setting purges
+	// it, -Inf it is gone, NaN not known (yet). The headroom is read from
+	// it at scrape time. RetentionMargin is metrics.binlog_retention_margin.
+	RetentionAt     atomic.Uint64
+	RetentionMargin prometheus.Gauge
 
 	// tables indexes the per-table metrics of the tables that have
 	// series, for the status page (status.Collector): it reads them
@@ -237,6 +243,12 @@ func New() *Metrics {
 	sourceLag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "binlog2ch_source_lag_seconds",
 		Help: "Now minus the timestamp of the newest event read: how far the reader is behind the source's binlog."},
 		m.SourceLag)
+	m.RetentionAt.Store(math.Float64bits(math.NaN()))
+	headroom := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "binlog2ch_source_binlog_retention_headroom_seconds",
+		Help: "Seconds until the source may purge the binlog file holding the checkpoint (binlog_expire_logs_seconds or expire_logs_days from the file's close; max_binlog_total_size or binlog_space_limit at the binlog's recent growth); negative: due, purged at the server's next check; +Inf: nothing foreseen purges it (no setting, or only the size limit while the binlog does not grow); -Inf: already gone; NaN: not read yet."},
+		func() float64 { return RetentionHeadroom(m.RetentionAt.Load(), time.Now()) })
+	m.RetentionMargin = prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlog2ch_source_binlog_retention_margin_seconds",
+		Help: "metrics.binlog_retention_margin: below it the headroom is logged at WARN and the Binlog2chBinlogRetentionLow alert fires."})
 	ready := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "binlog2ch_ready",
 		Help: "1 when /readyz says ready: connected to both servers and the lag below metrics.ready_max_lag."},
 		func() float64 {
@@ -250,6 +262,7 @@ func New() *Metrics {
 		m.TableCopies, m.TablesCopying, m.TablesFailed, m.TablesMarkedFailed,
 		m.CascadedRows, m.CascadeDuration,
 		m.BudgetRate, m.BudgetGranted, m.BudgetWaiting, m.OldestUnsent, m.BufferBytes, m.BufferLimitBytes, m.Writers, lag, sourceLag, ready,
+		headroom, m.RetentionMargin,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every stage and DDL result exists from the start, at 0, so rate()
 	// and increase() see the first failure.
@@ -321,6 +334,16 @@ func Since(ns int64) float64 {
 		return 0
 	}
 	return math.Max(0, time.Since(time.Unix(0, ns)).Seconds())
+}
+
+// RetentionHeadroom is binlog2ch_source_binlog_retention_headroom_seconds
+// from RetentionAt's bits.
+func RetentionHeadroom(bits uint64, now time.Time) float64 {
+	at := math.Float64frombits(bits)
+	if math.IsInf(at, 0) || math.IsNaN(at) {
+		return at
+	}
+	return at - float64(now.UnixNano())/1e9
 }
 
 // AdvanceTo moves a timestamp forward, never back.

@@ -22,6 +22,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/control"
 	"github.com/binlog2ch/binlog2ch/metrics"
+	"github.com/binlog2ch/binlog2ch/retention"
 	"github.com/binlog2ch/binlog2ch/router"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/sink"
@@ -52,6 +53,7 @@ type Replicator struct {
 	started          time.Time
 	phase            atomic.Pointer[string]
 	savedCP          atomic.Pointer[status.Checkpoint]
+	retention        atomic.Pointer[retention.Estimate]     // the latest, nil while not known (retention.go)
 	snapshotProgress atomic.Pointer[[]snapshot.TableStatus] // the initial snapshot's, latest
 	statusPage       *status.Collector
 
@@ -122,6 +124,11 @@ type testHooks struct {
 	// holdCheckpoint, while it returns true, keeps checkpoints from being
 	// saved (a crash then replays what was stored since).
 	holdCheckpoint func() bool
+	// retentionEvery, when set, replaces retentionEvery; retentionChecked
+	// runs after each read of the source's binlog retention, once its
+	// metric, status and log line are out.
+	retentionEvery   time.Duration
+	retentionChecked func()
 }
 
 // New connects to both servers and checks the source writes a binlog
@@ -428,6 +435,7 @@ func (r *Replicator) run(ctx context.Context) error {
 		return err
 	}
 	defer stopHTTP()
+	defer r.watchRetention(ctx)()
 	stopControl, err := control.Serve(ctx, r.cfg.StateDir, r, r.log)
 	if err != nil {
 		return err

@@ -1,6 +1,8 @@
 package replicator
 
 import (
+	"time"
+
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -45,6 +47,13 @@ func (r *Replicator) statusInfo() status.Info {
 	}
 	if p := r.live.ReadPos.Load(); p != nil {
 		in.ReadPosition = p.String()
+	}
+	if e := r.retention.Load(); e != nil {
+		in.Retention = &status.Retention{File: e.File, Unlimited: e.Unlimited, Active: e.Active, Gone: e.Gone, Setting: e.Setting, MarginSeconds: r.cfg.Metrics.BinlogRetentionMargin.Seconds()}
+		if !e.Unlimited && !e.Gone {
+			h := e.Headroom(time.Now())
+			in.Retention.HeadroomSeconds = &h
+		}
 	}
 	if ss := r.snapshotProgress.Load(); ss != nil {
 		in.Snapshot = make(map[schema.TableName]status.Progress, len(*ss))

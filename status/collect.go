@@ -21,6 +21,7 @@ type Info struct {
 	Ready, Alive bool
 	ReadPosition string
 	Checkpoint   *Checkpoint
+	Retention    *Retention
 	Source       Server
 	Target       Server
 	// Snapshot is the initial snapshot's progress by table, nil when there
@@ -157,7 +158,7 @@ func (c *Collector) build(now time.Time) *Status {
 	in := c.info()
 	st := &Status{Running: true, GeneratedAt: now.UTC(), Version: in.Version, Phase: in.Phase, Ready: in.Ready, Alive: in.Alive,
 		LagSeconds: c.m.Lag(), SourceLagSeconds: c.m.SourceLag(),
-		ReadPosition: in.ReadPosition, Checkpoint: in.Checkpoint, Source: in.Source, Target: in.Target,
+		ReadPosition: in.ReadPosition, Checkpoint: in.Checkpoint, Retention: in.Retention, Source: in.Source, Target: in.Target,
 		Errors: counters(c.m.Errors, "stage"), NativeFallbacks: counters(c.m.NativeFallbacks, "reason"),
 		RateWindowSeconds: c.window.Seconds()}
 	if cs := c.m.Cascading.Load(); cs != nil {

@@ -42,8 +42,11 @@ type Status struct {
 	Checkpoint       *Checkpoint `json:"checkpoint,omitempty"`
 	// Cascade is the foreign-key cascade under way (nil: none).
 	Cascade *Cascade `json:"cascade,omitempty"`
-	Source  Server   `json:"source"`
-	Target  Server   `json:"target"`
+	// Retention is when the source may purge the checkpoint's binlog
+	// file; nil while not known.
+	Retention *Retention `json:"binlog_retention,omitempty"`
+	Source    Server     `json:"source"`
+	Target    Server     `json:"target"`
 
 	Totals Totals `json:"totals"`
 	// Errors are binlog2ch_errors_total by stage; NativeFallbacks
@@ -77,6 +80,20 @@ type Checkpoint struct {
 	SavedAt  time.Time `json:"saved_at,omitzero"`
 	Server   string    `json:"server,omitempty"` // the MySQL server it belongs to
 	Store    string    `json:"store,omitempty"`  // where it is kept
+}
+
+// Retention is binlog2ch_source_binlog_retention_headroom_seconds with
+// what it comes from (package retention).
+type Retention struct {
+	File string `json:"file"`
+	// HeadroomSeconds is how long until the server may purge the file
+	// (negative: due, at its next rotation); absent when Unlimited or Gone.
+	HeadroomSeconds *float64 `json:"headroom_seconds,omitempty"`
+	Unlimited       bool     `json:"unlimited,omitempty"` // nothing foreseen purges it (Setting: only the size limit, not reached while the binlog does not grow or the file is the active one)
+	Active          bool     `json:"active,omitempty"`    // the file the server writes
+	Gone            bool     `json:"gone,omitempty"`      // the server no longer lists it
+	Setting         string   `json:"setting,omitempty"`   // the variable that purges it first
+	MarginSeconds   float64  `json:"margin_seconds"`      // metrics.binlog_retention_margin
 }
 
 // Server is one end of replication.

@@ -496,3 +496,36 @@ func TestOfflineCopies(t *testing.T) {
 		}
 	}
 }
+
+// TestRetentionText: the headroom line of `binlog2ch status`, in each of
+// its cases, and the JSON that carries it (no infinities: JSON has none).
+func TestRetentionText(t *testing.T) {
+	h := func(v float64) *float64 { return &v }
+	for _, c := range []struct {
+		r    Retention
+		want string
+	}{
+		{Retention{File: "binlog.000007", HeadroomSeconds: h(2 * 3600), Setting: "binlog_expire_logs_seconds", MarginSeconds: 6 * 3600},
+			"binlog retention  binlog.000007 may be purged in 2h00m (binlog_expire_logs_seconds), below the 6h00m margin"},
+		{Retention{File: "binlog.000007", HeadroomSeconds: h(7 * 86400), Setting: "expire_logs_days", MarginSeconds: 6 * 3600},
+			"binlog retention  binlog.000007 may be purged in 7d00h (expire_logs_days)\n"},
+		{Retention{File: "binlog.000007", HeadroomSeconds: h(-5), Setting: "binlog_expire_logs_seconds", MarginSeconds: 60},
+			"binlog.000007 is due: the server purges it at its next rotation (binlog_expire_logs_seconds), below the 1m00s margin"},
+		{Retention{File: "binlog.000007", Unlimited: true, MarginSeconds: 60}, "binlog.000007: the server purges no binlog by itself"},
+		{Retention{File: "binlog.000007", Gone: true, MarginSeconds: 60}, "binlog.000007 is no longer on the server"},
+		{Retention{File: "binlog.000007", Unlimited: true, Setting: "max_binlog_total_size", MarginSeconds: 60}, "binlog.000007: not purged while the binlog does not grow (max_binlog_total_size)"},
+		{Retention{File: "binlog.000007", Unlimited: true, Active: true, Setting: "max_binlog_total_size", MarginSeconds: 60}, "binlog.000007 is the file the server writes, not purged before it is closed (max_binlog_total_size)"},
+	} {
+		st := Status{Running: true, GeneratedAt: time.Now(), Retention: &c.r}
+		var b bytes.Buffer
+		if err := WriteText(&b, &st); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("no %q in:\n%s", c.want, b.String())
+		}
+		if _, err := json.Marshal(st); err != nil {
+			t.Errorf("%+v: %v", c.r, err)
+		}
+	}
+}

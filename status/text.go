@@ -42,6 +42,9 @@ func WriteText(w io.Writer, st *Status) error {
 	if cp := st.Checkpoint; cp != nil {
 		fmt.Fprintf(kv, "checkpoint\t%s\n", checkpoint(cp, st.GeneratedAt))
 	}
+	if r := st.Retention; r != nil {
+		fmt.Fprintf(kv, "binlog retention\t%s\n", retentionLine(r))
+	}
 	t := st.Totals
 	rate := ""
 	if st.RateWindowSeconds > 0 {
@@ -266,6 +269,30 @@ func writeOffline(b *strings.Builder, st *Status) {
 	}
 	kv.Flush()
 	b.WriteString(copyLines(st.Tables, st.GeneratedAt, false))
+}
+
+// retentionLine is when the source may purge the checkpoint's file.
+func retentionLine(r *Retention) string {
+	f := clean(r.File)
+	switch {
+	case r.Gone:
+		return f + " is no longer on the server: its changes are lost once binlog2ch has to read it again"
+	case (r.Unlimited || r.HeadroomSeconds == nil) && r.Setting == "":
+		return f + ": the server purges no binlog by itself"
+	case (r.Unlimited || r.HeadroomSeconds == nil) && r.Active:
+		return f + " is the file the server writes, not purged before it is closed (" + clean(r.Setting) + ")"
+	case r.Unlimited || r.HeadroomSeconds == nil:
+		return f + ": not purged while the binlog does not grow (" + clean(r.Setting) + ")"
+	}
+	h := *r.HeadroomSeconds
+	s := fmt.Sprintf("%s may be purged in %s (%s)", f, Duration(h), clean(r.Setting))
+	if h <= 0 {
+		s = fmt.Sprintf("%s is due: the server purges it at its next rotation (%s)", f, clean(r.Setting))
+	}
+	if h < r.MarginSeconds {
+		s += fmt.Sprintf(", below the %s margin", Duration(r.MarginSeconds))
+	}
+	return s
 }
 
 func checkpoint(cp *Checkpoint, now time.Time) string {

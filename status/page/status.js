@@ -126,6 +126,24 @@ function render(st) {
     if (cp.store) cps += ", in " + cp.store;
   }
   text("checkpoint", cps);
+  const rt = st.binlog_retention;
+  let rts = "-";
+  let low = false;
+  if (rt) {
+    if (rt.gone) rts = rt.file + " is no longer on the server";
+    else if (rt.unlimited && !rt.setting) rts = rt.file + ": the server purges no binlog by itself";
+    else if (rt.unlimited && rt.active) rts = rt.file + " is the file the server writes, not purged before it is closed (" + rt.setting + ")";
+    else if (rt.unlimited) rts = rt.file + ": not purged while the binlog does not grow (" + rt.setting + ")";
+    else {
+      rts = rt.headroom_seconds <= 0 ? rt.file + " is due: purged at the server's next rotation" : rt.file + " may be purged in " + dur(rt.headroom_seconds);
+      rts += " (" + rt.setting + ")";
+      low = rt.headroom_seconds < rt.margin_seconds;
+      if (low) rts += ", below the " + dur(rt.margin_seconds) + " margin";
+    }
+    low = low || rt.gone;
+  }
+  text("retention", rts);
+  $("retention").className = low ? "bad" : "";
 
   const snap = $("snapshot");
   snap.hidden = !(t.tables_copying > 0 || t.snapshot_rows_estimated > 0);
