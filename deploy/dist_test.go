@@ -308,10 +308,18 @@ func checkRPM(t *testing.T, path string) {
 	if err != nil {
 		t.Fatalf("rpm -qlp %s: %v\n%s", path, err, out)
 	}
-	for _, f := range []string{"/usr/bin/binlog2ch", "/usr/lib/systemd/system/binlog2ch.service", "/usr/lib/sysusers.d/binlog2ch.conf", "/etc/binlog2ch/binlog2ch.yaml"} {
+	for _, f := range []string{"/usr/bin/binlog2ch", "/usr/lib/systemd/system/binlog2ch.service", "/usr/lib/systemd/system/binlog2ch-fullsync.service", "/usr/lib/sysusers.d/binlog2ch.conf", "/etc/binlog2ch/binlog2ch.yaml"} {
 		if !strings.Contains(string(out), f+"\n") {
 			t.Errorf("rpm -qlp %s: no %s in\n%s", path, f, out)
 		}
+	}
+	// %config(noreplace): listed by -c, and its flags include noreplace.
+	out, err = exec.Command(rpm, "-qp", "--qf", "[%{FILENAMES} %{FILEFLAGS:fflags}\n]", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("rpm -qp --qf %s: %v\n%s", path, err, out)
+	}
+	if !strings.Contains(string(out), "/etc/binlog2ch/binlog2ch.yaml cn\n") {
+		t.Errorf("rpm: /etc/binlog2ch/binlog2ch.yaml is not %%config(noreplace) (flags c and n):\n%s", out)
 	}
 }
 
