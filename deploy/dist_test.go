@@ -124,7 +124,7 @@ func TestPackageInstall(t *testing.T) {
 	}
 	checkRPM(t, rpms[0])
 
-	run(t, "dpkg", "-i", debs[0])
+	t.Logf("dpkg -i:\n%s", run(t, "dpkg", "-i", debs[0]))
 	if got := strings.TrimSpace(run(t, "dpkg-query", "-W", "-f", "${Version}", "binlog2ch")); got != distPkgVersion+"-1" {
 		t.Errorf("installed version %q, want %q", got, distPkgVersion+"-1")
 	}
@@ -198,7 +198,7 @@ func TestPackageInstall(t *testing.T) {
 	if err := os.WriteFile("/etc/binlog2ch/binlog2ch.yaml", edited, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	run(t, "dpkg", "-i", debs[0])
+	t.Logf("dpkg -i:\n%s", run(t, "dpkg", "-i", debs[0]))
 	if got, _ := os.ReadFile("/etc/binlog2ch/binlog2ch.yaml"); !bytes.Equal(got, edited) {
 		t.Error("reinstalling the package replaced the edited /etc/binlog2ch/binlog2ch.yaml")
 	}
