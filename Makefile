@@ -2,12 +2,22 @@ GO      ?= go
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build deps test test-faults test-short test-race vet lint demo bench bench-short bench-go fuzz clean
+.PHONY: all build dist image deps test test-faults test-short test-race vet lint demo bench bench-short bench-go fuzz clean
 
 all: build
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/binlog2ch ./cmd/binlog2ch
+
+# Static binaries (linux/amd64, linux/arm64) and .deb/.rpm packages of
+# them in dist/ (deploy/dist.sh; nfpm is a Go tool of the module). The
+# image: deploy/Dockerfile, tagged IMAGE (push it to your registry).
+dist:
+	VERSION=$(VERSION) GO=$(GO) deploy/dist.sh
+
+IMAGE ?= binlog2ch:$(VERSION)
+image:
+	docker build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
 # Installs MariaDB and ClickHouse when missing (apt-get on Debian as root;
 # otherwise it says what to install) and downloads the Go modules.
@@ -69,4 +79,4 @@ bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./block
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

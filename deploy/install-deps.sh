@@ -26,10 +26,15 @@ fi
 # CI, where it fails. pt-online-schema-change (Debian package
 # percona-toolkit) runs a real online schema migration in
 # TestMigrationPTOSC; without it the test skips, except under CI, where it
-# fails.
+# fails. rpm lets TestPackageInstall list the .rpm that make dist builds
+# (without it only its header is checked); dpkg and systemd-analyze, which
+# the .deb's install test needs, come with Debian itself.
 optional=""
 if ! have promtool; then
 	optional="prometheus"
+fi
+if ! have rpm; then
+	optional="$optional rpm"
 fi
 if ! have chromium; then
 	optional="$optional chromium fonts-dejavu-core"
