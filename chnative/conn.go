@@ -1,7 +1,8 @@
 // Package chnative inserts columnar blocks into ClickHouse over the native
 // TCP protocol. It exists for speed: a general driver copies every value
 // into its own column types before encoding them, while here the caller
-// writes its buffers straight into LZ4 frames on the socket. It speaks only
+// writes its buffers straight into LZ4 frames on the socket (ZSTD, or no
+// frames at all, as Options.Compression says). It speaks only
 // what an INSERT needs: handshake, query, data blocks, and the server's
 // progress, exception and end-of-stream packets. It never runs anything but
 // an INSERT (DDL and reads go through clickhouse-go) and imports none of

@@ -19,8 +19,8 @@ const (
 	// CompressionLZ4 (the zero value): LZ4 frames, ClickHouse's own
 	// default and the cheapest method that still shrinks the bytes.
 	CompressionLZ4 Compression = iota
-	// CompressionZSTD: ZSTD frames, smaller than LZ4's for several times
-	// the CPU, for a slow or metered network.
+	// CompressionZSTD: ZSTD frames, smaller than LZ4's for more CPU, for
+	// a slow or metered network.
 	CompressionZSTD
 	// CompressionNone: the flag off. The blocks go as plain Native on the
 	// wire both ways: no frames, no CityHash128 checksums, no copy into a
