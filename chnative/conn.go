@@ -1,7 +1,8 @@
 // Package chnative inserts columnar blocks into ClickHouse over the native
 // TCP protocol. It exists for speed: a general driver copies every value
 // into its own column types before encoding them, while here the caller
-// writes its buffers straight into LZ4 frames on the socket. It speaks only
+// writes its buffers straight into LZ4 frames on the socket (ZSTD, or no
+// frames at all, as Options.Compression says). It speaks only
 // what an INSERT needs: handshake, query, data blocks, and the server's
 // progress, exception and end-of-stream packets. It never runs anything but
 // an INSERT (DDL and reads go through clickhouse-go) and imports none of
@@ -11,15 +12,12 @@ package chnative
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -125,6 +123,8 @@ type Options struct {
 	// a name the server does not know desynchronises the query packet (see
 	// revSettingsAsStrings).
 	Settings func(Server) []Setting
+	// Compression of the inserts' blocks, both ways (default LZ4).
+	Compression Compression
 }
 
 // Setting is a query setting with an unsigned integer value (1/0 for
@@ -232,6 +232,7 @@ func dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 func newConn(nc, raw net.Conn, opts Options) *Conn {
 	c := &Conn{conn: nc, raw: raw, r: bufio.NewReaderSize(nc, 64<<10), w: bufio.NewWriterSize(nc, 64<<10), opts: opts}
 	c.enc.w = c.w
+	c.enc.method = opts.Compression
 	c.frames.r = c.r
 	return c
 }
@@ -469,7 +470,14 @@ func (c *Conn) writeQuery(query string, extra []StringSetting) {
 	}
 	putString(w, "") // the empty name ends the settings in every format
 	putUvarint(w, stageComplete)
-	putUvarint(w, 1) // compressed
+	// The flag decides both ways: off, the server reads our blocks and
+	// writes its own without frames (TCPHandler's initBlockInput and
+	// initBlockOutput).
+	if c.opts.Compression == CompressionNone {
+		putUvarint(w, 0)
+	} else {
+		putUvarint(w, 1)
+	}
 	putString(w, query+" VALUES")
 }
 
@@ -490,8 +498,7 @@ func (c *Conn) readHeader() ([]Column, error) {
 		if _, err := c.readString(); err != nil { // table name
 			return nil, err
 		}
-		cr := &reader{r: bufio.NewReader(&c.frames)}
-		cols, rows, err := cr.blockColumns()
+		cols, rows, err := c.blocks().blockColumns()
 		var fe *formatError
 		switch {
 		case errors.As(err, &fe):
@@ -582,9 +589,19 @@ func (c *Conn) skipPacket(kind uint64) error {
 		if _, err := c.readString(); err != nil {
 			return err
 		}
-		return packetFormat(kind, (&reader{r: bufio.NewReader(&c.frames)}).skipBlock())
+		return packetFormat(kind, c.blocks().skipBlock())
 	}
 	return &ProtocolError{Reason: ReasonUnknownPacket, Err: fmt.Errorf("packet type %d, which a server does not send to a client at revision %d", kind, c.revision)}
+}
+
+// blocks reads the server's data blocks: out of its frames, or straight
+// off the connection with compression off. Log blocks never come in
+// frames (TCPHandler's initLogsBlockOutput).
+func (c *Conn) blocks() *reader {
+	if c.opts.Compression == CompressionNone {
+		return &reader{r: c.r}
+	}
+	return &reader{r: bufio.NewReader(&c.frames)}
 }
 
 // packetFormat turns a block this client cannot read, in a packet it may
@@ -595,96 +612,6 @@ func packetFormat(kind uint64, err error) error {
 		return &ProtocolError{Reason: ReasonUnknownPacket, Err: fmt.Errorf("packet type %d: %w", kind, err)}
 	}
 	return err
-}
-
-// Reasons for a ProtocolError, also the values of the
-// binlog2ch_native_fallbacks_total metric's reason label.
-const (
-	// ReasonUnknownPacket: a packet type the server may not send at the
-	// revision spoken, or one whose body this client cannot read.
-	ReasonUnknownPacket = "unknown_packet"
-	// ReasonCompression: a frame compressed with a method this client
-	// does not know, or one it cannot decode.
-	ReasonCompression = "compression"
-	// ReasonHeaderType: an INSERT's header block that is not a list of
-	// column names and type names.
-	ReasonHeaderType = "header_type"
-)
-
-// ProtocolError is an answer from the server this client cannot follow: a
-// packet, compression method or block format it does not know. Nothing
-// after it can be read, so the connection must be closed; the insert
-// should go through a driver that speaks the server's current protocol.
-type ProtocolError struct {
-	Reason string // one of the Reason constants
-	// DataSent: the block was sent whole before the surprise, so the
-	// server may have stored it; the insert's outcome is unknown.
-	DataSent bool
-	// QueryID is the insert's query id when DataSent (system.processes'
-	// query_id while the server runs it).
-	QueryID string
-	Err     error
-}
-
-func (e *ProtocolError) Error() string {
-	return fmt.Sprintf("native protocol surprise (%s): %v", e.Reason, e.Err)
-}
-
-func (e *ProtocolError) Unwrap() error { return e.Err }
-
-// newQueryID is a random query id in the UUID form servers assign.
-func newQueryID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
-}
-
-// Exception is an error the server reported.
-type Exception struct {
-	Code    int32
-	Name    string
-	Message string
-	Stack   string
-	Nested  *Exception
-}
-
-func (e *Exception) Error() string {
-	return fmt.Sprintf("code: %d, message: %s", e.Code, strings.TrimPrefix(e.Message, e.Name+": "))
-}
-
-func (c *Conn) readException() error {
-	var first, last *Exception
-	for {
-		var code [4]byte
-		if _, err := io.ReadFull(c.r, code[:]); err != nil {
-			return err
-		}
-		e := &Exception{Code: int32(binary.LittleEndian.Uint32(code[:]))}
-		var err error
-		if e.Name, err = c.readString(); err != nil {
-			return err
-		}
-		if e.Message, err = c.readString(); err != nil {
-			return err
-		}
-		if e.Stack, err = c.readString(); err != nil {
-			return err
-		}
-		nested, err := c.r.ReadByte()
-		if err != nil {
-			return err
-		}
-		if first == nil {
-			first = e
-		} else {
-			last.Nested = e
-		}
-		last = e
-		if nested == 0 {
-			return first
-		}
-	}
 }
 
 func (c *Conn) readString() (string, error) { return (&reader{r: c.r}).string() }

@@ -12,18 +12,20 @@ import (
 	"github.com/ClickHouse/ch-go/compress"
 )
 
-// frameSize is how much uncompressed data goes into one LZ4 frame, as
+// frameSize is how much uncompressed data goes into one frame, as
 // ClickHouse's own max_compress_block_size.
 const frameSize = 1 << 20
 
-// Encoder writes a block in the Native format into LZ4 frames. Values are
-// appended to a frame buffer that is compressed and written out whenever
-// it fills, so a block never exists a second time in memory.
+// Encoder writes a block in the Native format into compressed frames (LZ4
+// unless the connection says otherwise), or plain with compression off.
+// Values are appended to a frame buffer that is compressed and written out
+// whenever it fills, so a block never exists a second time in memory.
 type Encoder struct {
-	w    *bufio.Writer
-	buf  []byte
-	comp *compress.Writer
-	err  error
+	w      *bufio.Writer
+	buf    []byte
+	comp   *compress.Writer
+	method Compression
+	err    error
 	// captured keeps the uncompressed stream instead (NewCapture).
 	captured []byte
 	capture  bool
@@ -77,8 +79,19 @@ func (e *Encoder) flush() {
 		e.buf = e.buf[:0]
 		return
 	}
+	if e.method == CompressionNone {
+		if e.err == nil {
+			_, e.err = e.w.Write(e.buf)
+		}
+		e.buf = e.buf[:0]
+		return
+	}
 	if e.comp == nil {
-		e.comp = compress.NewWriter(compress.LevelZero, compress.LZ4)
+		m := compress.LZ4
+		if e.method == CompressionZSTD {
+			m = compress.ZSTD
+		}
+		e.comp = compress.NewWriter(compress.LevelZero, m)
 	}
 	if e.err == nil {
 		if err := e.comp.Compress(e.buf); err != nil {

@@ -10,7 +10,39 @@ import (
 	"github.com/ClickHouse/ch-go/compress"
 )
 
-// The server's blocks come in compressed frames: a 16-byte CityHash128 of
+// Compression is how an insert's blocks travel, both ways: the query
+// packet's compression flag (Protocol::Compression in ClickHouse's
+// TCPHandler), and, with it on, the method of the client's frames.
+type Compression uint8
+
+const (
+	// CompressionLZ4 (the zero value): LZ4 frames, ClickHouse's own
+	// default and the cheapest method that still shrinks the bytes.
+	CompressionLZ4 Compression = iota
+	// CompressionZSTD: ZSTD frames, smaller than LZ4's for more CPU, for
+	// a slow or metered network.
+	CompressionZSTD
+	// CompressionNone: the flag off. The blocks go as plain Native on the
+	// wire both ways: no frames, no CityHash128 checksums, no copy into a
+	// frame. Not NONE frames (0x02): they would keep the checksum on both
+	// sides and the copy, the cost this exists to drop; TCP's checksum
+	// (and TLS's MAC, with TLS) guards the bytes in transit instead.
+	CompressionNone
+)
+
+func (m Compression) String() string {
+	switch m {
+	case CompressionLZ4:
+		return "lz4"
+	case CompressionZSTD:
+		return "zstd"
+	case CompressionNone:
+		return "none"
+	}
+	return fmt.Sprintf("Compression(%d)", uint8(m))
+}
+
+// With compression on, the server's blocks come in compressed frames: a 16-byte CityHash128 of
 // the rest, then a method byte, the frame's size from that byte on (so 9
 // more than the compressed data) and the decompressed size, both UInt32,
 // then the data. The server picks the method from its setting

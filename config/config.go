@@ -204,6 +204,8 @@ type ClickHouseConfig struct {
 	// and the tombstone filter inside), which binlog2ch keeps in step with
 	// the table's DDL.
 	CurrentViews bool `yaml:"current_views"`
+	// Compression is how inserts travel: lz4, zstd or none (compression.go).
+	Compression string `yaml:"compression"`
 }
 
 // TablesConfig selects the replicated tables with db.table glob patterns.
@@ -258,7 +260,7 @@ func defaultConfig() Config {
 		MySQL: MySQLConfig{HeartbeatPeriod: time.Second, StallTimeout: 5 * time.Second},
 		ClickHouse: ClickHouseConfig{User: "default", DatabaseMap: map[string]string{},
 			ReplicatedPath: schema.DefaultZooKeeperPath, ReplicaName: schema.DefaultReplica,
-			DistributedTable: schema.DefaultDistributedTable, ClusterInsert: ClusterInsertShards},
+			DistributedTable: schema.DefaultDistributedTable, ClusterInsert: ClusterInsertShards, Compression: CompressionLZ4},
 		Metrics:     MetricsConfig{Listen: "127.0.0.1:9188", ReadyMaxLag: time.Minute, BinlogRetentionMargin: 6 * time.Hour},
 		Batch:       BatchConfig{MaxRows: 100000, MaxBytes: 64 << 20, FlushInterval: time.Second, MaxInFlight: 2, MaxInsertsPerSecond: 30, LiveFlushInterval: 200 * time.Millisecond, MaxBufferBytes: 256 << 20},
 		Checkpoint:  CheckpointConfig{Interval: time.Second},
@@ -383,6 +385,7 @@ func (c *Config) validate(d *decoder, dir string) {
 	}
 
 	c.validateCluster(d)
+	c.validateCompression(d)
 	c.validateState(d)
 	if p := c.Replication.OnStatementDML; p != OnStop && p != OnRecopy {
 		d.problem("replication.on_statement_dml", fmt.Sprintf("want %s or %s, got %q", OnStop, OnRecopy, p))

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 )
 
 // benchMaxLen caps generated strings so rows are the size of Bifrost's
@@ -22,7 +24,9 @@ const benchMaxLen = 8
 // process) started from a checkpoint before them, timed until ClickHouse
 // holds them all (and, reported apart, until its checkpoint passes them). It reports rows/min, the daemon's CPU seconds per
 // million rows and its peak RSS. Run it with -benchtime 1x.
-// BINLOG2CH_BENCH_BATCH adds batch settings, e.g. "max_rows: 50000".
+// BINLOG2CH_BENCH_BATCH adds batch settings, e.g. "max_rows: 50000";
+// BINLOG2CH_BENCH_COMPRESSION sets clickhouse.compression (lz4, zstd,
+// none; default lz4).
 func BenchmarkCatchUp(b *testing.B) {
 	rows := 1_000_000
 	if v := os.Getenv("BINLOG2CH_BENCH_ROWS"); v != "" {
@@ -35,7 +39,16 @@ func BenchmarkCatchUp(b *testing.B) {
 
 func benchCatchUp(b *testing.B, rows int) {
 	b.StopTimer()
-	h := newHarness(b, 1, "batch: {"+os.Getenv("BINLOG2CH_BENCH_BATCH")+"}\n")
+	compression := os.Getenv("BINLOG2CH_BENCH_COMPRESSION")
+	if compression == "" {
+		compression = "lz4"
+	}
+	srv := servertest.Need(b)
+	h := newHarnessOn(b, srv, fmt.Sprintf(`mysql: {addr: %q, user: %q, password: %q, server_id: 4242}
+clickhouse: {addr: [%q], user: %q, password: %q, compression: %s}
+`, srv.MySQL.Addr(), srv.MySQL.User, srv.MySQL.Password, srv.ClickHouse.Addr(), srv.ClickHouse.User, srv.ClickHouse.Password, compression),
+		1, "batch: {"+os.Getenv("BINLOG2CH_BENCH_BATCH")+"}\n")
+	b.Logf("clickhouse.compression: %s", compression)
 	db := h.dbs[0]
 	r0 := h.newReplicator(io.Discard)
 	before, err := r0.currentPosition(context.Background())

@@ -15,8 +15,8 @@ import (
 	"github.com/binlog2ch/binlog2ch/liblog"
 )
 
-// OpenClickHouse connects to the target servers over the native protocol
-// with LZ4 and checks they answer. The driver logs into log, at the levels
+// OpenClickHouse connects to the target servers over the native protocol,
+// compressed as clickhouse.compression says, and checks they answer. The driver logs into log, at the levels
 // ClickHouseLogger gives its messages (its failures are at DEBUG: they
 // reach binlog2ch's own log as errors, once per retry); a nil log keeps it
 // silent.
@@ -36,7 +36,7 @@ func OpenClickHouse(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		Logger:      driverLog,
 		Addr:        cfg.ClickHouse.Addr,
 		Auth:        clickhouse.Auth{Username: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password.Reveal()},
-		Compression: &clickhouse.Compression{Method: clickhouse.CompressionLZ4},
+		Compression: driverCompression(cfg.ClickHouse.Compression),
 		DialTimeout: 10 * time.Second,
 		TLS:         cfg.ClickHouseTLS(),
 		Settings:    settings,
@@ -49,6 +49,18 @@ func OpenClickHouse(ctx context.Context, cfg *config.Config, log *slog.Logger) (
 		return nil, clickHouseError(cfg, err)
 	}
 	return conn, nil
+}
+
+// driverCompression is clickhouse.compression for clickhouse-go: none
+// turns the query's compression flag off, as chnative does.
+func driverCompression(v string) *clickhouse.Compression {
+	switch v {
+	case config.CompressionZSTD:
+		return &clickhouse.Compression{Method: clickhouse.CompressionZSTD}
+	case config.CompressionNone:
+		return &clickhouse.Compression{Method: clickhouse.CompressionNone}
+	}
+	return &clickhouse.Compression{Method: clickhouse.CompressionLZ4}
 }
 
 // clickHouseError names the servers and user in a failed connection's

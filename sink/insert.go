@@ -45,8 +45,20 @@ func newInserters(cfg *config.Config) *inserters {
 	// The settings that go with each insert are set once the server's
 	// are known (ClickHouse.useSettings).
 	opts := chnative.Options{Addr: cfg.ClickHouse.Addr, User: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password.Reveal(),
-		TLS: cfg.ClickHouseTLS()}
+		TLS: cfg.ClickHouseTLS(), Compression: nativeCompression(cfg.ClickHouse.Compression)}
 	return &inserters{opts: opts, idle: map[string][]idleConn{}}
+}
+
+// nativeCompression is clickhouse.compression for chnative; config
+// refused any other value.
+func nativeCompression(v string) chnative.Compression {
+	switch v {
+	case config.CompressionZSTD:
+		return chnative.CompressionZSTD
+	case config.CompressionNone:
+		return chnative.CompressionNone
+	}
+	return chnative.CompressionLZ4
 }
 
 // get returns a connection to addr ("": the configured servers).

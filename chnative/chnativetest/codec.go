@@ -158,12 +158,20 @@ func (s *session) readData(compressed bool) (Block, error) {
 		return Block{}, err
 	}
 	var r *bufio.Reader = s.r
+	var method byte
 	if compressed {
+		hdr, err := s.r.Peek(17)
+		if err != nil {
+			return Block{}, err
+		}
+		method = hdr[16]
 		// The client ends a frame with each block: the reader stops at
 		// the block's end, where the next packet begins.
 		r = bufio.NewReader(compress.NewReader(s.r))
 	}
-	return readBlock(r, s.rev)
+	b, err := readBlock(r, s.rev)
+	b.Method = method
+	return b, err
 }
 
 func readBlock(r *bufio.Reader, rev uint64) (Block, error) {

@@ -28,8 +28,9 @@ type Script struct {
 	// User and Password, when User is set, are the only credentials the
 	// server accepts.
 	User, Password string
-	// Compression is the method byte of the server's compressed blocks,
-	// as network_compression_method sets it: MethodLZ4 (also when 0),
+	// Compression is the method byte of the server's compressed blocks
+	// (when the client's query asks for compression; without, they go
+	// plain, as a server's do), as network_compression_method sets it: MethodLZ4 (also when 0),
 	// MethodZSTD or MethodNone. Any other byte goes out in an otherwise
 	// valid frame, as a method a client does not know.
 	Compression byte
@@ -173,6 +174,9 @@ type Block struct {
 	Columns []Column
 	Rows    int
 	Data    [][]byte
+	// Method is the method byte of the block's first frame, 0 when the
+	// query turned compression off.
+	Method byte
 }
 
 // Insert is what a client sent for one INSERT.
@@ -189,6 +193,9 @@ type Insert struct {
 	// not, skipped as strings.
 	Settings map[string]string
 	Unknown  []string
+	// Compressed is the query's compression flag: on, both sides' blocks
+	// travel in frames; off, as plain Native.
+	Compressed bool
 	// Header is what the server sent as the INSERT's header.
 	Header []Column
 	Blocks []Block

@@ -343,9 +343,12 @@ func (s *session) query() error {
 	if ins.Query, err = s.readStr(); err != nil {
 		return err
 	}
-	if stage != 2 || compressed != 1 {
-		problems = append(problems, fmt.Sprintf("stage %d, compression %d (want 2, 1)", stage, compressed))
+	// A server takes the flag off too (Protocol::Compression::Disable):
+	// both sides' blocks then travel without frames.
+	if stage != 2 || compressed > 1 {
+		problems = append(problems, fmt.Sprintf("stage %d, compression %d (want 2, and 0 or 1)", stage, compressed))
 	}
+	ins.Compressed = compressed == 1
 	// The external tables: data blocks up to an empty one.
 	for {
 		b, err := s.readData(compressed == 1)
@@ -497,8 +500,12 @@ func (s *session) insert(idx int, query string, compressed bool) error {
 	}
 	s.uvarint(serverData)
 	s.str("")
-	if err := s.compressed(b.Bytes()); err != nil {
-		return err
+	if compressed {
+		if err := s.compressed(b.Bytes()); err != nil {
+			return err
+		}
+	} else {
+		s.w.Write(b.Bytes())
 	}
 	sent = append(sent, "header")
 	if err := s.w.Flush(); err != nil {

@@ -1,0 +1,109 @@
+package chnative
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/binlog2ch/binlog2ch/chnative/chnativetest"
+)
+
+// TestCompressionMethods inserts into a scripted 26.x server with each of
+// the client's compressions against each method the server may frame its
+// own blocks with: the query's flag, the method of the client's frames
+// and the server's header (framed or, with the flag off, plain, as
+// TCPHandler sends it) must agree, or the server misreads the block or
+// the client the header. A block of 3 MiB spans several frames.
+func TestCompressionMethods(t *testing.T) {
+	const big = 3 << 20 / 4 // UInt32 values in the large block
+	for _, cc := range []struct {
+		c      Compression
+		method byte // the client's frames; 0: none, the flag off
+	}{{CompressionLZ4, chnativetest.MethodLZ4}, {CompressionZSTD, chnativetest.MethodZSTD}, {CompressionNone, 0}} {
+		for _, server := range []byte{chnativetest.MethodLZ4, chnativetest.MethodZSTD, chnativetest.MethodNone} {
+			t.Run(cc.c.String()+"/server "+methodNames[server], func(t *testing.T) {
+				script := server26(server)
+				script.AfterData = []chnativetest.Packet{chnativetest.Progress(0, 0, 0, 2, 16), chnativetest.Log("inserted")}
+				srv := chnativetest.Start(t, script)
+				c, err := Dial(context.Background(), Options{Addr: []string{srv.Addr()}, User: "u", Password: "p",
+					ReadTimeout: time.Minute, Compression: cc.c})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				for i := 0; i < 2; i++ {
+					if err := twoRows(c, nil); err != nil {
+						t.Fatalf("insert %d: %v", i, err)
+					}
+				}
+				err = c.Insert(context.Background(), "INSERT INTO d.t (a)", func([]Column) error { return nil }, func(e *Encoder) error {
+					e.StartBlock(1, big)
+					e.Column("a", "UInt32")
+					for i := uint32(0); i < big; i++ {
+						e.Uint32(i)
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatalf("the large block: %v", err)
+				}
+				inserts := srv.Inserts()
+				if len(inserts) != 3 {
+					t.Fatalf("%d inserts", len(inserts))
+				}
+				for i, ins := range inserts {
+					if ins.Compressed != (cc.c != CompressionNone) {
+						t.Errorf("insert %d: the query's compression flag %v with %s", i, ins.Compressed, cc.c)
+					}
+					for _, b := range ins.Blocks {
+						if b.Method != cc.method {
+							t.Errorf("insert %d: a block framed with method 0x%02x, want 0x%02x", i, b.Method, cc.method)
+						}
+					}
+				}
+				wantTwoRows(t, inserts[0])
+				wantTwoRows(t, inserts[1])
+				b := inserts[2].Blocks
+				if len(b) != 1 || b[0].Rows != big || len(b[0].Data[0]) != 4*big {
+					t.Fatalf("the large block arrived as %d blocks", len(b))
+				}
+				for i := uint32(0); i < big; i += 4099 {
+					if got := binary.LittleEndian.Uint32(b[0].Data[0][4*i:]); got != i {
+						t.Fatalf("row %d holds %d", i, got)
+					}
+				}
+			})
+		}
+	}
+}
+
+var methodNames = map[byte]string{chnativetest.MethodLZ4: "LZ4", chnativetest.MethodZSTD: "ZSTD", chnativetest.MethodNone: "NONE"}
+
+// TestEncoderPlain: with compression off the encoder writes the block as
+// it is, every byte the capture holds, and nothing else.
+func TestEncoderPlain(t *testing.T) {
+	var out bytes.Buffer
+	w := bufio.NewWriter(&out)
+	e := &Encoder{w: w, method: CompressionNone}
+	want := NewCapture()
+	for _, enc := range []*Encoder{e, want} {
+		enc.buf = enc.buf[:0]
+		enc.StartBlock(1, 3)
+		enc.Column("s", "String")
+		enc.String("a")
+		enc.String(string(make([]byte, frameSize+10)))
+		enc.String("c")
+		if err := enc.end(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), want.Captured()) {
+		t.Fatalf("%d bytes written plain, want the %d of the block", out.Len(), len(want.Captured()))
+	}
+}

@@ -1,0 +1,25 @@
+package config
+
+import "fmt"
+
+// Values of clickhouse.compression: how the inserts' blocks travel to
+// ClickHouse, for the native inserter and clickhouse-go alike.
+const (
+	// CompressionLZ4, the default: LZ4 frames, as ClickHouse's own clients.
+	CompressionLZ4 = "lz4"
+	// CompressionZSTD: ZSTD frames, fewer bytes for more CPU, for a slow
+	// or metered network.
+	CompressionZSTD = "zstd"
+	// CompressionNone: no compression at all (the query's flag off: no
+	// frames, no checksums), for ClickHouse on the same host or a fast
+	// LAN, where compressing costs more CPU than the bytes it saves.
+	CompressionNone = "none"
+)
+
+func (c *Config) validateCompression(d *decoder) {
+	switch p := c.ClickHouse.Compression; p {
+	case CompressionLZ4, CompressionZSTD, CompressionNone:
+	default:
+		d.problem("clickhouse.compression", fmt.Sprintf("want %s, %s or %s, got %q", CompressionLZ4, CompressionZSTD, CompressionNone, p))
+	}
+}
