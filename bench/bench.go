@@ -123,6 +123,11 @@ type Scenario struct {
 	// MySQLRows are the rows written to MySQL by the end of each second
 	// of Series.
 	MySQLRows []uint64 `json:"mysql_rows,omitempty"`
+	// Ceiling (catch-up) is ClickHouse's own client inserting the same
+	// rows from a Native dump (ceiling.go); NoCeiling says why there is
+	// none.
+	Ceiling   *Ceiling `json:"ceiling,omitempty"`
+	NoCeiling string   `json:"no_ceiling,omitempty"`
 }
 
 // Lag is the time from a row's commit in MySQL to its visibility in

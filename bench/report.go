@@ -19,6 +19,11 @@ func (rep *Report) Table(w io.Writer) {
 			rows = append(rows, s.cells())
 		}
 		alignRows(w, rows)
+		for _, s := range rep.Scenarios {
+			if line := s.ceilingLine(); line != "" {
+				fmt.Fprintln(w, line)
+			}
+		}
 	}
 	if len(rep.ManyTables) > 0 {
 		if len(rep.Scenarios) > 0 {
@@ -64,6 +69,19 @@ func (s Scenario) cells() []string {
 	}
 	return []string{s.Name, fmt.Sprint(s.Rows), fmt.Sprintf("%.2f", s.Seconds), load, fmt.Sprintf("%.2fM", s.RowsPerMin/1e6), lag, kept,
 		fmt.Sprintf("%.2f", s.CPUPerMRows), fmt.Sprintf("%.0f MiB", s.PeakRSSMiB), fmt.Sprint(s.Parts)}
+}
+
+// ceilingLine is the catch-up against ClickHouse's own insert of its
+// rows, or why that was not measured ("" for other scenarios).
+func (s Scenario) ceilingLine() string {
+	if c := s.Ceiling; c != nil {
+		return fmt.Sprintf("%s: %.2f of ClickHouse's own insert of the same %d rows (%s, INSERT ... FORMAT Native from a dump: %.2fM rows/min, %.2fs, ClickHouse %.2f CPU-s)",
+			s.Name, c.Ratio, c.Rows, c.Client, c.RowsPerMin/1e6, c.Seconds, c.CHCPUSeconds)
+	}
+	if s.NoCeiling != "" {
+		return s.Name + ": " + s.NoCeiling
+	}
+	return ""
 }
 
 // tablesHeader are the many-tables runs' columns.
@@ -140,6 +158,11 @@ func (rep *Report) Markdown(w io.Writer, chart string) {
 				fmt.Fprintf(w, " (by %s: %.2f/%.2f/%.2f s)", l.Source, l.P50, l.P99, l.Max)
 			}
 			fmt.Fprintf(w, "; ClickHouse spent %.1f CPU-s in the phase.\n", sc.CHCPUSeconds)
+		}
+		for _, sc := range rep.Scenarios {
+			if line := sc.ceilingLine(); line != "" {
+				fmt.Fprintf(w, "- %s\n", line)
+			}
 		}
 	}
 	if len(rep.ManyTables) > 0 {

@@ -60,6 +60,12 @@ func (r *run) catchUp(ctx context.Context) (Scenario, error) {
 	s.Series = series(nil, counts)
 	s.MySQLRows = writtenBySecond(len(s.Series), []sample{{0, s.Rows}}) // all written before the start
 	s.Parts = r.parts(ctx, lo.Table)
+	fmt.Fprintf(r.log, "catch-up: %d rows in %.1fs; ClickHouse's own client inserting the same rows from a Native dump\n", s.Rows, s.Seconds)
+	c, why, err := r.ceiling(ctx, lo.Table, s.RowsInCH, s.RowsPerMin)
+	if err != nil {
+		return s, err
+	}
+	s.Ceiling, s.NoCeiling = c, why
 	return s, nil
 }
 

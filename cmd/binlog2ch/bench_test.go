@@ -23,7 +23,7 @@ func TestBenchShort(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"catch-up", "live, 5000 rows/s", "live, max rate", "wrote "} {
+	for _, want := range []string{"catch-up", "live, 5000 rows/s", "live, max rate", "of ClickHouse's own insert of the same", "wrote "} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
@@ -120,6 +120,9 @@ func checkScenarios(t *testing.T, rep *bench.Report) {
 		}
 		if s.Seconds <= 0 || s.RowsPerMin <= 0 || s.CPUPerMRows <= 0 || s.PeakRSSMiB <= 0 || s.Parts == 0 || len(s.Series) == 0 {
 			t.Errorf("%s: a figure is not positive: %+v", s.Name, s)
+		}
+		if c := s.Ceiling; s.Name == "catch-up" && s.NoCeiling == "" && (c == nil || c.Rows != s.RowsInCH || c.RowsPerMin <= 0 || c.Ratio <= 0 || c.Ratio != s.RowsPerMin/c.RowsPerMin) {
+			t.Errorf("%s: ceiling %+v", s.Name, c)
 		}
 		if s.Name != "catch-up" && (s.Lag == nil || s.Lag.Samples == 0 || s.Lag.Max < s.Lag.P50 || s.KeptUp == nil || s.LoadRowsPerMin <= 0) {
 			t.Errorf("%s: lag not measured: %+v", s.Name, s)

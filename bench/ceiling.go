@@ -1,0 +1,123 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Ceiling is ClickHouse's own client inserting the rows the catch-up
+// replicated, from a Native dump of them (clickhouse-client, INSERT ...
+// FORMAT Native): no MySQL, no binlog, no decoding, the insert alone. The
+// catch-up's rate over it (Ratio) is how close binlog2ch comes to what
+// the server takes.
+type Ceiling struct {
+	Rows       uint64  `json:"rows"`
+	Seconds    float64 `json:"seconds"`
+	RowsPerMin float64 `json:"rows_per_min"`
+	// Ratio is the catch-up's rows/min over RowsPerMin.
+	Ratio float64 `json:"catch_up_ratio"`
+	// CHCPUSeconds is what ClickHouse spent on the insert.
+	CHCPUSeconds float64 `json:"clickhouse_cpu_seconds,omitempty"`
+	// Client is the clickhouse-client command run.
+	Client string `json:"client"`
+}
+
+// clientBinary is ClickHouse's client: clickhouse-client, or the
+// clickhouse binary's client mode ("" when neither is installed).
+func clientBinary() []string {
+	if p, err := exec.LookPath("clickhouse-client"); err == nil {
+		return []string{p}
+	}
+	if p, err := exec.LookPath("clickhouse"); err == nil {
+		return []string{p, "client"}
+	}
+	return nil
+}
+
+// ceiling measures Ceiling for table's rows, the catch-up's: dumped in
+// Native from ClickHouse, then inserted by clickhouse-client into a new
+// table of the same definition, timed from the client's start to its
+// exit. Why none was measured, when none was (no client, a cluster).
+func (r *run) ceiling(ctx context.Context, table string, rows uint64, catchUpRowsPerMin float64) (*Ceiling, string, error) {
+	client := clientBinary()
+	switch {
+	case client == nil:
+		return nil, "clickhouse-client is not installed: no ceiling measured", nil
+	case r.o.Cluster != "":
+		return nil, "a cluster: the ceiling is measured on one server only", nil
+	}
+	e := r.o.ClickHouse
+	args := append(client[1:], "--host", e.Host, "--port", strconv.Itoa(e.Port), "--user", e.User)
+	if e.Password != "" {
+		args = append(args, "--password", e.Password)
+	}
+	dump := filepath.Join(r.o.Dir, "ceiling.native")
+	defer os.Remove(dump)
+	out, err := os.Create(dump)
+	if err != nil {
+		return nil, "", err
+	}
+	cmd := exec.CommandContext(ctx, client[0], append(args, "--query", "SELECT * FROM "+r.db+"."+table+" FORMAT Native")...)
+	cmd.Stdout = out
+	msg, err := runClient(cmd)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("ceiling: dump %s.%s: %w: %s", r.db, table, err, msg)
+	}
+	into := table + "_ceiling"
+	if err := r.ch.Exec(ctx, "CREATE TABLE "+r.db+"."+into+" AS "+r.db+"."+table); err != nil {
+		return nil, "", fmt.Errorf("ceiling: %w", err)
+	}
+	defer func() { _ = r.ch.Exec(context.Background(), "DROP TABLE IF EXISTS "+r.db+"."+into) }()
+	in, err := os.Open(dump)
+	if err != nil {
+		return nil, "", err
+	}
+	defer in.Close()
+	insert := exec.CommandContext(ctx, client[0], append(args, "--query", "INSERT INTO "+r.db+"."+into+" FORMAT Native")...)
+	insert.Stdin = in
+	cpu0 := r.chCPU(ctx)
+	start := time.Now()
+	msg, err = runClient(insert)
+	el := time.Since(start)
+	cpu := r.chCPU(ctx)
+	if err != nil {
+		return nil, "", fmt.Errorf("ceiling: insert the dump: %w: %s", err, msg)
+	}
+	var n uint64
+	if err := r.ch.QueryRow(ctx, "SELECT count() FROM "+r.db+"."+into).Scan(&n); err != nil {
+		return nil, "", fmt.Errorf("ceiling: %w", err)
+	}
+	if n != rows {
+		return nil, "", fmt.Errorf("ceiling: clickhouse-client inserted %d rows of the dump, want %d", n, rows)
+	}
+	c := &Ceiling{Rows: n, Seconds: el.Seconds(), RowsPerMin: float64(n) / el.Minutes(), CHCPUSeconds: (cpu.cpu - cpu0.cpu).Seconds(),
+		Client: filepath.Base(client[0])}
+	c.Ratio = catchUpRowsPerMin / c.RowsPerMin
+	return c, "", nil
+}
+
+// runClient runs a clickhouse-client command, returning its stderr.
+func runClient(cmd *exec.Cmd) (string, error) {
+	var stderr limitedBuffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	return string(stderr.b), err
+}
+
+// limitedBuffer keeps the first 4 KiB written to it.
+type limitedBuffer struct{ b []byte }
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := 4096 - len(l.b); room > 0 {
+		l.b = append(l.b, p[:min(len(p), room)]...)
+	}
+	return len(p), nil
+}
