@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -52,7 +53,7 @@ func (r *run) ceiling(ctx context.Context, table string, rows uint64, catchUpRow
 		return nil, "a cluster: the ceiling is measured on one server only", nil
 	}
 	e := r.o.ClickHouse
-	args := append(client[1:], "--host", e.Host, "--port", strconv.Itoa(e.Port), "--user", e.User)
+	args := slices.Concat(client[1:], []string{"--host", e.Host, "--port", strconv.Itoa(e.Port), "--user", e.User})
 	if e.Password != "" {
 		args = append(args, "--password", e.Password)
 	}
@@ -62,7 +63,7 @@ func (r *run) ceiling(ctx context.Context, table string, rows uint64, catchUpRow
 	if err != nil {
 		return nil, "", err
 	}
-	cmd := exec.CommandContext(ctx, client[0], append(args, "--query", "SELECT * FROM "+r.db+"."+table+" FORMAT Native")...)
+	cmd := exec.CommandContext(ctx, client[0], slices.Concat(args, []string{"--query", "SELECT * FROM " + r.db + "." + table + " FORMAT Native"})...)
 	cmd.Stdout = out
 	msg, err := runClient(cmd)
 	if cerr := out.Close(); err == nil {
@@ -81,7 +82,7 @@ func (r *run) ceiling(ctx context.Context, table string, rows uint64, catchUpRow
 		return nil, "", err
 	}
 	defer in.Close()
-	insert := exec.CommandContext(ctx, client[0], append(args, "--query", "INSERT INTO "+r.db+"."+into+" FORMAT Native")...)
+	insert := exec.CommandContext(ctx, client[0], slices.Concat(args, []string{"--query", "INSERT INTO " + r.db + "." + into + " FORMAT Native"})...)
 	insert.Stdin = in
 	cpu0 := r.chCPU(ctx)
 	start := time.Now()

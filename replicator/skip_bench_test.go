@@ -6,14 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	binlog2ch "github.com/binlog2ch/binlog2ch"
-	"github.com/binlog2ch/binlog2ch/loadgen"
 )
 
 // BenchmarkCatchUpExcluded measures what the rows of a table nobody
@@ -123,59 +118,4 @@ func (h *harness) catchUpRun(name string, env []string) time.Duration {
 	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	h.t.Logf("%s: caught up in %.2fs, %.2f CPU-s, peak RSS %.0f MiB", name, took.Seconds(), cpu.Seconds(), float64(ru.Maxrss)/1024)
 	return cpu
-}
-
-// fillFieldTestAs is fillFieldTest into a table of binlog_field_test's
-// definition named table.
-func (h *harness) fillFieldTestAs(db, table string, rows, maxLen int) {
-	h.t.Helper()
-	h.exec("SET GLOBAL max_allowed_packet = 268435456")
-	ctx := context.Background()
-	conn, err := h.my.Conn(ctx)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	ddl := strings.Replace(binlog2ch.BinlogFieldTestDDL, "binlog_field_test_1", table, 1)
-	for _, q := range []string{loadgen.SessionSetup, "USE " + db, ddl} {
-		if _, err := conn.ExecContext(ctx, q); err != nil {
-			h.t.Fatal(err)
-		}
-	}
-	conn.Close()
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	per := rows / 4
-	for c := 0; c < 4; c++ {
-		wg.Add(1)
-		go func(c int) {
-			defer wg.Done()
-			conn, err := h.my.Conn(ctx)
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer conn.Close()
-			if _, err := conn.ExecContext(ctx, loadgen.SessionSetup); err != nil {
-				errs <- err
-				return
-			}
-			gen := loadgen.NewFieldTestGen(uint64(c + 1))
-			gen.Compact(maxLen)
-			n := per
-			if c == 3 {
-				n = rows - 3*per
-			}
-			for done := 0; done < n; done += min(1000, n-done) {
-				if _, err := conn.ExecContext(ctx, gen.Insert(db, table, min(1000, n-done))); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}(c)
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		h.t.Fatal(err)
-	}
 }

@@ -31,13 +31,21 @@ import (
 // type, so every value compares exactly.
 func (h *harness) fillFieldTest(db string, rows, maxLen int) {
 	h.t.Helper()
+	h.fillFieldTestAs(db, "binlog_field_test_1", rows, maxLen)
+}
+
+// fillFieldTestAs is fillFieldTest into a table of binlog_field_test's
+// definition named table.
+func (h *harness) fillFieldTestAs(db, table string, rows, maxLen int) {
+	h.t.Helper()
 	h.exec("SET GLOBAL max_allowed_packet = 268435456")
 	ctx := context.Background()
 	conn, err := h.my.Conn(ctx)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	for _, q := range []string{loadgen.SessionSetup, "USE " + db, binlog2ch.BinlogFieldTestDDL} {
+	ddl := strings.Replace(binlog2ch.BinlogFieldTestDDL, "binlog_field_test_1", table, 1)
+	for _, q := range []string{loadgen.SessionSetup, "USE " + db, ddl} {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
 			h.t.Fatal(err)
 		}
@@ -70,7 +78,7 @@ func (h *harness) fillFieldTest(db string, rows, maxLen int) {
 			}
 			for done := 0; done < n; {
 				k := min(1000, n-done)
-				if _, err := conn.ExecContext(ctx, gen.Insert(db, "binlog_field_test_1", k)); err != nil {
+				if _, err := conn.ExecContext(ctx, gen.Insert(db, table, k)); err != nil {
 					errs <- err
 					return
 				}

@@ -30,21 +30,9 @@ import (
 // with headroom left a rotation keeps the file, once it is due a
 // rotation deletes it.
 func TestHeadroomAsTheServerPurges(t *testing.T) {
-	if testing.Short() || os.Getenv(servertest.EnvSkip) == "1" {
-		t.Skipf("integration test skipped on request (-short or %s=1)", servertest.EnvSkip)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	my, err := localserver.StartMariaDB(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = my.Stop() })
-	db, err := sql.Open("mysql", my.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	my, db := privateMariaDB(ctx, t)
 	exec := func(q string) {
 		t.Helper()
 		if _, err := db.ExecContext(ctx, q); err != nil {
@@ -183,21 +171,9 @@ func TestHeadroomAsTheServerPurges(t *testing.T) {
 // and the file before a start then counts from its own start: its close,
 // at a crash here, is not in the binlog.
 func TestFileOpenedAtServerStart(t *testing.T) {
-	if testing.Short() || os.Getenv(servertest.EnvSkip) == "1" {
-		t.Skipf("integration test skipped on request (-short or %s=1)", servertest.EnvSkip)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	my, err := localserver.StartMariaDB(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = my.Stop() })
-	db, err := sql.Open("mysql", my.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	my, db := privateMariaDB(ctx, t)
 	if _, err := db.ExecContext(ctx, "FLUSH BINARY LOGS"); err != nil {
 		t.Fatal(err)
 	}
@@ -262,4 +238,24 @@ func TestFileOpenedAtServerStart(t *testing.T) {
 	if !est.At.Before(info.ModTime().Add(3600 * time.Second)) {
 		t.Fatalf("estimate %v is not before the server's st_mtime + 1h %v", est.At, info.ModTime().Add(3600*time.Second))
 	}
+}
+
+// privateMariaDB starts a MariaDB of the test's own (its binlog settings
+// are changed, its files purged) and opens it; skipped under -short.
+func privateMariaDB(ctx context.Context, t *testing.T) (*localserver.Server, *sql.DB) {
+	t.Helper()
+	if testing.Short() || os.Getenv(servertest.EnvSkip) == "1" {
+		t.Skipf("integration test skipped on request (-short or %s=1)", servertest.EnvSkip)
+	}
+	my, err := localserver.StartMariaDB(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = my.Stop() })
+	db, err := sql.Open("mysql", my.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return my, db
 }
