@@ -116,8 +116,8 @@ type Scenario struct {
 	CPUPerMRows float64 `json:"daemon_cpu_seconds_per_million_rows"`
 	PeakRSSMiB  float64 `json:"daemon_peak_rss_mib"`
 	Parts       uint64  `json:"clickhouse_parts_created"`
-	// CHCPUSeconds is what ClickHouse spent during a live phase (its
-	// count queries included), as chCPU reads it.
+	// CHCPUSeconds is what ClickHouse spent during a live phase or the
+	// catch-up (its count queries included), as chCPU reads it.
 	CHCPUSeconds float64 `json:"clickhouse_cpu_seconds,omitempty"`
 	Series       []Point `json:"series"`
 	// MySQLRows are the rows written to MySQL by the end of each second

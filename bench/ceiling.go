@@ -24,6 +24,8 @@ type Ceiling struct {
 	Ratio float64 `json:"catch_up_ratio"`
 	// CHCPUSeconds is what ClickHouse spent on the insert.
 	CHCPUSeconds float64 `json:"clickhouse_cpu_seconds,omitempty"`
+	// ClientCPUSeconds is what clickhouse-client spent (user+sys).
+	ClientCPUSeconds float64 `json:"client_cpu_seconds,omitempty"`
 	// Client is the clickhouse-client command run.
 	Client string `json:"client"`
 }
@@ -72,6 +74,15 @@ func (r *run) ceiling(ctx context.Context, table string, rows uint64, catchUpRow
 	if err != nil {
 		return nil, "", fmt.Errorf("ceiling: dump %s.%s: %w: %s", r.db, table, err, msg)
 	}
+	// The catch-up's parts are still merging: the client would share the
+	// server with those merges, which the catch-up did not, and the
+	// ceiling would read low. Its merges stop and the running ones end
+	// before the clock starts.
+	quiet, err := r.quietMerges(ctx, table)
+	if err != nil {
+		return nil, "", fmt.Errorf("ceiling: %w", err)
+	}
+	defer quiet()
 	into := table + "_ceiling"
 	if err := r.ch.Exec(ctx, "CREATE TABLE "+r.db+"."+into+" AS "+r.db+"."+table); err != nil {
 		return nil, "", fmt.Errorf("ceiling: %w", err)
@@ -101,6 +112,9 @@ func (r *run) ceiling(ctx context.Context, table string, rows uint64, catchUpRow
 	}
 	c := &Ceiling{Rows: n, Seconds: el.Seconds(), RowsPerMin: float64(n) / el.Minutes(), CHCPUSeconds: (cpu.cpu - cpu0.cpu).Seconds(),
 		Client: filepath.Base(client[0])}
+	if ps := insert.ProcessState; ps != nil {
+		c.ClientCPUSeconds = (ps.UserTime() + ps.SystemTime()).Seconds()
+	}
 	c.Ratio = catchUpRowsPerMin / c.RowsPerMin
 	return c, "", nil
 }
@@ -121,4 +135,34 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 		l.b = append(l.b, p[:min(len(p), room)]...)
 	}
 	return len(p), nil
+}
+
+// quietMerges stops merges of table and waits until the server runs none
+// (of any table); the function it returns starts them again.
+func (r *run) quietMerges(ctx context.Context, table string) (func(), error) {
+	name := r.db + "." + table
+	if err := r.ch.Exec(ctx, "SYSTEM STOP MERGES "+name); err != nil {
+		return nil, fmt.Errorf("stop the merges of %s: %w", name, err)
+	}
+	start := func() { _ = r.ch.Exec(context.Background(), "SYSTEM START MERGES "+name) }
+	for deadline := time.Now().Add(10 * time.Minute); ; {
+		var n uint64
+		if err := r.ch.QueryRow(ctx, "SELECT count() FROM system.merges").Scan(&n); err != nil {
+			start()
+			return nil, err
+		}
+		if n == 0 {
+			return start, nil
+		}
+		if time.Now().After(deadline) {
+			start()
+			return nil, fmt.Errorf("%d merges still running 10 minutes after SYSTEM STOP MERGES %s", n, name)
+		}
+		select {
+		case <-ctx.Done():
+			start()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -75,8 +75,8 @@ func (s Scenario) cells() []string {
 // rows, or why that was not measured ("" for other scenarios).
 func (s Scenario) ceilingLine() string {
 	if c := s.Ceiling; c != nil {
-		return fmt.Sprintf("%s: %.2f of ClickHouse's own insert of the same %d rows (%s, INSERT ... FORMAT Native from a dump: %.2fM rows/min, %.2fs, ClickHouse %.2f CPU-s)",
-			s.Name, c.Ratio, c.Rows, c.Client, c.RowsPerMin/1e6, c.Seconds, c.CHCPUSeconds)
+		return fmt.Sprintf("%s: %.2f of ClickHouse's own insert of the same %d rows (%s, INSERT ... FORMAT Native from a dump: %.2fM rows/min, %.2fs, ClickHouse %.2f CPU-s, the client %.2f; during the catch-up ClickHouse %.2f CPU-s)",
+			s.Name, c.Ratio, c.Rows, c.Client, c.RowsPerMin/1e6, c.Seconds, c.CHCPUSeconds, c.ClientCPUSeconds, s.CHCPUSeconds)
 	}
 	if s.NoCeiling != "" {
 		return s.Name + ": " + s.NoCeiling

@@ -29,6 +29,7 @@ func (r *run) catchUp(ctx context.Context) (Scenario, error) {
 	}
 	s.Rows = res.Inserted
 	fmt.Fprintf(r.log, "catch-up: %d rows in MySQL (%.0f rows/s); starting the daemon\n", res.Inserted, res.RowsPerSecond())
+	cpu0 := r.chCPU(ctx)
 	start := time.Now()
 	if err := r.startDaemon(ctx); err != nil {
 		return s, err
@@ -53,6 +54,7 @@ func (r *run) catchUp(ctx context.Context) (Scenario, error) {
 		time.Sleep(sampleEvery)
 	}
 	el := time.Since(start)
+	s.CHCPUSeconds = (r.chCPU(ctx).cpu - cpu0.cpu).Seconds()
 	s.RowsInCH = counts[len(counts)-1].n
 	s.Seconds = el.Seconds()
 	s.RowsPerMin = float64(s.Rows) / el.Minutes()
