@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -42,6 +43,9 @@ func childMain(path, what string, work func(context.Context, *Replicator) error)
 	if err != nil {
 		log.Error("config", "error", err)
 		return 2
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(GCPercent) // as the binary's run does
 	}
 	if prof := os.Getenv("BINLOG2CH_TEST_CPUPROFILE"); prof != "" {
 		f, err := os.Create(prof)

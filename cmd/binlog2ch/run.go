@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/binlog2ch/binlog2ch/replicator"
@@ -31,6 +32,7 @@ func runCmd(ctx context.Context, e *env, args []string) int {
 		return code
 	}
 	defer lock.Release()
+	runGC()
 	// Caught from the start and never let go: SIGHUP's default action
 	// would kill the daemon without its flush, also during the shutdown.
 	hup := make(chan os.Signal, 1)
@@ -78,4 +80,12 @@ func (h *startHook) fire() {
 		h.onReady()
 	}
 	close(h.ready)
+}
+
+// runGC sets the daemon's garbage collector pace (replicator.GCPercent)
+// unless GOGC is set.
+func runGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(replicator.GCPercent)
+	}
 }
