@@ -74,12 +74,14 @@ type Options struct {
 // them.
 const (
 	ScenarioCatchUp    = "catch-up"
+	ScenarioExcluded   = "catch-up-excluded"
+	ScenarioVaried     = "catch-up-varied"
 	ScenarioLive       = "live"
 	ScenarioManyTables = "many-tables"
 )
 
 // Scenarios are every scenario, in the order they run.
-var Scenarios = []string{ScenarioCatchUp, ScenarioLive, ScenarioManyTables}
+var Scenarios = []string{ScenarioCatchUp, ScenarioExcluded, ScenarioVaried, ScenarioLive, ScenarioManyTables}
 
 // runs says whether the scenario is to run.
 func (o *Options) runs(name string) bool {
@@ -123,6 +125,12 @@ type Scenario struct {
 	// MySQLRows are the rows written to MySQL by the end of each second
 	// of Series.
 	MySQLRows []uint64 `json:"mysql_rows,omitempty"`
+	// BinlogBytesPerRow (catch-up scenarios) is what the rows grew the
+	// binlog by, per row.
+	BinlogBytesPerRow float64 `json:"binlog_bytes_per_row,omitempty"`
+	// Excluded (catch-up-excluded) compares the excluded table's rows with
+	// the catch-up's applied ones.
+	Excluded *Excluded `json:"excluded,omitempty"`
 	// Ceiling (catch-up) is ClickHouse's own client inserting the same
 	// rows from a Native dump (ceiling.go); NoCeiling says why there is
 	// none.
@@ -241,12 +249,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := r.stopDaemon(); err != nil {
 		return nil, err
 	}
-	if o.runs(ScenarioCatchUp) {
-		catchUp, err := r.catchUp(ctx)
+	for _, c := range []struct {
+		name string
+		run  func(context.Context) (Scenario, error)
+	}{{ScenarioCatchUp, r.catchUp}, {ScenarioExcluded, func(ctx context.Context) (Scenario, error) { return r.excluded(ctx, rep) }}, {ScenarioVaried, r.varied}} {
+		if !o.runs(c.name) || o.Cluster != "" && c.name != ScenarioCatchUp && !slices.Contains(o.Scenarios, c.name) {
+			continue // the companions run on a cluster only when asked for
+		}
+		s, err := c.run(ctx)
 		if err != nil {
 			return nil, err
 		}
-		rep.Scenarios = append(rep.Scenarios, catchUp)
+		rep.Scenarios = append(rep.Scenarios, s)
 	}
 	if o.runs(ScenarioLive) {
 		if r.daemon == nil { // catch-up leaves it running
@@ -297,10 +311,10 @@ func (r *run) onCluster() string {
 func (r *run) writeConfig() error {
 	conf := fmt.Sprintf(`mysql: {addr: %q, user: %q, password: %q, server_id: 4243}
 clickhouse: {addr: [%q], user: %q, password: %q%s}
-tables: {include: ["%s.*"]}
+tables: {include: ["%s.*"], exclude: ["%s.%s"]}
 state_dir: state
 metrics: {listen: "127.0.0.1:0"}
-`, r.o.MySQL.Addr(), r.o.MySQL.User, r.o.MySQL.Password, r.o.ClickHouse.Addr(), r.o.ClickHouse.User, r.o.ClickHouse.Password, r.clusterKeys(), r.db)
+`, r.o.MySQL.Addr(), r.o.MySQL.User, r.o.MySQL.Password, r.o.ClickHouse.Addr(), r.o.ClickHouse.User, r.o.ClickHouse.Password, r.clusterKeys(), r.db, r.db, excludedTable)
 	if r.o.DaemonBatch != "" {
 		conf += "batch: {" + r.o.DaemonBatch + "}\n"
 	}

@@ -19,10 +19,8 @@ func (rep *Report) Table(w io.Writer) {
 			rows = append(rows, s.cells())
 		}
 		alignRows(w, rows)
-		for _, s := range rep.Scenarios {
-			if line := s.ceilingLine(); line != "" {
-				fmt.Fprintln(w, line)
-			}
+		for _, line := range rep.scenarioNotes() {
+			fmt.Fprintln(w, line)
 		}
 	}
 	if len(rep.ManyTables) > 0 {
@@ -69,6 +67,26 @@ func (s Scenario) cells() []string {
 	}
 	return []string{s.Name, fmt.Sprint(s.Rows), fmt.Sprintf("%.2f", s.Seconds), load, fmt.Sprintf("%.2fM", s.RowsPerMin/1e6), lag, kept,
 		fmt.Sprintf("%.2f", s.CPUPerMRows), fmt.Sprintf("%.0f MiB", s.PeakRSSMiB), fmt.Sprint(s.Parts)}
+}
+
+// scenarioNotes are the lines under the scenarios' table: the catch-up
+// against its ceiling, its companions against it.
+func (rep *Report) scenarioNotes() []string {
+	var catchUp *Scenario
+	for i := range rep.Scenarios {
+		if rep.Scenarios[i].Name == ScenarioCatchUp {
+			catchUp = &rep.Scenarios[i]
+		}
+	}
+	var lines []string
+	for _, s := range rep.Scenarios {
+		for _, line := range []string{s.ceilingLine(), s.companionLine(catchUp)} {
+			if line != "" {
+				lines = append(lines, line)
+			}
+		}
+	}
+	return lines
 }
 
 // ceilingLine is the catch-up against ClickHouse's own insert of its
@@ -159,10 +177,8 @@ func (rep *Report) Markdown(w io.Writer, chart string) {
 			}
 			fmt.Fprintf(w, "; ClickHouse spent %.1f CPU-s in the phase.\n", sc.CHCPUSeconds)
 		}
-		for _, sc := range rep.Scenarios {
-			if line := sc.ceilingLine(); line != "" {
-				fmt.Fprintf(w, "- %s\n", line)
-			}
+		for _, line := range rep.scenarioNotes() {
+			fmt.Fprintf(w, "- %s\n", line)
 		}
 	}
 	if len(rep.ManyTables) > 0 {

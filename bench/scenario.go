@@ -17,18 +17,46 @@ import (
 // reaches ClickHouse; measure.go turns the counts into lag and rates.
 
 // catchUp fills a table with the daemon stopped, then starts it and times
-// it until ClickHouse holds every row.
+// it until ClickHouse holds every row; then ClickHouse's own client
+// inserts the same rows (ceiling.go).
 func (r *run) catchUp(ctx context.Context) (Scenario, error) {
-	s := Scenario{Name: "catch-up"}
 	lo := r.loadOptions()
 	lo.Table, lo.Count = "binlog_field_test_1", r.o.CatchUpRows
-	fmt.Fprintf(r.log, "catch-up: writing %d rows with the daemon stopped\n", lo.Count)
+	s, err := r.fillAndCatchUp(ctx, ScenarioCatchUp, lo)
+	if err != nil {
+		return s, err
+	}
+	fmt.Fprintf(r.log, "catch-up: %d rows in %.1fs; ClickHouse's own client inserting the same rows from a Native dump\n", s.Rows, s.Seconds)
+	c, why, err := r.ceiling(ctx, lo.Table, s.RowsInCH, s.RowsPerMin)
+	if err != nil {
+		return s, err
+	}
+	s.Ceiling, s.NoCeiling = c, why
+	return s, nil
+}
+
+// fillAndCatchUp writes lo's rows with the daemon stopped, then starts it
+// and times it until ClickHouse holds them all. The daemon is left
+// running.
+func (r *run) fillAndCatchUp(ctx context.Context, name string, lo *loadgen.Options) (Scenario, error) {
+	s := Scenario{Name: name}
+	if err := r.stopDaemon(); err != nil {
+		return s, err
+	}
+	fmt.Fprintf(r.log, "%s: writing %d rows with the daemon stopped\n", name, lo.Count)
+	binlog0, err := r.binlogBytes(ctx)
+	if err != nil {
+		return s, err
+	}
 	res, err := loadgen.Run(ctx, *lo)
 	if err != nil {
 		return s, err
 	}
 	s.Rows = res.Inserted
-	fmt.Fprintf(r.log, "catch-up: %d rows in MySQL (%.0f rows/s); starting the daemon\n", res.Inserted, res.RowsPerSecond())
+	if s.BinlogBytesPerRow, err = r.binlogPerRow(ctx, binlog0, s.Rows); err != nil {
+		return s, err
+	}
+	fmt.Fprintf(r.log, "%s: %d rows in MySQL (%.0f rows/s); starting the daemon\n", name, res.Inserted, res.RowsPerSecond())
 	cpu0 := r.chCPU(ctx)
 	start := time.Now()
 	if err := r.startDaemon(ctx); err != nil {
@@ -49,7 +77,7 @@ func (r *run) catchUp(ctx context.Context) (Scenario, error) {
 			return s, err
 		}
 		if time.Since(start) > 30*time.Minute {
-			return s, fmt.Errorf("catch-up: ClickHouse holds %d of %d rows after 30 minutes", n, s.Rows)
+			return s, fmt.Errorf("%s: ClickHouse holds %d of %d rows after 30 minutes", name, n, s.Rows)
 		}
 		time.Sleep(sampleEvery)
 	}
@@ -62,12 +90,6 @@ func (r *run) catchUp(ctx context.Context) (Scenario, error) {
 	s.Series = series(nil, counts)
 	s.MySQLRows = writtenBySecond(len(s.Series), []sample{{0, s.Rows}}) // all written before the start
 	s.Parts = r.parts(ctx, lo.Table)
-	fmt.Fprintf(r.log, "catch-up: %d rows in %.1fs; ClickHouse's own client inserting the same rows from a Native dump\n", s.Rows, s.Seconds)
-	c, why, err := r.ceiling(ctx, lo.Table, s.RowsInCH, s.RowsPerMin)
-	if err != nil {
-		return s, err
-	}
-	s.Ceiling, s.NoCeiling = c, why
 	return s, nil
 }
 

@@ -19,17 +19,18 @@ func TestBenchShort(t *testing.T) {
 	out := t.TempDir()
 	my := "mysql://" + srv.MySQL.User + ":" + srv.MySQL.Password + "@" + srv.MySQL.Addr()
 	ch := "clickhouse://" + srv.ClickHouse.User + ":" + srv.ClickHouse.Password + "@" + srv.ClickHouse.Addr()
-	code, stdout, stderr := runCLI(t, "bench", "-short", "-scenario", "catch-up,live", "-mysql", my, "-clickhouse", ch, "-out", out)
+	code, stdout, stderr := runCLI(t, "bench", "-short", "-scenario", "catch-up,catch-up-excluded,catch-up-varied,live", "-mysql", my, "-clickhouse", ch, "-out", out)
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"catch-up", "live, 5000 rows/s", "live, max rate", "of ClickHouse's own insert of the same", "wrote "} {
+	for _, want := range []string{"catch-up", "live, 5000 rows/s", "live, max rate", "of ClickHouse's own insert of the same",
+		"catch-up-excluded: reading past 200000 rows of an excluded table", "of applying the catch-up's rows", "catch-up-varied: loadgen's varied rows", "wrote "} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
 	}
 	rep := readReport(t, out)
-	if len(rep.Scenarios) != 3 || rep.Scenarios[0].Rows != uint64(bench.Defaults(true).CatchUpRows) {
+	if len(rep.Scenarios) != 5 || rep.Scenarios[0].Rows != uint64(bench.Defaults(true).CatchUpRows) {
 		t.Fatalf("scenarios: %+v", rep.Scenarios)
 	}
 	checkScenarios(t, rep)
@@ -115,6 +116,14 @@ func readReport(t *testing.T, dir string) *bench.Report {
 func checkScenarios(t *testing.T, rep *bench.Report) {
 	t.Helper()
 	for _, s := range rep.Scenarios {
+		if s.Name == bench.ScenarioExcluded {
+			// Nothing reaches ClickHouse (the scenario checks it holds no row).
+			if e := s.Excluded; s.Rows == 0 || s.RowsInCH != 0 || s.Seconds <= 0 || s.CPUPerMRows <= 0 || s.BinlogBytesPerRow <= 0 ||
+				e == nil || e.Ratio <= 0 || e.Ratio != s.CPUPerMRows/e.AppliedCPUPerMRows {
+				t.Errorf("%s: %+v, %+v", s.Name, s, e)
+			}
+			continue
+		}
 		if s.Rows == 0 || s.RowsInCH != s.Rows {
 			t.Errorf("%s: %d rows written, %d in ClickHouse", s.Name, s.Rows, s.RowsInCH)
 		}
@@ -124,7 +133,10 @@ func checkScenarios(t *testing.T, rep *bench.Report) {
 		if c := s.Ceiling; s.Name == "catch-up" && s.NoCeiling == "" && (c == nil || c.Rows != s.RowsInCH || c.RowsPerMin <= 0 || c.Ratio <= 0 || c.Ratio != s.RowsPerMin/c.RowsPerMin) {
 			t.Errorf("%s: ceiling %+v", s.Name, c)
 		}
-		if s.Name != "catch-up" && (s.Lag == nil || s.Lag.Samples == 0 || s.Lag.Max < s.Lag.P50 || s.KeptUp == nil || s.LoadRowsPerMin <= 0) {
+		if strings.HasPrefix(s.Name, "catch-up") != (s.BinlogBytesPerRow > 0) {
+			t.Errorf("%s: %.0f binlog bytes a row", s.Name, s.BinlogBytesPerRow)
+		}
+		if !strings.HasPrefix(s.Name, "catch-up") && (s.Lag == nil || s.Lag.Samples == 0 || s.Lag.Max < s.Lag.P50 || s.KeptUp == nil || s.LoadRowsPerMin <= 0) {
 			t.Errorf("%s: lag not measured: %+v", s.Name, s)
 		}
 	}

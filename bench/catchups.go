@@ -1,0 +1,219 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/binlog2ch/binlog2ch/loadgen"
+	"github.com/binlog2ch/binlog2ch/source"
+	"github.com/binlog2ch/binlog2ch/state"
+)
+
+// The catch-up's two companions (issue 33): rows of a table nobody
+// replicates, and loadgen's varied rows in place of Bifrost-sized ones.
+// Each is compared with the catch-up's applied rows of the same run.
+
+// excludedTable is the table the daemon's config excludes.
+const excludedTable = "bench_excluded"
+
+// variedTable holds the varied rows.
+const variedTable = "binlog_field_test_varied"
+
+// Excluded is what reading past an excluded table's rows cost.
+type Excluded struct {
+	// IdleCPUSeconds is the caught-up daemon's CPU over as long as the
+	// reading took, subtracted from the reading's CPU (heartbeats,
+	// checkpoints, metrics: what it spends with nothing to read).
+	IdleCPUSeconds float64 `json:"idle_cpu_seconds"`
+	// AppliedCPUPerMRows is the catch-up's CPU per million rows, its rows
+	// applied, and Ratio the excluded rows' over it (0: no catch-up ran).
+	AppliedCPUPerMRows float64 `json:"applied_cpu_seconds_per_million_rows,omitempty"`
+	Ratio              float64 `json:"ratio,omitempty"`
+}
+
+// excluded fills a table tables.exclude drops with the daemon stopped,
+// then times the daemon until its checkpoint passes the rows.
+func (r *run) excluded(ctx context.Context, rep *Report) (Scenario, error) {
+	s := Scenario{Name: ScenarioExcluded}
+	if err := r.stopDaemon(); err != nil {
+		return s, err
+	}
+	lo := r.loadOptions()
+	lo.Table, lo.Count = excludedTable, r.o.CatchUpRows
+	fmt.Fprintf(r.log, "%s: writing %d rows of %s, which the daemon's tables.exclude drops, with the daemon stopped\n", s.Name, lo.Count, excludedTable)
+	binlog0, err := r.binlogBytes(ctx)
+	if err != nil {
+		return s, err
+	}
+	res, err := loadgen.Run(ctx, *lo)
+	if err != nil {
+		return s, err
+	}
+	s.Rows = res.Inserted
+	if s.BinlogBytesPerRow, err = r.binlogPerRow(ctx, binlog0, s.Rows); err != nil {
+		return s, err
+	}
+	end, err := r.binlogEnd(ctx)
+	if err != nil {
+		return s, err
+	}
+	fmt.Fprintf(r.log, "%s: %d rows in MySQL, the binlog ends at %s; starting the daemon\n", s.Name, s.Rows, end)
+	start := time.Now()
+	if err := r.startDaemon(ctx); err != nil {
+		return s, err
+	}
+	m := r.newMeter()
+	for {
+		at, err := r.checkpointAt()
+		if err != nil {
+			return s, err
+		}
+		if !at.Before(end) {
+			break
+		}
+		if err := r.alive(); err != nil {
+			return s, err
+		}
+		if time.Since(start) > 30*time.Minute {
+			return s, fmt.Errorf("%s: the checkpoint is at %s after 30 minutes, the rows end at %s", s.Name, at, end)
+		}
+		time.Sleep(sampleEvery)
+	}
+	el := time.Since(start)
+	busy := procCPU(m.pid) - m.cpu
+	// The same wall time idle: what the reading cost beyond it.
+	idle0, slept := procCPU(m.pid), min(max(el, time.Second), 10*time.Second)
+	time.Sleep(slept)
+	idle := time.Duration(float64(procCPU(m.pid)-idle0) * el.Seconds() / slept.Seconds())
+	s.Excluded = &Excluded{IdleCPUSeconds: idle.Seconds()}
+	s.Seconds, s.RowsPerMin = el.Seconds(), float64(s.Rows)/el.Minutes()
+	s.CPUPerMRows = max(busy-idle, 0).Seconds() / (float64(s.Rows) / 1e6)
+	s.PeakRSSMiB = peakRSS(m.pid)
+	if n, err := r.count(ctx, excludedTable); err != nil || n != 0 {
+		return s, fmt.Errorf("%s: ClickHouse has %d rows of %s, which tables.exclude drops (%v)", s.Name, n, excludedTable, err)
+	}
+	for _, c := range rep.Scenarios {
+		if c.Name == ScenarioCatchUp && c.CPUPerMRows > 0 {
+			s.Excluded.AppliedCPUPerMRows, s.Excluded.Ratio = c.CPUPerMRows, s.CPUPerMRows/c.CPUPerMRows
+		}
+	}
+	return s, nil
+}
+
+// varied is the catch-up of loadgen's varied rows: strings and blobs of
+// its realistic long tail, not capped at Options.MaxLen.
+func (r *run) varied(ctx context.Context) (Scenario, error) {
+	lo := r.loadOptions()
+	lo.Table, lo.Count, lo.MaxLen = variedTable, max(r.o.CatchUpRows/2, 1), 0
+	return r.fillAndCatchUp(ctx, ScenarioVaried, lo)
+}
+
+// binlogBytes is the size of the server's binlog files together.
+func (r *run) binlogBytes(ctx context.Context) (int64, error) {
+	var total int64
+	err := r.eachRow(ctx, "SHOW BINARY LOGS", func(cols []sql.RawBytes) error {
+		if len(cols) < 2 {
+			return fmt.Errorf("SHOW BINARY LOGS: %d columns", len(cols))
+		}
+		n, err := strconv.ParseInt(string(cols[1]), 10, 64)
+		total += n
+		return err
+	})
+	return total, err
+}
+
+// binlogPerRow is the binlog's growth since before, per row.
+func (r *run) binlogPerRow(ctx context.Context, before int64, rows uint64) (float64, error) {
+	after, err := r.binlogBytes(ctx)
+	if err != nil || rows == 0 {
+		return 0, err
+	}
+	return float64(after-before) / float64(rows), nil
+}
+
+// binlogEnd is the server's binlog position now.
+func (r *run) binlogEnd(ctx context.Context) (source.Position, error) {
+	var p source.Position
+	err := r.eachRow(ctx, "SHOW MASTER STATUS", func(cols []sql.RawBytes) error {
+		pos, err := strconv.ParseUint(string(cols[1]), 10, 32)
+		p = source.Position{File: string(cols[0]), Pos: uint32(pos)}
+		return err
+	})
+	if err == nil && p.File == "" {
+		err = fmt.Errorf("SHOW MASTER STATUS: no binlog (log_bin is off?)")
+	}
+	return p, err
+}
+
+// checkpointAt is the daemon's saved position.
+func (r *run) checkpointAt() (source.Position, error) {
+	data, err := os.ReadFile(filepath.Join(r.o.Dir, "state", state.CheckpointFile))
+	if err != nil {
+		return source.Position{}, err
+	}
+	var c state.Checkpoint
+	if err := json.Unmarshal(data, &c); err != nil {
+		return source.Position{}, fmt.Errorf("the daemon's checkpoint: %w", err)
+	}
+	return c.Position, nil
+}
+
+// eachRow runs a statement and hands over each row's columns.
+func (r *run) eachRow(ctx context.Context, query string, fn func([]sql.RawBytes) error) error {
+	rows, err := r.my.QueryContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	names, err := rows.Columns()
+	if err != nil {
+		return err
+	}
+	cols := make([]sql.RawBytes, len(names))
+	dest := make([]any, len(cols))
+	for i := range cols {
+		dest[i] = &cols[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		if err := fn(cols); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// companionLine is an excluded or varied scenario against the catch-up's
+// rows ("" for other scenarios).
+func (s Scenario) companionLine(catchUp *Scenario) string {
+	switch s.Name {
+	case ScenarioExcluded:
+		e := s.Excluded
+		if e == nil {
+			return ""
+		}
+		line := fmt.Sprintf("%s: reading past %d rows of an excluded table (%.0f binlog bytes a row) cost %.3f CPU-s per million rows (less the daemon's idle %.2f CPU-s over the same time)",
+			s.Name, s.Rows, s.BinlogBytesPerRow, s.CPUPerMRows, e.IdleCPUSeconds)
+		if e.Ratio > 0 {
+			line += fmt.Sprintf(": %.3f of applying the catch-up's rows (%.2f)", e.Ratio, e.AppliedCPUPerMRows)
+		}
+		return line
+	case ScenarioVaried:
+		line := fmt.Sprintf("%s: loadgen's varied rows (strings and blobs not capped, %.0f binlog bytes a row): %.2f CPU-s per million rows",
+			s.Name, s.BinlogBytesPerRow, s.CPUPerMRows)
+		if catchUp != nil && catchUp.CPUPerMRows > 0 {
+			line += fmt.Sprintf(", %.2f of the catch-up's rows (%.2f CPU-s per million rows, %.0f bytes a row)",
+				s.CPUPerMRows/catchUp.CPUPerMRows, catchUp.CPUPerMRows, catchUp.BinlogBytesPerRow)
+		}
+		return line
+	}
+	return ""
+}
