@@ -59,7 +59,9 @@ func TestCompressionMethods(t *testing.T) {
 						t.Errorf("insert %d: the query's compression flag %v with %s", i, ins.Compressed, cc.c)
 					}
 					for _, b := range ins.Blocks {
-						if b.Method != cc.method {
+						// LZ4 frames that LZ4 did not shrink go as NONE
+						// frames (frameWriter): these blocks' bytes do not.
+						if b.Method != cc.method && !(cc.c == CompressionLZ4 && b.Method == chnativetest.MethodNone) {
 							t.Errorf("insert %d: a block framed with method 0x%02x, want 0x%02x", i, b.Method, cc.method)
 						}
 					}
