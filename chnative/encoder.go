@@ -54,6 +54,10 @@ func (e *Encoder) Encode(write func(*Encoder) error) error {
 // bytes incompressible (frameWriter).
 func (e *Encoder) PlainFrames() uint64 { return e.frames.plain }
 
+// ProbedFrames is how many of those CompressionLZ4Adaptive sent plain
+// after compressing only their start.
+func (e *Encoder) ProbedFrames() uint64 { return e.frames.probed }
+
 // Captured is what a capturing Encoder got so far.
 func (e *Encoder) Captured() []byte {
 	e.captured = append(e.captured, e.buf[e.head:]...)
@@ -65,7 +69,7 @@ func (e *Encoder) begin(kind uint64) {
 	putUvarint(e.w, kind)
 	putString(e.w, "") // table name: the query's table
 	e.head = 0
-	if !e.capture && e.method == CompressionLZ4 {
+	if !e.capture && (e.method == CompressionLZ4 || e.method == CompressionLZ4Adaptive) {
 		e.head = frameHead
 	}
 	var head [frameHead]byte // written at each frame

@@ -23,23 +23,30 @@ import (
 // read NONE frames beside LZ4 and ZSTD since before 18.16 (which the tests
 // insert into). So it trades nothing and is always on: blobs and text of
 // high entropy (loadgen's varied rows) fill most frames with such bytes.
+// CompressionLZ4Adaptive also spares compressing them (probeSize).
 type frameWriter struct {
 	lz4  lz4.Compressor
 	zstd *compress.Writer
 	data []byte
-	// plain counts the LZ4 frames sent as NONE frames.
-	plain uint64
+	// plain counts the LZ4 frames sent as NONE frames; probed, those of
+	// them CompressionLZ4Adaptive did not compress past the probe.
+	plain, probed uint64
 }
+
+// probeSize is how much of a frame CompressionLZ4Adaptive compresses to
+// judge the rest: 1/16 of a full frame, many values of a string column.
+const probeSize = 64 << 10
 
 // frameHead is the bytes an LZ4 frame has before its data: an Encoder
 // keeps them free at the start of its buffer, so that a NONE frame is
 // that buffer with its header written in, not a copy of it.
 const frameHead = frameChecksum + frameHeader
 
-// frame returns buf[head:] framed with method (LZ4 or ZSTD), valid until
-// the next call or until buf changes: an LZ4 frame is in the writer's
-// buffer, and so is a NONE frame unless head is frameHead: then it is buf
-// itself with its header in buf[:head]. With ZSTD, head is 0.
+// frame returns buf[head:] framed with method (LZ4, LZ4Adaptive or
+// ZSTD), valid until the next call or until buf changes: an LZ4 frame is
+// in the writer's buffer, and so is a NONE frame unless head is
+// frameHead: then it is buf itself with its header in buf[:head]. With
+// ZSTD, head is 0.
 func (f *frameWriter) frame(method Compression, buf []byte, head int) ([]byte, error) {
 	src := buf[head:]
 	if method == CompressionZSTD {
@@ -58,19 +65,36 @@ func (f *frameWriter) frame(method Compression, buf []byte, head int) ([]byte, e
 	// Not zeroed: CompressBlock writes every byte it reports, and only
 	// those are sent.
 	f.data = f.data[:need]
+	if method == CompressionLZ4Adaptive && len(src) > 2*probeSize {
+		n, err := f.lz4.CompressBlock(src[:probeSize], f.data[frameHead:])
+		if err != nil {
+			return nil, fmt.Errorf("lz4: %w", err)
+		}
+		if n == 0 || n >= probeSize {
+			f.probed++
+			return f.plainFrame(buf, head), nil
+		}
+	}
 	n, err := f.lz4.CompressBlock(src, f.data[frameHead:])
 	if err != nil {
 		return nil, fmt.Errorf("lz4: %w", err)
 	}
 	if n == 0 || n >= len(src) {
-		f.plain++
-		if head == frameHead {
-			return putFrameHeader(buf, methodNone, len(src), len(src)), nil
-		}
-		n = copy(f.data[frameHead:], src) // no room for the header in buf
-		return putFrameHeader(f.data[:frameHead+n], methodNone, n, len(src)), nil
+		return f.plainFrame(buf, head), nil
 	}
 	return putFrameHeader(f.data[:frameHead+n], methodLZ4, n, len(src)), nil
+}
+
+// plainFrame is buf[head:] as a NONE frame: buf itself when head is
+// frameHead, else a copy in the writer's buffer, which must hold it.
+func (f *frameWriter) plainFrame(buf []byte, head int) []byte {
+	src := buf[head:]
+	f.plain++
+	if head == frameHead {
+		return putFrameHeader(buf, methodNone, len(src), len(src))
+	}
+	n := copy(f.data[frameHead:], src) // no room for the header in buf
+	return putFrameHeader(f.data[:frameHead+n], methodNone, n, len(src))
 }
 
 // putFrameHeader writes the header and checksum of the frame of n data

@@ -125,6 +125,42 @@ func TestFrameWriter(t *testing.T) {
 	if !bytes.Equal(frame, chgoFrame(t, compress.None, src)) {
 		t.Error("a NONE frame without room in the buffer: not ch-go's")
 	}
+	// LZ4Adaptive: LZ4's frames where the start shrinks, NONE frames
+	// without compressing the rest where it does not, even when the rest
+	// would have shrunk (the trade that keeps it off by default); frames
+	// too small to probe as LZ4's.
+	mixed := append(incompressible(probeSize, 9), compressible(frameSize-probeSize)...)
+	for _, tc := range []struct {
+		name          string
+		src           []byte
+		plain, probed bool
+	}{
+		{"compressible", compressible(frameSize), false, false},
+		{"incompressible", incompressible(frameSize, 10), true, true},
+		{"varied text", text(frameSize, 11), true, true},
+		{"incompressible start, compressible rest", mixed, true, true},
+		{"compressible start, incompressible rest", append(compressible(probeSize), incompressible(frameSize-probeSize, 12)...), false, false},
+		{"small incompressible", incompressible(2*probeSize, 13), true, false},
+		{"small compressible", compressible(2 * probeSize), false, false},
+	} {
+		poison(f.data[:cap(f.data)])
+		buf := append(make([]byte, frameHead), tc.src...)
+		plain, probed := f.plain, f.probed
+		frame, err := f.frame(CompressionLZ4Adaptive, buf, frameHead)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (f.plain-plain == 1) != tc.plain || (f.probed-probed == 1) != tc.probed {
+			t.Errorf("adaptive, %s: %d plain, %d probed", tc.name, f.plain-plain, f.probed-probed)
+		}
+		want := chgoFrame(t, compress.LZ4, tc.src)
+		if tc.plain {
+			want = chgoFrame(t, compress.None, tc.src)
+		}
+		if !bytes.Equal(frame, want) {
+			t.Errorf("adaptive, %s: not ch-go's frame", tc.name)
+		}
+	}
 	// ZSTD frames are ch-go's.
 	src = compressible(5000)
 	frame, err = f.frame(CompressionZSTD, src, 0)
@@ -189,7 +225,14 @@ func BenchmarkFrame(b *testing.B) {
 // of every value: the server must take both kinds in one insert, their
 // checksums included.
 func TestPlainFramesInserted(t *testing.T) {
+	for _, m := range []Compression{CompressionLZ4, CompressionLZ4Adaptive} {
+		t.Run(m.String(), func(t *testing.T) { testPlainFramesInserted(t, m) })
+	}
+}
+
+func testPlainFramesInserted(t *testing.T, m Compression) {
 	c, ch, db := setup(t)
+	c.opts.Compression, c.enc.method = m, m
 	ctx := context.Background()
 	if err := ch.Exec(ctx, "CREATE TABLE "+db+".f (id UInt32, s String, k UInt64) ENGINE = MergeTree ORDER BY id"); err != nil {
 		t.Fatal(err)
@@ -220,8 +263,8 @@ func TestPlainFramesInserted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.enc.PlainFrames() < 5 {
-		t.Fatalf("%d NONE frames, want the string column's", c.enc.PlainFrames())
+	if c.enc.PlainFrames() < 5 || (m == CompressionLZ4Adaptive) != (c.enc.ProbedFrames() >= 4) {
+		t.Fatalf("%d NONE frames, %d of them probed, want the string column's", c.enc.PlainFrames(), c.enc.ProbedFrames())
 	}
 	var got string
 	var sum uint64
