@@ -262,6 +262,13 @@ func tlsHandshake(ctx context.Context, nc net.Conn, addr string, cfg *tls.Config
 // Server is what the server said about itself.
 func (c *Conn) Server() Server { return c.server }
 
+// UncompressedFrames is how many frames of LZ4 or lz4-adaptive went as
+// NONE frames so far, and how many of them lz4-adaptive sent after
+// compressing only their start (frameWriter).
+func (c *Conn) UncompressedFrames() (plain, probed uint64) {
+	return c.enc.frames.plain, c.enc.frames.probed
+}
+
 // Close closes the connection. It closes the TCP connection without TLS's
 // close_notify, which waits up to 5 s on a peer that stopped reading; the
 // server needs no notice to end a connection.

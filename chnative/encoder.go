@@ -8,8 +8,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-
-	"github.com/ClickHouse/ch-go/compress"
 )
 
 // frameSize is how much uncompressed data goes into one frame, as
@@ -22,8 +20,9 @@ const frameSize = 1 << 20
 // whenever it fills, so a block never exists a second time in memory.
 type Encoder struct {
 	w      *bufio.Writer
-	buf    []byte
-	comp   *compress.Writer
+	buf    []byte // the frame's data after head bytes kept for its header
+	head   int    // frameHead with LZ4 (frameWriter's NONE frames), else 0
+	frames frameWriter
 	method Compression
 	err    error
 	// captured keeps the uncompressed stream instead (NewCapture).
@@ -51,23 +50,36 @@ func (e *Encoder) Encode(write func(*Encoder) error) error {
 	return e.w.Flush()
 }
 
+// PlainFrames is how many LZ4 frames went as NONE frames so far, their
+// bytes incompressible (frameWriter).
+func (e *Encoder) PlainFrames() uint64 { return e.frames.plain }
+
+// ProbedFrames is how many of those CompressionLZ4Adaptive sent plain
+// after compressing only their start.
+func (e *Encoder) ProbedFrames() uint64 { return e.frames.probed }
+
 // Captured is what a capturing Encoder got so far.
 func (e *Encoder) Captured() []byte {
-	e.captured = append(e.captured, e.buf...)
-	e.buf = e.buf[:0]
+	e.captured = append(e.captured, e.buf[e.head:]...)
+	e.buf = e.buf[:e.head]
 	return e.captured
 }
 
 func (e *Encoder) begin(kind uint64) {
 	putUvarint(e.w, kind)
 	putString(e.w, "") // table name: the query's table
-	e.buf = e.buf[:0]
+	e.head = 0
+	if !e.capture && (e.method == CompressionLZ4 || e.method == CompressionLZ4Adaptive) {
+		e.head = frameHead
+	}
+	var head [frameHead]byte // written at each frame
+	e.buf = append(e.buf[:0], head[:e.head]...)
 	e.err = nil
 }
 
 // end writes out what is buffered and reports the first write error.
 func (e *Encoder) end() error {
-	if len(e.buf) > 0 {
+	if len(e.buf) > e.head {
 		e.flush()
 	}
 	return e.err
@@ -76,7 +88,7 @@ func (e *Encoder) end() error {
 func (e *Encoder) flush() {
 	if e.capture {
 		e.captured = append(e.captured, e.buf...)
-		e.buf = e.buf[:0]
+		e.buf = e.buf[:0] // head is 0 when capturing
 		return
 	}
 	if e.method == CompressionNone {
@@ -86,34 +98,29 @@ func (e *Encoder) flush() {
 		e.buf = e.buf[:0]
 		return
 	}
-	if e.comp == nil {
-		m := compress.LZ4
-		if e.method == CompressionZSTD {
-			m = compress.ZSTD
-		}
-		e.comp = compress.NewWriter(compress.LevelZero, m)
-	}
 	if e.err == nil {
-		if err := e.comp.Compress(e.buf); err != nil {
+		// The frame may be e.buf itself: written out before e.buf is
+		// reused.
+		if frame, err := e.frames.frame(e.method, e.buf, e.head); err != nil {
 			e.err = err
-		} else if _, err := e.w.Write(e.comp.Data); err != nil {
+		} else if _, err := e.w.Write(frame); err != nil {
 			e.err = err
 		}
 	}
-	e.buf = e.buf[:0]
+	e.buf = e.buf[:e.head]
 }
 
 // room is the space left in the current frame, after flushing a full one
 // (a length prefix may have taken the frame a few bytes past its size).
 func (e *Encoder) room() int {
-	if len(e.buf) >= frameSize {
+	if len(e.buf)-e.head >= frameSize {
 		e.flush()
 	}
-	return frameSize - len(e.buf)
+	return frameSize - (len(e.buf) - e.head)
 }
 
 func (e *Encoder) grew() {
-	if len(e.buf) >= frameSize {
+	if len(e.buf)-e.head >= frameSize {
 		e.flush()
 	}
 }

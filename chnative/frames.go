@@ -28,6 +28,13 @@ const (
 	// sides and the copy, the cost this exists to drop; TCP's checksum
 	// (and TLS's MAC, with TLS) guards the bytes in transit instead.
 	CompressionNone
+	// CompressionLZ4Adaptive: LZ4 frames, but a frame whose first
+	// probeSize bytes LZ4 cannot shrink goes as a NONE frame without the
+	// rest being compressed (frameWriter). It saves the client's LZ4 time
+	// on incompressible bytes (blobs, random text) and may send a frame
+	// uncompressed that would have shrunk past its start: a trade of bytes
+	// for CPU, so not the default.
+	CompressionLZ4Adaptive
 )
 
 func (m Compression) String() string {
@@ -38,6 +45,8 @@ func (m Compression) String() string {
 		return "zstd"
 	case CompressionNone:
 		return "none"
+	case CompressionLZ4Adaptive:
+		return "lz4-adaptive"
 	}
 	return fmt.Sprintf("Compression(%d)", uint8(m))
 }

@@ -14,12 +14,18 @@ const (
 	// frames, no checksums), for ClickHouse on the same host or a fast
 	// LAN, where compressing costs more CPU than the bytes it saves.
 	CompressionNone = "none"
+	// CompressionLZ4Adaptive: LZ4 frames, but a frame whose first 64 KiB
+	// LZ4 cannot shrink goes uncompressed without the rest being tried:
+	// less of the daemon's CPU on blobs and high-entropy text, at the risk
+	// of sending uncompressed a frame that would have shrunk past its
+	// start (counted in binlog2ch_clickhouse_uncompressed_frames_total).
+	CompressionLZ4Adaptive = "lz4-adaptive"
 )
 
 func (c *Config) validateCompression(d *decoder) {
 	switch p := c.ClickHouse.Compression; p {
-	case CompressionLZ4, CompressionZSTD, CompressionNone:
+	case CompressionLZ4, CompressionZSTD, CompressionNone, CompressionLZ4Adaptive:
 	default:
-		d.problem("clickhouse.compression", fmt.Sprintf("want %s, %s or %s, got %q", CompressionLZ4, CompressionZSTD, CompressionNone, p))
+		d.problem("clickhouse.compression", fmt.Sprintf("want %s, %s, %s or %s, got %q", CompressionLZ4, CompressionZSTD, CompressionNone, CompressionLZ4Adaptive, p))
 	}
 }

@@ -204,7 +204,8 @@ type ClickHouseConfig struct {
 	// and the tombstone filter inside), which binlog2ch keeps in step with
 	// the table's DDL.
 	CurrentViews bool `yaml:"current_views"`
-	// Compression is how inserts travel: lz4, zstd or none (compression.go).
+	// Compression is how inserts travel: lz4, zstd, none or lz4-adaptive
+	// (compression.go).
 	Compression string `yaml:"compression"`
 }
 

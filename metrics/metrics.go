@@ -37,6 +37,12 @@ const (
 	DDLNotUnderstood = "not_understood" // not parsed: stops when it names a replicated table, else counted
 )
 
+// The reasons of binlog2ch_clickhouse_uncompressed_frames_total.
+const (
+	FramesIncompressible = "incompressible"
+	FramesProbe          = "probe"
+)
+
 // Native fallback reasons, the values of binlog2ch_native_fallbacks_total's
 // reason label: why a table's inserts left binlog2ch's native inserter for
 // clickhouse-go. The first three are chnative's protocol surprises (its
@@ -103,6 +109,7 @@ type Metrics struct {
 	TablesFailed       prometheus.Gauge
 	TablesMarkedFailed prometheus.Counter
 	NativeFallbacks    *prometheus.CounterVec
+	UncompressedFrames *prometheus.CounterVec
 	AmbiguousInserts   *prometheus.CounterVec
 	// ReplaySkipped counts rows events a restart did not send again: the
 	// checkpoint recorded their table's rows as stored past its position.
@@ -212,6 +219,8 @@ func New() *Metrics {
 		Help: "Times a table was marked failed because its rows could not be applied (replication.on_table_error: skip_table)."})
 	m.NativeFallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_native_fallbacks_total",
 		Help: "Tables whose inserts switched from binlog2ch's native inserter to clickhouse-go, by reason: unknown_packet, compression, header_type (the server answered with something the native inserter cannot read), header_mismatch (the table's columns differ on the wire from binlog2ch's mapping). Each switch is logged at WARN."}, []string{"reason"})
+	m.UncompressedFrames = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_clickhouse_uncompressed_frames_total",
+		Help: "Frames of 1 MiB of inserts' data sent uncompressed (NONE frames, checksummed) with clickhouse.compression lz4 or lz4-adaptive, by reason: incompressible (LZ4 did not shrink the frame: it goes smaller as it is), probe (lz4-adaptive: LZ4 did not shrink the frame's first 64 KiB, so the rest was not tried)."}, []string{"reason"})
 	m.AmbiguousInserts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_ambiguous_inserts_total",
 		Help: "Blocks that went out whole to ClickHouse before an answer the native inserter cannot read, so that whether ClickHouse stored them is unknown, by outcome: resent (a changelog table's rows counted absent, or a ReplacingMergeTree table, where a second copy carries the same versions), present (a changelog table already holds every row: not sent again), stopped (ClickHouse's rows cannot tell: the daemon stopped naming the table). Each is logged at WARN or ERROR."}, []string{"outcome"})
 	m.ReplaySkipped = prometheus.NewCounter(prometheus.CounterOpts{Name: "binlog2ch_replay_skipped_events_total",
@@ -258,7 +267,7 @@ func New() *Metrics {
 			return 0
 		})
 	m.Registry.MustRegister(m.Rows, m.EventsRead, m.FlushDuration, m.BatchRows, m.QueueRows, m.CheckpointTS, m.CheckpointFile, m.CheckpointPos,
-		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, m.EventsSkipped, m.NativeFallbacks, m.AmbiguousInserts, m.ReplaySkipped, m.MigrationTables,
+		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, m.EventsSkipped, m.NativeFallbacks, m.UncompressedFrames, m.AmbiguousInserts, m.ReplaySkipped, m.MigrationTables,
 		m.TableCopies, m.TablesCopying, m.TablesFailed, m.TablesMarkedFailed,
 		m.CascadedRows, m.CascadeDuration,
 		m.BudgetRate, m.BudgetGranted, m.BudgetWaiting, m.OldestUnsent, m.BufferBytes, m.BufferLimitBytes, m.Writers, lag, sourceLag, ready,
@@ -280,6 +289,9 @@ func New() *Metrics {
 	}
 	for _, r := range FallbackReasons {
 		m.NativeFallbacks.WithLabelValues(r)
+	}
+	for _, r := range []string{FramesIncompressible, FramesProbe} {
+		m.UncompressedFrames.WithLabelValues(r)
 	}
 	for _, o := range AmbiguousOutcomes {
 		m.AmbiguousInserts.WithLabelValues(o)

@@ -26,7 +26,10 @@ const benchMaxLen = 8
 // million rows and its peak RSS. Run it with -benchtime 1x.
 // BINLOG2CH_BENCH_BATCH adds batch settings, e.g. "max_rows: 50000";
 // BINLOG2CH_BENCH_COMPRESSION sets clickhouse.compression (lz4, zstd,
-// none; default lz4).
+// none; default lz4). BINLOG2CH_BENCH_MAXLEN caps strings and blobs as
+// it does for BenchmarkFullSync (unset: 8, Bifrost-sized rows; 0:
+// loadgen's default values, a long tail of about 600 bytes of them a row,
+// issue 33's varied rows); the binlog's bytes per row are reported beside.
 func BenchmarkCatchUp(b *testing.B) {
 	rows := 1_000_000
 	if v := os.Getenv("BINLOG2CH_BENCH_ROWS"); v != "" {
@@ -56,14 +59,19 @@ clickhouse: {addr: [%q], user: %q, password: %q, compression: %s}
 	if err != nil {
 		b.Fatal(err)
 	}
+	maxLen := benchMaxLen
+	if v := os.Getenv("BINLOG2CH_BENCH_MAXLEN"); v != "" {
+		maxLen, _ = strconv.Atoi(v)
+	}
 	fillStart := time.Now()
-	h.fillFieldTest(db, rows, benchMaxLen)
+	h.fillFieldTest(db, rows, maxLen)
 	r0 = h.newReplicator(io.Discard)
 	after, err := r0.currentPosition(context.Background())
 	r0.Close()
 	if err != nil {
 		b.Fatal(err)
 	}
+	binlogBytes := float64(after.Pos-before.Pos) / float64(rows)
 	b.Logf("filled %d rows in %.1fs; binlog grew %d bytes (%.0f bytes/row, one file assumed)", rows, time.Since(fillStart).Seconds(),
 		after.Pos-before.Pos, float64(after.Pos-before.Pos)/float64(rows))
 
@@ -107,6 +115,7 @@ clickhouse: {addr: [%q], user: %q, password: %q, compression: %s}
 	b.ReportMetric(float64(rows)/elapsed.Minutes(), "rows/min")
 	b.ReportMetric(cpu.Seconds()/(float64(rows)/1e6), "cpu-s/Mrows")
 	b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MiB")
+	b.ReportMetric(binlogBytes, "binlog-B/row")
 	if data, err := os.ReadFile(logPath); err == nil {
 		flushes, total := 0, time.Duration(0)
 		for _, line := range strings.Split(string(data), "\n") {

@@ -3,6 +3,7 @@ package sink
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -24,11 +25,11 @@ import (
 // to clickhouse-go. clickhouse-go's connection, opened with the same
 // method, reads them back and inserts a batch of its own.
 func TestCompression(t *testing.T) {
-	for _, method := range []string{config.CompressionLZ4, config.CompressionZSTD, config.CompressionNone} {
+	for _, method := range []string{config.CompressionLZ4, config.CompressionZSTD, config.CompressionNone, config.CompressionLZ4Adaptive} {
 		t.Run(method, func(t *testing.T) {
 			c, logs, m := newTestSink(t, ", compression: "+method)
 			if got, want := c.ins.opts.Compression, map[string]chnative.Compression{"lz4": chnative.CompressionLZ4,
-				"zstd": chnative.CompressionZSTD, "none": chnative.CompressionNone}[method]; got != want {
+				"zstd": chnative.CompressionZSTD, "none": chnative.CompressionNone, "lz4-adaptive": chnative.CompressionLZ4Adaptive}[method]; got != want {
 				t.Fatalf("the native inserter compresses with %s, want %s", got, want)
 			}
 			ctx := context.Background()
@@ -45,6 +46,14 @@ func TestCompression(t *testing.T) {
 				rows := [][]any{{int32(2*i - 1), fmt.Sprintf("row %d", 2*i-1)}, {int32(2 * i), strings.Repeat(fmt.Sprint(i), 10*i)}}
 				if i == 3 {
 					rows[1][1] = strings.Repeat("0123456789abcdef", 3<<20/16)
+				}
+				if i == 4 { // bytes LZ4 cannot shrink: NONE frames with lz4
+					r := rand.New(rand.NewPCG(4, 4))
+					b := make([]byte, 3<<20)
+					for j := range b {
+						b[j] = byte(r.Uint32())
+					}
+					rows[1][1] = string(b)
 				}
 				for _, r := range rows {
 					want[r[0].(int32)] = r[1].(string)
@@ -67,6 +76,30 @@ func TestCompression(t *testing.T) {
 				if err := m.NativeFallbacks.WithLabelValues(r).Write(&got); err != nil || got.GetCounter().GetValue() != 0 {
 					t.Errorf("binlog2ch_native_fallbacks_total{reason=%q} = %v", r, got.GetCounter().GetValue())
 				}
+			}
+			// The incompressible value's frames went uncompressed with lz4
+			// (LZ4 did not shrink them) and lz4-adaptive (its probe saw
+			// they would not shrink), never with zstd or none.
+			frames := map[string]float64{}
+			for _, r := range []string{metrics.FramesIncompressible, metrics.FramesProbe} {
+				var got dto.Metric
+				if err := m.UncompressedFrames.WithLabelValues(r).Write(&got); err != nil {
+					t.Fatal(err)
+				}
+				frames[r] = got.GetCounter().GetValue()
+			}
+			probe, plain := frames[metrics.FramesProbe], frames[metrics.FramesIncompressible]
+			var ok bool
+			switch method {
+			case config.CompressionLZ4:
+				ok = probe == 0 && plain >= 3
+			case config.CompressionLZ4Adaptive:
+				ok = probe >= 2 // and small frames too small to probe
+			default:
+				ok = probe == 0 && plain == 0
+			}
+			if !ok {
+				t.Errorf("binlog2ch_clickhouse_uncompressed_frames_total: %v", frames)
 			}
 			// clickhouse-go's own insert, with the same compression.
 			batch, err := c.conn.PrepareBatch(ctx, "INSERT INTO "+db+".t (id, s)")

@@ -11,6 +11,7 @@ import (
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/chsettings"
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
 
@@ -34,6 +35,8 @@ type inserters struct {
 	tokenOK func(chnative.Server) bool
 	mu      sync.Mutex
 	idle    map[string][]idleConn
+	// frames counts the frames sent uncompressed, by reason (nil: none).
+	frames func(reason string, n uint64)
 }
 
 type idleConn struct {
@@ -57,6 +60,8 @@ func nativeCompression(v string) chnative.Compression {
 		return chnative.CompressionZSTD
 	case config.CompressionNone:
 		return chnative.CompressionNone
+	case config.CompressionLZ4Adaptive:
+		return chnative.CompressionLZ4Adaptive
 	}
 	return chnative.CompressionLZ4
 }
@@ -138,6 +143,7 @@ func (p *inserters) insertNative(ctx context.Context, addr, query string, b *blo
 	}
 	t := b.Target()
 	var encodeErr error
+	plain, probed := c.UncompressedFrames()
 	err = c.Insert(ctx, query, func(cols []chnative.Column) error {
 		return checkHeader(t, cols)
 	}, func(e *chnative.Encoder) error {
@@ -154,6 +160,11 @@ func (p *inserters) insertNative(ctx context.Context, addr, query string, b *blo
 			return permanent(encodeErr) // the batch itself: retrying cannot help
 		}
 		return err
+	}
+	if p.frames != nil {
+		plain2, probed2 := c.UncompressedFrames()
+		p.frames(metrics.FramesIncompressible, plain2-plain-(probed2-probed))
+		p.frames(metrics.FramesProbe, probed2-probed)
 	}
 	p.put(addr, c)
 	return nil

@@ -78,6 +78,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.M
 	c.budget = budget.New(cfg.Batch.MaxInsertsPerSecond, max(1, int(cfg.Batch.MaxInsertsPerSecond)), granted, waiting)
 	c.mem = newMemory(cfg.Batch.MaxBufferBytes)
 	if m != nil {
+		c.ins.frames = func(reason string, n uint64) {
+			if n > 0 {
+				m.UncompressedFrames.WithLabelValues(reason).Add(float64(n))
+			}
+		}
 		c.mem.gauge = m.BufferBytes.Set
 		m.BufferLimitBytes.Set(float64(cfg.Batch.MaxBufferBytes))
 	}
