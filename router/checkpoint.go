@@ -55,7 +55,13 @@ func (s *Router) commit(c source.Commit) {
 // Tick checkpoints once checkpoint.interval has passed since the last
 // save; woken early by a writer's flush, it asks to be called again then.
 func (s *Router) Tick(woken bool) (time.Duration, error) {
-	now := time.Now()
+	// The event just handled read the clock: one read per event, not two
+	// (a clock read cost ~2% of a catch-up's CPU on a VM here).
+	now := s.eventNow
+	if woken || now.IsZero() {
+		now = time.Now()
+	}
+	s.eventNow = time.Time{}
 	if now.Sub(s.pendingNoted) >= pendingEvery {
 		s.notePending(now)
 	}

@@ -41,11 +41,15 @@ type Router struct {
 	readPos, savedPos  *atomic.Pointer[source.Position]
 	mysqlUp            *atomic.Bool
 	checkin            *atomic.Int64
-	sel                *Selection
-	migrations         *migrations
-	copyProgress       atomic.Pointer[[]snapshot.TableStatus] // the running online copy's, latest
-	writers            map[schema.TableName]*tableWriter
-	all                []*tableWriter // every writer started, for shutdown and checkpoints
+	// eventNow is the clock as Event last read it (its monotonic reading
+	// kept), for the Tick after that event (zero: Tick reads it). Both run
+	// on the stream's goroutine.
+	eventNow     time.Time
+	sel          *Selection
+	migrations   *migrations
+	copyProgress atomic.Pointer[[]snapshot.TableStatus] // the running online copy's, latest
+	writers      map[schema.TableName]*tableWriter
+	all          []*tableWriter // every writer started, for shutdown and checkpoints
 	// start runs a writer in its own goroutine.
 	start func(*tableWriter)
 	wg    sync.WaitGroup
@@ -184,7 +188,8 @@ func (rw retiredWriter) past() bool { return rw.w.Done() || rw.w.Flushed() >= rw
 // Event updates liveness and the lag metrics for an event read.
 func (s *Router) Event(e source.Event) {
 	r := s
-	now := time.Now().UnixNano()
+	r.eventNow = time.Now()
+	now := r.eventNow.UnixNano()
 	r.checkin.Store(now) // as checkIn, with the clock read once per event
 	r.mysqlUp.Store(true)
 	if e.Heartbeat {
