@@ -346,6 +346,7 @@ func (d *Conn) read(parser *replication.BinlogParser) {
 				markChecksum(ev, d.format)
 			}
 			d.track(ev)
+			d.pace(ev)
 		}
 		it := item{ev: ev, size: len(data), err: err}
 		if ev != nil {
@@ -357,6 +358,18 @@ func (d *Conn) read(parser *replication.BinlogParser) {
 		if !d.wire.ready() && !d.flush() {
 			return
 		}
+	}
+}
+
+// pace tells the wire whether the stream is catching up: the event read
+// was written over catchingUp seconds ago (a heartbeat: it is not).
+func (d *Conn) pace(ev *replication.BinlogEvent) {
+	switch {
+	case ev == nil:
+	case ev.Header.EventType == replication.HEARTBEAT_EVENT || ev.Header.EventType == replication.HEARTBEAT_LOG_EVENT_V2:
+		d.wire.behind = false
+	case ev.Header.Timestamp != 0:
+		d.wire.behind = int64(ev.Header.Timestamp)+catchingUp < d.wire.now
 	}
 }
 

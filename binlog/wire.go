@@ -33,7 +33,26 @@ type wire struct {
 	buf     []byte
 	r, w    int // the unread bytes are buf[r:w]
 	pool    *bufferPool
+	// behind: the events read are older than catchingUp (Conn.read
+	// says); short: the last read brought less than paceBytes. now is
+	// the clock at the last read, in Unix seconds.
+	behind, short bool
+	now           int64
 }
+
+// While the stream catches up, a read that found little in the socket
+// is followed by a pause of paceWait before the next: the server sends
+// its binlog in pieces of its network buffer (16 KiB), and a reader that
+// keeps up with it read each piece alone, each read a system call, a
+// window update sent back and a wake-up (about half of the CPU of
+// reading a table nobody replicates). The events already read are
+// handed on before the pause; at the binlog's end (events newer than
+// catchingUp) there is none.
+const (
+	paceBytes  = 64 << 10
+	paceWait   = time.Millisecond
+	catchingUp = 2 // seconds
+)
 
 // readBufferSize is the read buffer: a read takes what the socket holds
 // up to it; a payload larger than half of it is read straight into its
@@ -162,12 +181,18 @@ func (c *wire) readFull(p []byte) error {
 
 // read reads once with the stall deadline.
 func (c *wire) read(p []byte) (int, error) {
+	if c.behind && c.short {
+		time.Sleep(paceWait)
+	}
+	now := time.Now()
+	c.now = now.Unix()
 	if c.timeout > 0 {
-		if err := c.nc.SetReadDeadline(time.Now().Add(c.timeout)); err != nil {
+		if err := c.nc.SetReadDeadline(now.Add(c.timeout)); err != nil {
 			return 0, fmt.Errorf("binlog stream: %w", err)
 		}
 	}
 	k, err := c.nc.Read(p)
+	c.short = k < paceBytes
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF // the server closes only between packets after an EOF packet
@@ -205,12 +230,19 @@ func (p *bufferPool) get(n int) []byte {
 	c := sizeClass(n)
 	if c < poolClasses {
 		p.mu.Lock()
+		// A class holds caps up to twice another's: a few of its newest
+		// are looked at for one of n bytes; any of the next class fits.
 		for _, k := range [2]int{c, c + 1} {
 			if k >= poolClasses {
 				break
 			}
-			if l := p.free[k]; len(l) > 0 && cap(l[len(l)-1]) >= n {
-				b := l[len(l)-1]
+			l := p.free[k]
+			for i := len(l) - 1; i >= max(0, len(l)-4); i-- {
+				if cap(l[i]) < n {
+					continue
+				}
+				b := l[i]
+				l[i] = l[len(l)-1]
 				l[len(l)-1] = nil
 				p.free[k] = l[:len(l)-1]
 				p.bytes -= cap(b)
