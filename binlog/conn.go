@@ -336,7 +336,7 @@ func (d *Conn) read(parser *replication.BinlogParser) {
 		case len(data) > 1+4 && replication.EventType(data[1+4]) == replication.TRANSACTION_PAYLOAD_EVENT:
 			// A compressed transaction: its events one at a time, not
 			// go-mysql's whole payload in memory (payload.go).
-			if !d.payload(data[1:]) {
+			if !d.payload(data[1:]) || !d.wire.ready() && !d.flush() {
 				return
 			}
 			continue

@@ -180,3 +180,29 @@ func TestWireSkippedAllocatesNothing(t *testing.T) {
 		t.Errorf("%.1f allocations per packet, want 0", allocs)
 	}
 }
+
+// TestCompressedTransactionLastHandedOn: a compressed transaction that
+// ends what the server has is handed on whole at once, not held until
+// another packet comes.
+func TestCompressedTransactionLastHandedOn(t *testing.T) {
+	b := binlogtest.NewBinlog()
+	b.Add(replication.ANONYMOUS_GTID_EVENT, binlogtest.GTID(1))
+	b.Add(replication.TRANSACTION_PAYLOAD_EVENT, binlogtest.Payload(t, binlogtest.CompressZSTD,
+		binlogtest.Inner(replication.QUERY_EVENT, binlogtest.Query("d", "BEGIN")),
+		binlogtest.Inner(replication.XID_EVENT, binlogtest.XID(9))))
+	d := Read(b.Dial(t, binlogtest.File, 4), Config{Flavor: mysql.MySQLFlavor, Log: slog.New(slog.DiscardHandler)})
+	defer d.Close()
+	// The server then waits for events that never come: a held event
+	// would wait for ever; the test's limit only ends that wait.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		ev, err := d.GetEvent(ctx)
+		if err != nil {
+			t.Fatalf("before the compressed transaction's XID: %v", err)
+		}
+		if x, ok := ev.Event.(*replication.XIDEvent); ok && x.XID == 9 {
+			return
+		}
+	}
+}
