@@ -41,11 +41,18 @@ import (
 // session settings and the event parsing, as its BinlogSyncer does.
 type Conn struct {
 	conn   *client.Conn
-	events chan item
-	// ahead is the bytes of the events read and not yet taken; the reader
-	// waits while it is over MaxAhead (and one event is queued).
+	wire   *wire // nil: the protocol is compressed, which it does not read
+	pool   *bufferPool
+	events chan batch
+	spare  chan []item // batches' slices handed back by GetEvent
+	// ahead and aheadN are the bytes and the number of the events read
+	// and not yet taken (the batch GetEvent takes from included); the
+	// reader waits while they are over MaxAhead or the event cache (and
+	// one event is queued).
 	mu       sync.Mutex
 	ahead    int
+	aheadN   int
+	cache    int
 	room     *sync.Cond
 	closed   bool
 	stopOnce sync.Once
@@ -56,12 +63,29 @@ type Conn struct {
 	format    *replication.FormatDescriptionEvent // the last one read
 	file      string                              // the binlog file being read, for messages
 	zr        *zstd.Decoder                       // made at the first compressed transaction
+	batch     []item                              // the events read and not yet handed on
+	batchSize int
+
+	// GetEvent's state: the batch it takes from, and the event it
+	// returned last with its buffer, for Release.
+	cur     []item
+	curSize int
+	next    int
+	lastEv  *replication.BinlogEvent
+	lastBuf []byte
 }
 
 type item struct {
 	ev   *replication.BinlogEvent
+	buf  []byte // the packet ev was parsed from, owned by ev (nil: not the wire's)
 	size int
 	err  error
+}
+
+// batch is events handed on together.
+type batch struct {
+	items []item
+	size  int
 }
 
 // MaxAhead bounds the bytes of events read ahead of the reader's caller.
@@ -173,7 +197,16 @@ func newParserWith(flavor string, dec *RowsDecoder) *replication.BinlogParser {
 func Read(conn *client.Conn, cfg Config) *Conn {
 	dec := NewRowsDecoder(cfg.RawRows, cfg.Skips)
 	newParser := func() *replication.BinlogParser { return newParserWith(cfg.Flavor, dec) }
-	d := &Conn{conn: conn, events: make(chan item, max(1, cfg.EventCache)), log: cfg.Log.With("component", "binlog"), newParser: newParser}
+	cache := max(1, cfg.EventCache)
+	d := &Conn{conn: conn, pool: &bufferPool{}, events: make(chan batch, cache), spare: make(chan []item, 4), cache: cache,
+		log: cfg.Log.With("component", "binlog"), newParser: newParser, batch: make([]item, 0, batchEvents)}
+	d.pool.poison.Store(poisonReleased.Load())
+	if conn.Compression == mysql.MYSQL_COMPRESS_NONE {
+		// Nothing is buffered in go-mysql's reader: the server sends
+		// nothing after its OK to COM_REGISTER_SLAVE until the dump
+		// command, and the dump's answer is read here alone.
+		d.wire = newWire(conn.Conn.Conn, conn.Sequence, cfg.StallTimeout, d.pool)
+	}
 	d.room = sync.NewCond(&d.mu)
 	go d.read(newParser())
 	return d
@@ -276,13 +309,19 @@ func mysqlGTIDDump(serverID uint32, set []byte) []byte {
 }
 
 // read reads and parses events until the connection fails or is closed.
+// Events are handed on in batches: those whose packets one read of the
+// socket brought, queued before the next read that may wait, so an event
+// read alone is handed on at once and never waits for more.
 func (d *Conn) read(parser *replication.BinlogParser) {
 	defer close(d.events)
 	defer d.closePayloads()
+	defer d.flush() // an error queued last goes too
+	if d.wire == nil {
+		d.queue(item{size: 1, err: errors.New("binlog stream: the connection negotiated the compressed protocol, which binlog2ch does not read")})
+		return
+	}
 	for {
-		var buf eventBuffer
-		err := d.conn.ReadPacketTo(&buf)
-		data := buf.bytes()
+		data, err := d.wire.next()
 		var ev *replication.BinlogEvent
 		switch {
 		case err != nil:
@@ -297,7 +336,7 @@ func (d *Conn) read(parser *replication.BinlogParser) {
 		case len(data) > 1+4 && replication.EventType(data[1+4]) == replication.TRANSACTION_PAYLOAD_EVENT:
 			// A compressed transaction: its events one at a time, not
 			// go-mysql's whole payload in memory (payload.go).
-			if !d.payload(data[1:]) {
+			if !d.payload(data[1:]) || !d.wire.ready() && !d.flush() {
 				return
 			}
 			continue
@@ -307,20 +346,71 @@ func (d *Conn) read(parser *replication.BinlogParser) {
 				markChecksum(ev, d.format)
 			}
 			d.track(ev)
+			d.pace(ev)
 		}
-		if !d.send(item{ev: ev, size: len(data), err: err}) || err != nil {
+		it := item{ev: ev, size: len(data), err: err}
+		if ev != nil {
+			it.buf = data
+		}
+		if !d.queue(it) || err != nil {
+			return
+		}
+		if !d.wire.ready() && !d.flush() {
 			return
 		}
 	}
 }
 
-// send queues an item for GetEvent once the events read ahead leave room
-// for it; it reports false when the connection was closed.
-func (d *Conn) send(it item) bool {
-	if !d.wait(it.size) {
+// pace tells the wire whether the stream is catching up: the event read
+// was written over catchingUp seconds ago (a heartbeat: it is not).
+func (d *Conn) pace(ev *replication.BinlogEvent) {
+	switch {
+	case ev == nil:
+	case ev.Header.EventType == replication.HEARTBEAT_EVENT || ev.Header.EventType == replication.HEARTBEAT_LOG_EVENT_V2:
+		d.wire.behind = false
+	case ev.Header.Timestamp != 0:
+		d.wire.behind = int64(ev.Header.Timestamp)+catchingUp < d.wire.now
+	}
+}
+
+// batchEvents and batchBytes bound a batch of events handed on at once.
+const (
+	batchEvents = 64
+	batchBytes  = 1 << 20
+)
+
+// send queues an item (payload.go); it reports false when the connection
+// was closed.
+func (d *Conn) send(it item) bool { return d.queue(it) }
+
+// queue adds an item to the batch being read, handing the batch on when
+// it is full; it reports false when the connection was closed.
+func (d *Conn) queue(it item) bool {
+	d.batch = append(d.batch, it)
+	d.batchSize += it.size
+	if len(d.batch) < batchEvents && d.batchSize < batchBytes {
+		return true
+	}
+	return d.flush()
+}
+
+// flush hands the batch on for GetEvent once the events read ahead leave
+// room for it; it reports false when the connection was closed.
+func (d *Conn) flush() bool {
+	if len(d.batch) == 0 {
+		return true
+	}
+	b := batch{items: d.batch, size: d.batchSize}
+	if !d.wait(b) {
 		return false
 	}
-	d.events <- it
+	d.events <- b
+	select {
+	case d.batch = <-d.spare:
+	default:
+		d.batch = make([]item, 0, batchEvents)
+	}
+	d.batchSize = 0
 	return true
 }
 
@@ -338,33 +428,86 @@ func (d *Conn) track(ev *replication.BinlogEvent) {
 	}
 }
 
-// wait holds the reader while the events read ahead are over MaxAhead; it
-// reports false when the connection was closed.
-func (d *Conn) wait(size int) bool {
+// wait holds the reader while the events read ahead are over MaxAhead
+// bytes or EventCache events; it reports false when the connection was
+// closed.
+func (d *Conn) wait(b batch) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for !d.closed && d.ahead > 0 && d.ahead+size > MaxAhead {
+	for !d.closed && d.aheadN > 0 && (d.ahead+b.size > MaxAhead || d.aheadN+len(b.items) > d.cache) {
 		d.room.Wait()
 	}
-	d.ahead += size
+	d.ahead += b.size
+	d.aheadN += len(b.items)
 	return !d.closed
 }
 
-// GetEvent returns the next event; ctx ending returns its error.
+// GetEvent returns the next event; ctx ending returns its error. Call it
+// from one goroutine.
 func (d *Conn) GetEvent(ctx context.Context) (*replication.BinlogEvent, error) {
+	d.lastEv, d.lastBuf = nil, nil
+	if d.next < len(d.cur) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		default:
+		}
+		return d.take()
+	}
+	if d.cur != nil {
+		// The batch is done with: its room goes to the reader.
+		d.mu.Lock()
+		d.ahead -= d.curSize
+		d.aheadN -= len(d.cur)
+		d.room.Signal()
+		d.mu.Unlock()
+		clear(d.cur) // its buffers are not the batch's to keep
+		select {
+		case d.spare <- d.cur[:0]:
+		default:
+		}
+		d.cur, d.next = nil, 0
+	}
 	select {
-	case it, ok := <-d.events:
+	case b, ok := <-d.events:
 		if !ok {
 			return nil, errors.New("binlog stream closed")
 		}
-		d.mu.Lock()
-		d.ahead -= it.size
-		d.room.Signal()
-		d.mu.Unlock()
-		return it.ev, it.err
+		d.cur, d.curSize, d.next = b.items, b.size, 0
+		return d.take()
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// take returns the current batch's next event, remembered for Release.
+func (d *Conn) take() (*replication.BinlogEvent, error) {
+	it := d.cur[d.next]
+	d.next++
+	d.lastEv, d.lastBuf = it.ev, it.buf
+	return it.ev, it.err
+}
+
+// Release hands back the buffer of ev, the event GetEvent returned last,
+// once the caller is done with it, if ev is a rows event whose rows the
+// decoder left undecoded (Skipped) and no one decoded since: nothing
+// handed on then refers to its bytes (raw rows and decoded values are
+// only made by decoding), and its buffer serves a later event. The
+// caller must keep nothing of ev itself. Any other event is left to the
+// garbage collector: a table map is kept by the parser, rows decoded
+// raw are read by the sink. Call it from GetEvent's goroutine.
+func (d *Conn) Release(ev *replication.BinlogEvent) {
+	if ev == nil || ev != d.lastEv || d.lastBuf == nil {
+		return
+	}
+	if e, ok := ev.Event.(*replication.RowsEvent); !ok || !Skipped(e) {
+		return
+	}
+	buf := d.lastBuf
+	d.lastEv, d.lastBuf = nil, nil
+	// The batch's copy of the item goes too: it is not read again.
+	d.cur[d.next-1] = item{size: d.cur[d.next-1].size}
+	d.pool.put(buf)
 }
 
 // Close closes the connection; the server's dump thread ends when it next
@@ -383,43 +526,6 @@ func (d *Conn) Close() {
 			}
 		}()
 	})
-}
-
-// eventBuffer receives one packet of the binlog stream: the OK byte, then
-// an event whose header (at offset 9 after the OK byte) gives its size, so
-// the rest lands in one buffer of that size instead of one grown by
-// doubling.
-type eventBuffer struct {
-	head [20]byte
-	n    int // bytes in head
-	b    []byte
-}
-
-func (e *eventBuffer) Write(p []byte) (int, error) {
-	total := len(p)
-	if e.b == nil {
-		k := copy(e.head[e.n:], p)
-		e.n += k
-		p = p[k:]
-		if e.n < len(e.head) {
-			return total, nil
-		}
-		size := int(binary.LittleEndian.Uint32(e.head[10:]))
-		if e.head[0] != mysql.OK_HEADER || size < 19 || size > 1<<30 {
-			size = len(e.head) // not an event, or an implausible size: grow as needed
-		}
-		e.b = make([]byte, 0, 1+size)
-		e.b = append(e.b, e.head[:]...)
-	}
-	e.b = append(e.b, p...)
-	return total, nil
-}
-
-func (e *eventBuffer) bytes() []byte {
-	if e.b == nil {
-		return e.head[:e.n]
-	}
-	return e.b
 }
 
 // erSlaveSameID is MariaDB's ER_SLAVE_SAME_ID, which go-mysql does not

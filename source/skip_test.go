@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/binlog"
 	"github.com/binlog2ch/binlog2ch/binlog/binlogtest"
+	"github.com/binlog2ch/binlog2ch/gtid"
+	"github.com/binlog2ch/binlog2ch/schema"
 )
 
 // The rows of a table the decoder skipped (its table map read while the
@@ -142,5 +145,101 @@ func TestSkippedTableInXAAndCompressedTransactions(t *testing.T) {
 	}
 	if got := runSkipping(t, b, last, true); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("skipping other.t: rows\n%v\nwant\n%v", got, want)
+	}
+}
+
+// selectingRecorder records rows, keeping them as handed on (raw rows
+// still in the event's buffer), and selects other.t at the commit of
+// GTID 2, once the reader has read every event ahead of the stream.
+type selectingRecorder struct {
+	*rowsRecorder
+	t       *testing.T
+	s       *Stream
+	b       *binlogtest.Binlog
+	ctx     context.Context
+	at      Position // the commit to select other.t at
+	kept    []Rows
+	selects bool
+}
+
+func (h *selectingRecorder) Commit(c Commit) {
+	h.rowsRecorder.Commit(c)
+	if c.Position != h.at {
+		return
+	}
+	// The reader has read (and parsed, the decoder skipping other.t)
+	// every event once the server has written the last: its writes on
+	// the in-memory connection return when the reader has read them.
+	for h.b.Sent() < h.b.Events()+1 { // and the rotate before them
+		if h.ctx.Err() != nil {
+			h.t.Errorf("the server sent %d events of %d", h.b.Sent(), h.b.Events()+1)
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h.selects = true
+	if err := h.s.ApplySelection(); err != nil {
+		h.t.Error(err)
+	}
+}
+
+// TestReleasedBuffersAtASelectionChange: the stream reads a binlog over
+// a real connection with released buffers poisoned, and selects a table
+// whose rows events the reader had read ahead and left undecoded: those
+// are decoded by the stream and handed on, never released; their rows,
+// still in the events' buffers, are read after every later event was
+// read and released, and hold what the server wrote.
+func TestReleasedBuffersAtASelectionChange(t *testing.T) {
+	binlog.PoisonReleased(true)
+	defer binlog.PoisonReleased(false)
+	b := binlogtest.NewBinlog()
+	var at uint32
+	for gno := uint64(1); gno <= 60; gno++ {
+		b.Add(replication.ANONYMOUS_GTID_EVENT, binlogtest.GTID(gno))
+		b.Add(replication.QUERY_EVENT, binlogtest.Query("d", "BEGIN"))
+		b.Add(replication.TABLE_MAP_EVENT, binlogtest.TableMap(19, "other", "t"))
+		b.Add(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(19, binlogtest.StmtEnd, false,
+			binlogtest.Image(int64(gno), fmt.Sprintf("other%03d", gno), int32(gno))))
+		b.Add(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t"))
+		b.Add(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd, false, binlogtest.Image(1000+int64(gno), "d", 0)))
+		_, end := b.Add(replication.XID_EVENT, binlogtest.XID(gno))
+		if gno == 2 {
+			at = end
+		}
+	}
+	last := b.End()
+	s := testStream(t)
+	s.srv = Server{Flavor: mysql.MySQLFlavor, ID: "uuid:test", RawRows: true}
+	h := &selectingRecorder{rowsRecorder: &rowsRecorder{}, t: t, s: s, b: b, at: Position{File: binlogtest.File, Pos: at}}
+	h.onRows = func(r Rows) error {
+		h.kept = append(h.kept, r)
+		return nil
+	}
+	s.Selected = func(n schema.TableName) bool { return n.Database == "d" || h.selects }
+	s.testDial = func(pos Position, _ *gtid.Set) (*client.Conn, error) { return b.Dial(t, pos.File, pos.Pos), nil }
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	h.stop, h.cancel, h.ctx = Position{File: binlogtest.File, Pos: last}, cancel, ctx
+	if err := s.Run(ctx, Start{Position: Position{File: binlogtest.File, Pos: 4}}, h); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range h.kept {
+		if r.Table.Database != "other" {
+			continue
+		}
+		if r.Raw == nil {
+			t.Fatalf("other.t's rows at %s not raw", r.At)
+		}
+		for _, img := range binlogtest.SplitImages(r.Raw) {
+			got = append(got, fmt.Sprintf("%d:%s", img[0], img[1]))
+		}
+	}
+	var want []string
+	for gno := 3; gno <= 60; gno++ {
+		want = append(want, fmt.Sprintf("%d:other%03d", gno, gno))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("other.t's rows handed on after it was selected:\n%v\nwant\n%v", got, want)
 	}
 }

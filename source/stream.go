@@ -418,6 +418,9 @@ func (s *Stream) stream(ctx context.Context, from Position, fresh bool, h Handle
 			if err := s.handle(ctx, ev, h); err != nil {
 				return err
 			}
+			// The stream keeps nothing of an event it handled: a rows
+			// event left undecoded gives its buffer back (Release).
+			d.Release(ev)
 		}
 		again, err := h.Tick(woken)
 		if err != nil {

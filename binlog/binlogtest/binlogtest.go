@@ -219,6 +219,7 @@ type Binlog struct {
 
 	mu    sync.Mutex
 	dumps []Dump
+	sent  int // the events the dumps wrote, the client having read them
 }
 
 type fakeEvent struct {
@@ -231,6 +232,10 @@ func NewBinlog() *Binlog {
 	b.Add(replication.FORMAT_DESCRIPTION_EVENT, FormatDescription())
 	return b
 }
+
+// Events is how many events the binlog holds, its format description
+// included; a dump from its start sends them and a rotate before.
+func (b *Binlog) Events() int { return len(b.events) }
 
 // Add appends an event and returns where it starts and ends.
 func (b *Binlog) Add(typ replication.EventType, body []byte) (start, end uint32) {

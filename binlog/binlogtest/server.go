@@ -111,6 +111,14 @@ func (b *Binlog) DialCommand(t testing.TB, cmd []byte) *client.Conn {
 	return conn
 }
 
+// Sent is how many events the dumps wrote; on the in-memory connection
+// a write returns once the client has read it.
+func (b *Binlog) Sent() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sent
+}
+
 // Serve starts the server on a new in-memory connection and returns the
 // client's end, on which the server waits for a dump command. The
 // connection closes when the test ends.
@@ -231,7 +239,13 @@ func (b *Binlog) dump(w *packet.Conn, d Dump) string {
 	}
 	send := func(ev []byte) bool {
 		pkt := append(make([]byte, 4, 5+len(ev)), mysql.OK_HEADER)
-		return w.WritePacket(append(pkt, ev...)) == nil
+		if w.WritePacket(append(pkt, ev...)) != nil {
+			return false
+		}
+		b.mu.Lock()
+		b.sent++
+		b.mu.Unlock()
+		return true
 	}
 	// The fake rotate: timestamp 0, log_pos 0, artificial.
 	rot := Event(replication.ROTATE_EVENT, 0, Rotate(uint32(d.Pos), b.file))
