@@ -22,6 +22,7 @@ func benchCmd(ctx context.Context, e *env, args []string) int {
 	fs := newFlagSet(e, "bench", "[-short] [-scenario LIST] [-mysql URL -clickhouse URL [-cluster NAME]] [-cluster-shards N] [flags]")
 	short := fs.Bool("short", false, "small sizes: 200k catch-up rows, 10 s live phases at 5000 rows/s, 50 tables at 100 rows/s for 10 s")
 	d, ds := bench.Defaults(false), bench.Defaults(true)
+	daemon := fs.String("daemon", "", "run this binlog2ch binary as the daemon instead of this one (to compare two builds side by side)")
 	scenarios := fs.String("scenario", "", fmt.Sprintf("comma-separated scenarios to run, of %s (default all; %s and %s on a cluster)",
 		strings.Join(bench.Scenarios, ", "), bench.ScenarioCatchUp, bench.ScenarioLive))
 	tables := fs.Int("tables", 0, fmt.Sprintf("many-tables: tables (default %d, -short %d)", d.Tables, ds.Tables))
@@ -83,6 +84,9 @@ func benchCmd(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		fmt.Fprintf(e.stderr, "binlog2ch bench: %v\n", err)
 		return exitError
+	}
+	if *daemon != "" {
+		self = *daemon // another build, measured by this one's scenarios
 	}
 	o.Daemon = func(config string) *exec.Cmd {
 		return exec.Command(self, "run", "-config", config, "-log-format", "json")
@@ -164,6 +168,9 @@ func benchCmd(ctx context.Context, e *env, args []string) int {
 		return exitError
 	}
 	rep.Binlog2ch = buildVersion()
+	if *daemon != "" {
+		rep.Binlog2ch += ", the daemon " + *daemon
+	}
 	rep.Settings += limitNote
 	fmt.Fprintln(e.stdout)
 	rep.Table(e.stdout)
