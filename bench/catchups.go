@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/binlog2ch/binlog2ch/loadgen"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
@@ -40,23 +39,10 @@ type Excluded struct {
 // excluded fills a table tables.exclude drops with the daemon stopped,
 // then times the daemon until its checkpoint passes the rows.
 func (r *run) excluded(ctx context.Context, rep *Report) (Scenario, error) {
-	s := Scenario{Name: ScenarioExcluded}
-	if err := r.stopDaemon(); err != nil {
-		return s, err
-	}
 	lo := r.loadOptions()
 	lo.Table, lo.Count = excludedTable, r.o.CatchUpRows
-	fmt.Fprintf(r.log, "%s: writing %d rows of %s, which the daemon's tables.exclude drops, with the daemon stopped\n", s.Name, lo.Count, excludedTable)
-	binlog0, err := r.binlogBytes(ctx)
+	s, _, err := r.fill(ctx, ScenarioExcluded, lo, " of "+excludedTable+", which the daemon's tables.exclude drops,")
 	if err != nil {
-		return s, err
-	}
-	res, err := loadgen.Run(ctx, *lo)
-	if err != nil {
-		return s, err
-	}
-	s.Rows = res.Inserted
-	if s.BinlogBytesPerRow, err = r.binlogPerRow(ctx, binlog0, s.Rows); err != nil {
 		return s, err
 	}
 	end, err := r.binlogEnd(ctx)

@@ -35,25 +35,35 @@ func (r *run) catchUp(ctx context.Context) (Scenario, error) {
 	return s, nil
 }
 
+// fill stops the daemon and writes lo's rows: the scenario with its rows
+// and the binlog bytes they took. what says what the rows are to the log.
+func (r *run) fill(ctx context.Context, name string, lo *loadgen.Options, what string) (Scenario, loadgen.Result, error) {
+	s := Scenario{Name: name}
+	if err := r.stopDaemon(); err != nil {
+		return s, loadgen.Result{}, err
+	}
+	fmt.Fprintf(r.log, "%s: writing %d rows%s with the daemon stopped\n", name, lo.Count, what)
+	binlog0, err := r.binlogBytes(ctx)
+	if err != nil {
+		return s, loadgen.Result{}, err
+	}
+	res, err := loadgen.Run(ctx, *lo)
+	if err != nil {
+		return s, res, err
+	}
+	s.Rows = res.Inserted
+	if s.BinlogBytesPerRow, err = r.binlogPerRow(ctx, binlog0, s.Rows); err != nil {
+		return s, res, err
+	}
+	return s, res, nil
+}
+
 // fillAndCatchUp writes lo's rows with the daemon stopped, then starts it
 // and times it until ClickHouse holds them all. The daemon is left
 // running.
 func (r *run) fillAndCatchUp(ctx context.Context, name string, lo *loadgen.Options) (Scenario, error) {
-	s := Scenario{Name: name}
-	if err := r.stopDaemon(); err != nil {
-		return s, err
-	}
-	fmt.Fprintf(r.log, "%s: writing %d rows with the daemon stopped\n", name, lo.Count)
-	binlog0, err := r.binlogBytes(ctx)
+	s, res, err := r.fill(ctx, name, lo, "")
 	if err != nil {
-		return s, err
-	}
-	res, err := loadgen.Run(ctx, *lo)
-	if err != nil {
-		return s, err
-	}
-	s.Rows = res.Inserted
-	if s.BinlogBytesPerRow, err = r.binlogPerRow(ctx, binlog0, s.Rows); err != nil {
 		return s, err
 	}
 	fmt.Fprintf(r.log, "%s: %d rows in MySQL (%.0f rows/s); starting the daemon\n", name, res.Inserted, res.RowsPerSecond())

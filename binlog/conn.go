@@ -495,7 +495,8 @@ func (d *Conn) take() (*replication.BinlogEvent, error) {
 // only made by decoding), and its buffer serves a later event. The
 // caller must keep nothing of ev itself. Any other event is left to the
 // garbage collector: a table map is kept by the parser, rows decoded
-// raw are read by the sink. Call it from GetEvent's goroutine.
+// raw go on with their buffer (Own). Call it from GetEvent's
+// goroutine.
 func (d *Conn) Release(ev *replication.BinlogEvent) {
 	if ev == nil || ev != d.lastEv || d.lastBuf == nil {
 		return
@@ -508,6 +509,48 @@ func (d *Conn) Release(ev *replication.BinlogEvent) {
 	// The batch's copy of the item goes too: it is not read again.
 	d.cur[d.next-1] = item{size: d.cur[d.next-1].size}
 	d.pool.put(buf)
+}
+
+// Lease is the buffer a rows event was read into, handed on with the
+// event's raw rows (Own) to whoever reads them last: it gives the buffer
+// back with Free, and a later event is read into it instead of a fresh
+// one (a fresh one is allocated and zeroed: a tenth of a catch-up of
+// large rows). The zero Lease holds nothing.
+type Lease struct {
+	buf  []byte
+	pool *bufferPool
+}
+
+// Free gives the buffer back. Call it once, from any goroutine, when
+// nothing reads the event's bytes any more (its raw rows, values go-mysql
+// decoded from them, the event itself); a copy of the Lease must not be
+// freed too.
+func (l Lease) Free() {
+	if l.pool != nil {
+		l.pool.put(l.buf)
+	}
+}
+
+// Own hands the caller the buffer of ev, the event GetEvent returned last,
+// if ev is a rows event whose rows stayed raw (RawRows) and the buffer is
+// the wire's: Release then leaves it alone, and the caller (or whoever it
+// passes the Lease to) frees it. Any other event gets the zero Lease.
+// Call it from GetEvent's goroutine; a nil Conn owns nothing.
+func (d *Conn) Own(ev *replication.BinlogEvent) Lease {
+	if d == nil || ev == nil || ev != d.lastEv || d.lastBuf == nil {
+		return Lease{}
+	}
+	e, ok := ev.Event.(*replication.RowsEvent)
+	if !ok || len(e.Rows) != 1 || len(e.Rows[0]) != 1 {
+		return Lease{}
+	}
+	if _, ok := e.Rows[0][0].(RawRows); !ok {
+		return Lease{}
+	}
+	l := Lease{buf: d.lastBuf, pool: d.pool}
+	d.lastEv, d.lastBuf = nil, nil
+	d.cur[d.next-1] = item{size: d.cur[d.next-1].size}
+	return l
 }
 
 // Close closes the connection; the server's dump thread ends when it next

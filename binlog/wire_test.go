@@ -118,6 +118,74 @@ func TestReleasedBuffers(t *testing.T) {
 	}
 }
 
+// TestOwnedBuffers: a raw rows event's buffer handed on (Own) stays the
+// holder's until it frees it, whatever is read meanwhile (Release leaves
+// it alone), then is poisoned (put back in the pool); only the last
+// event's, only once, and only a raw rows event's is handed on.
+func TestOwnedBuffers(t *testing.T) {
+	PoisonReleased(true)
+	defer PoisonReleased(false)
+	b := binlogtest.NewBinlog()
+	for i := range 40 {
+		b.Add(replication.QUERY_EVENT, binlogtest.Query("d", "BEGIN"))
+		b.Add(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t"))
+		b.Add(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd, false, binlogtest.Image(int64(i), fmt.Sprintf("owned%03d", i), 1)))
+		b.Add(replication.XID_EVENT, binlogtest.XID(uint64(i)))
+	}
+	d := Read(b.Dial(t, binlogtest.File, 4), Config{Flavor: mysql.MySQLFlavor, RawRows: true, Log: slog.New(slog.DiscardHandler)})
+	defer d.Close()
+	type owned struct {
+		raw   RawRows
+		lease Lease
+	}
+	var held []owned
+	var prev *replication.BinlogEvent
+	for xids := 0; xids < 40; {
+		ev, err := d.GetEvent(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l := d.Own(prev); l.pool != nil {
+			t.Fatalf("the event before the last one was handed on")
+		}
+		switch e := ev.Event.(type) {
+		case *replication.XIDEvent:
+			xids++
+			// The first half is freed as it goes: the second half's
+			// events then read into those buffers, which must not touch
+			// the half still held.
+			if xids <= 20 {
+				held[xids-1].lease.Free()
+			}
+		case *replication.RowsEvent:
+			l := d.Own(ev)
+			if l.pool == nil {
+				t.Fatalf("rows event %d: no buffer handed on", len(held))
+			}
+			if again := d.Own(ev); again.pool != nil {
+				t.Fatalf("rows event %d handed on twice", len(held))
+			}
+			held = append(held, owned{e.Rows[0][0].(RawRows), l})
+		default:
+			if l := d.Own(ev); l.pool != nil {
+				t.Fatalf("%T handed on", ev.Event)
+			}
+		}
+		d.Release(ev)
+		prev = ev
+	}
+	for i, h := range held {
+		has := bytes.Contains(h.raw, fmt.Appendf(nil, "owned%03d", i))
+		if i < 20 && has {
+			t.Errorf("rows event %d still holds its rows after its buffer was freed", i)
+		}
+		if i >= 20 && !has {
+			t.Errorf("rows event %d, its buffer held, lost its rows: %q", i, h.raw)
+		}
+	}
+	Lease{}.Free() // the zero Lease frees nothing
+}
+
 // loopConn is a net.Conn that reads the same bytes over and over.
 type loopConn struct {
 	net.Conn

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/binlog"
 	"github.com/binlog2ch/binlog2ch/ddl"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/source"
@@ -143,6 +144,9 @@ func (f *Follower) Rows(ctx context.Context, e source.Rows) error {
 	// InnoDB's cascades, unless the session had foreign_key_checks=0 (none
 	// then) or the server wrote them itself (MySQL 9.6+'s SQL-layer keys).
 	if f.keys != nil && e.Flags&(source.RowsNoForeignKeyChecks|source.RowsSQLForeignKeys) == 0 && f.cascades(e.Table, e.Op) {
+		// The cascade decodes the rows (Values), and the values point
+		// into the event's buffer: it stays the GC's.
+		e.Lease = binlog.Lease{}
 		f.ctx = ctx
 		if err := f.needReferenced(e); err != nil {
 			return err

@@ -154,6 +154,21 @@ func procCPU(pid int) time.Duration {
 // binlogSize is the size of the server's binlog files together (a
 // position's difference misses a rotation).
 func (h *harness) binlogSize() int64 {
+	var total int64
+	for _, l := range h.binaryLogs() {
+		total += l.size
+	}
+	return total
+}
+
+// binaryLog is a line of SHOW BINARY LOGS.
+type binaryLog struct {
+	name string
+	size int64
+}
+
+// binaryLogs lists the server's binlog files.
+func (h *harness) binaryLogs() []binaryLog {
 	h.t.Helper()
 	rows, err := h.my.Query("SHOW BINARY LOGS")
 	if err != nil {
@@ -166,13 +181,16 @@ func (h *harness) binlogSize() int64 {
 	for i := range vals {
 		dest[i] = &vals[i]
 	}
-	var total int64
+	var logs []binaryLog
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			h.t.Fatal(err)
 		}
 		n, _ := strconv.ParseInt(string(vals[1]), 10, 64)
-		total += n
+		logs = append(logs, binaryLog{string(vals[0]), n})
 	}
-	return total
+	if err := rows.Err(); err != nil {
+		h.t.Fatal(err)
+	}
+	return logs
 }

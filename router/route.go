@@ -258,7 +258,7 @@ func (s *Router) send(ctx context.Context, e source.Rows) error {
 	if s.skipping[e.Table] {
 		return nil // failed: its copy brings these rows
 	}
-	m := sink.Message{Schema: e.Schema, Rows: e.Rows, Partial: e.Partial, Raw: e.Raw, Op: e.Op, Version: e.Version, Versions: e.Versions, At: e.At}
+	m := sink.Message{Schema: e.Schema, Rows: e.Rows, Partial: e.Partial, Raw: e.Raw, Lease: e.Lease, Op: e.Op, Version: e.Version, Versions: e.Versions, At: e.At}
 	if size := int64(len(e.Raw)); size > 0 {
 		if err := s.awaitQueueRoom(ctx, size); err != nil {
 			return err

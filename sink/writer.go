@@ -33,6 +33,9 @@ type Message struct {
 	// NOBLOB or MINIMAL; partial.go).
 	Partial *source.Images
 	Raw     binlog.RawRows // the row images undecoded, instead of Rows
+	// Lease is the event buffer Raw lies in, freed once the rows are in
+	// the block (a message dropped unapplied leaves it to the GC).
+	Lease binlog.Lease
 	// Result is rows a table copy read in MySQL's binary protocol, framed
 	// by mysqlproto, whose columns are ResultCols: the writer decodes them
 	// straight into its block (instead of Rows).
@@ -309,8 +312,9 @@ func (w *Writer) run(parent context.Context) (err error) {
 				m.Taken()
 			}
 			if err != nil {
-				return err
+				return err // the Lease too: an error may point into it
 			}
+			m.Lease.Free() // the block holds copies of what it read
 			w.lastSeq = m.Seq
 			if len(m.Raw) > largeEvent || len(m.Result) > largeEvent {
 				// The event's buffer is garbage now: give it back before

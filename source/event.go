@@ -48,6 +48,11 @@ type Rows struct {
 	Op     Op
 	Rows   [][]any        // decoded by go-mysql, when Raw is nil
 	Raw    binlog.RawRows // the row images undecoded (see binlog.RowsDecoder)
+	// Lease, with Raw, is the event buffer Raw lies in: the writer that
+	// takes the rows frees it. Whoever decodes Raw with Values, or keeps
+	// the rows past the writer, zeroes it in its copy first: the values
+	// point into the buffer.
+	Lease binlog.Lease
 	// Version is the _version of the event's first row; Versions is how
 	// many distinct versions its rows get: row i has Version +
 	// min(i, Versions-1) (see RowVersion).

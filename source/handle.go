@@ -284,7 +284,7 @@ func (s *Stream) rows(ctx context.Context, ev *replication.BinlogEvent, e *repli
 	r.Flags = e.Flags
 	if len(e.Rows) == 1 && len(e.Rows[0]) == 1 {
 		if raw, ok := e.Rows[0][0].(binlog.RawRows); ok {
-			r.Raw = raw
+			r.Raw, r.Lease = raw, s.conn.Own(ev)
 			r.decode = func() ([][]any, error) {
 				// A copy keeps the event as the writer will read it.
 				c := *e

@@ -66,8 +66,11 @@ type Stream struct {
 	expect      *History // the history the stream must find at its start
 	// skipTo, while not 0, skips the events of a compressed transaction
 	// up to its last (which ends there): checkHistory consumed it.
-	skipTo    uint32
-	boundary  Position     // the last transaction boundary
+	skipTo   uint32
+	boundary Position // the last transaction boundary
+	// conn is the connection being read, whose raw rows events hand their
+	// buffers on (binlog.Conn.Own); nil between connections.
+	conn      *binlog.Conn
 	resume    Position     // where to reconnect: boundary, or the oldest prepared XA's start
 	xa        *openXA      // the XA transaction being read, before its XA PREPARE
 	prepared  []preparedXA // XA transactions prepared, outcome not read yet; oldest first
@@ -390,6 +393,8 @@ func (s *Stream) stream(ctx context.Context, from Position, fresh bool, h Handle
 		return err
 	}
 	defer d.Close()
+	s.conn = d
+	defer func() { s.conn = nil }()
 	s.pos = from
 	if s.fileIdx, err = FileIndex(from.File); err != nil {
 		return fatalError{err}
