@@ -177,6 +177,54 @@ func (e *Encoder) Bytes(p []byte) {
 	e.bytes(p)
 }
 
+// directMin is the size from which Direct frames bytes where they lie:
+// below it a frame of its own costs more than the copy it saves.
+const directMin = 64 << 10
+
+// Direct appends p[head:], as Bytes does, but large data is not copied
+// into the frame buffer: what is buffered goes out as a frame, then the
+// data as frames of its own, compressed from where it lies. head is 0 or
+// FrameHead: bytes before the data the header of a NONE frame (data LZ4
+// did not shrink) may be written into, so that it goes out from p
+// itself; without them it is copied into a frame. p must not change
+// meanwhile; its head bytes are overwritten.
+func (e *Encoder) Direct(p []byte, head int) {
+	data := p[head:]
+	if e.capture || len(data) < directMin {
+		e.Bytes(data)
+		return
+	}
+	if len(e.buf) > e.head {
+		e.flush()
+	}
+	if e.err != nil {
+		return
+	}
+	for len(data) > 0 {
+		n := min(len(data), frameSize)
+		var frame []byte
+		var err error
+		switch {
+		case e.method == CompressionNone:
+			frame = data[:n]
+		case head == frameHead && n == len(p)-head && e.method != CompressionZSTD:
+			// The whole of p in one frame: its header goes in the head
+			// bytes. (A later frame's would overwrite the data before.)
+			frame, err = e.frames.frame(e.method, p, head)
+		default:
+			frame, err = e.frames.frame(e.method, data[:n], 0)
+		}
+		if err == nil {
+			_, err = e.w.Write(frame)
+		}
+		if err != nil {
+			e.err = err
+			return
+		}
+		data = data[n:]
+	}
+}
+
 // Gather appends the size-byte values at the indexes sel of data, in that
 // order: a column's selected rows, copied as many to a frame at a time as
 // fit.

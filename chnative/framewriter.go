@@ -42,6 +42,10 @@ const probeSize = 64 << 10
 // that buffer with its header written in, not a copy of it.
 const frameHead = frameChecksum + frameHeader
 
+// FrameHead is the bytes free before data that Encoder.Direct writes a
+// frame's header into.
+const FrameHead = frameHead
+
 // frame returns buf[head:] framed with method (LZ4, LZ4Adaptive or
 // ZSTD), valid until the next call or until buf changes: an LZ4 frame is
 // in the writer's buffer, and so is a NONE frame unless head is

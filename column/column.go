@@ -8,11 +8,14 @@
 package column
 
 import (
+	"encoding/binary"
 	"slices"
 	"time"
 	"unsafe"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/binlog2ch/binlog2ch/chnative"
 )
 
 // DayMicros is a day in the Unix microseconds Time holds.
@@ -131,6 +134,9 @@ func (b *Num[T]) AppendTo(c driver.BatchColumn) error {
 // Str holds byte strings in an arena of chunks: appending copies the
 // bytes (the binlog event or result buffer they come from is reused), and
 // the hand-off points strings into the arena instead of allocating each.
+// Each value is held as Native's String has it on the wire, its length
+// as a uvarint then its bytes (a record), so that a whole column is
+// encoded as its chunks, not value by value (Chunks).
 // A chunk that reached chunkMax bytes is kept as it is and values go on in
 // another, so the arena never grows by copying what it holds (a batch's
 // string columns are tens of MiB: growth by reallocation copied each
@@ -141,16 +147,42 @@ type Str struct {
 	Arena  []byte      // the chunk values are appended to, the last
 	base   int         // the offset of arena[0] among the buffer's bytes
 	chunks []fullChunk // the chunks before arena, in order
-	spare  [][]byte    // emptied chunks, for reuse
-	Ends   []int       // each value's end, an offset among the buffer's bytes
-	strs   []string    // scratch for the hand-off
-	ptrs   []*string   // scratch for Nullable hand-off
+	spare  []fullChunk // emptied chunks, for reuse (their base unused)
+	// framed is the allocation Arena was made at the end of, its first
+	// chnative.FrameHead bytes free for a frame's header (nil: none, or
+	// Arena grew out of it).
+	framed []byte
+	Ends   []int     // each value's end, an offset among the buffer's bytes
+	strs   []string  // scratch for the hand-off
+	ptrs   []*string // scratch for Nullable hand-off
 }
 
 // fullChunk is a chunk values are no longer appended to.
 type fullChunk struct {
-	data []byte
-	base int
+	data   []byte
+	base   int
+	framed []byte // data with room for a frame header before it, or nil
+}
+
+// headroom is the bytes a chunk is allocated with before its data: a
+// NONE frame of the chunk is then written from the chunk itself
+// (chnative.Encoder.Direct), its header in front, instead of a copy.
+const headroom = chnative.FrameHead
+
+// newChunk allocates an empty chunk of capacity n, with headroom.
+func newChunk(n int) (data, framed []byte) {
+	framed = make([]byte, headroom, headroom+n)
+	return framed[headroom:], framed
+}
+
+// withHead is data with the headroom before it, if it still lies at the
+// end of framed's headroom (an append that outgrew it moved it), else
+// nil.
+func withHead(data, framed []byte) []byte {
+	if len(data) == 0 || cap(framed) < headroom+len(data) || unsafe.SliceData(framed[headroom:]) != unsafe.SliceData(data) {
+		return nil
+	}
+	return framed[:headroom+len(data)]
 }
 
 // chunkMax is the size of a chunk: large enough that a batch's column
@@ -163,23 +195,99 @@ const chunkMax = 1 << 20
 // numbers as text), so those never outgrow a chunk.
 const sealRoom = 256
 
-func (b *Str) AddString(s string) { b.Room(len(s)); b.Arena = append(b.Arena, s...); b.End() }
-func (b *Str) AddBytes(p []byte)  { b.Room(len(p)); b.Arena = append(b.Arena, p...); b.End() }
-func (b *Str) End()               { b.closeValue(); b.mark(false) }
-func (b *Str) AppendNull()        { b.Ends = append(b.Ends, b.base+len(b.Arena)); b.mark(true) }
-func (b *Str) Len() int           { return len(b.Ends) }
+// AddString and AddBytes append a value whose length they know: its
+// record is written in one go.
+func (b *Str) AddString(s string) {
+	b.Room(len(s))
+	b.Arena = binary.AppendUvarint(b.Arena, uint64(len(s)))
+	b.Arena = append(b.Arena, s...)
+	b.closeValue()
+	b.mark(false)
+}
 
-// Room makes room for a value of n bytes: when the full-size chunk being
-// filled lacks it, the value goes into the next chunk instead of the chunk
-// being copied into a larger one. (A value larger than a chunk grows an
-// empty one to its size.)
+func (b *Str) AddBytes(p []byte) {
+	b.Room(len(p))
+	if len(p) < 0x80 {
+		b.Arena = append(b.Arena, byte(len(p)))
+	} else {
+		b.Arena = binary.AppendUvarint(b.Arena, uint64(len(p)))
+	}
+	b.Arena = append(b.Arena, p...)
+	b.closeValue()
+	b.mark(false)
+}
+
+// End ends a value its converter appended to Arena itself: its length
+// goes in front of it (the value moved up by the uvarint's bytes, one
+// below 128 bytes; such values are short, dates and numbers as text).
+func (b *Str) End() {
+	start := b.open()
+	n := len(b.Arena) - start
+	if n < 0x80 {
+		b.Arena = append(b.Arena, 0)
+		copy(b.Arena[start+1:], b.Arena[start:start+n])
+		b.Arena[start] = byte(n)
+		b.closeValue()
+		b.mark(false)
+		return
+	}
+	k := uvarintLen(n)
+	b.Arena = append(b.Arena, make([]byte, k)...)
+	copy(b.Arena[start+k:], b.Arena[start:start+n])
+	binary.PutUvarint(b.Arena[start:], uint64(n))
+	b.closeValue()
+	b.mark(false)
+}
+
+// AppendNull appends an empty value marked NULL (Native holds a NULL's
+// place in the data as the type's default).
+func (b *Str) AppendNull() {
+	b.Room(1)
+	b.Arena = append(b.Arena, 0)
+	b.closeValue()
+	b.mark(true)
+}
+
+func (b *Str) Len() int { return len(b.Ends) }
+
+// open is where in Arena the value being appended starts: after the last
+// value, or at the chunk's start when that one is in an earlier chunk.
+func (b *Str) open() int {
+	if n := len(b.Ends); n > 0 && b.Ends[n-1] > b.base {
+		return b.Ends[n-1] - b.base
+	}
+	return 0
+}
+
+// uvarintLen is the bytes of n as a uvarint.
+func uvarintLen(n int) int {
+	k := 1
+	for x := uint64(n); x >= 0x80; x >>= 7 {
+		k++
+	}
+	return k
+}
+
+// payload is a record's value: its bytes after the length.
+func payload(rec []byte) []byte {
+	if rec[0] < 0x80 {
+		return rec[1:]
+	}
+	_, k := binary.Uvarint(rec)
+	return rec[k:]
+}
+
+// Room makes room for a value of n bytes and its length: when the
+// full-size chunk being filled lacks it, the value goes into the next
+// chunk instead of the chunk being copied into a larger one. (A value
+// larger than a chunk grows an empty one to its size.)
 func (b *Str) Room(n int) {
-	if cap(b.Arena)-len(b.Arena) < n && cap(b.Arena) >= chunkMax && len(b.Arena) > 0 {
+	if cap(b.Arena)-len(b.Arena) < n+binary.MaxVarintLen64 && cap(b.Arena) >= chunkMax && len(b.Arena) > 0 {
 		b.nextChunk()
 	}
 }
 
-// closeValue ends the value appended to the arena, and the chunk when it
+// closeValue ends the record appended to the arena, and the chunk when it
 // is about full.
 func (b *Str) closeValue() {
 	b.Ends = append(b.Ends, b.base+len(b.Arena))
@@ -190,16 +298,17 @@ func (b *Str) closeValue() {
 
 // nextChunk keeps the arena as a full chunk and continues in an empty one.
 func (b *Str) nextChunk() {
-	b.chunks = append(b.chunks, fullChunk{data: b.Arena, base: b.base})
+	b.chunks = append(b.chunks, fullChunk{data: b.Arena, base: b.base, framed: withHead(b.Arena, b.framed)})
 	b.base += len(b.Arena)
 	if n := len(b.spare); n > 0 {
-		b.Arena, b.spare = b.spare[n-1], b.spare[:n-1]
+		sp := b.spare[n-1]
+		b.Arena, b.framed, b.spare = sp.data, sp.framed, b.spare[:n-1]
 	} else {
-		b.Arena = make([]byte, 0, chunkMax)
+		b.Arena, b.framed = newChunk(chunkMax)
 	}
 }
 
-// BytesHeld is the bytes of the values.
+// BytesHeld is the bytes of the records: the values and their lengths.
 func (b *Str) BytesHeld() int { return b.base + len(b.Arena) }
 
 func (b *Str) Truncate(n int) {
@@ -210,10 +319,10 @@ func (b *Str) Truncate(n int) {
 	}
 	// Back to the chunk the n-th value ended in; the later ones are spare.
 	for end < b.base && len(b.chunks) > 0 {
-		b.keepSpare(b.Arena)
+		b.keepSpare(b.Arena, b.framed)
 		last := b.chunks[len(b.chunks)-1]
 		b.chunks = b.chunks[:len(b.chunks)-1]
-		b.Arena, b.base = last.data, last.base
+		b.Arena, b.base, b.framed = last.data, last.base, last.framed
 	}
 	b.Arena = b.Arena[:end-b.base]
 	if b.Nullable {
@@ -223,17 +332,21 @@ func (b *Str) Truncate(n int) {
 
 // keepSpare keeps an emptied chunk for reuse, unless a large value made
 // it much larger than a chunk.
-func (b *Str) keepSpare(c []byte) {
-	if cap(c) <= 2*chunkMax {
-		b.spare = append(b.spare, c[:0])
+func (b *Str) keepSpare(c, framed []byte) {
+	if cap(c) > 0 && cap(c) <= 2*chunkMax {
+		if withHead(c[:1], framed) == nil {
+			framed = nil
+		}
+		b.spare = append(b.spare, fullChunk{data: c[:0], framed: framed})
 	}
 }
 
 func (b *Str) Reset()           { b.Truncate(0) }
 func (b *Str) Fill() (int, int) { return len(b.Ends), b.BytesHeld() }
 func (b *Str) Reserve(values, bytes int) {
-	if len(b.chunks) == 0 && len(b.spare) == 0 {
-		b.Arena = slices.Grow(b.Arena, min(bytes, chunkMax))
+	if n := min(bytes, chunkMax); len(b.chunks) == 0 && len(b.spare) == 0 && cap(b.Arena) < n {
+		data, framed := newChunk(n)
+		b.Arena, b.framed = append(data, b.Arena...), framed
 	}
 	b.Ends = slices.Grow(b.Ends, values)
 	b.Nulls.Reserve(values)
@@ -241,7 +354,10 @@ func (b *Str) Reserve(values, bytes int) {
 func (b *Str) Size() int { return b.BytesHeld() + 8*len(b.Ends) }
 
 // value is value i's bytes.
-func (b *Str) value(i int) []byte {
+func (b *Str) value(i int) []byte { return payload(b.record(i)) }
+
+// record is value i's record.
+func (b *Str) record(i int) []byte {
 	start := 0
 	if i > 0 {
 		start = b.Ends[i-1]
@@ -294,16 +410,41 @@ func (it *strIter) load() {
 }
 
 // next returns the next value's bytes.
-func (it *strIter) next() []byte {
+func (it *strIter) next() []byte { return payload(it.nextRecord()) }
+
+// nextRecord returns the next value's record.
+func (it *strIter) nextRecord() []byte {
 	end := it.b.Ends[it.i]
 	it.i++
 	for end > it.limit { // the value is in a later chunk
 		it.k++
 		it.load()
 	}
-	v := it.data[it.start-it.base : end-it.base]
+	start := max(it.start, it.base) // a value in a later chunk starts at its start
+	v := it.data[start-it.base : end-it.base]
 	it.start = end
 	return v
+}
+
+// Chunks calls fn with the records of every value in order, as few
+// slices as the chunks hold them in: a String column's Native data. Each
+// is records[head:], head being 0 or chnative.FrameHead bytes free before
+// the records (Encoder.Direct).
+func (b *Str) Chunks(fn func(records []byte, head int)) {
+	for _, c := range b.chunks {
+		chunk(fn, c.data, c.framed)
+	}
+	chunk(fn, b.Arena, withHead(b.Arena, b.framed))
+}
+
+func chunk(fn func(records []byte, head int), data, framed []byte) {
+	switch {
+	case len(data) == 0:
+	case framed != nil && len(framed) == headroom+len(data):
+		fn(framed, headroom)
+	default:
+		fn(data, 0)
+	}
 }
 
 func (b *Str) Scatter(to []uint32, dst []Buf) {
@@ -318,7 +459,9 @@ func scatterStrings(b *Str, to []uint32, ds []*Str) {
 	it := b.iter()
 	for i := range b.Ends {
 		d := ds[to[i]]
-		d.Arena = append(d.Arena, it.next()...)
+		rec := it.nextRecord()
+		d.Room(len(rec))
+		d.Arena = append(d.Arena, rec...)
 		d.closeValue()
 	}
 	scatterNulls(&b.Nulls, to, func(p int) *Nulls { return &ds[p].Nulls })
@@ -436,7 +579,9 @@ func (b *Arr) Scatter(to []uint32, dst []Buf) {
 	for i, end := range b.RowEnds {
 		d := dst[to[i]].(*Arr)
 		for e := start; e < end; e++ {
-			d.Arena = append(d.Arena, it.next()...)
+			rec := it.nextRecord()
+			d.Room(len(rec))
+			d.Arena = append(d.Arena, rec...)
 			d.closeValue()
 		}
 		d.RowEnds = append(d.RowEnds, len(d.Ends))

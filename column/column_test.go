@@ -28,7 +28,13 @@ func TestStrBufChunks(t *testing.T) {
 			b.AppendNull()
 			null = append(null, true)
 		} else {
-			b.AddBytes(v)
+			if rnd.IntN(2) == 0 {
+				b.AddBytes(v)
+			} else { // a converter's own append, its length put in front
+				b.Room(n)
+				b.Arena = append(b.Arena, v...)
+				b.End()
+			}
 			null = append(null, false)
 		}
 		want = append(want, v)
@@ -41,7 +47,7 @@ func TestStrBufChunks(t *testing.T) {
 			case r < 102:
 				add(chunkMax + rnd.IntN(chunkMax)) // larger than a chunk
 			case r < 106:
-				add(chunkMax - (b.BytesHeld()-b.base)%chunkMax) // fills the chunk exactly
+				add(max(0, chunkMax-(b.BytesHeld()-b.base)%chunkMax-3)) // fills the chunk exactly, with its 3-byte length
 			default:
 				add(rnd.IntN(3000))
 			}
@@ -52,9 +58,9 @@ func TestStrBufChunks(t *testing.T) {
 		if b.Len() != len(want) {
 			t.Fatalf("%s: %d values, want %d", what, b.Len(), len(want))
 		}
-		total := 0
+		total := 0 // the records: each value after its length
 		for _, v := range want {
-			total += len(v)
+			total += uvarintLen(len(v)) + len(v)
 		}
 		if b.BytesHeld() != total {
 			t.Fatalf("%s: %d bytes held, want %d", what, b.BytesHeld(), total)
@@ -90,6 +96,21 @@ func TestStrBufChunks(t *testing.T) {
 		t.Fatalf("only %d full chunks: the test does not cross chunks", len(b.chunks))
 	}
 	check("filled")
+	// The chunks it allocated keep head bytes before their records for a
+	// frame's header; only the first (grown by appending) and those a
+	// value larger than a chunk grew lack them.
+	headed, all, grown := 0, 0, 1
+	b.Chunks(func(records []byte, head int) {
+		all++
+		if head == chnative.FrameHead {
+			headed++
+		} else if len(records) > chunkMax {
+			grown++
+		}
+	})
+	if headed < all-grown {
+		t.Errorf("%d of %d chunks have head bytes (%d grown past a chunk)", headed, all, grown-1)
+	}
 	for _, n := range []int{len(want) - 1, len(want) / 2, len(want) / 3, 1} {
 		b.Truncate(n)
 		want, null = want[:n], null[:n]

@@ -276,10 +276,8 @@ func writeStrings(e *chnative.Encoder, buf *Str, sel []uint32) error {
 		}
 		return nil
 	}
-	it := buf.iter()
-	for range buf.Ends {
-		e.StringBytes(it.next())
-	}
+	// The records are the column's Native data as they lie.
+	buf.Chunks(e.Direct)
 	return nil
 }
 
