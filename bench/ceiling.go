@@ -28,6 +28,9 @@ type Ceiling struct {
 	ClientCPUSeconds float64 `json:"client_cpu_seconds,omitempty"`
 	// Client is the clickhouse-client command run.
 	Client string `json:"client"`
+	// RunSeconds are the times of each of the client's inserts; the
+	// fastest is the ceiling.
+	RunSeconds []float64 `json:"run_seconds,omitempty"`
 }
 
 // clientBinary is ClickHouse's client: clickhouse-client, or the
@@ -83,40 +86,72 @@ func (r *run) ceiling(ctx context.Context, table string, rows uint64, catchUpRow
 		return nil, "", fmt.Errorf("ceiling: %w", err)
 	}
 	defer quiet()
-	into := table + "_ceiling"
+	// The server's speed at one insert varies from run to run by more
+	// than the differences measured here (ClickHouse's CPU for the same
+	// insert read 1.7 to 3.5 s on one machine): the ceiling is the fastest
+	// of ceilingRuns inserts, the best the server did.
+	var c *Ceiling
+	for i := 0; i < ceilingRuns; i++ {
+		one, err := r.clientInsert(ctx, client, args, dump, table, rows, i)
+		if err != nil {
+			return nil, "", err
+		}
+		if c == nil || one.Seconds < c.Seconds {
+			runs := []float64(nil)
+			if c != nil {
+				runs = c.RunSeconds
+			}
+			c = one
+			c.RunSeconds = runs
+		}
+		c.RunSeconds = append(c.RunSeconds, one.Seconds)
+	}
+	c.Ratio = catchUpRowsPerMin / c.RowsPerMin
+	return c, "", nil
+}
+
+// ceilingRuns is how many times the client inserts the dump.
+const ceilingRuns = 3
+
+// clientInsert times clickhouse-client inserting the dump into a new table
+// of table's definition, its merges stopped (it is dropped after).
+func (r *run) clientInsert(ctx context.Context, client, args []string, dump, table string, rows uint64, i int) (*Ceiling, error) {
+	into := fmt.Sprintf("%s_ceiling%d", table, i)
 	if err := r.ch.Exec(ctx, "CREATE TABLE "+r.db+"."+into+" AS "+r.db+"."+table); err != nil {
-		return nil, "", fmt.Errorf("ceiling: %w", err)
+		return nil, fmt.Errorf("ceiling: %w", err)
 	}
 	defer func() { _ = r.ch.Exec(context.Background(), "DROP TABLE IF EXISTS "+r.db+"."+into) }()
+	if err := r.ch.Exec(ctx, "SYSTEM STOP MERGES "+r.db+"."+into); err != nil {
+		return nil, fmt.Errorf("ceiling: %w", err)
+	}
 	in, err := os.Open(dump)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	defer in.Close()
 	insert := exec.CommandContext(ctx, client[0], slices.Concat(args, []string{"--query", "INSERT INTO " + r.db + "." + into + " FORMAT Native"})...)
 	insert.Stdin = in
 	cpu0 := r.chCPU(ctx)
 	start := time.Now()
-	msg, err = runClient(insert)
+	msg, err := runClient(insert)
 	el := time.Since(start)
 	cpu := r.chCPU(ctx)
 	if err != nil {
-		return nil, "", fmt.Errorf("ceiling: insert the dump: %w: %s", err, msg)
+		return nil, fmt.Errorf("ceiling: insert the dump: %w: %s", err, msg)
 	}
 	var n uint64
 	if err := r.ch.QueryRow(ctx, "SELECT count() FROM "+r.db+"."+into).Scan(&n); err != nil {
-		return nil, "", fmt.Errorf("ceiling: %w", err)
+		return nil, fmt.Errorf("ceiling: %w", err)
 	}
 	if n != rows {
-		return nil, "", fmt.Errorf("ceiling: clickhouse-client inserted %d rows of the dump, want %d", n, rows)
+		return nil, fmt.Errorf("ceiling: clickhouse-client inserted %d rows of the dump, want %d", n, rows)
 	}
 	c := &Ceiling{Rows: n, Seconds: el.Seconds(), RowsPerMin: float64(n) / el.Minutes(), CHCPUSeconds: (cpu.cpu - cpu0.cpu).Seconds(),
 		Client: filepath.Base(client[0])}
 	if ps := insert.ProcessState; ps != nil {
 		c.ClientCPUSeconds = (ps.UserTime() + ps.SystemTime()).Seconds()
 	}
-	c.Ratio = catchUpRowsPerMin / c.RowsPerMin
-	return c, "", nil
+	return c, nil
 }
 
 // runClient runs a clickhouse-client command, returning its stderr.

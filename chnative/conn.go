@@ -347,9 +347,15 @@ type Column struct{ Name, Type string }
 // extra are String settings of this query alone, sent after the
 // connection's own (Options.Settings).
 func (c *Conn) Insert(ctx context.Context, query string, header func([]Column) error, body func(*Encoder) error, extra ...StringSetting) error {
+	return c.guard(ctx, func() error { return c.insert(ctx, query, header, body, extra) })
+}
+
+// guard runs op with ctx's end cutting the connection short, and names
+// ctx's error when that was why op failed.
+func (c *Conn) guard(ctx context.Context, op func() error) error {
 	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	err := c.insert(ctx, query, header, body, extra)
+	err := op()
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("%w (%v)", ctx.Err(), err)
 	}
@@ -369,6 +375,18 @@ func (c *Conn) extendDeadline(ctx context.Context) error {
 }
 
 func (c *Conn) insert(ctx context.Context, query string, header func([]Column) error, body func(*Encoder) error, extra []StringSetting) error {
+	if err := c.begin(ctx, query, header, extra); err != nil {
+		return err
+	}
+	if err := c.block(body); err != nil {
+		return err
+	}
+	return c.finish(ctx)
+}
+
+// begin sends an INSERT's query and reads the columns the server expects,
+// which header may refuse; the blocks follow.
+func (c *Conn) begin(ctx context.Context, query string, header func([]Column) error, extra []StringSetting) error {
 	if err := c.extendDeadline(ctx); err != nil {
 		return err
 	}
@@ -385,16 +403,20 @@ func (c *Conn) insert(ctx context.Context, query string, header func([]Column) e
 	if err := header(cols); err != nil {
 		return err // the connection is mid-query: the caller closes it
 	}
-	if err := c.extendDeadline(ctx); err != nil {
-		return err
-	}
+	return c.extendDeadline(ctx)
+}
+
+// block writes one data packet, its block written by body.
+func (c *Conn) block(body func(*Encoder) error) error {
 	c.enc.begin(clientData)
 	if err := body(&c.enc); err != nil {
 		return err
 	}
-	if err := c.enc.end(); err != nil {
-		return err
-	}
+	return c.enc.end()
+}
+
+// finish ends an INSERT's data and waits until the server has stored it.
+func (c *Conn) finish(ctx context.Context) error {
 	if err := c.endOfData(); err != nil {
 		return err
 	}
@@ -406,9 +428,9 @@ func (c *Conn) insert(ctx context.Context, query string, header func([]Column) e
 		if err != nil {
 			var pe *ProtocolError
 			if errors.As(err, &pe) {
-				// The block went out whole: the server may have stored
-				// it before the answer this client cannot follow, and
-				// may still be storing it: the query id finds it.
+				// The blocks went out whole: the server may have stored
+				// them before the answer this client cannot follow, and
+				// may still be storing them: the query id finds it.
 				pe.DataSent = true
 				pe.QueryID = c.queryID
 			}

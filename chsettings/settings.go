@@ -66,7 +66,22 @@ var insertSettings = []insertSetting{
 	// refuse what slipped past that, rather than store it changed.
 	{name: "input_format_skip_unknown_fields", value: 0, since: [2]uint64{22, 6}},
 	{name: "input_format_native_allow_types_conversion", value: 0, since: [2]uint64{23, 3}},
+	// An INSERT's blocks are squashed until they reach either minimum,
+	// then stored as a part. The sink's streams (several batches in one
+	// INSERT, sink/stream.go) stay under their own bounds, below these:
+	// the server stores each stream as one part when its data ends, and
+	// none of it when the sink aborts it (chnative.Stream). A single block
+	// is stored as it is whatever these are.
+	{name: MinRowsName, value: 1 << 30},
+	{name: MinBytesName, value: 1 << 40},
 }
+
+// The squashing minimums (insertSettings); a server that lacks either gets
+// an INSERT per batch.
+const (
+	MinRowsName  = "min_insert_block_size_rows"
+	MinBytesName = "min_insert_block_size_bytes"
+)
 
 // Known are the settings a server knows, by name, with the type
 // system.settings gives them ("" from servers whose system.settings has no

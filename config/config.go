@@ -81,32 +81,6 @@ type FullSyncConfig struct {
 	Workers   int `yaml:"workers"`
 }
 
-// BatchConfig bounds the writers' batches: a batch is sent when it holds
-// MaxRows rows or MaxBytes bytes, or FlushInterval after its first row.
-type BatchConfig struct {
-	MaxRows       int           `yaml:"max_rows"`
-	MaxBytes      int           `yaml:"max_bytes"`
-	FlushInterval time.Duration `yaml:"flush_interval"`
-	// MaxInFlight is how many inserts of one table may be in flight at
-	// once, while one more batch fills; memory grows with it.
-	MaxInFlight int `yaml:"max_inflight"`
-	// MaxInsertsPerSecond is the daemon's insert budget, over all tables:
-	// batches that waited out their interval go when it allows, oldest
-	// first (full batches go at once). 0: no budget.
-	MaxInsertsPerSecond float64 `yaml:"max_inserts_per_second"`
-	// LiveFlushInterval: while the reader is live (the binlog's newest
-	// events read) and nothing more is queued for the table, a batch goes
-	// at once, but no sooner than this after the table's last insert:
-	// low lag when the load is light, at most one insert per interval per
-	// table, within the budget. One above FlushInterval acts as
-	// FlushInterval.
-	LiveFlushInterval time.Duration `yaml:"live_flush_interval"`
-	// MaxBufferBytes bounds the bytes of rows all writers hold in batches
-	// (filling and in flight): past it a writer sends its batch at once
-	// and waits for it before filling more. 0: no bound.
-	MaxBufferBytes int64 `yaml:"max_buffer_bytes"`
-}
-
 // CheckpointConfig sets how often the binlog position is saved.
 type CheckpointConfig struct {
 	Interval time.Duration `yaml:"interval"`
@@ -262,8 +236,9 @@ func defaultConfig() Config {
 		ClickHouse: ClickHouseConfig{User: "default", DatabaseMap: map[string]string{},
 			ReplicatedPath: schema.DefaultZooKeeperPath, ReplicaName: schema.DefaultReplica,
 			DistributedTable: schema.DefaultDistributedTable, ClusterInsert: ClusterInsertShards, Compression: CompressionLZ4},
-		Metrics:     MetricsConfig{Listen: "127.0.0.1:9188", ReadyMaxLag: time.Minute, BinlogRetentionMargin: 6 * time.Hour},
-		Batch:       BatchConfig{MaxRows: 100000, MaxBytes: 64 << 20, FlushInterval: time.Second, MaxInFlight: 2, MaxInsertsPerSecond: 30, LiveFlushInterval: 200 * time.Millisecond, MaxBufferBytes: 256 << 20},
+		Metrics: MetricsConfig{Listen: "127.0.0.1:9188", ReadyMaxLag: time.Minute, BinlogRetentionMargin: 6 * time.Hour},
+		Batch: BatchConfig{MaxRows: 100000, MaxBytes: 64 << 20, FlushInterval: time.Second, MaxInFlight: 2, MaxInsertsPerSecond: 30, LiveFlushInterval: 200 * time.Millisecond, MaxBufferBytes: 256 << 20,
+			MaxInsertRows: 1 << 20, MaxInsertBytes: 32 << 20},
 		Checkpoint:  CheckpointConfig{Interval: time.Second},
 		FullSync:    FullSyncConfig{ChunkRows: 50000, Workers: 4},
 		Replication: ReplicationConfig{OnStatementDML: OnStop, OnPartitionMaintenance: OnStop, OnTableError: OnStop},
@@ -442,30 +417,7 @@ func (c *Config) validate(d *decoder, dir string) {
 		c.Schema.options.Cluster = &schema.Cluster{Name: c.ClickHouse.Cluster, ZooKeeperPath: c.ClickHouse.ReplicatedPath,
 			Replica: c.ClickHouse.ReplicaName, Distributed: c.ClickHouse.DistributedTable}
 	}
-	if c.Batch.MaxRows < 1 {
-		d.problem("batch.max_rows", "must be >= 1")
-	}
-	if c.Batch.MaxBytes < 1<<10 {
-		d.problem("batch.max_bytes", "must be >= 1024")
-	}
-	if c.Batch.MaxInFlight < 1 || c.Batch.MaxInFlight > 16 {
-		d.problem("batch.max_inflight", "must be from 1 to 16")
-	}
-	if c.Batch.MaxBytes > 1<<30 {
-		d.problem("batch.max_bytes", "must be <= 1 GiB")
-	}
-	if c.Batch.FlushInterval < time.Millisecond {
-		d.problem("batch.flush_interval", "must be >= 1ms")
-	}
-	if c.Batch.MaxInsertsPerSecond < 0 || c.Batch.MaxInsertsPerSecond > 100000 {
-		d.problem("batch.max_inserts_per_second", "must be from 0 (no budget) to 100000")
-	}
-	if c.Batch.LiveFlushInterval < time.Millisecond {
-		d.problem("batch.live_flush_interval", "must be >= 1ms")
-	}
-	if c.Batch.MaxBufferBytes != 0 && (c.Batch.MaxBufferBytes < 1<<20 || c.Batch.MaxBufferBytes > 1<<40) {
-		d.problem("batch.max_buffer_bytes", "must be 0 (no bound) or from 1 MiB to 1 TiB")
-	}
+	c.Batch.validate(d)
 	if c.Checkpoint.Interval < time.Millisecond {
 		d.problem("checkpoint.interval", "must be >= 1ms")
 	}

@@ -111,6 +111,9 @@ type Metrics struct {
 	NativeFallbacks    *prometheus.CounterVec
 	UncompressedFrames *prometheus.CounterVec
 	AmbiguousInserts   *prometheus.CounterVec
+	// InsertStreams and StreamedBatches count the INSERTs that carried
+	// several batches (sink's streams) and those batches.
+	InsertStreams, StreamedBatches prometheus.Counter
 	// ReplaySkipped counts rows events a restart did not send again: the
 	// checkpoint recorded their table's rows as stored past its position.
 	ReplaySkipped   prometheus.Counter
@@ -221,6 +224,10 @@ func New() *Metrics {
 		Help: "Tables whose inserts switched from binlog2ch's native inserter to clickhouse-go, by reason: unknown_packet, compression, header_type (the server answered with something the native inserter cannot read), header_mismatch (the table's columns differ on the wire from binlog2ch's mapping). Each switch is logged at WARN."}, []string{"reason"})
 	m.UncompressedFrames = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_clickhouse_uncompressed_frames_total",
 		Help: "Frames of 1 MiB of inserts' data sent uncompressed (NONE frames, checksummed) with clickhouse.compression lz4 or lz4-adaptive, by reason: incompressible (LZ4 did not shrink the frame: it goes smaller as it is), probe (lz4-adaptive: LZ4 did not shrink the frame's first 64 KiB, so the rest was not tried)."}, []string{"reason"})
+	m.InsertStreams = prometheus.NewCounter(prometheus.CounterOpts{Name: "binlog2ch_insert_streams_total",
+		Help: "INSERTs that carried several full batches of a table catching up (batch.max_insert_rows), each stored by ClickHouse as one part."})
+	m.StreamedBatches = prometheus.NewCounter(prometheus.CounterOpts{Name: "binlog2ch_insert_streamed_batches_total",
+		Help: "Batches sent inside those INSERTs; over binlog2ch_insert_streams_total, the batches per part."})
 	m.AmbiguousInserts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_ambiguous_inserts_total",
 		Help: "Blocks that went out whole to ClickHouse before an answer the native inserter cannot read, so that whether ClickHouse stored them is unknown, by outcome: resent (a changelog table's rows counted absent, or a ReplacingMergeTree table, where a second copy carries the same versions), present (a changelog table already holds every row: not sent again), stopped (ClickHouse's rows cannot tell: the daemon stopped naming the table). Each is logged at WARN or ERROR."}, []string{"outcome"})
 	m.ReplaySkipped = prometheus.NewCounter(prometheus.CounterOpts{Name: "binlog2ch_replay_skipped_events_total",
@@ -267,7 +274,7 @@ func New() *Metrics {
 			return 0
 		})
 	m.Registry.MustRegister(m.Rows, m.EventsRead, m.FlushDuration, m.BatchRows, m.QueueRows, m.CheckpointTS, m.CheckpointFile, m.CheckpointPos,
-		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, m.EventsSkipped, m.NativeFallbacks, m.UncompressedFrames, m.AmbiguousInserts, m.ReplaySkipped, m.MigrationTables,
+		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, m.EventsSkipped, m.NativeFallbacks, m.UncompressedFrames, m.AmbiguousInserts, m.InsertStreams, m.StreamedBatches, m.ReplaySkipped, m.MigrationTables,
 		m.TableCopies, m.TablesCopying, m.TablesFailed, m.TablesMarkedFailed,
 		m.CascadedRows, m.CascadeDuration,
 		m.BudgetRate, m.BudgetGranted, m.BudgetWaiting, m.OldestUnsent, m.BufferBytes, m.BufferLimitBytes, m.Writers, lag, sourceLag, ready,

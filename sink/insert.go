@@ -161,13 +161,19 @@ func (p *inserters) insertNative(ctx context.Context, addr, query string, b *blo
 		}
 		return err
 	}
+	p.countFrames(c, plain, probed)
+	p.put(addr, c)
+	return nil
+}
+
+// countFrames counts the frames c sent uncompressed since it had sent plain
+// and probed.
+func (p *inserters) countFrames(c *chnative.Conn, plain, probed uint64) {
 	if p.frames != nil {
 		plain2, probed2 := c.UncompressedFrames()
 		p.frames(metrics.FramesIncompressible, plain2-plain-(probed2-probed))
 		p.frames(metrics.FramesProbe, probed2-probed)
 	}
-	p.put(addr, c)
-	return nil
 }
 
 // checkHeader compares the columns the server expects with the block's.

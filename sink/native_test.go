@@ -46,14 +46,20 @@ func (s *syncBuffer) String() string {
 // newTestSink connects to the test ClickHouse (18.16 here) as the daemon
 // does, with batches of 2 rows sent one at a time.
 func newTestSink(t *testing.T, extra string) (*ClickHouse, *syncBuffer, *metrics.Metrics) {
+	return newTestSinkWith(t, extra, `{include: ["*.*"]}`, "")
+}
+
+// newTestSinkWith is newTestSink with this tables section, and these keys
+// added to the batch section.
+func newTestSinkWith(t *testing.T, extra, tables, batch string) (*ClickHouse, *syncBuffer, *metrics.Metrics) {
 	t.Helper()
 	srv := servertest.Need(t)
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`mysql: {addr: "127.0.0.1:3306", user: u, server_id: 7}
 clickhouse: {addr: [%q], user: %q, password: %q%s}
-tables: {include: ["*.*"]}
-batch: {max_rows: 2, max_inflight: 1}
+tables: %s
+batch: {max_rows: 2, max_inflight: 1%s}
 state_dir: %q
-`, srv.ClickHouse.Addr(), srv.ClickHouse.User, srv.ClickHouse.Password, extra, t.TempDir())), "t.yaml", func(string) (string, bool) { return "", false })
+`, srv.ClickHouse.Addr(), srv.ClickHouse.User, srv.ClickHouse.Password, extra, tables, batch, t.TempDir())), "t.yaml", func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +76,8 @@ state_dir: %q
 
 // TestSettingsFromServer: the settings that go with inserts are those the
 // server lists in system.settings, in a type sent as a varint; on 18.16
-// (no type column, no async_insert) only insert_distributed_sync, and only
-// in a cluster. Their choice per server version is chsettings's TestChoose.
+// (no type column, no async_insert) the squashing minimums that streams
+// need, and insert_distributed_sync only in a cluster. Their choice per server version is chsettings's TestChoose.
 func TestSettingsFromServer(t *testing.T) {
 	c, _, _ := newTestSink(t, "")
 	if typ, ok := c.settings["insert_distributed_sync"]; !ok || typ != "" {
@@ -80,12 +86,13 @@ func TestSettingsFromServer(t *testing.T) {
 	if _, ok := c.settings["async_insert"]; ok {
 		t.Fatalf("18.16 has no async_insert, read %v", c.settings)
 	}
-	if s := c.nativeSettings(chnative.Server{Major: 18, Minor: 16}); len(s) != 0 || len(c.driverSettings) != 0 {
-		t.Fatalf("outside a cluster: native %v, clickhouse-go %v", s, c.driverSettings)
+	squash := []chnative.Setting{{Name: chsettings.MinRowsName, Value: 1 << 30}, {Name: chsettings.MinBytesName, Value: 1 << 40}}
+	if s := c.nativeSettings(chnative.Server{Major: 18, Minor: 16}); !slices.Equal(s, squash) || len(c.driverSettings) != 2 || !c.streamOK {
+		t.Fatalf("outside a cluster: native %v, clickhouse-go %v, streams %v", s, c.driverSettings, c.streamOK)
 	}
 	cl, _, _ := newTestSink(t, ", cluster: c")
-	if s := cl.nativeSettings(chnative.Server{Major: 18, Minor: 16}); !slices.Equal(s, []chnative.Setting{{Name: "insert_distributed_sync", Value: 1}}) ||
-		len(cl.driverSettings) != 1 || cl.driverSettings["insert_distributed_sync"] != 1 {
+	if s := cl.nativeSettings(chnative.Server{Major: 18, Minor: 16}); !slices.Equal(s, append([]chnative.Setting{{Name: "insert_distributed_sync", Value: 1}}, squash...)) ||
+		len(cl.driverSettings) != 3 || cl.driverSettings["insert_distributed_sync"] != 1 {
 		t.Fatalf("in a cluster: native %v, clickhouse-go %v", s, cl.driverSettings)
 	}
 

@@ -29,6 +29,13 @@ type sendJob struct {
 	// The binlog positions of the first and last rows events; copied: some rows are a table copy's.
 	from, to source.Position
 	copied   bool
+	// A streamed batch (stream.go): whether the stream stays open after
+	// it, and its block's counters, told once the stream is stored.
+	full     bool
+	keepOpen bool
+	sentRows int
+	opRows   [4]uint64
+	fixups   [block.NumFixups]uint64
 }
 
 // largeRow is the average row size above which a sent block's buffers are
@@ -55,8 +62,6 @@ func (w *Writer) sendOne(ctx context.Context, job *sendJob) {
 func (w *Writer) recycle(job *sendJob) {
 	w.inflight--
 	w.inflightRows -= job.rows
-	w.c.mem.add(-job.bytes)
-	w.scratch = append(w.scratch, job.scratch)
 	defer w.noteQueue()
 	job.sent = true
 	for len(w.order) > 0 && w.order[0].sent {
@@ -67,22 +72,33 @@ func (w *Writer) recycle(job *sendJob) {
 	if w.flushedHook != nil {
 		defer w.flushedHook()
 	}
-	switch {
-	case job.block.Target() != w.target:
-		w.blocks-- // built for an older schema
-	case job.bytes > 2*w.c.cfg.Batch.MaxBytes, job.rows > 0 && job.bytes/job.rows > largeRow:
-		// Grown by large values: its buffers are not kept for the next
-		// rows, which would rarely need them, and go back to the system
-		// now rather than when the runtime gets to it.
-		w.blocks--
-		job.block = nil
-		debug.FreeOSMemory()
-	default:
-		w.free = append(w.free, job.block)
+	if job.block != nil {
+		// A streamed batch's came back before (takeBack).
+		w.takeBack(backBlock{block: job.block, bytes: job.bytes, rows: job.rows, scratch: job.scratch})
 	}
 	if w.inflight == 0 && (w.block == nil || w.block.Rows() == 0) {
 		w.storedVersion.Store(w.lastVersion)
 		w.flushed.Store(w.lastSeq)
+	}
+}
+
+// takeBack takes back a sent block's buffers and its bytes in the budget.
+func (w *Writer) takeBack(b backBlock) {
+	w.c.mem.add(-b.bytes)
+	if b.scratch != nil {
+		w.scratch = append(w.scratch, b.scratch)
+	}
+	switch {
+	case b.block.Target() != w.target:
+		w.blocks-- // built for an older schema
+	case b.bytes > 2*w.c.cfg.Batch.MaxBytes, b.rows > 0 && b.bytes/b.rows > largeRow:
+		// Grown by large values: its buffers are not kept for the next
+		// rows, which would rarely need them, and go back to the system
+		// now rather than when the runtime gets to it.
+		w.blocks--
+		debug.FreeOSMemory()
+	default:
+		w.free = append(w.free, b.block)
 	}
 }
 
@@ -138,8 +154,13 @@ func (w *Writer) handOff(ctx context.Context) error {
 	} else {
 		job.scratch = &shardScratch{}
 	}
-	w.sending.Add(1)
-	go w.sendOne(ctx, job)
+	if w.streams(job) {
+		w.handStream(ctx, job, w.handingFull)
+	} else {
+		w.closeStream()
+		w.sending.Add(1)
+		go w.sendOne(ctx, job)
+	}
 	w.order = append(w.order, job)
 	w.inflight++
 	w.inflightRows += job.rows
@@ -152,6 +173,9 @@ func (w *Writer) await(ctx context.Context) error {
 	select {
 	case job := <-w.returned:
 		w.recycle(job)
+		return nil
+	case b := <-w.blockBack:
+		w.takeBack(b)
 		return nil
 	case err := <-w.sendErr:
 		return err
@@ -169,6 +193,7 @@ func (w *Writer) drain(ctx context.Context) error {
 	if err := w.handOff(ctx); err != nil {
 		return err
 	}
+	w.closeStream()
 	for w.inflight > 0 {
 		if err := w.await(ctx); err != nil {
 			return err
@@ -196,6 +221,9 @@ func (w *Writer) send(ctx context.Context, job *sendJob) error {
 				err := w.c.ins.insertNative(ctx, "", t.InsertSQL(), b, nil, token)
 				var mismatch *headerMismatch
 				switch {
+				case err == nil:
+					w.provenNative.Store(true)
+					return nil
 				case w.protocolSurprise(err):
 					// The whole block goes again, through clickhouse-go
 					// below, unless it went out whole and a changelog
@@ -240,7 +268,7 @@ func (w *Writer) send(ctx context.Context, job *sendJob) error {
 func (w *Writer) counted(insert func(context.Context) error) func(context.Context) error {
 	return func(ctx context.Context) error {
 		err := insert(ctx)
-		if err != nil && ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil && !errors.Is(err, errFallback) {
 			w.tm.InsertFailed(err)
 		}
 		return err

@@ -87,6 +87,9 @@ func (c *ClickHouse) useSettings(known chsettings.Known) {
 		c.driverSettings[s.Name] = int(s.Value)
 	}
 	c.driverToken = chsettings.TokenKnown(known, major, minor)
+	_, rowsOK := c.driverSettings[chsettings.MinRowsName]
+	_, bytesOK := c.driverSettings[chsettings.MinBytesName]
+	c.streamOK = rowsOK && bytesOK
 	c.ins.tokenOK = func(s chnative.Server) bool { return chsettings.TokenKnown(c.settings, s.Major, s.Minor) }
 	if c.cfg.ClickHouse.Cluster != "" {
 		if _, ok := c.driverSettings["insert_distributed_sync"]; !ok {

@@ -51,6 +51,11 @@ type ClickHouse struct {
 	settings       chsettings.Known
 	driverSettings clickhouse.Settings
 	driverToken    bool // clickhouse-go's inserts take insert_deduplication_token
+	// streamOK: the server takes the squashing minimums that keep a stream
+	// of batches one part (stream.go).
+	streamOK bool
+	// afterStreamBlock, in tests, runs after each block a stream sent.
+	afterStreamBlock func(s *chnative.Stream, blocks int)
 	// budget is the insert rate all writers share (budget.go); caughtUp:
 	// the reader has read the binlog's newest events.
 	budget   *budget.Budget

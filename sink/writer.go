@@ -131,12 +131,18 @@ type Writer struct {
 	lastSend      time.Time   // when the last batch was handed off
 
 	returned chan *sendJob // blocks sent, back from their senders
-	sendErr  chan error    // a sender's fatal error
-	sending  sync.WaitGroup
-	scratch  []*shardScratch // senders' buffers, kept between blocks
-	inflight int             // blocks handed off and not yet returned
-	order    []*sendJob      // blocks handed off, oldest first, until sent in order
-	waited   time.Duration   // time spent waiting for ClickHouse to take a block
+	// blockBack: streamed batches' blocks, back before their stream is
+	// stored (stream.go); stream is the writer's side of it, handingFull
+	// says the batch handed off filled.
+	blockBack   chan backBlock
+	stream      streamState
+	handingFull bool
+	sendErr     chan error // a sender's fatal error
+	sending     sync.WaitGroup
+	scratch     []*shardScratch // senders' buffers, kept between blocks
+	inflight    int             // blocks handed off and not yet returned
+	order       []*sendJob      // blocks handed off, oldest first, until sent in order
+	waited      time.Duration   // time spent waiting for ClickHouse to take a block
 	// fixups count values changed by schema.invalid_dates, by kind, in
 	// batches sent; the senders update them.
 	fixups       [block.NumFixups]atomic.Uint64
@@ -155,6 +161,11 @@ type Writer struct {
 	// table goes through clickhouse-go, whatever its target: the server's
 	// protocol does not change with the table's schema.
 	nativeOff atomic.Bool
+	// provenNative: a batch of the table went through chnative whole, its
+	// answer read. Only then do batches stream: a protocol surprise in a
+	// stream, whose rows the writer no longer holds, stops the writer,
+	// where a batch of its own goes again through clickhouse-go.
+	provenNative atomic.Bool
 	// flushedHook, if set, is called when blocks sent advance flushed.
 	flushedHook  func()
 	tm           *metrics.Table
@@ -186,7 +197,9 @@ func (c *ClickHouse) NewWriter(name schema.TableName, queue int) *Writer {
 		log:      c.log.With("table", name.String()),
 		tm:       c.m.ForTable(name),
 		returned: make(chan *sendJob, c.cfg.Batch.MaxInFlight),
-		sendErr:  make(chan error, c.cfg.Batch.MaxInFlight),
+		// Room for every block the writer has.
+		blockBack: make(chan backBlock, c.cfg.Batch.MaxInFlight+1),
+		sendErr:   make(chan error, c.cfg.Batch.MaxInFlight),
 	}
 }
 
@@ -280,6 +293,7 @@ func (w *Writer) run(parent context.Context) (err error) {
 			// the next run's first Add.
 			w.sending.Wait()
 		}
+		w.stopStream()
 		if err != nil && err != errParked {
 			w.releaseMemory()
 		}
@@ -332,7 +346,10 @@ func (w *Writer) run(parent context.Context) (err error) {
 				switch {
 				case w.block.Rows() >= w.c.cfg.Batch.MaxRows || size >= w.c.cfg.Batch.MaxBytes:
 					w.c.budget.Take(budget.GrantFull)
-					if err := w.handOff(ctx); err != nil {
+					w.handingFull = true
+					err := w.handOff(ctx)
+					w.handingFull = false
+					if err != nil {
 						return err
 					}
 				case w.c.mem.over():
@@ -365,6 +382,10 @@ func (w *Writer) run(parent context.Context) (err error) {
 			}
 		case job := <-w.returned:
 			w.recycle(job)
+		case b := <-w.blockBack:
+			w.takeBack(b)
+		case <-w.streamTimerC():
+			w.closeStream()
 		case err := <-w.sendErr:
 			return err
 		case <-idleC:

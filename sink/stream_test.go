@@ -1,0 +1,149 @@
+package sink
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/binlog2ch/binlog2ch/chnative"
+	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/schema"
+	"github.com/binlog2ch/binlog2ch/schema/schematest"
+	"github.com/binlog2ch/binlog2ch/source"
+)
+
+// TestStreamedBatches sends full batches that follow each other through a
+// writer into the real server (18.16 here): the first goes alone (the
+// native inserter proves itself on it), every later one into one INSERT,
+// which the server stores as one part. A stream whose connection is cut
+// after its third batch is resumed on another and stores every row once;
+// a changelog table's batches never stream.
+func TestStreamedBatches(t *testing.T) {
+	const batches = 12
+	for _, tc := range []struct {
+		name      string
+		changelog bool
+		cut       bool
+	}{
+		{"stream", false, false},
+		{"cut mid-stream", false, true},
+		{"changelog", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := servertest.Name("b2c_stream")
+			tables := `{include: ["*.*"]}`
+			if tc.changelog {
+				tables = fmt.Sprintf(`{include: ["*.*"], overrides: {%s.t: {mode: changelog}}}`, db)
+			}
+			// No stream ends for its time: flush_interval an hour.
+			c, logs, m := newTestSinkWith(t, "", tables, ", flush_interval: 1h")
+			ctx := context.Background()
+			if err := c.conn.Exec(ctx, "CREATE DATABASE "+db); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.conn.Exec(context.Background(), "DROP DATABASE "+db) })
+			cuts := 0
+			if tc.cut {
+				c.afterStreamBlock = func(s *chnative.Stream, blocks int) {
+					if blocks == 3 && cuts == 0 {
+						cuts++
+						s.Abort() // a reset, as a network's
+					}
+				}
+			}
+			tb := &schema.Table{Database: db, Name: "t", PrimaryKey: []int{0},
+				Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false), schematest.Col(t, "s", "varchar(20)", false)}}
+			w := c.NewWriter(schema.TableName{Database: db, Table: "t"}, batches)
+			var sum int64
+			for i := 1; i <= batches; i++ {
+				rows := [][]any{{int32(2*i - 1), fmt.Sprint("a", i)}, {int32(2 * i), fmt.Sprint("b", i)}}
+				sum += int64(4*i - 1)
+				w.In() <- &Message{Seq: uint64(i), Schema: tb, Op: source.OpInsert, Version: source.RowVersion(1, uint32(100*i), 0), Versions: source.VersionSlots,
+					At: source.Position{File: "binlog.000001", Pos: uint32(100 * i)}, Rows: rows}
+			}
+			close(w.In())
+			if err := w.Run(ctx); err != nil {
+				t.Fatalf("the writer stopped: %v\n%s", err, logs)
+			}
+			if w.Flushed() != batches {
+				t.Fatalf("flushed %d of %d", w.Flushed(), batches)
+			}
+			if tc.cut && cuts != 1 {
+				t.Fatalf("the stream was cut %d times", cuts)
+			}
+			counter := func(c interface{ Write(*dto.Metric) error }) float64 {
+				var got dto.Metric
+				if err := c.Write(&got); err != nil {
+					t.Fatal(err)
+				}
+				return got.GetCounter().GetValue()
+			}
+			streams, streamed := counter(m.InsertStreams), counter(m.StreamedBatches)
+			// Rows once each, not a row twice: count() without FINAL.
+			var n uint64
+			var got int64
+			if err := c.conn.QueryRow(ctx, "SELECT count(), toInt64(sum(id)) FROM "+db+".t").Scan(&n, &got); err != nil {
+				t.Fatal(err)
+			}
+			if n != 2*batches || got != sum {
+				t.Fatalf("%d rows summing to %d in ClickHouse, want %d summing to %d\n%s", n, got, 2*batches, sum, logs)
+			}
+			// The parts inserted (level 0), merged or not.
+			var parts uint64
+			if err := c.conn.QueryRow(ctx, fmt.Sprintf("SELECT count() FROM system.parts WHERE database = '%s' AND table = 't' AND level = 0", db)).Scan(&parts); err != nil {
+				t.Fatal(err)
+			}
+			if tc.changelog {
+				if streams != 0 || parts != batches {
+					t.Fatalf("a changelog table: %v streams, %d parts for %d batches", streams, parts, batches)
+				}
+				return
+			}
+			if streams != 1 || streamed != batches-1 || parts != 2 {
+				t.Fatalf("%v streams of %v batches, %d parts; want 1 of %d, 2 parts (the first batch alone)\n%s", streams, streamed, parts, batches-1, logs)
+			}
+			if tc.cut && !strings.Contains(logs.String(), "succeeded after retrying") {
+				t.Fatalf("the cut stream was not retried\n%s", logs)
+			}
+		})
+	}
+}
+
+// TestStreamsNeedTheMinimums: a connection that does not send the
+// squashing minimums (its settings chosen from what another server knows)
+// sends each batch alone.
+func TestStreamsNeedTheMinimums(t *testing.T) {
+	c, logs, m := newTestSinkWith(t, "", `{include: ["*.*"]}`, ", flush_interval: 1h")
+	c.ins.opts.Settings = func(chnative.Server) []chnative.Setting { return nil }
+	ctx := context.Background()
+	db := servertest.Name("b2c_stream")
+	if err := c.conn.Exec(ctx, "CREATE DATABASE "+db); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.conn.Exec(context.Background(), "DROP DATABASE "+db) })
+	tb := &schema.Table{Database: db, Name: "t", PrimaryKey: []int{0},
+		Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false)}}
+	w := c.NewWriter(schema.TableName{Database: db, Table: "t"}, 8)
+	for i := 1; i <= 6; i++ {
+		w.In() <- &Message{Seq: uint64(i), Schema: tb, Op: source.OpInsert, Version: source.RowVersion(1, uint32(100*i), 0), Versions: source.VersionSlots,
+			At: source.Position{File: "binlog.000001", Pos: uint32(100 * i)}, Rows: [][]any{{int32(2*i - 1)}, {int32(2 * i)}}}
+	}
+	close(w.In())
+	if err := w.Run(ctx); err != nil {
+		t.Fatalf("the writer stopped: %v\n%s", err, logs)
+	}
+	var got dto.Metric
+	if err := m.InsertStreams.Write(&got); err != nil || got.GetCounter().GetValue() != 0 {
+		t.Fatalf("%v streams without the minimums", got.GetCounter().GetValue())
+	}
+	var n, parts uint64
+	if err := c.conn.QueryRow(ctx, "SELECT count() FROM "+db+".t").Scan(&n); err != nil || n != 12 {
+		t.Fatalf("%d rows, %v", n, err)
+	}
+	if err := c.conn.QueryRow(ctx, fmt.Sprintf("SELECT count() FROM system.parts WHERE database = '%s' AND table = 't' AND level = 0", db)).Scan(&parts); err != nil || parts != 6 {
+		t.Fatalf("%d parts, %v", parts, err)
+	}
+}
