@@ -57,6 +57,8 @@ var (
 		"binlog2ch_table_copies_total":                   {"counter", map[string][]string{"reason": {"selected", "renamed", "add_column", "statement_dml", "partition", "resync", "failed", "migration", "server_changed", "ddl_during_copy"}}},
 		"binlog2ch_tables_copying":                       {"gauge", nil},
 		"binlog2ch_native_fallbacks_total":               {"counter", map[string][]string{"reason": {"unknown_packet", "compression", "header_type", "header_mismatch"}}},
+		"binlog2ch_insert_streams_total":                 {"counter", nil},
+		"binlog2ch_insert_streamed_batches_total":        {"counter", nil},
 		"binlog2ch_clickhouse_uncompressed_frames_total": {"counter", map[string][]string{"reason": {"incompressible", "probe"}}},
 		"binlog2ch_cascaded_rows_total":                  {"counter", map[string][]string{"database": nil, "table": nil, "action": {"delete", "set_null", "update"}}},
 		"binlog2ch_cascade_duration_seconds":             {"histogram", nil},

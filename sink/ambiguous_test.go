@@ -81,7 +81,7 @@ func TestAmbiguousInsert(t *testing.T) {
 			}
 			fake := chnativetest.Start(t, script)
 			c.settings = chsettings.Known{"async_insert": "Bool", "insert_distributed_sync": "Bool"}
-			c.ins.opts.Addr = []string{fake.Addr()}
+			c.ins.Opts.Addr = []string{fake.Addr()}
 
 			name := schema.TableName{Database: db, Table: "t"}
 			w := c.NewWriter(name, 8)

@@ -28,7 +28,7 @@ func TestCompression(t *testing.T) {
 	for _, method := range []string{config.CompressionLZ4, config.CompressionZSTD, config.CompressionNone, config.CompressionLZ4Adaptive} {
 		t.Run(method, func(t *testing.T) {
 			c, logs, m := newTestSink(t, ", compression: "+method)
-			if got, want := c.ins.opts.Compression, map[string]chnative.Compression{"lz4": chnative.CompressionLZ4,
+			if got, want := c.ins.Opts.Compression, map[string]chnative.Compression{"lz4": chnative.CompressionLZ4,
 				"zstd": chnative.CompressionZSTD, "none": chnative.CompressionNone, "lz4-adaptive": chnative.CompressionLZ4Adaptive}[method]; got != want {
 				t.Fatalf("the native inserter compresses with %s, want %s", got, want)
 			}

@@ -165,7 +165,7 @@ func TestNativeFallback(t *testing.T) {
 			// system.settings; clickhouse-go's stay those of the server it
 			// reaches (18.16 refuses async_insert).
 			c.settings = chsettings.Known{"async_insert": "Bool", "insert_distributed_sync": "Bool"}
-			c.ins.opts.Addr = []string{fake.Addr()}
+			c.ins.Opts.Addr = []string{fake.Addr()}
 
 			w := c.NewWriter(schema.TableName{Database: db, Table: "t"}, 8)
 			for i := 1; i <= 2; i++ {

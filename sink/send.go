@@ -9,6 +9,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/binlog2ch/binlog2ch/budget"
+	"github.com/binlog2ch/binlog2ch/chinsert"
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -218,8 +219,8 @@ func (w *Writer) send(ctx context.Context, job *sendJob) error {
 	} else {
 		err = w.c.Retry(ctx, w.log, metrics.StageInsert, "insert into ClickHouse", w.counted(func(ctx context.Context) error {
 			if b.NativeOK() && w.native(t) {
-				err := w.c.ins.insertNative(ctx, "", t.InsertSQL(), b, nil, token)
-				var mismatch *headerMismatch
+				err := w.c.ins.Insert(ctx, "", t.InsertSQL(), b, nil, token)
+				var mismatch *chinsert.HeaderMismatch
 				switch {
 				case err == nil:
 					w.provenNative.Store(true)
@@ -297,7 +298,7 @@ func (w *Writer) native(t *schema.Target) bool {
 // the mapping; from then on the target's blocks go through clickhouse-go
 // (a new target, after a schema change, tries chnative again).
 func (w *Writer) refuseNative(t *schema.Target, err error) bool {
-	var mismatch *headerMismatch
+	var mismatch *chinsert.HeaderMismatch
 	if !errors.As(err, &mismatch) {
 		return false
 	}
@@ -305,7 +306,7 @@ func (w *Writer) refuseNative(t *schema.Target, err error) bool {
 		w.c.m.NativeFallbacks.WithLabelValues(metrics.FallbackHeaderMismatch).Inc()
 		w.tm.NativeFallback(metrics.FallbackHeaderMismatch)
 		w.log.Warn("the ClickHouse table's columns differ on the wire from binlog2ch's mapping; inserting through clickhouse-go, which converts",
-			"reason", metrics.FallbackHeaderMismatch, "detail", mismatch.detail)
+			"reason", metrics.FallbackHeaderMismatch, "detail", mismatch.Detail)
 	}
 	return true
 }

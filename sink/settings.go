@@ -90,7 +90,7 @@ func (c *ClickHouse) useSettings(known chsettings.Known) {
 	_, rowsOK := c.driverSettings[chsettings.MinRowsName]
 	_, bytesOK := c.driverSettings[chsettings.MinBytesName]
 	c.streamOK = rowsOK && bytesOK
-	c.ins.tokenOK = func(s chnative.Server) bool { return chsettings.TokenKnown(c.settings, s.Major, s.Minor) }
+	c.ins.TokenOK = func(s chnative.Server) bool { return chsettings.TokenKnown(c.settings, s.Major, s.Minor) }
 	if c.cfg.ClickHouse.Cluster != "" {
 		if _, ok := c.driverSettings["insert_distributed_sync"]; !ok {
 			c.log.Warn("ClickHouse does not know insert_distributed_sync: inserts into a Distributed table may return before the shards have the rows, and a server lost then loses them",

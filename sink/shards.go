@@ -4,15 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/binlog2ch/binlog2ch/block"
+	"github.com/binlog2ch/binlog2ch/chinsert"
 	"github.com/binlog2ch/binlog2ch/chsettings"
 	"github.com/binlog2ch/binlog2ch/chtables"
 	"github.com/binlog2ch/binlog2ch/config"
@@ -24,190 +23,6 @@ import (
 // ClickHouse computes it, and each part goes straight into one replica of
 // its shard's local table, the shards in parallel. A block counts as sent
 // (and the checkpoint may pass it) only once every part is stored.
-
-// topologyTTL is how long the cluster's layout read from system.clusters
-// is used before it is read again: a layout change (shards added, weights
-// changed) reaches the Distributed table on the servers' config reload,
-// and routing must follow it.
-const topologyTTL = 10 * time.Second
-
-// topology is the cluster's layout, as the Distributed table routes by it.
-type topology struct {
-	shards []*shardHosts
-	// slots maps hash % len(slots) to a shard index: each shard appears
-	// weight times, in shard order, as in ClickHouse's Cluster.
-	slots []int
-	read  time.Time
-
-	reachOnce sync.Once
-	reachErr  error // a shard none of whose replicas answered
-}
-
-// reachable checks once per layout that this host reaches a replica of
-// every shard: the hosts are as remote_servers names them, which the
-// servers resolve and the daemon may not (a container's name, localhost).
-func (t *topology) reachable(ctx context.Context, ins *inserters) error {
-	t.reachOnce.Do(func() {
-		for _, s := range t.shards {
-			var errs []string
-			for _, addr := range s.replicas {
-				dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				c, err := ins.get(dctx, addr)
-				cancel()
-				if err != nil {
-					errs = append(errs, fmt.Sprintf("%s: %v", addr, err))
-					continue
-				}
-				ins.put(addr, c)
-				break
-			}
-			if len(errs) == len(s.replicas) {
-				t.reachErr = fmt.Errorf("no replica of shard %d answers from this host (%s); map them to addresses this host reaches in clickhouse.cluster_hosts, or set clickhouse.cluster_insert: distributed", s.num, strings.Join(errs, "; "))
-				return
-			}
-		}
-	})
-	return t.reachErr
-}
-
-// shardHosts is one shard's replicas.
-type shardHosts struct {
-	num      int      // shard_num
-	weight   int      // shard_weight
-	replicas []string // host:port, in replica_num order
-	// pick is the replica inserts go to; it moves on when one fails, so
-	// a replica that is down costs one retry, not every insert.
-	pick atomic.Uint32
-}
-
-func (s *shardHosts) addr() string {
-	return s.replicas[int(s.pick.Load())%len(s.replicas)]
-}
-
-// failed moves inserts on from addr to the next replica, unless another
-// insert did so already.
-func (s *shardHosts) failed(addr string) {
-	p := s.pick.Load()
-	if s.replicas[int(p)%len(s.replicas)] == addr {
-		s.pick.CompareAndSwap(p, p+1)
-	}
-}
-
-// sameLayout reports whether two topologies route and connect alike.
-func (t *topology) sameLayout(o *topology) bool {
-	return slices.EqualFunc(t.shards, o.shards, func(a, b *shardHosts) bool {
-		return a.num == b.num && a.weight == b.weight && slices.Equal(a.replicas, b.replicas)
-	})
-}
-
-// clusterLayout caches the topology between reads.
-type clusterLayout struct {
-	mu         sync.Mutex
-	topo       *topology
-	refreshing bool
-}
-
-// topology returns the cluster's layout. The first call reads it; after
-// topologyTTL it is read again in the background while inserts go on by
-// the one they have (a server that does not answer must not stall them),
-// and a failed read keeps the last layout: the server answering
-// system.clusters may be the one that is down.
-func (c *ClickHouse) topology(ctx context.Context) (*topology, error) {
-	l := &c.layout
-	l.mu.Lock()
-	old := l.topo
-	if old == nil {
-		defer l.mu.Unlock()
-		t, err := c.readTopology(ctx)
-		if err != nil {
-			return nil, err
-		}
-		l.topo = t
-		return t, nil
-	}
-	stale := time.Since(old.read) >= topologyTTL && !l.refreshing
-	if stale {
-		l.refreshing = true
-	}
-	l.mu.Unlock()
-	if stale {
-		go c.refreshTopology(context.WithoutCancel(ctx), old)
-	}
-	return old, nil
-}
-
-func (c *ClickHouse) refreshTopology(ctx context.Context, old *topology) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	t, err := c.readTopology(ctx)
-	l := &c.layout
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.refreshing = false
-	switch {
-	case err != nil:
-		c.log.Warn("cannot read the cluster's layout; routing by the last one read", "cluster", c.cfg.ClickHouse.Cluster, "error", err)
-		old.read = time.Now()
-	case old.sameLayout(t):
-		old.read = t.read
-	case slices.Equal(old.slots, t.slots) && len(old.shards) == len(t.shards):
-		c.log.Info("the cluster's replicas changed", "cluster", c.cfg.ClickHouse.Cluster)
-		l.topo = t
-	default:
-		c.log.Warn("the cluster's shards changed; rows now go where the Distributed table sends them. Rows of a key written before may be on another shard, where FINAL cannot collapse them with the new ones",
-			"cluster", c.cfg.ClickHouse.Cluster, "shards", len(t.shards))
-		l.topo = t
-	}
-}
-
-func (c *ClickHouse) readTopology(ctx context.Context) (*topology, error) {
-	name := c.cfg.ClickHouse.Cluster
-	rows, err := c.conn.Query(ctx, "SELECT shard_num, shard_weight, host_name, port FROM system.clusters WHERE cluster = ? ORDER BY shard_num, replica_num", name)
-	if err != nil {
-		return nil, fmt.Errorf("read cluster %s from system.clusters: %w", name, err)
-	}
-	defer rows.Close()
-	t := &topology{read: time.Now()}
-	for rows.Next() {
-		var num, weight uint32
-		var host string
-		var port uint16
-		if err := rows.Scan(&num, &weight, &host, &port); err != nil {
-			return nil, err
-		}
-		if n := len(t.shards); n == 0 || t.shards[n-1].num != int(num) {
-			t.shards = append(t.shards, &shardHosts{num: int(num), weight: int(weight)})
-		}
-		s := t.shards[len(t.shards)-1]
-		addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
-		if to, ok := c.cfg.ClickHouse.ClusterHosts[addr]; ok {
-			addr = to
-		}
-		s.replicas = append(s.replicas, addr)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if len(t.shards) == 0 {
-		return nil, permanent(fmt.Errorf("cluster %s is not in system.clusters of ClickHouse %v: define it in the servers' remote_servers", name, c.cfg.ClickHouse.Addr))
-	}
-	t.slots = slotsOf(t.shards)
-	if len(t.slots) == 0 {
-		return nil, permanent(fmt.Errorf("cluster %s: every shard has weight 0", name))
-	}
-	return t, nil
-}
-
-// slotsOf lists each shard's index weight times, in shard order.
-func slotsOf(shards []*shardHosts) []int {
-	var slots []int
-	for i, s := range shards {
-		for range s.weight {
-			slots = append(slots, i)
-		}
-	}
-	return slots
-}
 
 // route is how one table's rows reach the shards.
 type route struct {
@@ -249,15 +64,15 @@ func (c *ClickHouse) routeFor(ctx context.Context, log *slog.Logger, b *block.Bl
 	if err != nil {
 		return through(err.Error())
 	}
-	var topo *topology
+	var topo *chinsert.Topology
 	err = c.Retry(ctx, log, metrics.StageSchema, "read the cluster's layout", func(ctx context.Context) (err error) {
-		topo, err = c.topology(ctx)
+		topo, err = c.layout.Get(ctx)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := topo.reachable(ctx, c.ins); err != nil {
+	if err := topo.Reachable(ctx, c.ins); err != nil {
 		return through(err.Error())
 	}
 	rt := &route{}
@@ -312,34 +127,34 @@ type shardScratch struct {
 // rows. Each shard's rows are encoded from the block itself (no copy).
 func (w *Writer) sendShards(ctx context.Context, job *sendJob) error {
 	b, rt, sc := job.block, job.route, job.scratch
-	var topo *topology
+	var topo *chinsert.Topology
 	err := w.c.Retry(ctx, w.log, metrics.StageInsert, "read the cluster's layout", func(ctx context.Context) (err error) {
-		topo, err = w.c.topology(ctx)
+		topo, err = w.c.layout.Get(ctx)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	switch {
-	case len(topo.shards) == 1:
-		return w.sendPart(ctx, topo.shards[0], job, nil)
+	case len(topo.Shards) == 1:
+		return w.sendPart(ctx, topo.Shards[0], job, nil)
 	case rt.hasher == nil:
-		slot := (rt.next.Add(1) - 1) % uint32(len(topo.slots))
-		return w.sendPart(ctx, topo.shards[topo.slots[slot]], job, nil)
+		slot := (rt.next.Add(1) - 1) % uint32(len(topo.Slots))
+		return w.sendPart(ctx, topo.Shards[topo.Slots[slot]], job, nil)
 	}
 	if sc.hashes, err = rt.hasher.Hashes(b, sc.hashes); err != nil {
 		return permanent(err)
 	}
-	for len(sc.sel) < len(topo.shards) {
+	for len(sc.sel) < len(topo.Shards) {
 		sc.sel = append(sc.sel, nil)
 	}
-	sel := sc.sel[:len(topo.shards)]
+	sel := sc.sel[:len(topo.Shards)]
 	for i := range sel {
 		sel[i] = sel[i][:0]
 	}
-	nslots := uint64(len(topo.slots))
+	nslots := uint64(len(topo.Slots))
 	for row, h := range sc.hashes {
-		s := topo.slots[h%nslots]
+		s := topo.Slots[h%nslots]
 		sel[s] = append(sel[s], uint32(row))
 	}
 	// The shards' goroutines encode from b at once: its encoders are built
@@ -364,7 +179,7 @@ func (w *Writer) sendShards(ctx context.Context, job *sendJob) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := w.sendPart(ctx, topo.shards[i], job, rows); err != nil {
+			if err := w.sendPart(ctx, topo.Shards[i], job, rows); err != nil {
 				once.Do(func() { cause = err })
 				cancel()
 			}
@@ -379,17 +194,17 @@ func (w *Writer) sendShards(ctx context.Context, job *sendJob) error {
 // one stores them. Rows whose columns the shard's table does not match go
 // through the Distributed table instead, whose clickhouse-go insert
 // converts.
-func (w *Writer) sendPart(ctx context.Context, sh *shardHosts, job *sendJob, sel []uint32) error {
+func (w *Writer) sendPart(ctx context.Context, sh *chinsert.Shard, job *sendJob, sel []uint32) error {
 	b := job.block
 	t := b.Target()
 	rows := b.Rows()
 	if sel != nil {
 		rows = len(sel)
 	}
-	return w.c.Retry(ctx, w.log, metrics.StageInsert, "insert into ClickHouse shard "+strconv.Itoa(sh.num), w.counted(func(ctx context.Context) error {
+	return w.c.Retry(ctx, w.log, metrics.StageInsert, "insert into ClickHouse shard "+strconv.Itoa(sh.Num), w.counted(func(ctx context.Context) error {
 		if w.native(t) {
-			addr := sh.addr()
-			err := w.c.ins.insertNative(ctx, addr, t.InsertLocalSQL(), b, sel, chsettings.PartToken(batchToken(job), sel))
+			addr := sh.Addr()
+			err := w.c.ins.Insert(ctx, addr, t.InsertLocalSQL(), b, sel, chsettings.PartToken(batchToken(job), sel))
 			// A protocol surprise sends these rows, all of them, through
 			// the Distributed table, which puts them on this same shard
 			// (see protocolSurprise on rows the shard may already hold).
@@ -402,11 +217,11 @@ func (w *Writer) sendPart(ctx context.Context, sh *shardHosts, job *sendJob, sel
 					// Another replica may take the rows; not after a
 					// cancel or an error about the statement itself.
 					if transient(err) && ctx.Err() == nil {
-						sh.failed(addr)
+						sh.Failed(addr)
 					}
 					return fmt.Errorf("%s: %w", addr, err)
 				}
-				w.c.m.ShardRows.WithLabelValues(strconv.Itoa(sh.num)).Add(float64(rows))
+				w.c.m.ShardRows.WithLabelValues(strconv.Itoa(sh.Num)).Add(float64(rows))
 				return nil
 			}
 		}

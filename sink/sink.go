@@ -19,6 +19,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/binlog2ch/binlog2ch/budget"
+	"github.com/binlog2ch/binlog2ch/chinsert"
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/chsettings"
 	"github.com/binlog2ch/binlog2ch/chtables"
@@ -39,8 +40,8 @@ type ClickHouse struct {
 	log    *slog.Logger
 	conn   driver.Conn
 	caps   schema.Capabilities
-	ins    *inserters    // native-protocol INSERTs (insert.go)
-	layout clusterLayout // the cluster's shards, for rows routed to them (shards.go)
+	ins    *chinsert.Pool  // native-protocol INSERTs
+	layout chinsert.Layout // the cluster's shards, for rows routed to them (shards.go)
 	m      *metrics.Metrics
 	live   LiveTable
 	reg    *chtables.Registry // nil: tables are not tracked (no state_dir)
@@ -72,7 +73,14 @@ type ClickHouse struct {
 
 // New connects to the ClickHouse servers and reads what they support.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.Metrics, live LiveTable) (*ClickHouse, error) {
-	c := &ClickHouse{cfg: cfg, log: log, ins: newInserters(cfg), m: m, live: live, MaxBackoff: 30 * time.Second}
+	// The settings that go with each insert are set once the server's
+	// are known (useSettings).
+	ins := chinsert.NewPool(chnative.Options{Addr: cfg.ClickHouse.Addr, User: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password.Reveal(),
+		TLS: cfg.ClickHouseTLS(), Compression: chinsert.Compression(cfg.ClickHouse.Compression)})
+	c := &ClickHouse{cfg: cfg, log: log, ins: ins, m: m, live: live, MaxBackoff: 30 * time.Second}
+	c.layout = chinsert.Layout{Cluster: cfg.ClickHouse.Cluster, Log: log, Read: func(ctx context.Context) (*chinsert.Topology, error) {
+		return chinsert.ReadTopology(ctx, c.conn, cfg.ClickHouse.Cluster, cfg.ClickHouse.ClusterHosts, cfg.ClickHouse.Addr)
+	}}
 	var granted func(string)
 	var waiting func(int)
 	if m != nil {
@@ -83,7 +91,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.M
 	c.budget = budget.New(cfg.Batch.MaxInsertsPerSecond, max(1, int(cfg.Batch.MaxInsertsPerSecond)), granted, waiting)
 	c.mem = newMemory(cfg.Batch.MaxBufferBytes)
 	if m != nil {
-		c.ins.frames = func(reason string, n uint64) {
+		c.ins.Frames = func(reason string, n uint64) {
 			if n > 0 {
 				m.UncompressedFrames.WithLabelValues(reason).Add(float64(n))
 			}
@@ -115,14 +123,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.M
 		return nil, err
 	}
 	c.useSettings(known)
-	c.ins.opts.Settings = c.nativeSettings
+	c.ins.Opts.Settings = c.nativeSettings
 	c.up.Store(true)
 	return c, nil
 }
 
 // Close closes the connections.
 func (c *ClickHouse) Close() {
-	c.ins.close()
+	c.ins.Close()
 	c.conn.Close()
 }
 
@@ -154,15 +162,7 @@ func (c *ClickHouse) Ping(ctx context.Context) error {
 
 // IdleConns is how many native connections wait in the pool: one after a
 // clean insert.
-func (c *ClickHouse) IdleConns() int {
-	c.ins.mu.Lock()
-	defer c.ins.mu.Unlock()
-	n := 0
-	for _, idle := range c.ins.idle {
-		n += len(idle)
-	}
-	return n
-}
+func (c *ClickHouse) IdleConns() int { return c.ins.Idle() }
 
 // permanentError marks an error retrying cannot fix.
 type permanentError struct{ err error }
@@ -182,7 +182,9 @@ var transientCodes = map[int32]bool{
 // overload do; a ClickHouse exception about the statement itself does not.
 func transient(err error) bool {
 	var p permanentError
-	if errors.As(err, &p) {
+	var enc *chinsert.EncodeError
+	var layout *chinsert.LayoutError
+	if errors.As(err, &p) || errors.As(err, &enc) || errors.As(err, &layout) {
 		return false
 	}
 	var ex *clickhouse.Exception

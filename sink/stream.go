@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/block"
+	"github.com/binlog2ch/binlog2ch/chinsert"
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/chsettings"
 	"github.com/binlog2ch/binlog2ch/metrics"
@@ -18,7 +19,7 @@ import (
 // sorted, written and then merged again. A stream sends the full batches
 // that follow each other into one INSERT instead (chnative.Stream), which
 // the server squashes into one part when the data ends: up to
-// batch.max_insert_rows rows, 4 × batch.max_bytes of batches, and
+// batch.max_insert_rows rows, 4 × batch.max_bytes of batches and
 // flush_interval from its first batch, so a row still waits at most about
 // as long as in a batch of its own. A batch that is not full (the load
 // eased, a drain) ends the stream it goes into.
@@ -27,7 +28,8 @@ import (
 // the stream, to fill again: what a failure needs is the stream's
 // recording (its data packets, compressed, as they went out), which a new
 // connection sends again before the stream goes on (chnative.Resume). The
-// recording is at most batch.max_bytes; it counts in the buffer budget.
+// stream ends once it passes batch.max_insert_bytes; it counts in the
+// buffer budget.
 //
 // Every batch of a stream is stored when the stream's data ends, none
 // before: the writer's flushed mark (and so the checkpoint) passes them
@@ -61,9 +63,6 @@ func (w *Writer) streams(job *sendJob) bool {
 		!(c.driverToken && batchToken(job) != "")
 }
 
-// streamMaxBytes bounds a stream's batches, by their size in the writer.
-func (w *Writer) streamMaxBytes() int { return 4 * w.c.cfg.Batch.MaxBytes }
-
 // handStream sends job into the stream, starting the loop that sends
 // streams when none runs. full: the batch went because it filled, and the
 // stream stays open for the next one if it has room.
@@ -84,7 +83,7 @@ func (w *Writer) handStream(ctx context.Context, job *sendJob, full bool) {
 	s.bytes += job.bytes
 	b := w.c.cfg.Batch
 	job.full = full
-	job.keepOpen = full && s.rows+b.MaxRows <= b.MaxInsertRows && s.bytes+b.MaxBytes <= w.streamMaxBytes() &&
+	job.keepOpen = full && s.rows+b.MaxRows <= b.MaxInsertRows && s.bytes+b.MaxBytes <= 4*b.MaxBytes &&
 		now.Sub(s.start) < b.FlushInterval
 	switch {
 	case job.keepOpen && !s.open:
@@ -179,7 +178,7 @@ func (w *Writer) streamLoop(ctx context.Context, q <-chan *sendJob) {
 				err := w.commitStream(ctx, cur)
 				cur = nil
 				if err != nil {
-					w.streamFailed(ctx, err)
+					deliver(ctx, w.sendErr, err)
 					return
 				}
 			}
@@ -193,7 +192,7 @@ func (w *Writer) streamLoop(ctx context.Context, q <-chan *sendJob) {
 		}
 		single, err := w.appendStream(ctx, cur, job)
 		if err != nil {
-			w.streamFailed(ctx, err)
+			deliver(ctx, w.sendErr, err)
 			return
 		}
 		if single {
@@ -209,7 +208,7 @@ func (w *Writer) streamLoop(ctx context.Context, q <-chan *sendJob) {
 			err := w.commitStream(ctx, cur)
 			cur = nil
 			if err != nil {
-				w.streamFailed(ctx, err)
+				deliver(ctx, w.sendErr, err)
 				return
 			}
 			if !job.full {
@@ -229,12 +228,10 @@ func deliver[T any](ctx context.Context, ch chan<- T, v T) bool {
 	}
 }
 
-func (w *Writer) streamFailed(ctx context.Context, err error) {
-	deliver(ctx, w.sendErr, err)
-}
-
 // header checks the server's columns for the stream's target.
-func (st *openStream) header(cols []chnative.Column) error { return checkHeader(st.target, cols) }
+func (st *openStream) header(cols []chnative.Column) error {
+	return chinsert.CheckHeader(st.target, cols)
+}
 
 // appendStream writes job's block into the stream, beginning or resuming
 // it, retrying until the server takes it; the block then goes back to the
@@ -252,7 +249,7 @@ func (w *Writer) appendStream(ctx context.Context, st *openStream, job *sendJob)
 			encodeErr = b.EncodeNativeRows(e, nil)
 			return encodeErr
 		})
-		w.c.ins.countFrames(st.s.Conn(), plain, probed)
+		w.c.ins.CountFrames(st.s.Conn(), plain, probed)
 		if err != nil {
 			w.breakStream(st)
 			if encodeErr != nil {
@@ -294,7 +291,7 @@ func (w *Writer) resume(ctx context.Context, st *openStream) error {
 	if st.s != nil {
 		return nil
 	}
-	c, err := w.c.ins.get(ctx, "")
+	c, err := w.c.ins.Get(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -303,7 +300,7 @@ func (w *Writer) resume(ctx context.Context, st *openStream) error {
 		// Its settings chosen from what another server knows: without
 		// the minimums this one may store a part per block, or some of
 		// them before the data ends.
-		w.c.ins.put("", c)
+		w.c.ins.Put("", c)
 		return permanent(errFallback)
 	case st.failed == nil:
 		st.s, err = c.Begin(ctx, st.target.InsertSQL(), st.header, st.rec)
@@ -317,8 +314,8 @@ func (w *Writer) resume(ctx context.Context, st *openStream) error {
 		return nil
 	}
 	c.Close()
-	w.c.ins.drop("")
-	var mismatch *headerMismatch
+	w.c.ins.Drop("")
+	var mismatch *chinsert.HeaderMismatch
 	switch {
 	case errors.As(err, &mismatch) && len(st.jobs) == 0:
 		return permanent(errFallback)
@@ -335,8 +332,7 @@ func (w *Writer) resume(ctx context.Context, st *openStream) error {
 	return w.explain(ctx, st.target, err)
 }
 
-// lostStream is the error of a stream whose batches can no longer be sent
-// the way they were recorded; the writer no longer holds their rows.
+// lostStream: st's batches can no longer go as recorded, nor as rows.
 func (w *Writer) lostStream(st *openStream, err error) error {
 	first, last := st.jobs[0], st.jobs[len(st.jobs)-1]
 	return fmt.Errorf("an INSERT of %d batches (%d rows, binlog %s to %s) failed and cannot be sent again as it went: %w; "+
@@ -349,7 +345,7 @@ func (w *Writer) lostStream(st *openStream, err error) error {
 func (w *Writer) breakStream(st *openStream) {
 	st.s.Abort()
 	st.failed, st.s = st.s, nil
-	w.c.ins.drop("")
+	w.c.ins.Drop("")
 }
 
 // streamErr classifies a failure of the stream's connection.
@@ -377,7 +373,7 @@ func (w *Writer) commitStream(ctx context.Context, st *openStream) error {
 		st.abort(w)
 		return fmt.Errorf("%s: %w", st.target.FullName(), err)
 	}
-	w.c.ins.put("", st.s.Conn())
+	w.c.ins.Put("", st.s.Conn())
 	w.c.mem.add(-st.held)
 	st.held = 0
 	took := time.Since(st.start)

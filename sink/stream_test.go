@@ -117,7 +117,7 @@ func TestStreamedBatches(t *testing.T) {
 // sends each batch alone.
 func TestStreamsNeedTheMinimums(t *testing.T) {
 	c, logs, m := newTestSinkWith(t, "", `{include: ["*.*"]}`, ", flush_interval: 1h")
-	c.ins.opts.Settings = func(chnative.Server) []chnative.Setting { return nil }
+	c.ins.Opts.Settings = func(chnative.Server) []chnative.Setting { return nil }
 	ctx := context.Background()
 	db := servertest.Name("b2c_stream")
 	if err := c.conn.Exec(ctx, "CREATE DATABASE "+db); err != nil {

@@ -29,7 +29,7 @@ func TestReplayDroppedByToken(t *testing.T) {
 		t.Skip("the scripted server forwards inserts to ClickHouse's HTTP port, which an external server (BINLOG2CH_TEST_CLICKHOUSE) does not name")
 	}
 	// 18.16 has no token and no non_replicated_deduplication_window: nothing changes there.
-	if c.driverToken || c.ins.tokenOK(chnative.Server{Major: 18, Minor: 16}) || c.caps.DedupWindow {
+	if c.driverToken || c.ins.TokenOK(chnative.Server{Major: 18, Minor: 16}) || c.caps.DedupWindow {
 		t.Fatalf("the token would go to 18.16 (settings %v)", c.settings)
 	}
 	ctx := context.Background()
@@ -55,7 +55,7 @@ func TestReplayDroppedByToken(t *testing.T) {
 		Forward:     srv.ClickHouse.Host + ":" + strconv.Itoa(srv.ClickHouse.HTTPPort),
 		ForwardUser: srv.ClickHouse.User, ForwardPassword: srv.ClickHouse.Password})
 	c.settings = chsettings.Known(known)
-	c.ins.opts.Addr = []string{fake.Addr()}
+	c.ins.Opts.Addr = []string{fake.Addr()}
 
 	// run sends three messages of two rows each through a new writer: with
 	// batch.max_rows 2, one batch each.

@@ -1,4 +1,4 @@
-package sink
+package chinsert
 
 import (
 	"bytes"
@@ -21,16 +21,16 @@ func TestCheckHeader(t *testing.T) {
 		{Name: "id", Type: schema.CHType{Kind: schema.CHUInt64}},
 		{Name: "at", Type: schema.CHType{Kind: schema.CHDateTime, Zone: "UTC"}},
 	}}
-	if err := checkHeader(target, []chnative.Column{{Name: "id", Type: "UInt64"}, {Name: "at", Type: "DateTime('UTC')"}}); err != nil {
+	if err := CheckHeader(target, []chnative.Column{{Name: "id", Type: "UInt64"}, {Name: "at", Type: "DateTime('UTC')"}}); err != nil {
 		t.Fatal(err)
 	}
-	var mismatch *headerMismatch
+	var mismatch *HeaderMismatch
 	for _, cols := range [][]chnative.Column{
 		{{Name: "id", Type: "UInt64"}},
 		{{Name: "id", Type: "UInt64"}, {Name: "at", Type: "DateTime"}},
 		{{Name: "id", Type: "UInt64"}, {Name: "ts", Type: "DateTime('UTC')"}},
 	} {
-		err := checkHeader(target, cols)
+		err := CheckHeader(target, cols)
 		if !errors.As(err, &mismatch) {
 			t.Errorf("%v: want a header mismatch, got %v", cols, err)
 		} else if !strings.Contains(err.Error(), "ClickHouse") {
@@ -76,15 +76,15 @@ func TestCurrentServerHeader(t *testing.T) {
 		}
 		return out
 	}
-	if err := checkHeader(target, asNative(header)); err != nil {
+	if err := CheckHeader(target, asNative(header)); err != nil {
 		t.Fatalf("a 26.x server's header refused: %v", err)
 	}
 	for _, other := range []string{"LowCardinality(Nullable(String))", "JSON", "Variant(String, UInt64)", "Dynamic", "Map(String, UInt64)",
 		"IPv6", "Int128", "Int256", "UInt256", "Decimal(76, 10)", "String", "DateTime64(6)", "Nullable(DateTime64(6, 'UTC'))"} {
 		h := asNative(header)
 		h[5].Type = other // dec, Nullable(Decimal(65, 10)) in the mapping
-		var mismatch *headerMismatch
-		if err := checkHeader(target, h); !errors.As(err, &mismatch) {
+		var mismatch *HeaderMismatch
+		if err := CheckHeader(target, h); !errors.As(err, &mismatch) {
 			t.Errorf("a header naming dec %s: got %v, want a mismatch", other, err)
 		}
 	}
@@ -100,9 +100,9 @@ func TestCurrentServerHeader(t *testing.T) {
 		source.RowVersion(1, 100, 0), schema.OpInsert); err != nil {
 		t.Fatal(err)
 	}
-	p := &inserters{opts: chnative.Options{Addr: []string{srv.Addr()}, User: "default"}, idle: map[string][]idleConn{}}
-	defer p.close()
-	if err := p.insertNative(context.Background(), "", target.InsertSQL(), b, nil, ""); err != nil {
+	p := NewPool(chnative.Options{Addr: []string{srv.Addr()}, User: "default"})
+	defer p.Close()
+	if err := p.Insert(context.Background(), "", target.InsertSQL(), b, nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	srv.Close()
