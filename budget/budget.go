@@ -1,7 +1,8 @@
 // Package budget is the daemon's insert rate, shared by every table's
 // writer: tokens refilled at a rate, a full batch taking one at once, a
-// waiting one asking, the oldest first. It never inserts anything itself
-// and knows nothing of ClickHouse.
+// waiting one asking, the oldest first; and the bytes of rows the writers
+// hold, against one limit. It never inserts anything itself and knows
+// nothing of ClickHouse.
 package budget
 
 import (

@@ -50,7 +50,7 @@ func (w *Writer) sendOne(ctx context.Context, job *sendJob) {
 	if err := w.send(ctx, job); err != nil {
 		// The writer stops at the error and never takes the block back:
 		// its bytes leave the buffer budget here.
-		w.c.mem.add(-job.bytes)
+		w.c.mem.Add(-job.bytes)
 		w.sendErr <- err
 		return
 	}
@@ -85,7 +85,7 @@ func (w *Writer) recycle(job *sendJob) {
 
 // takeBack takes back a sent block's buffers and its bytes in the budget.
 func (w *Writer) takeBack(b backBlock) {
-	w.c.mem.add(-b.bytes)
+	w.c.mem.Add(-b.bytes)
 	if b.scratch != nil {
 		w.scratch = append(w.scratch, b.scratch)
 	}
@@ -148,7 +148,7 @@ func (w *Writer) handOff(ctx context.Context) error {
 	job := &sendJob{block: w.block, route: w.route, seq: w.lastSeq, version: w.lastVersion, rows: w.block.Rows(), bytes: w.block.Size(),
 		from: w.blockFrom, to: w.blockTo, copied: w.blockCopied}
 	// The block's bytes stay counted until it comes back.
-	w.c.mem.add(job.bytes - w.held)
+	w.c.mem.Add(job.bytes - w.held)
 	w.held = 0
 	if n := len(w.scratch); n > 0 {
 		job.scratch, w.scratch = w.scratch[n-1], w.scratch[:n-1]

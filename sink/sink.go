@@ -61,8 +61,8 @@ type ClickHouse struct {
 	// the reader has read the binlog's newest events.
 	budget   *budget.Budget
 	caughtUp atomic.Bool
-	// mem is the writers' batch memory (memory.go).
-	mem *memory
+	// mem is the writers' batch memory (budget.Memory).
+	mem *budget.Memory
 	// cascadeColumns is told when a writer changes its table's columns
 	// (cascade.go).
 	cascadeColumns func(schema.TableName)
@@ -89,14 +89,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.M
 		m.BudgetRate.Set(cfg.Batch.MaxInsertsPerSecond)
 	}
 	c.budget = budget.New(cfg.Batch.MaxInsertsPerSecond, max(1, int(cfg.Batch.MaxInsertsPerSecond)), granted, waiting)
-	c.mem = newMemory(cfg.Batch.MaxBufferBytes)
+	c.mem = budget.NewMemory(cfg.Batch.MaxBufferBytes)
 	if m != nil {
 		c.ins.Frames = func(reason string, n uint64) {
 			if n > 0 {
 				m.UncompressedFrames.WithLabelValues(reason).Add(float64(n))
 			}
 		}
-		c.mem.gauge = m.BufferBytes.Set
+		c.mem.Gauge = m.BufferBytes.Set
 		m.BufferLimitBytes.Set(float64(cfg.Batch.MaxBufferBytes))
 	}
 	var err error

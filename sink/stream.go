@@ -22,7 +22,8 @@ import (
 // batch.max_insert_rows rows, 4 × batch.max_bytes of batches and
 // flush_interval from its first batch, so a row still waits at most about
 // as long as in a batch of its own. A batch that is not full (the load
-// eased, a drain) ends the stream it goes into.
+// eased, a drain) ends the stream it goes into, and a writer whose queue
+// is empty ends its stream: a stream waits only for rows already read.
 //
 // A batch's block goes back to its writer as soon as it is written into
 // the stream, to fill again: what a failure needs is the stream's
@@ -265,7 +266,7 @@ func (w *Writer) appendStream(ctx context.Context, st *openStream, job *sendJob)
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", st.target.FullName(), err)
 	}
-	w.c.mem.add(st.s.Recorded() - st.held)
+	w.c.mem.Add(st.s.Recorded() - st.held)
 	st.held = st.s.Recorded()
 	st.jobs = append(st.jobs, job)
 	if h := w.c.afterStreamBlock; h != nil {
@@ -374,7 +375,7 @@ func (w *Writer) commitStream(ctx context.Context, st *openStream) error {
 		return fmt.Errorf("%s: %w", st.target.FullName(), err)
 	}
 	w.c.ins.Put("", st.s.Conn())
-	w.c.mem.add(-st.held)
+	w.c.mem.Add(-st.held)
 	st.held = 0
 	took := time.Since(st.start)
 	w.tm.FlushDuration.Observe(took.Seconds())
@@ -396,7 +397,7 @@ func (st *openStream) abort(w *Writer) {
 		st.s.Abort()
 		st.s = nil
 	}
-	w.c.mem.add(-st.held)
+	w.c.mem.Add(-st.held)
 	st.held = 0
 }
 

@@ -178,7 +178,7 @@ type Writer struct {
 	blockFrom, blockTo source.Position
 	blockCopied        bool
 	// held is the current block's bytes counted in the daemon's buffer
-	// budget (memory.go).
+	// budget (budget.Memory).
 	held int
 	// parkAfter, when set, lets the writer's goroutine exit after that
 	// long with nothing pending; parked says it has (see Wake).
@@ -341,7 +341,7 @@ func (w *Writer) run(parent context.Context) (err error) {
 			w.noteQueue()
 			if w.block != nil && w.block.Rows() > 0 {
 				size := w.block.Size()
-				w.c.mem.add(size - w.held)
+				w.c.mem.Add(size - w.held)
 				w.held = size
 				switch {
 				case w.block.Rows() >= w.c.cfg.Batch.MaxRows || size >= w.c.cfg.Batch.MaxBytes:
@@ -352,7 +352,7 @@ func (w *Writer) run(parent context.Context) (err error) {
 					if err != nil {
 						return err
 					}
-				case w.c.mem.over():
+				case w.c.mem.Over():
 					if err := w.relieveMemory(ctx); err != nil {
 						return err
 					}
@@ -363,6 +363,10 @@ func (w *Writer) run(parent context.Context) (err error) {
 				// Nothing pending: everything taken so far is durable.
 				w.storedVersion.Store(w.lastVersion)
 				w.flushed.Store(w.lastSeq)
+			}
+			if len(w.in) == 0 {
+				// A stream waits only for rows already queued.
+				w.closeStream()
 			}
 		case <-timer.C:
 			// The batch waited out its interval: its turn comes from the
@@ -493,7 +497,7 @@ func (w *Writer) relieveMemory(ctx context.Context) error {
 	if err := w.handOff(ctx); err != nil {
 		return err
 	}
-	for w.inflight > 0 && w.c.mem.over() {
+	for w.inflight > 0 && w.c.mem.Over() {
 		if err := w.await(ctx); err != nil {
 			return err
 		}
@@ -553,17 +557,17 @@ func (w *Writer) noteQueue() {
 const largeEvent = 32 << 20
 
 // releaseMemory gives back a failed writer's share of the daemon's buffer
-// budget (memory.go): its block's bytes and those of the blocks its
+// budget (budget.Memory): its block's bytes and those of the blocks its
 // senders returned. A writer that stops for good (a table marked failed,
 // replication.on_table_error: skip_table) must not leave the other
 // writers sending small batches under a budget it holds.
 func (w *Writer) releaseMemory() {
-	w.c.mem.add(-w.held)
+	w.c.mem.Add(-w.held)
 	w.held = 0
 	for {
 		select {
 		case job := <-w.returned:
-			w.c.mem.add(-job.bytes)
+			w.c.mem.Add(-job.bytes)
 		default:
 			return
 		}
