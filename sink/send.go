@@ -155,7 +155,7 @@ func (w *Writer) handOff(ctx context.Context) error {
 	} else {
 		job.scratch = &shardScratch{}
 	}
-	if w.streams(job) {
+	if (w.handingFull || w.stream.open) && w.streams(job) {
 		w.handStream(ctx, job, w.handingFull)
 	} else {
 		w.closeStream()

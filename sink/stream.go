@@ -166,6 +166,16 @@ func (w *Writer) streamLoop(ctx context.Context, q <-chan *sendJob) {
 		if cur != nil {
 			cur.abort(w)
 		}
+		// The writer stopped: the batches still queued, and one that
+		// failed, leave the buffer budget, as a failed sender's do.
+		for {
+			select {
+			case job := <-q:
+				w.c.mem.Add(-job.bytes)
+			default:
+				return
+			}
+		}
 	}()
 	for {
 		var job *sendJob
@@ -193,6 +203,7 @@ func (w *Writer) streamLoop(ctx context.Context, q <-chan *sendJob) {
 		}
 		single, err := w.appendStream(ctx, cur, job)
 		if err != nil {
+			w.c.mem.Add(-job.bytes) // 0 once its block came back
 			deliver(ctx, w.sendErr, err)
 			return
 		}
@@ -379,8 +390,10 @@ func (w *Writer) commitStream(ctx context.Context, st *openStream) error {
 	st.held = 0
 	took := time.Since(st.start)
 	w.tm.FlushDuration.Observe(took.Seconds())
-	w.c.m.InsertStreams.Inc()
-	w.c.m.StreamedBatches.Add(float64(len(st.jobs)))
+	if len(st.jobs) > 1 {
+		w.c.m.InsertStreams.Inc()
+		w.c.m.StreamedBatches.Add(float64(len(st.jobs)))
+	}
 	for _, job := range st.jobs {
 		w.noteSentJob(job)
 		if !deliver(ctx, w.returned, job) {
