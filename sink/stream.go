@@ -55,11 +55,14 @@ type streamState struct {
 	timer *time.Timer
 }
 
-// streams reports whether job goes into a stream.
+// streams reports whether job goes into a stream: not a batch larger than
+// a stream's recording (large values, which LZ4 seldom shrinks: its part
+// is large already).
 func (w *Writer) streams(job *sendJob) bool {
 	c, b := w.c, job.block
 	t := b.Target()
-	return c.streamOK && c.cfg.Batch.MaxInsertRows > c.cfg.Batch.MaxRows && w.provenNative.Load() && job.route == nil &&
+	return c.streamOK && c.cfg.Batch.MaxInsertRows > c.cfg.Batch.MaxRows && job.bytes <= c.cfg.Batch.MaxInsertBytes &&
+		w.provenNative.Load() && job.route == nil &&
 		c.cfg.ClickHouse.Cluster == "" && t.Mode != schema.ModeChangelog && b.NativeOK() && w.native(t) &&
 		!(c.driverToken && batchToken(job) != "")
 }
