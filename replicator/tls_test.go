@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/chconn"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/binlog2ch/binlog2ch/sink"
 	"github.com/binlog2ch/binlog2ch/source"
 )
 
@@ -136,7 +136,7 @@ func TestTLSEndToEnd(t *testing.T) {
 		return err
 	}
 	openCH := func(ctx context.Context, cfg *config.Config) error {
-		ch, err := sink.OpenClickHouse(ctx, cfg, nil)
+		ch, err := chconn.Open(ctx, cfg, nil)
 		if err == nil {
 			ch.Close()
 		}

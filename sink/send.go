@@ -9,7 +9,7 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/binlog2ch/binlog2ch/budget"
-	"github.com/binlog2ch/binlog2ch/chinsert"
+	"github.com/binlog2ch/binlog2ch/chconn"
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -220,7 +220,7 @@ func (w *Writer) send(ctx context.Context, job *sendJob) error {
 		err = w.c.Retry(ctx, w.log, metrics.StageInsert, "insert into ClickHouse", w.counted(func(ctx context.Context) error {
 			if b.NativeOK() && w.native(t) {
 				err := w.c.ins.Insert(ctx, "", t.InsertSQL(), b, nil, token)
-				var mismatch *chinsert.HeaderMismatch
+				var mismatch *chconn.HeaderMismatch
 				switch {
 				case err == nil:
 					w.provenNative.Store(true)
@@ -298,7 +298,7 @@ func (w *Writer) native(t *schema.Target) bool {
 // the mapping; from then on the target's blocks go through clickhouse-go
 // (a new target, after a schema change, tries chnative again).
 func (w *Writer) refuseNative(t *schema.Target, err error) bool {
-	var mismatch *chinsert.HeaderMismatch
+	var mismatch *chconn.HeaderMismatch
 	if !errors.As(err, &mismatch) {
 		return false
 	}

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/binlog2ch/binlog2ch/block"
-	"github.com/binlog2ch/binlog2ch/chinsert"
+	"github.com/binlog2ch/binlog2ch/chconn"
 	"github.com/binlog2ch/binlog2ch/chsettings"
 	"github.com/binlog2ch/binlog2ch/chtables"
 	"github.com/binlog2ch/binlog2ch/config"
@@ -64,7 +64,7 @@ func (c *ClickHouse) routeFor(ctx context.Context, log *slog.Logger, b *block.Bl
 	if err != nil {
 		return through(err.Error())
 	}
-	var topo *chinsert.Topology
+	var topo *chconn.Topology
 	err = c.Retry(ctx, log, metrics.StageSchema, "read the cluster's layout", func(ctx context.Context) (err error) {
 		topo, err = c.layout.Get(ctx)
 		return err
@@ -127,7 +127,7 @@ type shardScratch struct {
 // rows. Each shard's rows are encoded from the block itself (no copy).
 func (w *Writer) sendShards(ctx context.Context, job *sendJob) error {
 	b, rt, sc := job.block, job.route, job.scratch
-	var topo *chinsert.Topology
+	var topo *chconn.Topology
 	err := w.c.Retry(ctx, w.log, metrics.StageInsert, "read the cluster's layout", func(ctx context.Context) (err error) {
 		topo, err = w.c.layout.Get(ctx)
 		return err
@@ -194,7 +194,7 @@ func (w *Writer) sendShards(ctx context.Context, job *sendJob) error {
 // one stores them. Rows whose columns the shard's table does not match go
 // through the Distributed table instead, whose clickhouse-go insert
 // converts.
-func (w *Writer) sendPart(ctx context.Context, sh *chinsert.Shard, job *sendJob, sel []uint32) error {
+func (w *Writer) sendPart(ctx context.Context, sh *chconn.Shard, job *sendJob, sel []uint32) error {
 	b := job.block
 	t := b.Target()
 	rows := b.Rows()

@@ -19,7 +19,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/binlog2ch/binlog2ch/budget"
-	"github.com/binlog2ch/binlog2ch/chinsert"
+	"github.com/binlog2ch/binlog2ch/chconn"
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/chsettings"
 	"github.com/binlog2ch/binlog2ch/chtables"
@@ -40,8 +40,8 @@ type ClickHouse struct {
 	log    *slog.Logger
 	conn   driver.Conn
 	caps   schema.Capabilities
-	ins    *chinsert.Pool  // native-protocol INSERTs
-	layout chinsert.Layout // the cluster's shards, for rows routed to them (shards.go)
+	ins    *chconn.Pool  // native-protocol INSERTs
+	layout chconn.Layout // the cluster's shards, for rows routed to them (shards.go)
 	m      *metrics.Metrics
 	live   LiveTable
 	reg    *chtables.Registry // nil: tables are not tracked (no state_dir)
@@ -75,11 +75,11 @@ type ClickHouse struct {
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.Metrics, live LiveTable) (*ClickHouse, error) {
 	// The settings that go with each insert are set once the server's
 	// are known (useSettings).
-	ins := chinsert.NewPool(chnative.Options{Addr: cfg.ClickHouse.Addr, User: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password.Reveal(),
-		TLS: cfg.ClickHouseTLS(), Compression: chinsert.Compression(cfg.ClickHouse.Compression)})
+	ins := chconn.NewPool(chnative.Options{Addr: cfg.ClickHouse.Addr, User: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password.Reveal(),
+		TLS: cfg.ClickHouseTLS(), Compression: chconn.Compression(cfg.ClickHouse.Compression)})
 	c := &ClickHouse{cfg: cfg, log: log, ins: ins, m: m, live: live, MaxBackoff: 30 * time.Second}
-	c.layout = chinsert.Layout{Cluster: cfg.ClickHouse.Cluster, Log: log, Read: func(ctx context.Context) (*chinsert.Topology, error) {
-		return chinsert.ReadTopology(ctx, c.conn, cfg.ClickHouse.Cluster, cfg.ClickHouse.ClusterHosts, cfg.ClickHouse.Addr)
+	c.layout = chconn.Layout{Cluster: cfg.ClickHouse.Cluster, Log: log, Read: func(ctx context.Context) (*chconn.Topology, error) {
+		return chconn.ReadTopology(ctx, c.conn, cfg.ClickHouse.Cluster, cfg.ClickHouse.ClusterHosts, cfg.ClickHouse.Addr)
 	}}
 	var granted func(string)
 	var waiting func(int)
@@ -109,7 +109,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.M
 			return nil, err
 		}
 	}
-	if c.conn, err = OpenClickHouse(ctx, cfg, log); err != nil {
+	if c.conn, err = chconn.Open(ctx, cfg, log); err != nil {
 		return nil, err
 	}
 	c.tables = chtables.New(c.conn, cfg, log, c.reg, c.Retry)
@@ -182,8 +182,8 @@ var transientCodes = map[int32]bool{
 // overload do; a ClickHouse exception about the statement itself does not.
 func transient(err error) bool {
 	var p permanentError
-	var enc *chinsert.EncodeError
-	var layout *chinsert.LayoutError
+	var enc *chconn.EncodeError
+	var layout *chconn.LayoutError
 	if errors.As(err, &p) || errors.As(err, &enc) || errors.As(err, &layout) {
 		return false
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/block"
-	"github.com/binlog2ch/binlog2ch/chinsert"
+	"github.com/binlog2ch/binlog2ch/chconn"
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/chsettings"
 	"github.com/binlog2ch/binlog2ch/metrics"
@@ -22,8 +22,9 @@ import (
 // batch.max_insert_rows rows, 4 × batch.max_bytes of batches and
 // flush_interval from its first batch, so a row still waits at most about
 // as long as in a batch of its own. A batch that is not full (the load
-// eased, a drain) ends the stream it goes into, and a writer whose queue
-// is empty ends its stream: a stream waits only for rows already read.
+// eased, a drain) ends the stream it goes into, and so does a writer whose
+// queue stayed empty for streamIdle: a stream waits for rows being read,
+// not for rows to come.
 //
 // A batch's block goes back to its writer as soon as it is written into
 // the stream, to fill again: what a failure needs is the stream's
@@ -53,6 +54,9 @@ type streamState struct {
 	bytes int
 	start time.Time // when its first batch was handed off
 	timer *time.Timer
+	// idle fires streamIdle after the writer found its queue empty.
+	idle   *time.Timer
+	idling bool
 }
 
 // streams reports whether job goes into a stream: not a batch larger than
@@ -108,11 +112,42 @@ func (w *Writer) closeStream() {
 	if !s.open {
 		return
 	}
-	s.open = false
-	if s.timer != nil {
-		s.timer.Stop()
+	s.open, s.idling = false, false
+	for _, t := range []*time.Timer{s.timer, s.idle} {
+		if t != nil {
+			t.Stop()
+		}
 	}
 	s.q <- &sendJob{}
+}
+
+// streamIdle is how long an open stream waits for rows once the writer's
+// queue is empty: the reader, on the same cores, refills it within that
+// while a catch-up lasts.
+const streamIdle = 20 * time.Millisecond
+
+// queueEmpty arms the idle close of an open stream when the writer's
+// queue is empty, and disarms it when it is not.
+func (s *streamState) queueEmpty(empty bool) {
+	switch {
+	case !s.open:
+	case empty && s.idle == nil:
+		s.idle = time.NewTimer(streamIdle)
+	case empty:
+		s.idle.Reset(streamIdle)
+	case s.idle != nil:
+		s.idle.Stop()
+	}
+	s.idling = s.open && empty
+}
+
+// idleC fires when an open stream's writer had an empty queue for
+// streamIdle.
+func (s *streamState) idleC() <-chan time.Time {
+	if !s.open || !s.idling {
+		return nil
+	}
+	return s.idle.C
 }
 
 // streamTimerC fires when the open stream's time is up.
@@ -126,8 +161,10 @@ func (w *Writer) streamTimerC() <-chan time.Time {
 // stopStream forgets the loop of a run that ended (it returns with the
 // run's context).
 func (w *Writer) stopStream() {
-	if w.stream.timer != nil {
-		w.stream.timer.Stop()
+	for _, t := range []*time.Timer{w.stream.timer, w.stream.idle} {
+		if t != nil {
+			t.Stop()
+		}
 	}
 	w.stream = streamState{}
 }
@@ -245,7 +282,7 @@ func deliver[T any](ctx context.Context, ch chan<- T, v T) bool {
 
 // header checks the server's columns for the stream's target.
 func (st *openStream) header(cols []chnative.Column) error {
-	return chinsert.CheckHeader(st.target, cols)
+	return chconn.CheckHeader(st.target, cols)
 }
 
 // appendStream writes job's block into the stream, beginning or resuming
@@ -330,7 +367,7 @@ func (w *Writer) resume(ctx context.Context, st *openStream) error {
 	}
 	c.Close()
 	w.c.ins.Drop("")
-	var mismatch *chinsert.HeaderMismatch
+	var mismatch *chconn.HeaderMismatch
 	switch {
 	case errors.As(err, &mismatch) && len(st.jobs) == 0:
 		return permanent(errFallback)

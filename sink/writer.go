@@ -364,10 +364,7 @@ func (w *Writer) run(parent context.Context) (err error) {
 				w.storedVersion.Store(w.lastVersion)
 				w.flushed.Store(w.lastSeq)
 			}
-			if len(w.in) == 0 {
-				// A stream waits only for rows already queued.
-				w.closeStream()
-			}
+			w.stream.queueEmpty(len(w.in) == 0)
 		case <-timer.C:
 			// The batch waited out its interval: its turn comes from the
 			// insert budget.
@@ -389,6 +386,8 @@ func (w *Writer) run(parent context.Context) (err error) {
 		case b := <-w.blockBack:
 			w.takeBack(b)
 		case <-w.streamTimerC():
+			w.closeStream()
+		case <-w.stream.idleC():
 			w.closeStream()
 		case err := <-w.sendErr:
 			return err

@@ -13,9 +13,9 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/binlog2ch/binlog2ch/catalog"
+	"github.com/binlog2ch/binlog2ch/chconn"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/binlog2ch/binlog2ch/sink"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
@@ -136,7 +136,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 		return nil, err
 	}
 	defer my.Close()
-	ch, err := sink.OpenClickHouse(ctx, cfg, opts.Log)
+	ch, err := chconn.Open(ctx, cfg, opts.Log)
 	if err != nil {
 		return nil, err
 	}

@@ -18,11 +18,11 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	binlog2ch "github.com/binlog2ch/binlog2ch"
+	"github.com/binlog2ch/binlog2ch/chconn"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 	"github.com/binlog2ch/binlog2ch/replicator"
 	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/binlog2ch/binlog2ch/sink"
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
 )
@@ -277,7 +277,7 @@ func assertSameTexts(t *testing.T, e *testEnv, table string) {
 		t.Fatal(err)
 	}
 	defer my.Close()
-	ch, err := sink.OpenClickHouse(ctx, e.cfg, nil)
+	ch, err := chconn.Open(ctx, e.cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

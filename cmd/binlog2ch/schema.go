@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/binlog2ch/binlog2ch/catalog"
+	"github.com/binlog2ch/binlog2ch/chconn"
 	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
-	"github.com/binlog2ch/binlog2ch/sink"
 	"github.com/binlog2ch/binlog2ch/source"
 )
 
@@ -30,7 +30,7 @@ func schemaCmd(ctx context.Context, e *env, args []string) int {
 	var caps schema.Capabilities
 	switch *profile {
 	case "auto":
-		ch, err := sink.OpenClickHouse(ctx, cfg, logger)
+		ch, err := chconn.Open(ctx, cfg, logger)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "binlog2ch schema: %v\n", err)
 			return exitError

@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/chconn"
 	"github.com/binlog2ch/binlog2ch/config"
-	"github.com/binlog2ch/binlog2ch/sink"
 	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/state"
 	"github.com/binlog2ch/binlog2ch/status"
@@ -132,7 +132,7 @@ func daemonStatus(ctx context.Context, cfg *config.Config, addr string, q status
 func offlineStatus(ctx context.Context, cfg *config.Config, log *slog.Logger, why string) (status.Status, error) {
 	var store state.Store
 	if cfg.State.Store == config.StoreClickHouse {
-		ch, err := sink.OpenClickHouse(ctx, cfg, log)
+		ch, err := chconn.Open(ctx, cfg, log)
 		if err != nil {
 			return status.Status{}, fmt.Errorf("the daemon is not running (%s), and the checkpoint cannot be read: %w", why, err)
 		}

@@ -1,4 +1,4 @@
-package chinsert
+package chconn
 
 import (
 	"context"

@@ -1,9 +1,10 @@
-// Package chinsert is how binlog2ch's inserts reach ClickHouse servers:
-// native-protocol connections pooled per server address, the check of the
-// columns a server expects against a block's, and a cluster's shards and
-// replicas (system.clusters), where blocks split by their sharding key go.
-// It sends what it is given and never retries: the sink decides that.
-package chinsert
+// Package chconn is how binlog2ch reaches ClickHouse servers:
+// clickhouse-go's connection (connect.go), native-protocol connections for
+// inserts pooled per server address, the check of the columns a server
+// expects against a block's, and a cluster's shards and replicas
+// (system.clusters), where blocks split by their sharding key go. It sends
+// what it is given and never retries: the sink decides that.
+package chconn
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package sink
+package chconn
 
 import (
 	"context"
@@ -15,12 +15,12 @@ import (
 	"github.com/binlog2ch/binlog2ch/liblog"
 )
 
-// OpenClickHouse connects to the target servers over the native protocol,
+// Open connects clickhouse-go to the target servers over the native protocol,
 // compressed as clickhouse.compression says, and checks they answer. The driver logs into log, at the levels
 // ClickHouseLogger gives its messages (its failures are at DEBUG: they
 // reach binlog2ch's own log as errors, once per retry); a nil log keeps it
 // silent.
-func OpenClickHouse(ctx context.Context, cfg *config.Config, log *slog.Logger) (driver.Conn, error) {
+func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (driver.Conn, error) {
 	var settings clickhouse.Settings
 	if cfg.ClickHouse.Cluster != "" {
 		// Inserts that fall back to clickhouse-go go into the Distributed
