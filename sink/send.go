@@ -73,9 +73,11 @@ func (w *Writer) recycle(job *sendJob) {
 	if w.flushedHook != nil {
 		defer w.flushedHook()
 	}
-	if job.block != nil {
-		// A streamed batch's came back before (takeBack).
-		w.takeBack(backBlock{block: job.block, bytes: job.bytes, rows: job.rows, scratch: job.scratch})
+	if b := job.block; b != nil {
+		// A streamed batch's came back before (takeBack). Let go here:
+		// takeBack may return a large block's memory to the system.
+		job.block = nil
+		w.takeBack(backBlock{block: b, bytes: job.bytes, rows: job.rows, scratch: job.scratch})
 	}
 	if w.inflight == 0 && (w.block == nil || w.block.Rows() == 0) {
 		w.storedVersion.Store(w.lastVersion)
@@ -97,6 +99,7 @@ func (w *Writer) takeBack(b backBlock) {
 		// rows, which would rarely need them, and go back to the system
 		// now rather than when the runtime gets to it.
 		w.blocks--
+		b.block = nil
 		debug.FreeOSMemory()
 	default:
 		w.free = append(w.free, b.block)
