@@ -443,6 +443,8 @@ func (s *Router) swapIn(ctx context.Context, b *copyBatch) error {
 // that the checkpoint's selection did not.
 func (s *Router) copyAtStart(ctx context.Context, from *state.Checkpoint) error {
 	r, c := s, s.copies
+	// CopyState reads the entries from other goroutines (status, tests).
+	c.mu.Lock()
 	for k, e := range c.tables {
 		t, ok := schema.ParseTableName(k)
 		if !ok || !r.replicates(t) {
@@ -456,6 +458,7 @@ func (s *Router) copyAtStart(ctx context.Context, from *state.Checkpoint) error 
 		}
 		c.pending = append(c.pending, t)
 	}
+	c.mu.Unlock()
 	slices.SortFunc(c.pending, func(a, b schema.TableName) int { return strings.Compare(a.String(), b.String()) })
 	if from != nil && from.Selection != nil {
 		was := &config.TablesConfig{Include: from.Selection.Include, Exclude: from.Selection.Exclude}
