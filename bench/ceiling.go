@@ -91,21 +91,18 @@ func (r *run) ceiling(ctx context.Context, table string, rows uint64, catchUpRow
 	// insert read 1.7 to 3.5 s on one machine): the ceiling is the fastest
 	// of ceilingRuns inserts, the best the server did.
 	var c *Ceiling
+	var runs []float64
 	for i := 0; i < ceilingRuns; i++ {
 		one, err := r.clientInsert(ctx, client, args, dump, table, rows, i)
 		if err != nil {
 			return nil, "", err
 		}
 		if c == nil || one.Seconds < c.Seconds {
-			runs := []float64(nil)
-			if c != nil {
-				runs = c.RunSeconds
-			}
 			c = one
-			c.RunSeconds = runs
 		}
-		c.RunSeconds = append(c.RunSeconds, one.Seconds)
+		runs = append(runs, one.Seconds)
 	}
+	c.RunSeconds = runs
 	c.Ratio = catchUpRowsPerMin / c.RowsPerMin
 	return c, "", nil
 }

@@ -50,11 +50,7 @@ func TestAmbiguousInsert(t *testing.T) {
 				t.Skip("the scripted server forwards inserts to ClickHouse's HTTP port, which an external server (BINLOG2CH_TEST_CLICKHOUSE) does not name")
 			}
 			ctx := context.Background()
-			db := servertest.Name("b2c_amb")
-			if err := c.conn.Exec(ctx, "CREATE DATABASE "+db); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.conn.Exec(context.Background(), "DROP DATABASE "+db) })
+			db := newTestDB(t, c, "b2c_amb")
 			tb := &schema.Table{Database: db, Name: "t",
 				Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false), schematest.Col(t, "s", "varchar(20)", false)}}
 			if tc.keyed {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/config"
-	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 	"github.com/binlog2ch/binlog2ch/metrics"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/schema/schematest"
@@ -33,11 +32,7 @@ func TestCompression(t *testing.T) {
 				t.Fatalf("the native inserter compresses with %s, want %s", got, want)
 			}
 			ctx := context.Background()
-			db := servertest.Name("b2c_comp")
-			if err := c.conn.Exec(ctx, "CREATE DATABASE "+db); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.conn.Exec(context.Background(), "DROP DATABASE "+db) })
+			db := newTestDB(t, c, "b2c_comp")
 			tb := &schema.Table{Database: db, Name: "t", PrimaryKey: []int{0},
 				Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false), schematest.Col(t, "s", "longtext", false)}}
 			want := map[int32]string{}

@@ -74,6 +74,24 @@ state_dir: %q
 	return c, logs, m
 }
 
+// newTestDB creates a database named from prefix on the test server,
+// dropped after the test.
+func newTestDB(t *testing.T, c *ClickHouse, prefix string) string {
+	t.Helper()
+	db := servertest.Name(prefix)
+	createTestDB(t, c, db)
+	return db
+}
+
+// createTestDB creates database db, dropped after the test.
+func createTestDB(t *testing.T, c *ClickHouse, db string) {
+	t.Helper()
+	if err := c.conn.Exec(context.Background(), "CREATE DATABASE "+db); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.conn.Exec(context.Background(), "DROP DATABASE "+db) })
+}
+
 // TestSettingsFromServer: the settings that go with inserts are those the
 // server lists in system.settings, in a type sent as a varint; on 18.16
 // (no type column, no async_insert) the squashing minimums that streams
@@ -141,11 +159,7 @@ func TestNativeFallback(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c, logs, m := newTestSink(t, "")
 			ctx := context.Background()
-			db := servertest.Name("b2c_sink")
-			if err := c.conn.Exec(ctx, "CREATE DATABASE "+db); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.conn.Exec(context.Background(), "DROP DATABASE "+db) })
+			db := newTestDB(t, c, "b2c_sink")
 			tb := &schema.Table{Database: db, Name: "t", PrimaryKey: []int{0},
 				Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false), schematest.Col(t, "s", "varchar(20)", false)}}
 			target, err := schema.Map(tb, db, c.caps, c.cfg.SchemaOptions(), c.cfg.TableOptions(db, "t"))

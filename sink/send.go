@@ -34,7 +34,6 @@ type sendJob struct {
 	// it, and its block's counters, told once the stream is stored.
 	full     bool
 	keepOpen bool
-	sentRows int
 	opRows   [4]uint64
 	fixups   [block.NumFixups]uint64
 }
@@ -107,8 +106,9 @@ func (w *Writer) takeBack(b backBlock) {
 }
 
 // handOff queues the current block for sending and continues with another,
-// waiting for one to come back when both are in flight.
-func (w *Writer) handOff(ctx context.Context) error {
+// waiting for one to come back when both are in flight. full: the batch
+// goes because it filled (it may start or extend a stream).
+func (w *Writer) handOff(ctx context.Context, full bool) error {
 	if w.ticket != nil {
 		// Going out another way (full, drained): no turn needed.
 		w.c.budget.Cancel(w.ticket)
@@ -158,8 +158,8 @@ func (w *Writer) handOff(ctx context.Context) error {
 	} else {
 		job.scratch = &shardScratch{}
 	}
-	if (w.handingFull || w.stream.open) && w.streams(job) {
-		w.handStream(ctx, job, w.handingFull)
+	if (full || w.stream.open) && w.streams(job) {
+		w.handStream(ctx, job, full)
 	} else {
 		w.closeStream()
 		w.sending.Add(1)
@@ -194,7 +194,7 @@ func (w *Writer) drain(ctx context.Context) error {
 	if w.block != nil && w.block.Rows() > 0 {
 		w.c.budget.Take(budget.GrantDrain)
 	}
-	if err := w.handOff(ctx); err != nil {
+	if err := w.handOff(ctx, false); err != nil {
 		return err
 	}
 	w.closeStream()
@@ -254,18 +254,24 @@ func (w *Writer) send(ctx context.Context, job *sendJob) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", t.FullName(), err)
 	}
-	w.noteFixups(b.Fixups)
+	w.noteStored(b.OpRows, b.Fixups, rows)
 	b.Fixups = [len(b.Fixups)]uint64{}
-	for op := schema.OpInsert; op <= schema.OpDelete; op++ {
-		w.tm.AddRows(op, b.OpRows[op])
-	}
-	w.tm.Flushed(time.Now())
 	took := time.Since(start)
 	w.tm.FlushDuration.Observe(took.Seconds())
-	w.tm.BatchRows.Observe(float64(rows))
 	b.Reset()
 	w.log.Debug("flushed", "rows", rows, "duration", took)
 	return nil
+}
+
+// noteStored counts a batch ClickHouse stored: its rows by operation, its
+// fix-ups, its size.
+func (w *Writer) noteStored(opRows [4]uint64, fixups [block.NumFixups]uint64, rows int) {
+	w.noteFixups(fixups)
+	for op := schema.OpInsert; op <= schema.OpDelete; op++ {
+		w.tm.AddRows(op, opRows[op])
+	}
+	w.tm.Flushed(time.Now())
+	w.tm.BatchRows.Observe(float64(rows))
 }
 
 // counted is an insert attempt whose failures the table's status counts.

@@ -325,7 +325,6 @@ func (w *Writer) appendStream(ctx context.Context, st *openStream, job *sendJob)
 	}
 	st.rows += job.rows
 	// What the block's counters say is told when the stream is stored.
-	job.sentRows = job.rows
 	job.opRows, job.fixups = b.OpRows, b.Fixups
 	b.Fixups = [len(b.Fixups)]uint64{}
 	b.Reset()
@@ -368,20 +367,21 @@ func (w *Writer) resume(ctx context.Context, st *openStream) error {
 	c.Close()
 	w.c.ins.Drop("")
 	var mismatch *chconn.HeaderMismatch
-	switch {
-	case errors.As(err, &mismatch) && len(st.jobs) == 0:
+	isMismatch := errors.As(err, &mismatch)
+	if !isMismatch && !w.protocolSurprise(err) {
+		return w.explain(ctx, st.target, err)
+	}
+	// Nothing sent yet: the batch goes the single-batch way, which knows
+	// both (clickhouse-go).
+	if len(st.jobs) == 0 {
 		return permanent(errFallback)
-	case errors.As(err, &mismatch):
+	}
+	if isMismatch {
 		if changed := w.c.tables.ChangedOnline(ctx, st.target, w.name.String()); changed != nil {
 			return permanent(changed)
 		}
-		return permanent(w.lostStream(st, err))
-	case w.protocolSurprise(err) && len(st.jobs) == 0:
-		return permanent(errFallback)
-	case w.protocolSurprise(err):
-		return permanent(w.lostStream(st, err))
 	}
-	return w.explain(ctx, st.target, err)
+	return permanent(w.lostStream(st, err))
 }
 
 // lostStream: st's batches can no longer go as recorded, nor as rows.
@@ -435,7 +435,7 @@ func (w *Writer) commitStream(ctx context.Context, st *openStream) error {
 		w.c.m.StreamedBatches.Add(float64(len(st.jobs)))
 	}
 	for _, job := range st.jobs {
-		w.noteSentJob(job)
+		w.noteStored(job.opRows, job.fixups, job.rows)
 		if !deliver(ctx, w.returned, job) {
 			return ctx.Err()
 		}
@@ -452,15 +452,4 @@ func (st *openStream) abort(w *Writer) {
 	}
 	w.c.mem.Add(-st.held)
 	st.held = 0
-}
-
-// noteSentJob counts a streamed batch once it is stored, as send does for
-// a batch of its own.
-func (w *Writer) noteSentJob(job *sendJob) {
-	w.noteFixups(job.fixups)
-	for op := schema.OpInsert; op <= schema.OpDelete; op++ {
-		w.tm.AddRows(op, job.opRows[op])
-	}
-	w.tm.Flushed(time.Now())
-	w.tm.BatchRows.Observe(float64(job.sentRows))
 }

@@ -41,10 +41,7 @@ func TestStreamedBatches(t *testing.T) {
 			// No stream ends for its time: flush_interval an hour.
 			c, logs, m := newTestSinkWith(t, "", tables, ", flush_interval: 1h")
 			ctx := context.Background()
-			if err := c.conn.Exec(ctx, "CREATE DATABASE "+db); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.conn.Exec(context.Background(), "DROP DATABASE "+db) })
+			createTestDB(t, c, db)
 			cuts := 0
 			if tc.cut {
 				c.afterStreamBlock = func(s *chnative.Stream, blocks int) {
@@ -119,11 +116,7 @@ func TestStreamsNeedTheMinimums(t *testing.T) {
 	c, logs, m := newTestSinkWith(t, "", `{include: ["*.*"]}`, ", flush_interval: 1h")
 	c.ins.Opts.Settings = func(chnative.Server) []chnative.Setting { return nil }
 	ctx := context.Background()
-	db := servertest.Name("b2c_stream")
-	if err := c.conn.Exec(ctx, "CREATE DATABASE "+db); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.conn.Exec(context.Background(), "DROP DATABASE "+db) })
+	db := newTestDB(t, c, "b2c_stream")
 	tb := &schema.Table{Database: db, Name: "t", PrimaryKey: []int{0},
 		Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false)}}
 	w := c.NewWriter(schema.TableName{Database: db, Table: "t"}, 8)

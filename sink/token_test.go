@@ -33,11 +33,7 @@ func TestReplayDroppedByToken(t *testing.T) {
 		t.Fatalf("the token would go to 18.16 (settings %v)", c.settings)
 	}
 	ctx := context.Background()
-	db := servertest.Name("b2c_tok")
-	if err := c.conn.Exec(ctx, "CREATE DATABASE "+db); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.conn.Exec(context.Background(), "DROP DATABASE "+db) })
+	db := newTestDB(t, c, "b2c_tok")
 	// A changelog table: a row stored twice is counted twice.
 	tb := &schema.Table{Database: db, Name: "t",
 		Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false), schematest.Col(t, "s", "varchar(20)", false)}}

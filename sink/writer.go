@@ -132,17 +132,15 @@ type Writer struct {
 
 	returned chan *sendJob // blocks sent, back from their senders
 	// blockBack: streamed batches' blocks, back before their stream is
-	// stored (stream.go); stream is the writer's side of it, handingFull
-	// says the batch handed off filled.
-	blockBack   chan backBlock
-	stream      streamState
-	handingFull bool
-	sendErr     chan error // a sender's fatal error
-	sending     sync.WaitGroup
-	scratch     []*shardScratch // senders' buffers, kept between blocks
-	inflight    int             // blocks handed off and not yet returned
-	order       []*sendJob      // blocks handed off, oldest first, until sent in order
-	waited      time.Duration   // time spent waiting for ClickHouse to take a block
+	// stored (stream.go); stream is the writer's side of it.
+	blockBack chan backBlock
+	stream    streamState
+	sendErr   chan error // a sender's fatal error
+	sending   sync.WaitGroup
+	scratch   []*shardScratch // senders' buffers, kept between blocks
+	inflight  int             // blocks handed off and not yet returned
+	order     []*sendJob      // blocks handed off, oldest first, until sent in order
+	waited    time.Duration   // time spent waiting for ClickHouse to take a block
 	// fixups count values changed by schema.invalid_dates, by kind, in
 	// batches sent; the senders update them.
 	fixups       [block.NumFixups]atomic.Uint64
@@ -346,10 +344,7 @@ func (w *Writer) run(parent context.Context) (err error) {
 				switch {
 				case w.block.Rows() >= w.c.cfg.Batch.MaxRows || size >= w.c.cfg.Batch.MaxBytes:
 					w.c.budget.Take(budget.GrantFull)
-					w.handingFull = true
-					err := w.handOff(ctx)
-					w.handingFull = false
-					if err != nil {
+					if err := w.handOff(ctx, true); err != nil {
 						return err
 					}
 				case w.c.mem.Over():
@@ -378,7 +373,7 @@ func (w *Writer) run(parent context.Context) (err error) {
 			}
 		case <-w.ticketC():
 			w.ticket = nil
-			if err := w.handOff(ctx); err != nil {
+			if err := w.handOff(ctx, false); err != nil {
 				return err
 			}
 		case job := <-w.returned:
@@ -493,7 +488,7 @@ func (w *Writer) park() bool {
 // finishing, not in batches that keep growing.
 func (w *Writer) relieveMemory(ctx context.Context) error {
 	w.c.budget.Take(budget.GrantMemory)
-	if err := w.handOff(ctx); err != nil {
+	if err := w.handOff(ctx, false); err != nil {
 		return err
 	}
 	for w.inflight > 0 && w.c.mem.Over() {
