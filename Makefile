@@ -59,7 +59,7 @@ demo: deps build
 # Runs each fuzz target for FUZZTIME (their seeds also run in `make test`).
 FUZZTIME ?= 30s
 fuzz:
-	for p in ./schema ./block ./mysqltime ./ddl; do \
+	for p in ./schema ./block ./mysqltime ./mysqldecimal ./ddl; do \
 		for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
 			$(GO) test -short -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
 		done; \

@@ -4,10 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/binlog2ch/binlog2ch/column"
 
+	"github.com/binlog2ch/binlog2ch/mysqldecimal"
 	"github.com/binlog2ch/binlog2ch/mysqltime"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -54,14 +54,6 @@ func stringMaxLen(meta uint16) int {
 	return b1
 }
 
-var dig2bytes = [10]int{0, 1, 1, 2, 2, 3, 3, 4, 4, 4}
-
-// decimalSize is the bytes of a binary DECIMAL(precision, scale).
-func decimalSize(precision, scale int) int {
-	intg, frac := precision-scale, scale
-	return intg/9*4 + dig2bytes[intg%9] + frac/9*4 + dig2bytes[frac%9]
-}
-
 // fracBytes is the bytes of a temporal value's fraction of fsp digits.
 func fracBytes(fsp int) int { return (fsp + 1) / 2 }
 
@@ -90,7 +82,7 @@ func layoutOf(c *schema.Column) (l rawLayout, ok bool) {
 	case mysql.MYSQL_TYPE_LONGLONG, mysql.MYSQL_TYPE_DOUBLE:
 		l.fixed = 8
 	case mysql.MYSQL_TYPE_NEWDECIMAL:
-		l.fixed = decimalSize(int(meta>>8), int(meta&0xff))
+		l.fixed = mysqldecimal.Size(int(meta>>8), int(meta&0xff))
 	case mysql.MYSQL_TYPE_BIT:
 		l.fixed = (int(meta>>8)*8 + int(meta&0xff) + 7) / 8
 	case mysql.MYSQL_TYPE_DATETIME2:
@@ -257,14 +249,17 @@ func (b *Block) rawConverter(c *schema.Column, t schema.CHType, buf column.Buf, 
 			return 8, nil
 		}
 	case mysql.MYSQL_TYPE_NEWDECIMAL:
-		sb := buf.(*column.Str)
 		precision, scale := int(meta>>8), int(meta&0xff)
+		if db, ok := buf.(*column.Dec); ok {
+			return rawDecimal(db, t, precision, scale, size)
+		}
+		sb := buf.(*column.Str)
 		return func(p []byte) (int, error) {
 			n, err := size(p)
 			if err != nil {
 				return 0, err
 			}
-			sb.Arena = appendDecimal(sb.Arena, p[:n], precision, scale)
+			sb.Arena = mysqldecimal.AppendText(sb.Arena, p[:n], precision, scale)
 			sb.End()
 			return n, nil
 		}
@@ -477,78 +472,43 @@ func time2Micros(p []byte, fsp int) int64 {
 	return v
 }
 
-// appendDecimal renders a binary DECIMAL(precision, scale) as MySQL prints
-// it: scale fraction digits, no leading zeros.
-func appendDecimal(dst, p []byte, precision, scale int) []byte {
-	intg := precision - scale
-	intg0, intg0x := intg/9, intg%9
-	frac0, frac0x := scale/9, scale%9
-	neg := p[0]&0x80 == 0
-	var mask byte
-	if neg {
-		mask = 0xff
+// rawDecimal decodes binary DECIMAL(precision, scale) values into a
+// Decimal column of type t, as scaled integers: no text between.
+func rawDecimal(db *column.Dec, t schema.CHType, precision, scale int, size func([]byte) (int, error)) rawConverter {
+	dec, err := mysqldecimal.NewBinary(precision, scale, t.Scale-scale)
+	if err == nil && precision-scale > t.Precision-t.Scale {
+		err = fmt.Errorf("%d integer digits", precision-scale)
 	}
-	// Reads n bytes big-endian, undoing the sign encoding.
-	pos := 0
-	read := func(n int) uint64 {
-		var v uint64
-		for i := 0; i < n; i++ {
-			c := p[pos+i] ^ mask
-			if pos+i == 0 {
-				c ^= 0x80
+	if err != nil {
+		err := errMsg(fmt.Sprintf("the binlog's DECIMAL(%d,%d) does not fit %s: %v", precision, scale, t, err))
+		return func([]byte) (int, error) { return 0, err }
+	}
+	if dec.Narrow() {
+		return func(p []byte) (int, error) {
+			n, err := size(p)
+			if err != nil {
+				return 0, err
 			}
-			v = v<<8 | uint64(c)
-		}
-		pos += n
-		return v
-	}
-	if neg {
-		dst = append(dst, '-')
-	}
-	start := len(dst)
-	var tmp [20]byte
-	emit := func(v uint64, width int) {
-		s := strconv.AppendUint(tmp[:0], v, 10)
-		if len(dst) == start { // no leading zeros
-			if v == 0 {
-				return
+			v, err := dec.Scaled64(p)
+			if err != nil {
+				return 0, err
 			}
-			dst = append(dst, s...)
-			return
-		}
-		for i := len(s); i < width; i++ {
-			dst = append(dst, '0')
-		}
-		dst = append(dst, s...)
-	}
-	if intg0x > 0 {
-		emit(read(dig2bytes[intg0x]), intg0x)
-	}
-	for i := 0; i < intg0; i++ {
-		emit(read(4), 9)
-	}
-	if len(dst) == start {
-		dst = append(dst, '0')
-	}
-	if scale > 0 {
-		dst = append(dst, '.')
-		for i := 0; i < frac0; i++ {
-			dst = appendPadded(dst, read(4), 9)
-		}
-		if frac0x > 0 {
-			dst = appendPadded(dst, read(dig2bytes[frac0x]), frac0x)
+			db.AddInt64(v)
+			return n, nil
 		}
 	}
-	return dst
-}
-
-func appendPadded(dst []byte, v uint64, width int) []byte {
-	var tmp [20]byte
-	s := strconv.AppendUint(tmp[:0], v, 10)
-	for i := len(s); i < width; i++ {
-		dst = append(dst, '0')
+	return func(p []byte) (int, error) {
+		n, err := size(p)
+		if err != nil {
+			return 0, err
+		}
+		v, err := dec.Scaled(p)
+		if err != nil {
+			return 0, err
+		}
+		db.Add(v)
+		return n, nil
 	}
-	return append(dst, s...)
 }
 
 // RawOK reports whether every column of the block's table can be decoded

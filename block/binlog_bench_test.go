@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	binlog2ch "github.com/binlog2ch/binlog2ch"
+	"github.com/binlog2ch/binlog2ch/column"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
 	"github.com/binlog2ch/binlog2ch/loadgen"
 	"github.com/binlog2ch/binlog2ch/schema"
@@ -170,4 +172,74 @@ func BenchmarkAppendImage(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*fx.Rows), "ns/row")
+}
+
+// TestReserveTakesALargerBatch: a block reserved after a batch takes a
+// batch an eighth larger without growing a buffer (a writer's batches
+// end after the rows event that filled them, a few rows apart; growing
+// copied every column of the block again).
+func TestReserveTakesALargerBatch(t *testing.T) {
+	fx, full := fieldTestBinlog(t)
+	if err := decodeFixture(fx, full); err != nil {
+		t.Fatal(err)
+	}
+	next := NewBlock(full.Target())
+	next.Reserve(full)
+	caps := func() []int {
+		var c []int
+		for _, col := range next.cols {
+			switch col := col.(type) {
+			case *column.Str:
+				c = append(c, cap(col.Ends))
+			case *column.Dec:
+				c = append(c, cap(col.Data))
+			case *column.Time:
+				c = append(c, cap(col.Vals))
+			case *column.Num[int8]:
+				c = append(c, cap(col.Vals))
+			case *column.Num[int16]:
+				c = append(c, cap(col.Vals))
+			case *column.Num[int32]:
+				c = append(c, cap(col.Vals))
+			case *column.Num[int64]:
+				c = append(c, cap(col.Vals))
+			case *column.Num[uint8]:
+				c = append(c, cap(col.Vals))
+			case *column.Num[uint16]:
+				c = append(c, cap(col.Vals))
+			case *column.Num[uint32]:
+				c = append(c, cap(col.Vals))
+			case *column.Num[uint64]:
+				c = append(c, cap(col.Vals))
+			case *column.Num[float32]:
+				c = append(c, cap(col.Vals))
+			case *column.Num[float64]:
+				c = append(c, cap(col.Vals))
+			default:
+				t.Fatalf("unhandled buffer %T", col)
+			}
+		}
+		return c
+	}
+	before := caps()
+	// The fixture's rows, then an eighth more of them.
+	if err := decodeFixture(fx, next); err != nil {
+		t.Fatal(err)
+	}
+	extra := fx.Rows / 8
+	for _, ev := range fx.Events {
+		for data := ev; len(data) > 0 && extra > 0; extra-- {
+			n, err := next.AppendImage(data, 1, schema.OpInsert)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data = data[n:]
+		}
+	}
+	if next.Rows() != fx.Rows+fx.Rows/8 {
+		t.Fatalf("%d rows, want %d", next.Rows(), fx.Rows+fx.Rows/8)
+	}
+	if after := caps(); !slices.Equal(before, after) {
+		t.Errorf("buffers grew from %v to %v", before, after)
+	}
 }

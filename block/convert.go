@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/binlog2ch/binlog2ch/column"
+	"github.com/binlog2ch/binlog2ch/mysqldecimal"
 
 	"fmt"
 	"strconv"
@@ -282,10 +283,8 @@ func (b *Block) appendPlaceholder(i int) {
 			return
 		}
 		b.cols[tc].AppendNull()
-	case t.Kind == schema.CHDecimal:
-		b.cols[tc].(*column.Str).AddString("0")
 	default:
-		b.cols[tc].AppendNull() // not Nullable: the zero value
+		b.cols[tc].AppendNull() // not Nullable: the zero value (a Decimal's 0)
 	}
 }
 
@@ -315,7 +314,7 @@ func (b *Block) Reserve(o *Block) {
 	}
 	for i, c := range b.cols {
 		values, bytes := o.cols[i].Fill()
-		c.Reserve(values, bytes)
+		c.Reserve(values+values/8, bytes+bytes/8)
 	}
 }
 
@@ -401,26 +400,26 @@ func (b *Block) valueConverter(c *schema.Column, t schema.CHType, nl column.Null
 			return nil
 		}
 	case schema.KindDecimal:
-		buf := &column.Str{Nulls: nl}
+		buf := decimalBuf(nl, t)
+		add := decimalAdd(buf)
 		intDigits := c.Precision - c.Scale
+		bad := errMsg(fmt.Sprintf("not a DECIMAL(%d,%d)", c.Precision, c.Scale))
 		return buf, func(v any) error {
 			switch d := v.(type) {
 			case string:
-				if !validDecimal(d, intDigits, c.Scale) {
-					return errMsg(fmt.Sprintf("not a DECIMAL(%d,%d)", c.Precision, c.Scale))
+				if !mysqldecimal.Valid(d, intDigits, c.Scale) {
+					return bad
 				}
-				buf.AddString(d)
+				return add(unsafe.Slice(unsafe.StringData(d), len(d)))
 			case decimal.Decimal:
 				// go-mysql's UseDecimal; not the hot path, so String may allocate.
-				if !validDecimal(d.String(), intDigits, c.Scale) {
-					return errMsg(fmt.Sprintf("not a DECIMAL(%d,%d)", c.Precision, c.Scale))
+				if !mysqldecimal.Valid(d.String(), intDigits, c.Scale) {
+					return bad
 				}
-				buf.Arena = append(buf.Arena, d.StringFixed(int32(c.Scale))...)
-				buf.End()
+				return add([]byte(d.StringFixed(int32(c.Scale))))
 			default:
 				return errMsg("want a decimal string")
 			}
-			return nil
 		}
 	case schema.KindDate:
 		return b.dateConverter(c, t, nl)
@@ -586,37 +585,30 @@ func appendHex(dst, p []byte) []byte {
 	return dst
 }
 
-// validDecimal reports whether s is a plain decimal number with at most
-// intDigits significant digits before the point and at most scale after.
-func validDecimal(s string, intDigits, scale int) bool {
-	if len(s) > 0 && s[0] == '-' {
-		s = s[1:]
-	}
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	intPart := s[:i]
-	if len(intPart) == 0 {
-		return false
-	}
-	for len(intPart) > 1 && intPart[0] == '0' {
-		intPart = intPart[1:]
-	}
-	if len(intPart) > intDigits && intPart != "0" {
-		return false
-	}
-	if i == len(s) {
-		return true
-	}
-	frac := s[i+1:]
-	if s[i] != '.' || len(frac) == 0 || len(frac) > scale {
-		return false
-	}
-	for j := 0; j < len(frac); j++ {
-		if frac[j] < '0' || frac[j] > '9' {
-			return false
+// decimalBuf is the column of a DECIMAL written as type t: a Decimal's
+// scaled integers, or the text (a String override, or more digits than
+// the server's Decimal holds).
+func decimalBuf(nl column.Nulls, t schema.CHType) column.Buf {
+	if t.Kind == schema.CHDecimal {
+		if db := column.NewDec(nl, t); db != nil {
+			return db
 		}
 	}
-	return true
+	return &column.Str{Nulls: nl}
+}
+
+// decimalAdd is the append of a valid DECIMAL's text to its column.
+func decimalAdd(buf column.Buf) func(text []byte) error {
+	if db, ok := buf.(*column.Dec); ok {
+		return func(text []byte) error {
+			v, err := mysqldecimal.Parse(text, db.Scale)
+			if err != nil {
+				return err
+			}
+			db.Add(v)
+			return nil
+		}
+	}
+	sb := buf.(*column.Str)
+	return func(text []byte) error { sb.AddBytes(text); return nil }
 }

@@ -226,6 +226,30 @@ func setConverter(c *schema.Column, t schema.CHType, nl column.Nulls) (column.Bu
 	for _, l := range labels {
 		all += len(l)
 	}
+	if len(labels) <= 8 {
+		// Every value's text made once (at most 256): a row's is then
+		// one copy.
+		texts := make([]string, 1<<len(labels))
+		for m := range texts {
+			var t []byte
+			for i := range labels {
+				if m&(1<<i) != 0 {
+					if m&(1<<i-1) != 0 { // a label before it
+						t = append(t, ',')
+					}
+					t = append(t, labels[i]...)
+				}
+			}
+			texts[m] = string(t)
+		}
+		return buf, func(m uint64, _ int64) error {
+			if m >= uint64(len(texts)) {
+				return check(m)
+			}
+			buf.AddString(texts[m])
+			return nil
+		}
+	}
 	return buf, func(m uint64, _ int64) error {
 		if err := check(m); err != nil {
 			return err

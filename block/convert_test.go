@@ -36,6 +36,12 @@ func value(t *testing.T, b *Block) any {
 			return nil
 		}
 		return s[len(s)-1]
+	case *column.Dec:
+		n := buf.Len()
+		if buf.Nullable && buf.IsNull[n-1] {
+			return nil
+		}
+		return string(buf.AppendText(nil, n-1))
 	case *column.Time:
 		if buf.Nullable && buf.IsNull[len(buf.Vals)-1] {
 			return nil

@@ -6,6 +6,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/binlog2ch/binlog2ch/mysqldecimal"
 	"github.com/binlog2ch/binlog2ch/mysqltime"
 	"github.com/binlog2ch/binlog2ch/schema"
 )
@@ -33,7 +34,7 @@ func Literal(v any, c *schema.Column) (string, error) {
 		return strconv.FormatInt(s, 10), nil
 	case schema.KindDecimal:
 		d, ok := v.(string)
-		if !ok || !validDecimal(d, c.Precision-c.Scale, c.Scale) {
+		if !ok || !mysqldecimal.Valid(d, c.Precision-c.Scale, c.Scale) {
 			return "", fmt.Errorf("not a DECIMAL(%d,%d): %v", c.Precision, c.Scale, v)
 		}
 		return schema.QuoteString(d), nil

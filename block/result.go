@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/binlog2ch/binlog2ch/column"
+	"github.com/binlog2ch/binlog2ch/mysqldecimal"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
@@ -251,7 +252,7 @@ func (b *Block) resultConverter(c *schema.Column, rc mysqlproto.Column, t schema
 		if rc.Type != mysql.MYSQL_TYPE_NEWDECIMAL && rc.Type != mysql.MYSQL_TYPE_DECIMAL {
 			return wrong()
 		}
-		sb := buf.(*column.Str)
+		add := decimalAdd(buf)
 		intDigits, scale := c.Precision-c.Scale, c.Scale
 		bad := errMsg(fmt.Sprintf("not a DECIMAL(%d,%d)", c.Precision, c.Scale))
 		return func(p []byte) (int, error) {
@@ -260,11 +261,10 @@ func (b *Block) resultConverter(c *schema.Column, rc mysqlproto.Column, t schema
 				return 0, err
 			}
 			v := p[start:end]
-			if !validDecimal(bytesString(v), intDigits, scale) {
+			if !mysqldecimal.Valid(bytesString(v), intDigits, scale) {
 				return 0, bad
 			}
-			sb.AddBytes(v)
-			return end, nil
+			return end, add(v)
 		}, nil
 	case schema.KindDate:
 		if rc.Type != mysql.MYSQL_TYPE_DATE && rc.Type != mysql.MYSQL_TYPE_NEWDATE {

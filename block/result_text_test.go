@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/binlog2ch/binlog2ch/column"
+	"github.com/binlog2ch/binlog2ch/mysqldecimal"
 
 	"github.com/binlog2ch/binlog2ch/mysqlproto"
 	"github.com/binlog2ch/binlog2ch/mysqltime"
@@ -61,13 +62,12 @@ func (b *Block) textConverters(tb testing.TB) []textRowConverter {
 				return err
 			}
 		case schema.KindDecimal:
-			sb := buf.(*column.Str)
+			add := decimalAdd(buf)
 			conv[i] = func(v []byte) error {
-				if !validDecimal(bytesString(v), c.Precision-c.Scale, c.Scale) {
+				if !mysqldecimal.Valid(bytesString(v), c.Precision-c.Scale, c.Scale) {
 					return errMsg("not a decimal")
 				}
-				sb.AddBytes(v)
-				return nil
+				return add(v)
 			}
 		case schema.KindDate:
 			tb := buf.(*column.Time)

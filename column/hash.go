@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/binlog2ch/binlog2ch/mysqldecimal"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/go-faster/city"
 )
@@ -20,30 +21,18 @@ func HashArg(buf Buf, t schema.CHType, raw, first bool, h []uint64) error {
 	if !raw {
 		return hashColumn(buf, t, first, h)
 	}
-	sb, ok := buf.(*Str)
+	db, ok := buf.(*Dec)
 	if !ok || t.Kind != schema.CHDecimal {
 		return fmt.Errorf("no reinterpretAsString hash for %s", t)
 	}
-	width := DecimalWidth(t.Precision)
-	return eachDecimal(sb, t, func(i int, v [4]uint64) {
-		b := decimalBytes(v, width)
-		n := width // reinterpretAsString drops trailing zero bytes
+	w := db.Width
+	for i := range db.Len() {
+		b := db.Data[i*w : (i+1)*w]
+		n := w // reinterpretAsString drops trailing zero bytes
 		for n > 0 && b[n-1] == 0 {
 			n--
 		}
 		put(h, i, first, city.CH64(b[:n]))
-	})
-}
-
-// eachDecimal calls fn with each row's scaled decimal.
-func eachDecimal(buf *Str, t schema.CHType, fn func(row int, v [4]uint64)) error {
-	it := buf.iter()
-	for i := range buf.Ends {
-		v, err := scaledDecimal(it.next(), t.Scale)
-		if err != nil {
-			return err
-		}
-		fn(i, v)
 	}
 	return nil
 }
@@ -132,6 +121,21 @@ func hashColumn(buf Buf, t schema.CHType, first bool, h []uint64) error {
 		}
 	case *Str:
 		return hashStrings(buf, t, first, h)
+	case *Dec:
+		if t.Kind != schema.CHDecimal {
+			return fmt.Errorf("no hash for %s", t)
+		}
+		// The stored integer: up to 8 bytes hash as an integer, wider
+		// ones as their bytes.
+		w := buf.Width
+		for i := range buf.Len() {
+			b := decimalBytes(buf.Value(i), w)
+			if w <= 8 {
+				put(h, i, first, intHash64(binary.LittleEndian.Uint64(b[:8])))
+			} else {
+				put(h, i, first, city.CH64(b[:w]))
+			}
+		}
 	default:
 		return fmt.Errorf("no hash for %s", t)
 	}
@@ -140,18 +144,6 @@ func hashColumn(buf Buf, t schema.CHType, first bool, h []uint64) error {
 
 func hashStrings(buf *Str, t schema.CHType, first bool, h []uint64) error {
 	switch t.Kind {
-	case schema.CHDecimal:
-		// The stored integer: up to 8 bytes hash as an integer, wider
-		// ones as their bytes.
-		width := DecimalWidth(t.Precision)
-		return eachDecimal(buf, t, func(i int, v [4]uint64) {
-			b := decimalBytes(v, width)
-			if width <= 8 {
-				put(h, i, first, intHash64(binary.LittleEndian.Uint64(b[:8])))
-			} else {
-				put(h, i, first, city.CH64(b[:width]))
-			}
-		})
 	case schema.CHString, schema.CHFixedString:
 	default:
 		return fmt.Errorf("no hash for %s", t)
@@ -235,26 +227,31 @@ func Probe(buf Buf, t schema.CHType, rows int) ([]string, error) {
 				out = append(out, lit("toUInt32("+strconv.FormatInt(days*86400, 10)+")"))
 			}
 		}
+	case *Dec:
+		for r := range rows {
+			// Up to r+1 integer digits and two fraction digits, as the
+			// type allows; every other one negative.
+			s := "0"
+			if n := min(t.Precision-t.Scale, r+1); n > 0 {
+				s = strings.Repeat("1", n)
+			}
+			if t.Scale > 0 {
+				s += "." + strings.Repeat("7", min(t.Scale, 2))
+			}
+			if r%2 == 1 {
+				s = "-" + s
+			}
+			v, err := mysqldecimal.Parse([]byte(s), t.Scale)
+			if err != nil {
+				return nil, err
+			}
+			buf.Add(v)
+			out = append(out, lit(schema.QuoteString(s)))
+		}
 	case *Str:
 		for r := range rows {
 			var s string
 			switch t.Kind {
-			case schema.CHDecimal:
-				// Up to r+1 integer digits and two fraction digits, as
-				// the type allows; every other one negative.
-				s = "0"
-				if n := min(t.Precision-t.Scale, r+1); n > 0 {
-					s = strings.Repeat("1", n)
-				}
-				if t.Scale > 0 {
-					s += "." + strings.Repeat("7", min(t.Scale, 2))
-				}
-				if r%2 == 1 {
-					s = "-" + s
-				}
-				buf.AddString(s)
-				out = append(out, lit(schema.QuoteString(s)))
-				continue
 			case schema.CHFixedString:
 				s = "ab\x00c"[:min(t.Length, r)]
 			default:

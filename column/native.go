@@ -1,9 +1,7 @@
 package column
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math/bits"
 	"unsafe"
 
 	"github.com/binlog2ch/binlog2ch/chnative"
@@ -61,6 +59,8 @@ func Native(buf Buf, t schema.CHType) NativeFn {
 		return timeColumn(buf, t)
 	case *Str:
 		return stringColumn(buf, t)
+	case *Dec:
+		return decColumn(buf, t)
 	case *Arr:
 		if t.Kind != schema.CHArrayString || t.Nullable {
 			return nil
@@ -196,32 +196,6 @@ func dateTime64Ticks(scale int) func(us int64) uint64 {
 	return func(us int64) uint64 { return uint64(us * mul / div) }
 }
 
-// DecimalWidth is the stored width in bytes of Decimal(precision, s), 0
-// beyond Decimal256.
-func DecimalWidth(precision int) int {
-	switch {
-	case precision <= 9:
-		return 4
-	case precision <= 18:
-		return 8
-	case precision <= 38:
-		return 16
-	case precision <= 76:
-		return 32
-	}
-	return 0
-}
-
-// decimalBytes is a scaled decimal as stored: width little-endian bytes,
-// zeros after them.
-func decimalBytes(v [4]uint64, width int) (b [32]byte) {
-	for l, limb := range v {
-		binary.LittleEndian.PutUint64(b[8*l:], limb)
-	}
-	clear(b[width:])
-	return b
-}
-
 func stringColumn(buf *Str, t schema.CHType) NativeFn {
 	switch t.Kind {
 	case schema.CHString:
@@ -239,8 +213,6 @@ func stringColumn(buf *Str, t schema.CHType) NativeFn {
 			e.Zeros(n - len(v))
 			return nil
 		})
-	case schema.CHDecimal:
-		return decimalColumn(buf, t)
 	case schema.CHUUID, schema.CHIPv4, schema.CHIPv6:
 		return fixedBinColumn(buf, t)
 	}
@@ -279,83 +251,4 @@ func writeStrings(e *chnative.Encoder, buf *Str, sel []uint32) error {
 	// The records are the column's Native data as they lie.
 	buf.Chunks(e.Direct)
 	return nil
-}
-
-// decimalColumn writes decimals held as text ("-123.45") as the scaled
-// integers ClickHouse stores: 4, 8, 16 or 32 bytes by precision.
-func decimalColumn(buf *Str, t schema.CHType) NativeFn {
-	width := DecimalWidth(t.Precision)
-	if width == 0 {
-		return nil
-	}
-	scale := t.Scale
-	return eachString(buf, func(e *chnative.Encoder, s []byte) error {
-		v, err := scaledDecimal(s, scale)
-		if err != nil {
-			return err
-		}
-		if width == 4 {
-			e.Uint32(uint32(v[0]))
-			return nil
-		}
-		for _, limb := range v[:width/8] {
-			e.Uint64(limb)
-		}
-		return nil
-	})
-}
-
-// scaledDecimal parses a decimal's text into the integer value*10^scale as
-// 256-bit two's complement, least significant limb first. Empty text (a
-// NULL row's placeholder) is 0.
-func scaledDecimal(s []byte, scale int) ([4]uint64, error) {
-	var v [4]uint64
-	neg := len(s) > 0 && s[0] == '-'
-	if neg {
-		s = s[1:]
-	}
-	frac := -1
-	digits := 0
-	for _, c := range s {
-		if c == '.' && frac < 0 {
-			frac = 0
-			continue
-		}
-		if c < '0' || c > '9' {
-			return v, fmt.Errorf("%q is not a decimal number", s)
-		}
-		if frac >= 0 {
-			frac++
-		}
-		digits++
-		if digits <= 19 && v[1]|v[2]|v[3] == 0 && v[0] <= (1<<64-1-9)/10 {
-			v[0] = v[0]*10 + uint64(c-'0')
-		} else {
-			mulAdd(&v, 10, uint64(c-'0'))
-		}
-	}
-	if frac > scale {
-		return v, fmt.Errorf("%q has more than %d decimal places", s, scale)
-	}
-	for i := max(frac, 0); i < scale; i++ {
-		mulAdd(&v, 10, 0)
-	}
-	if neg {
-		var borrow uint64
-		for i := range v {
-			v[i], borrow = bits.Sub64(0, v[i], borrow)
-		}
-	}
-	return v, nil
-}
-
-// mulAdd sets v = v*m + a.
-func mulAdd(v *[4]uint64, m, a uint64) {
-	carry := a
-	for i := range v {
-		hi, lo := bits.Mul64(v[i], m)
-		var c uint64
-		v[i], c = bits.Add64(lo, carry, 0)
-		carry = hi + c
-	}
 }
