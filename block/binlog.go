@@ -483,24 +483,19 @@ func rawDecimal(db *column.Dec, t schema.CHType, precision, scale int, size func
 		err := errMsg(fmt.Sprintf("the binlog's DECIMAL(%d,%d) does not fit %s: %v", precision, scale, t, err))
 		return func([]byte) (int, error) { return 0, err }
 	}
-	if dec.Narrow() {
-		return func(p []byte) (int, error) {
-			n, err := size(p)
-			if err != nil {
-				return 0, err
-			}
+	narrow := dec.Narrow()
+	return func(p []byte) (int, error) {
+		n, err := size(p)
+		if err != nil {
+			return 0, err
+		}
+		if narrow {
 			v, err := dec.Scaled64(p)
 			if err != nil {
 				return 0, err
 			}
 			db.AddInt64(v)
 			return n, nil
-		}
-	}
-	return func(p []byte) (int, error) {
-		n, err := size(p)
-		if err != nil {
-			return 0, err
 		}
 		v, err := dec.Scaled(p)
 		if err != nil {

@@ -1,6 +1,7 @@
 package block
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"reflect"
@@ -243,16 +244,14 @@ func fuzzCheckBlock(t *testing.T, b *Block) {
 			t.Fatalf("column %s: %d null flags for %d values (nullable %v)", b.target.Columns[i].Name, len(n.IsNull), l, n.Nullable)
 		}
 	}
+	// The records (each value after its length) are every byte held.
 	checkStr := func(i int, s *column.Str) {
-		prev := 0
-		for _, e := range s.Ends {
-			if e < prev {
-				t.Fatalf("column %s: value ends %v not ascending", b.target.Columns[i].Name, s.Ends)
-			}
-			prev = e
+		held := 0
+		for _, v := range s.Strings() {
+			held += len(binary.AppendUvarint(nil, uint64(len(v)))) + len(v)
 		}
-		if prev != s.BytesHeld() {
-			t.Fatalf("column %s: values end at %d, arena holds %d bytes", b.target.Columns[i].Name, prev, s.BytesHeld())
+		if held != s.BytesHeld() {
+			t.Fatalf("column %s: %d values' records are %d bytes, the arena holds %d", b.target.Columns[i].Name, s.Len(), held, s.BytesHeld())
 		}
 	}
 	for i, c := range b.cols {
@@ -265,8 +264,8 @@ func fuzzCheckBlock(t *testing.T, b *Block) {
 			checkNulls(i, &c.Nulls, c.Len())
 		case *column.Arr:
 			checkStr(i, &c.Str)
-			if rows > 0 && c.RowEnds[rows-1] != len(c.Ends) {
-				t.Fatalf("column %s: rows end at element %d of %d", b.target.Columns[i].Name, c.RowEnds[rows-1], len(c.Ends))
+			if rows > 0 && c.RowEnds[rows-1] != c.Str.Len() {
+				t.Fatalf("column %s: rows end at element %d of %d", b.target.Columns[i].Name, c.RowEnds[rows-1], c.Str.Len())
 			}
 		case *column.Dec:
 			checkNulls(i, &c.Nulls, c.Len())

@@ -152,7 +152,15 @@ type Str struct {
 	// chnative.FrameHead bytes free for a frame's header (nil: none, or
 	// Arena grew out of it).
 	framed []byte
-	Ends   []int     // each value's end, an offset among the buffer's bytes
+	n      int // values held
+	openAt int // where in Arena the value being appended starts
+	// ends is each value's end, an offset among the buffer's bytes, for
+	// reading values out of order (a shard's rows, a truncation); made
+	// from the records when first needed, valid while endsOK. (Kept for
+	// every value, it was the buffer's only per-value cost beyond its
+	// record: 8 bytes and an append.)
+	ends   []int
+	endsOK bool
 	strs   []string  // scratch for the hand-off
 	ptrs   []*string // scratch for Nullable hand-off
 }
@@ -221,7 +229,7 @@ func (b *Str) AddBytes(p []byte) {
 // goes in front of it (the value moved up by the uvarint's bytes, one
 // below 128 bytes; such values are short, dates and numbers as text).
 func (b *Str) End() {
-	start := b.open()
+	start := b.openAt
 	n := len(b.Arena) - start
 	if n < 0x80 {
 		b.Arena = append(b.Arena, 0)
@@ -248,16 +256,7 @@ func (b *Str) AppendNull() {
 	b.mark(true)
 }
 
-func (b *Str) Len() int { return len(b.Ends) }
-
-// open is where in Arena the value being appended starts: after the last
-// value, or at the chunk's start when that one is in an earlier chunk.
-func (b *Str) open() int {
-	if n := len(b.Ends); n > 0 && b.Ends[n-1] > b.base {
-		return b.Ends[n-1] - b.base
-	}
-	return 0
-}
+func (b *Str) Len() int { return b.n }
 
 // uvarintLen is the bytes of n as a uvarint.
 func uvarintLen(n int) int {
@@ -290,7 +289,9 @@ func (b *Str) Room(n int) {
 // closeValue ends the record appended to the arena, and the chunk when it
 // is about full.
 func (b *Str) closeValue() {
-	b.Ends = append(b.Ends, b.base+len(b.Arena))
+	b.n++
+	b.endsOK = false
+	b.openAt = len(b.Arena)
 	if cap(b.Arena)-len(b.Arena) < sealRoom && cap(b.Arena) >= chunkMax {
 		b.nextChunk()
 	}
@@ -306,17 +307,19 @@ func (b *Str) nextChunk() {
 	} else {
 		b.Arena, b.framed = newChunk(chunkMax)
 	}
+	b.openAt = 0
 }
 
 // BytesHeld is the bytes of the records: the values and their lengths.
 func (b *Str) BytesHeld() int { return b.base + len(b.Arena) }
 
 func (b *Str) Truncate(n int) {
-	b.Ends = b.Ends[:n]
 	end := 0
 	if n > 0 {
-		end = b.Ends[n-1]
+		end = b.valueEnds()[n-1]
 	}
+	b.n = n
+	b.ends = b.ends[:n] // still each value's end
 	// Back to the chunk the n-th value ended in; the later ones are spare.
 	for end < b.base && len(b.chunks) > 0 {
 		b.keepSpare(b.Arena, b.framed)
@@ -325,9 +328,25 @@ func (b *Str) Truncate(n int) {
 		b.Arena, b.base, b.framed = last.data, last.base, last.framed
 	}
 	b.Arena = b.Arena[:end-b.base]
+	b.openAt = len(b.Arena)
 	if b.Nullable {
 		b.IsNull = b.IsNull[:n]
 	}
+}
+
+// valueEnds is each value's end, made from the records if need be.
+func (b *Str) valueEnds() []int {
+	if b.endsOK && len(b.ends) == b.n {
+		return b.ends
+	}
+	b.ends = slices.Grow(b.ends[:0], b.n)
+	it := b.iter()
+	for range b.n {
+		it.nextRecord()
+		b.ends = append(b.ends, it.off)
+	}
+	b.endsOK = true
+	return b.ends
 }
 
 // keepSpare keeps an emptied chunk for reuse, unless a large value made
@@ -342,27 +361,29 @@ func (b *Str) keepSpare(c, framed []byte) {
 }
 
 func (b *Str) Reset()           { b.Truncate(0) }
-func (b *Str) Fill() (int, int) { return len(b.Ends), b.BytesHeld() }
+func (b *Str) Fill() (int, int) { return b.n, b.BytesHeld() }
 func (b *Str) Reserve(values, bytes int) {
 	if n := min(bytes, chunkMax); len(b.chunks) == 0 && len(b.spare) == 0 && cap(b.Arena) < n {
 		data, framed := newChunk(n)
 		b.Arena, b.framed = append(data, b.Arena...), framed
 	}
-	b.Ends = slices.Grow(b.Ends, values)
 	b.Nulls.Reserve(values)
 }
-func (b *Str) Size() int { return b.BytesHeld() + 8*len(b.Ends) }
+func (b *Str) Size() int { return b.BytesHeld() }
 
 // value is value i's bytes.
 func (b *Str) value(i int) []byte { return payload(b.record(i)) }
 
 // record is value i's record.
 func (b *Str) record(i int) []byte {
+	ends := b.valueEnds()
 	start := 0
 	if i > 0 {
-		start = b.Ends[i-1]
+		start = ends[i-1]
 	}
-	return b.span(start, b.Ends[i])
+	// A value in a later chunk than the one before starts at that
+	// chunk's base, which is where the chunk before ends.
+	return b.span(start, ends[i])
 }
 
 // span is the bytes from offset start to end, which lie in one chunk.
@@ -381,15 +402,14 @@ func (b *Str) span(start, end int) []byte {
 	return c.data[start-c.base : end-c.base]
 }
 
-// strIter walks a Str's values in order.
+// strIter walks a Str's values in order, record by record.
 type strIter struct {
-	b     *Str
-	k     int    // the chunk of the next value: chunks[k], or the arena
-	i     int    // the next value
-	start int    // its start
-	data  []byte // chunk k
-	base  int    // its offset
-	limit int    // the offset of its end
+	b    *Str
+	k    int    // the chunk being read: chunks[k], or the arena
+	data []byte // chunk k
+	base int    // its offset
+	pos  int    // the next record's start in data
+	off  int    // the end of the last record read, among the buffer's bytes
 }
 
 func (b *Str) iter() strIter {
@@ -406,7 +426,7 @@ func (it *strIter) load() {
 	} else {
 		it.data, it.base = it.b.Arena, it.b.base
 	}
-	it.limit = it.base + len(it.data)
+	it.pos = 0
 }
 
 // next returns the next value's bytes.
@@ -414,16 +434,20 @@ func (it *strIter) next() []byte { return payload(it.nextRecord()) }
 
 // nextRecord returns the next value's record.
 func (it *strIter) nextRecord() []byte {
-	end := it.b.Ends[it.i]
-	it.i++
-	for end > it.limit { // the value is in a later chunk
+	for it.pos >= len(it.data) { // the value is in a later chunk
 		it.k++
 		it.load()
 	}
-	start := max(it.start, it.base) // a value in a later chunk starts at its start
-	v := it.data[start-it.base : end-it.base]
-	it.start = end
-	return v
+	p := it.data[it.pos:]
+	n, k := int(p[0]), 1
+	if n >= 0x80 {
+		v, w := binary.Uvarint(p)
+		n, k = int(v), w
+	}
+	rec := p[:k+n]
+	it.pos += k + n
+	it.off = it.base + it.pos
+	return rec
 }
 
 // Chunks calls fn with the records of every value in order, as few
@@ -457,7 +481,7 @@ func (b *Str) Scatter(to []uint32, dst []Buf) {
 
 func scatterStrings(b *Str, to []uint32, ds []*Str) {
 	it := b.iter()
-	for i := range b.Ends {
+	for i := range b.n {
 		d := ds[to[i]]
 		rec := it.nextRecord()
 		d.Room(len(rec))
@@ -470,12 +494,12 @@ func scatterStrings(b *Str, to []uint32, ds []*Str) {
 // Strings returns the values as strings pointing into the arena, valid
 // until the next append or reset.
 func (b *Str) Strings() []string {
-	if cap(b.strs) < len(b.Ends) {
-		b.strs = make([]string, 0, len(b.Ends)) // exact: no growth copies
+	if cap(b.strs) < b.n {
+		b.strs = make([]string, 0, b.n) // exact: no growth copies
 	}
 	b.strs = b.strs[:0]
 	it := b.iter()
-	for range b.Ends {
+	for range b.n {
 		v := it.next()
 		if len(v) == 0 {
 			b.strs = append(b.strs, "")
@@ -557,7 +581,7 @@ type Arr struct {
 	rows    [][]string
 }
 
-func (b *Arr) EndRow()     { b.RowEnds = append(b.RowEnds, len(b.Ends)) }
+func (b *Arr) EndRow()     { b.RowEnds = append(b.RowEnds, b.n) }
 func (b *Arr) AppendNull() { b.EndRow() } // not reached: mapping refuses nullable arrays
 func (b *Arr) Len() int    { return len(b.RowEnds) }
 func (b *Arr) Truncate(n int) {
@@ -584,7 +608,7 @@ func (b *Arr) Scatter(to []uint32, dst []Buf) {
 			d.Arena = append(d.Arena, rec...)
 			d.closeValue()
 		}
-		d.RowEnds = append(d.RowEnds, len(d.Ends))
+		d.RowEnds = append(d.RowEnds, d.n)
 		start = end
 	}
 }

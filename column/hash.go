@@ -150,7 +150,7 @@ func hashStrings(buf *Str, t schema.CHType, first bool, h []uint64) error {
 	}
 	var pad []byte
 	it := buf.iter()
-	for i := range buf.Ends {
+	for i := range buf.n {
 		v := it.next()
 		if t.Kind == schema.CHFixedString {
 			// Stored padded with zero bytes to the full length.

@@ -225,7 +225,7 @@ func eachString(buf *Str, put func(e *chnative.Encoder, v []byte) error) NativeF
 		nullMap(e, &buf.Nulls, sel)
 		if sel == nil {
 			it := buf.iter()
-			for range buf.Ends {
+			for range buf.n {
 				if err := put(e, it.next()); err != nil {
 					return err
 				}
