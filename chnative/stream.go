@@ -38,8 +38,25 @@ type Stream struct {
 // by half as much again (GOGC 50), and Release gives them back at once.
 type Recording struct {
 	chunks [][]byte // full ones, then the one being filled
-	spare  [][]byte
+	spares *Spares  // nil: its own
 	size   int
+}
+
+// Spares are emptied chunks that the recordings sharing them take from
+// and give back to: two recordings used in turn hold the chunks of the
+// most both held at once, not each the chunks of its own largest. The
+// recordings sharing them must be written, reset and released by one
+// goroutine.
+type Spares struct{ chunks [][]byte }
+
+// NewRecording is an empty recording whose emptied chunks go to sp.
+func NewRecording(sp *Spares) *Recording { return &Recording{spares: sp} }
+
+func (r *Recording) pool() *Spares {
+	if r.spares == nil {
+		r.spares = &Spares{}
+	}
+	return r.spares
 }
 
 const recordChunk = 1 << 20
@@ -49,18 +66,21 @@ func (r *Recording) Len() int { return r.size }
 
 // Reset empties r, keeping its chunks for the next stream.
 func (r *Recording) Reset() {
+	sp := r.pool()
 	for _, c := range r.chunks {
-		r.spare = append(r.spare, c[:0])
+		sp.chunks = append(sp.chunks, c[:0])
 	}
 	r.chunks, r.size = r.chunks[:0], 0
 }
 
 // Release gives r's chunks back to the system; r may record again.
 func (r *Recording) Release() {
-	for _, c := range append(r.chunks, r.spare...) {
+	sp := r.pool()
+	for _, c := range append(r.chunks, sp.chunks...) {
 		_ = syscall.Munmap(c[:cap(c)])
 	}
-	*r = Recording{}
+	sp.chunks = nil
+	*r = Recording{spares: sp}
 }
 
 // newChunk maps a chunk, or makes one on the heap if mapping fails.
@@ -80,8 +100,9 @@ func (r *Recording) Write(p []byte) (int, error) {
 	for len(p) > 0 {
 		if k := len(r.chunks); k == 0 || len(r.chunks[k-1]) == cap(r.chunks[k-1]) {
 			var c []byte
-			if m := len(r.spare); m > 0 {
-				c, r.spare = r.spare[m-1], r.spare[:m-1]
+			if sp := r.pool(); len(sp.chunks) > 0 {
+				m := len(sp.chunks)
+				c, sp.chunks = sp.chunks[m-1], sp.chunks[:m-1]
 			} else if c = newChunk(); c == nil {
 				return 0, errNoMemory
 			}
@@ -104,7 +125,8 @@ func (r *Recording) truncate(n int) {
 		*last = (*last)[:len(*last)-drop]
 		r.size -= drop
 		if len(*last) == 0 {
-			r.spare = append(r.spare, *last)
+			sp := r.pool()
+			sp.chunks = append(sp.chunks, *last)
 			r.chunks = r.chunks[:len(r.chunks)-1]
 		}
 	}

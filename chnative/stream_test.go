@@ -174,13 +174,25 @@ func TestRecording(t *testing.T) {
 	r.truncate(mark)
 	want.Truncate(mark)
 	check()
-	chunks := len(r.chunks) + len(r.spare)
+	chunks := len(r.chunks) + len(r.pool().chunks)
 	r.Reset()
 	want.Reset()
 	check()
 	write(2*recordChunk, 10)
 	check()
-	if n := len(r.chunks) + len(r.spare); n != chunks {
+	if n := len(r.chunks) + len(r.pool().chunks); n != chunks {
 		t.Fatalf("%d chunks after Reset and a write, %d before: not reused", n, chunks)
 	}
+	// A recording sharing r's spares fills from them while r is reset:
+	// the two hold no more chunks than r did.
+	o := NewRecording(r.pool())
+	r.Reset()
+	if _, err := o.Write(bytes.Repeat([]byte{11}, 2*recordChunk)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.chunks) + len(o.chunks) + len(r.pool().chunks); n != chunks {
+		t.Fatalf("%d chunks in two recordings sharing spares, %d in one", n, chunks)
+	}
+	o.Release()
+	r.Release()
 }

@@ -100,9 +100,22 @@ func (w *Writer) takeBack(b backBlock) {
 		w.blocks--
 		b.block = nil
 		debug.FreeOSMemory()
+	case w.blocks > w.maxBlocks():
+		w.blocks-- // one more than a stream needs
+
 	default:
 		w.free = append(w.free, b.block)
 	}
+}
+
+// maxBlocks is how many blocks the writer may hold: one filling and one
+// per batch in flight, but two while a stream is open (a streamed batch
+// holds its block only until it is in the stream).
+func (w *Writer) maxBlocks() int {
+	if w.stream.open {
+		return 2
+	}
+	return w.c.cfg.Batch.MaxInFlight + 1
 }
 
 // handOff queues the current block for sending and continues with another,
@@ -125,7 +138,7 @@ func (w *Writer) handOff(ctx context.Context, full bool) error {
 		}
 		return nil
 	}
-	if max := w.c.cfg.Batch.MaxInFlight + 1; len(w.free) == 0 && w.blocks >= max {
+	if max := w.maxBlocks(); len(w.free) == 0 && w.blocks >= max {
 		start := time.Now()
 		for len(w.free) == 0 && w.blocks >= max {
 			if err := w.await(ctx); err != nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 
@@ -54,14 +56,7 @@ func TestStreamedBatches(t *testing.T) {
 			tb := &schema.Table{Database: db, Name: "t", PrimaryKey: []int{0},
 				Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false), schematest.Col(t, "s", "varchar(20)", false)}}
 			w := c.NewWriter(schema.TableName{Database: db, Table: "t"}, batches)
-			var sum int64
-			for i := 1; i <= batches; i++ {
-				rows := [][]any{{int32(2*i - 1), fmt.Sprint("a", i)}, {int32(2 * i), fmt.Sprint("b", i)}}
-				sum += int64(4*i - 1)
-				w.In() <- &Message{Seq: uint64(i), Schema: tb, Op: source.OpInsert, Version: source.RowVersion(1, uint32(100*i), 0), Versions: source.VersionSlots,
-					At: source.Position{File: "binlog.000001", Pos: uint32(100 * i)}, Rows: rows}
-			}
-			close(w.In())
+			sum := sendBatches(w, tb, batches)
 			if err := w.Run(ctx); err != nil {
 				t.Fatalf("the writer stopped: %v\n%s", err, logs)
 			}
@@ -79,15 +74,7 @@ func TestStreamedBatches(t *testing.T) {
 				return got.GetCounter().GetValue()
 			}
 			streams, streamed := counter(m.InsertStreams), counter(m.StreamedBatches)
-			// Rows once each, not a row twice: count() without FINAL.
-			var n uint64
-			var got int64
-			if err := c.conn.QueryRow(ctx, "SELECT count(), toInt64(sum(id)) FROM "+db+".t").Scan(&n, &got); err != nil {
-				t.Fatal(err)
-			}
-			if n != 2*batches || got != sum {
-				t.Fatalf("%d rows summing to %d in ClickHouse, want %d summing to %d\n%s", n, got, 2*batches, sum, logs)
-			}
+			checkOnce(t, c, db, batches, sum, logs)
 			// The parts inserted (level 0), merged or not.
 			var parts uint64
 			if err := c.conn.QueryRow(ctx, fmt.Sprintf("SELECT count() FROM system.parts WHERE database = '%s' AND table = 't' AND level = 0", db)).Scan(&parts); err != nil {
@@ -138,5 +125,81 @@ func TestStreamsNeedTheMinimums(t *testing.T) {
 	}
 	if err := c.conn.QueryRow(ctx, fmt.Sprintf("SELECT count() FROM system.parts WHERE database = '%s' AND table = 't' AND level = 0", db)).Scan(&parts); err != nil || parts != 6 {
 		t.Fatalf("%d parts, %v", parts, err)
+	}
+}
+
+// TestStreamEndsOverlap: while a stream's end waits for the server (held
+// here), the next stream takes the writer's batches; the flushed mark
+// passes neither stream's batches before the first is stored, and every
+// row is stored once.
+func TestStreamEndsOverlap(t *testing.T) {
+	const batches = 12
+	c, logs, _ := newTestSinkWith(t, "", `{include: ["*.*"]}`, ", flush_interval: 1h, max_insert_rows: 6")
+	ctx := context.Background()
+	db := newTestDB(t, c, "b2c_overlap")
+	tb := &schema.Table{Database: db, Name: "t", PrimaryKey: []int{0},
+		Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false), schematest.Col(t, "s", "varchar(20)", false)}}
+	w := c.NewWriter(schema.TableName{Database: db, Table: "t"}, batches)
+	release := make(chan struct{})
+	var ends, streams atomic.Int32
+	var flushedMeanwhile atomic.Uint64
+	c.beforeStreamEnd = func(int) {
+		if ends.Add(1) == 1 {
+			select {
+			case <-release:
+			case <-time.After(time.Minute): // only if the next stream never comes
+				t.Error("no stream took batches while the first one's end was held")
+			}
+		}
+	}
+	c.afterStreamBlock = func(_ *chnative.Stream, blocks int) {
+		if blocks == 1 && streams.Add(1) == 2 {
+			// The second stream has its first batch: the first is
+			// still ending, so nothing past the lone first batch is
+			// flushed.
+			flushedMeanwhile.Store(w.Flushed())
+			close(release)
+		}
+	}
+	sum := sendBatches(w, tb, batches)
+	if err := w.Run(ctx); err != nil {
+		t.Fatalf("the writer stopped: %v\n%s", err, logs)
+	}
+	if streams.Load() < 2 {
+		t.Fatalf("%d streams, want the batches in several\n%s", streams.Load(), logs)
+	}
+	if got := flushedMeanwhile.Load(); got > 1 {
+		t.Errorf("flushed up to %d while the first stream was ending", got)
+	}
+	if w.Flushed() != batches {
+		t.Fatalf("flushed %d of %d", w.Flushed(), batches)
+	}
+	checkOnce(t, c, db, batches, sum, logs)
+}
+
+// sendBatches queues batches of two rows each for w and closes its
+// queue; it returns the sum of the rows' ids.
+func sendBatches(w *Writer, tb *schema.Table, batches int) (sum int64) {
+	for i := 1; i <= batches; i++ {
+		rows := [][]any{{int32(2*i - 1), fmt.Sprint("a", i)}, {int32(2 * i), fmt.Sprint("b", i)}}
+		sum += int64(4*i - 1)
+		w.In() <- &Message{Seq: uint64(i), Schema: tb, Op: source.OpInsert, Version: source.RowVersion(1, uint32(100*i), 0), Versions: source.VersionSlots,
+			At: source.Position{File: "binlog.000001", Pos: uint32(100 * i)}, Rows: rows}
+	}
+	close(w.In())
+	return sum
+}
+
+// checkOnce: sendBatches' rows are in db.t once each, not a row twice
+// (count() without FINAL).
+func checkOnce(t *testing.T, c *ClickHouse, db string, batches int, sum int64, logs fmt.Stringer) {
+	t.Helper()
+	var n uint64
+	var got int64
+	if err := c.conn.QueryRow(context.Background(), "SELECT count(), toInt64(sum(id)) FROM "+db+".t").Scan(&n, &got); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2*uint64(batches) || got != sum {
+		t.Fatalf("%d rows summing to %d in ClickHouse, want %d summing to %d\n%s", n, got, 2*batches, sum, logs)
 	}
 }
