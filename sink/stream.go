@@ -19,7 +19,7 @@ import (
 // sorted, written and then merged again. A stream sends the full batches
 // that follow each other into one INSERT instead (chnative.Stream), which
 // the server squashes into one part when the data ends: up to
-// batch.max_insert_rows rows, 4 × batch.max_bytes of batches and
+// batch.max_insert_rows rows, batch.max_insert_bytes as sent and
 // flush_interval from its first batch, so a row still waits at most about
 // as long as in a batch of its own. A batch that is not full (the load
 // eased, a drain) ends the stream it goes into, and so does a writer whose
