@@ -10,6 +10,7 @@ package column
 import (
 	"encoding/binary"
 	"slices"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -156,11 +157,13 @@ type Str struct {
 	openAt int // where in Arena the value being appended starts
 	// ends is each value's end, an offset among the buffer's bytes, for
 	// reading values out of order (a shard's rows, a truncation); made
-	// from the records when first needed, valid while endsOK. (Kept for
-	// every value, it was the buffer's only per-value cost beyond its
-	// record: 8 bytes and an append.)
+	// from the records when first needed, valid while endsOK, under endsMu
+	// (the shards of a cluster read one block at once). Kept for every
+	// value, it was the buffer's only per-value cost beyond its record: 8
+	// bytes and an append.
 	ends   []int
 	endsOK bool
+	endsMu sync.Mutex
 	strs   []string  // scratch for the hand-off
 	ptrs   []*string // scratch for Nullable hand-off
 }
@@ -334,8 +337,11 @@ func (b *Str) Truncate(n int) {
 	}
 }
 
-// valueEnds is each value's end, made from the records if need be.
+// valueEnds is each value's end, made from the records if need be; any
+// number of readers may call it at once.
 func (b *Str) valueEnds() []int {
+	b.endsMu.Lock()
+	defer b.endsMu.Unlock()
 	if b.endsOK && len(b.ends) == b.n {
 		return b.ends
 	}
@@ -371,12 +377,11 @@ func (b *Str) Reserve(values, bytes int) {
 }
 func (b *Str) Size() int { return b.BytesHeld() }
 
-// value is value i's bytes.
-func (b *Str) value(i int) []byte { return payload(b.record(i)) }
+// value is value i's bytes, ends being valueEnds'.
+func (b *Str) value(ends []int, i int) []byte { return payload(b.record(ends, i)) }
 
 // record is value i's record.
-func (b *Str) record(i int) []byte {
-	ends := b.valueEnds()
+func (b *Str) record(ends []int, i int) []byte {
 	start := 0
 	if i > 0 {
 		start = ends[i-1]

@@ -3,6 +3,7 @@ package column
 import (
 	"bytes"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/binlog2ch/binlog2ch/chnative"
@@ -73,7 +74,7 @@ func TestStrBufChunks(t *testing.T) {
 			if got := it.next(); !bytes.Equal(got, w) {
 				t.Fatalf("%s: iter value %d: %d bytes, want %d", what, i, len(got), len(w))
 			}
-			if got := b.value(i); !bytes.Equal(got, w) {
+			if got := b.value(b.valueEnds(), i); !bytes.Equal(got, w) {
 				t.Fatalf("%s: value %d: %d bytes, want %d", what, i, len(got), len(w))
 			}
 			if strs[i] != string(w) {
@@ -166,6 +167,52 @@ func BenchmarkStrBufFill(b *testing.B) {
 		buf.Reset()
 		for buf.BytesHeld() < 64<<20 {
 			buf.AddBytes(v)
+		}
+	}
+}
+
+// TestStrConcurrentSelections: the shards of a cluster encode their rows
+// of one block at once (sink's sendShards), each reading values out of
+// order; the ends those reads need are made once, not raced for.
+func TestStrConcurrentSelections(t *testing.T) {
+	for round := range 20 {
+		b := &Str{}
+		var want [][]byte
+		for i := range 5000 {
+			v := bytes.Repeat([]byte{byte(i)}, i%300)
+			b.AddBytes(v)
+			want = append(want, v)
+		}
+		const shards = 4
+		var wg sync.WaitGroup
+		errs := make([]string, shards)
+		for s := range shards {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var sel []uint32
+				ref := chnative.NewCapture()
+				for i := range want {
+					if i%shards == s {
+						sel = append(sel, uint32(i))
+						ref.StringBytes(want[i])
+					}
+				}
+				e := chnative.NewCapture()
+				if err := writeStrings(e, b, sel); err != nil {
+					errs[s] = err.Error()
+					return
+				}
+				if !bytes.Equal(e.Captured(), ref.Captured()) {
+					errs[s] = "the shard's strings differ"
+				}
+			}()
+		}
+		wg.Wait()
+		for s, err := range errs {
+			if err != "" {
+				t.Fatalf("round %d, shard %d: %s", round, s, err)
+			}
 		}
 	}
 }

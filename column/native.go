@@ -79,9 +79,10 @@ func Native(buf Buf, t schema.CHType) NativeFn {
 				total += uint64(buf.RowEnds[r] - rowStart(buf.RowEnds, r))
 				e.Uint64(total)
 			}
+			ends := buf.valueEnds()
 			for _, r := range sel {
 				for el := rowStart(buf.RowEnds, r); el < buf.RowEnds[r]; el++ {
-					e.StringBytes(buf.value(el))
+					e.StringBytes(buf.value(ends, el))
 				}
 			}
 			return nil
@@ -232,8 +233,9 @@ func eachString(buf *Str, put func(e *chnative.Encoder, v []byte) error) NativeF
 			}
 			return nil
 		}
+		ends := buf.valueEnds()
 		for _, r := range sel {
-			if err := put(e, buf.value(int(r))); err != nil {
+			if err := put(e, buf.value(ends, int(r))); err != nil {
 				return err
 			}
 		}
@@ -243,8 +245,9 @@ func eachString(buf *Str, put func(e *chnative.Encoder, v []byte) error) NativeF
 
 func writeStrings(e *chnative.Encoder, buf *Str, sel []uint32) error {
 	if sel != nil {
+		ends := buf.valueEnds()
 		for _, r := range sel {
-			e.StringBytes(buf.value(int(r)))
+			e.StringBytes(buf.value(ends, int(r)))
 		}
 		return nil
 	}
