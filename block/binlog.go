@@ -249,20 +249,7 @@ func (b *Block) rawConverter(c *schema.Column, t schema.CHType, buf column.Buf, 
 			return 8, nil
 		}
 	case mysql.MYSQL_TYPE_NEWDECIMAL:
-		precision, scale := int(meta>>8), int(meta&0xff)
-		if db, ok := buf.(*column.Dec); ok {
-			return rawDecimal(db, t, precision, scale, size)
-		}
-		sb := buf.(*column.Str)
-		return func(p []byte) (int, error) {
-			n, err := size(p)
-			if err != nil {
-				return 0, err
-			}
-			sb.Arena = mysqldecimal.AppendText(sb.Arena, p[:n], precision, scale)
-			sb.End()
-			return n, nil
-		}
+		return rawDecimal(buf, t, int(meta>>8), int(meta&0xff), size)
 	case mysql.MYSQL_TYPE_DATE:
 		tb := buf.(*column.Time)
 		lo, hi := b.dateBounds(t)
@@ -472,18 +459,26 @@ func time2Micros(p []byte, fsp int) int64 {
 	return v
 }
 
-// rawDecimal decodes binary DECIMAL(precision, scale) values into a
-// Decimal column of type t, as scaled integers: no text between.
-func rawDecimal(db *column.Dec, t schema.CHType, precision, scale int, size func([]byte) (int, error)) rawConverter {
-	dec, err := mysqldecimal.NewBinary(precision, scale, t.Scale-scale)
-	if err == nil && precision-scale > t.Precision-t.Scale {
+// rawDecimal decodes binary DECIMAL(precision, scale) values into their
+// scaled integers: a Decimal column of type t takes them as they are, a
+// String column (a Decimal wider than the server has, an override) their
+// text at MySQL's scale.
+func rawDecimal(buf column.Buf, t schema.CHType, precision, scale int, size func([]byte) (int, error)) rawConverter {
+	db, _ := buf.(*column.Dec)
+	up := 0
+	if db != nil {
+		up = t.Scale - scale
+	}
+	dec, err := mysqldecimal.NewBinary(precision, scale, up)
+	if err == nil && db != nil && precision-scale > t.Precision-t.Scale {
 		err = fmt.Errorf("%d integer digits", precision-scale)
 	}
 	if err != nil {
 		err := errMsg(fmt.Sprintf("the binlog's DECIMAL(%d,%d) does not fit %s: %v", precision, scale, t, err))
 		return func([]byte) (int, error) { return 0, err }
 	}
-	narrow := dec.Narrow()
+	narrow := db != nil && dec.Narrow()
+	sb, _ := buf.(*column.Str)
 	return func(p []byte) (int, error) {
 		n, err := size(p)
 		if err != nil {
@@ -501,7 +496,12 @@ func rawDecimal(db *column.Dec, t schema.CHType, precision, scale int, size func
 		if err != nil {
 			return 0, err
 		}
-		db.Add(v)
+		if db != nil {
+			db.Add(v)
+		} else {
+			sb.Arena = mysqldecimal.AppendScaled(sb.Arena, v, scale)
+			sb.End()
+		}
 		return n, nil
 	}
 }

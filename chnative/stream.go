@@ -38,23 +38,46 @@ type Stream struct {
 // by half as much again (GOGC 50), and Release gives them back at once.
 type Recording struct {
 	chunks [][]byte // full ones, then the one being filled
-	spares *Spares  // nil: its own
+	spares *spares  // nil: its own
 	size   int
 }
 
-// Spares are emptied chunks that the recordings sharing them take from
-// and give back to: two recordings used in turn hold the chunks of the
-// most both held at once, not each the chunks of its own largest. The
-// recordings sharing them must be written, reset and released by one
-// goroutine.
-type Spares struct{ chunks [][]byte }
+// spares are emptied chunks that the recordings sharing them take from
+// and give back to.
+type spares struct{ chunks [][]byte }
 
-// NewRecording is an empty recording whose emptied chunks go to sp.
-func NewRecording(sp *Spares) *Recording { return &Recording{spares: sp} }
+// Recordings are two recordings used in turn, sharing their emptied
+// chunks: while one stream's end is awaited, its recording is kept and the
+// next stream fills the other; the two hold the chunks of the most both
+// held at once, not each the chunks of its own largest. One goroutine uses
+// them, but for reading the recording of a stream being ended.
+type Recordings struct {
+	spares spares
+	recs   [2]Recording
+}
 
-func (r *Recording) pool() *Spares {
+// Other is the recording that is not busy, reset.
+func (rs *Recordings) Other(busy *Recording) *Recording {
+	r := &rs.recs[0]
+	if r == busy {
+		r = &rs.recs[1]
+	}
+	r.spares = &rs.spares
+	r.Reset()
+	return r
+}
+
+// Release gives both recordings' chunks back to the system.
+func (rs *Recordings) Release() {
+	for i := range rs.recs {
+		rs.recs[i].spares = &rs.spares
+		rs.recs[i].Release()
+	}
+}
+
+func (r *Recording) pool() *spares {
 	if r.spares == nil {
-		r.spares = &Spares{}
+		r.spares = &spares{}
 	}
 	return r.spares
 }

@@ -183,9 +183,7 @@ func TestRecording(t *testing.T) {
 	if n := len(r.chunks) + len(r.pool().chunks); n != chunks {
 		t.Fatalf("%d chunks after Reset and a write, %d before: not reused", n, chunks)
 	}
-	// A recording sharing r's spares fills from them while r is reset:
-	// the two hold no more chunks than r did.
-	o := NewRecording(r.pool())
+	o := &Recording{spares: r.pool()} // as Recordings pairs them
 	r.Reset()
 	if _, err := o.Write(bytes.Repeat([]byte{11}, 2*recordChunk)); err != nil {
 		t.Fatal(err)
@@ -195,4 +193,33 @@ func TestRecording(t *testing.T) {
 	}
 	o.Release()
 	r.Release()
+}
+
+// TestRecordingsInTurn: Other never hands out the busy recording, and the
+// two fill from the chunks either gave back.
+func TestRecordingsInTurn(t *testing.T) {
+	var rs Recordings
+	defer rs.Release()
+	a := rs.Other(nil)
+	if _, err := a.Write(bytes.Repeat([]byte{1}, 3*recordChunk)); err != nil {
+		t.Fatal(err)
+	}
+	b := rs.Other(a)
+	if b == a {
+		t.Fatal("the busy recording handed out")
+	}
+	if _, err := b.Write(bytes.Repeat([]byte{2}, recordChunk)); err != nil {
+		t.Fatal(err)
+	}
+	// a's stream ended: a is handed out again, b being busy, and its
+	// chunks go back to be shared.
+	if rs.Other(b) != a || a.Len() != 0 {
+		t.Fatal("the free recording not handed out reset")
+	}
+	if _, err := b.Write(bytes.Repeat([]byte{3}, 2*recordChunk)); err != nil {
+		t.Fatal(err)
+	}
+	if held := len(a.chunks) + len(b.chunks) + len(rs.spares.chunks); held != 4 {
+		t.Fatalf("%d chunks for at most 4 MiB recorded at once", held)
+	}
 }

@@ -194,13 +194,3 @@ func DecimalWidth(precision int) int {
 	}
 	return 0
 }
-
-// decimalBytes is a scaled decimal as stored: width little-endian bytes,
-// zeros after them.
-func decimalBytes(v [4]uint64, width int) (b [32]byte) {
-	for l, limb := range v {
-		binary.LittleEndian.PutUint64(b[8*l:], limb)
-	}
-	clear(b[width:])
-	return b
-}

@@ -2,6 +2,7 @@ package column
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strconv"
 	"testing"
 
@@ -94,4 +95,14 @@ func TestDecAddInt64(t *testing.T) {
 			}
 		}
 	}
+}
+
+// decimalBytes is a scaled decimal as stored: width little-endian bytes,
+// zeros after them.
+func decimalBytes(v [4]uint64, width int) (b [32]byte) {
+	for l, limb := range v {
+		binary.LittleEndian.PutUint64(b[8*l:], limb)
+	}
+	clear(b[width:])
+	return b
 }

@@ -129,11 +129,14 @@ func hashColumn(buf Buf, t schema.CHType, first bool, h []uint64) error {
 		// ones as their bytes.
 		w := buf.Width
 		for i := range buf.Len() {
-			b := decimalBytes(buf.Value(i), w)
-			if w <= 8 {
-				put(h, i, first, intHash64(binary.LittleEndian.Uint64(b[:8])))
-			} else {
-				put(h, i, first, city.CH64(b[:w]))
+			b := buf.Data[i*w : (i+1)*w]
+			switch w {
+			case 4:
+				put(h, i, first, intHash64(uint64(binary.LittleEndian.Uint32(b))))
+			case 8:
+				put(h, i, first, intHash64(binary.LittleEndian.Uint64(b)))
+			default:
+				put(h, i, first, city.CH64(b))
 			}
 		}
 	default:

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"strconv"
 )
 
 // dig2bytes is the bytes of a group of i digits.
@@ -142,81 +141,6 @@ func beUint(p []byte) uint64 {
 		v = v<<8 | uint64(c)
 	}
 	return v
-}
-
-// AppendText renders the binary DECIMAL(precision, scale) at the start of
-// p as MySQL prints it: scale fraction digits, no leading zeros. (A
-// negative zero keeps its sign.)
-func AppendText(dst, p []byte, precision, scale int) []byte {
-	intg := precision - scale
-	intg0, intg0x := intg/9, intg%9
-	frac0, frac0x := scale/9, scale%9
-	neg := p[0]&0x80 == 0
-	var mask byte
-	if neg {
-		mask = 0xff
-	}
-	// Reads n bytes big-endian, undoing the sign encoding.
-	pos := 0
-	read := func(n int) uint64 {
-		var v uint64
-		for i := 0; i < n; i++ {
-			c := p[pos+i] ^ mask
-			if pos+i == 0 {
-				c ^= 0x80
-			}
-			v = v<<8 | uint64(c)
-		}
-		pos += n
-		return v
-	}
-	if neg {
-		dst = append(dst, '-')
-	}
-	start := len(dst)
-	var tmp [20]byte
-	emit := func(v uint64, width int) {
-		s := strconv.AppendUint(tmp[:0], v, 10)
-		if len(dst) == start { // no leading zeros
-			if v == 0 {
-				return
-			}
-			dst = append(dst, s...)
-			return
-		}
-		for i := len(s); i < width; i++ {
-			dst = append(dst, '0')
-		}
-		dst = append(dst, s...)
-	}
-	if intg0x > 0 {
-		emit(read(dig2bytes[intg0x]), intg0x)
-	}
-	for i := 0; i < intg0; i++ {
-		emit(read(4), 9)
-	}
-	if len(dst) == start {
-		dst = append(dst, '0')
-	}
-	if scale > 0 {
-		dst = append(dst, '.')
-		for i := 0; i < frac0; i++ {
-			dst = appendPadded(dst, read(4), 9)
-		}
-		if frac0x > 0 {
-			dst = appendPadded(dst, read(dig2bytes[frac0x]), frac0x)
-		}
-	}
-	return dst
-}
-
-func appendPadded(dst []byte, v uint64, width int) []byte {
-	var tmp [20]byte
-	s := strconv.AppendUint(tmp[:0], v, 10)
-	for i := len(s); i < width; i++ {
-		dst = append(dst, '0')
-	}
-	return append(dst, s...)
 }
 
 // AppendScaled appends a scaled integer as MySQL prints the DECIMAL: scale

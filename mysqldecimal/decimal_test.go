@@ -6,9 +6,10 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// TestAppendText uses the example of MySQL's documentation of the binary
-// DECIMAL format (DECIMAL(14,4)).
-func TestAppendText(t *testing.T) {
+// TestBinary uses the example of MySQL's documentation of the binary
+// DECIMAL format (DECIMAL(14,4)): each value decoded both ways, scaled up,
+// and printed; a group larger than its digits is refused.
+func TestBinary(t *testing.T) {
 	for _, c := range []struct {
 		p           []byte
 		prec, scale int
@@ -17,15 +18,42 @@ func TestAppendText(t *testing.T) {
 		{[]byte{0x81, 0x0D, 0xFB, 0x38, 0xD2, 0x04, 0xD2}, 14, 4, "1234567890.1234"},
 		{[]byte{0x7E, 0xF2, 0x04, 0xC7, 0x2D, 0xFB, 0x2D}, 14, 4, "-1234567890.1234"},
 		{[]byte{0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}, 14, 4, "0.0000"},
+		{[]byte{0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}, 14, 4, "0.0000"}, // a negative zero
 		{[]byte{0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x05}, 14, 4, "0.0005"},
 		{[]byte{0x80, 0x01}, 3, 0, "1"},
 	} {
-		if got := string(AppendText(nil, c.p, c.prec, c.scale)); got != c.want {
-			t.Errorf("DECIMAL(%d,%d) % X: got %s, want %s", c.prec, c.scale, c.p, got, c.want)
-		}
 		if n := Size(c.prec, c.scale); n != len(c.p) {
 			t.Errorf("Size(%d,%d) = %d, want %d", c.prec, c.scale, n, len(c.p))
 		}
+		for _, up := range []int{0, 2} {
+			d, err := NewBinary(c.prec, c.scale, up)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := d.Scaled(c.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := Parse([]byte(c.want), c.scale+up)
+			if v != want {
+				t.Errorf("DECIMAL(%d,%d) % X up %d: %v, want %v", c.prec, c.scale, c.p, up, v, want)
+			}
+			if s, err := d.Scaled64(c.p); err != nil || s != int64(want[0]) {
+				t.Errorf("DECIMAL(%d,%d) % X up %d: Scaled64 %d, %v", c.prec, c.scale, c.p, up, s, err)
+			}
+			if up == 0 {
+				if got := string(AppendScaled(nil, v, c.scale)); got != c.want {
+					t.Errorf("DECIMAL(%d,%d) % X: printed %s, want %s", c.prec, c.scale, c.p, got, c.want)
+				}
+			}
+		}
+	}
+	d, _ := NewBinary(5, 2, 0)
+	if _, err := d.Scaled([]byte{0x80, 0x01, 100}); err != ErrCorrupt {
+		t.Errorf("a fraction group of 100 in DECIMAL(5,2): %v", err)
+	}
+	if _, err := NewBinary(66, 0, 0); err == nil {
+		t.Error("DECIMAL(66) taken")
 	}
 }
 

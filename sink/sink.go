@@ -58,7 +58,7 @@ type ClickHouse struct {
 	// afterStreamBlock, in tests, runs after each block a stream sent.
 	afterStreamBlock func(s *chnative.Stream, blocks int)
 	// beforeStreamEnd, in tests, runs before a stream's data ends.
-	beforeStreamEnd func(batches int)
+	beforeStreamEnd func(s *chnative.Stream)
 	// budget is the insert rate all writers share (budget.go); caughtUp:
 	// the reader has read the binlog's newest events.
 	budget   *budget.Budget

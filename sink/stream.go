@@ -193,6 +193,14 @@ type openStream struct {
 	held   int // recorded bytes counted in the buffer budget
 }
 
+// streamEnd is a stream whose end is awaited (done nil: none): its
+// outcome, its recording and the bytes recorded.
+type streamEnd struct {
+	done  chan error
+	rec   *chnative.Recording
+	bytes int
+}
+
 // errFallback: the stream's first batch goes the single-batch way, which
 // knows what to do with a table that differs from the mapping.
 var errFallback = errors.New("the table's columns differ from the mapping")
@@ -202,33 +210,28 @@ var errFallback = errors.New("the table's columns differ from the mapping")
 func (w *Writer) streamLoop(ctx context.Context, q <-chan *sendJob) {
 	defer w.sending.Done()
 	var cur *openStream
-	spares := &chnative.Spares{} // the two recordings' chunks, reused
-	recs := [2]*chnative.Recording{chnative.NewRecording(spares), chnative.NewRecording(spares)}
-	var ending chan error // the outcome of the stream ending, if any
-	var endingRec, endingBytes = (*chnative.Recording)(nil), 0
-	settle := func() bool { // waits for it; false if it failed
-		if ending == nil {
+	var recs chnative.Recordings // their chunks reused from stream to stream
+	var ending streamEnd
+	settle := func() bool { // waits for ending; false if it failed
+		if ending.done == nil {
 			return true
 		}
-		err := <-ending
-		ending, endingRec, endingBytes = nil, nil, 0
+		err := <-ending.done
+		ending = streamEnd{}
 		return err == nil
 	}
 	release := func() bool { // the recordings' chunks back to the system
 		ok := settle()
-		for _, r := range recs {
-			r.Release()
-		}
+		recs.Release()
 		return ok
 	}
 	defer release()
 	end := func(st *openStream) bool { // in the background, once the one before has ended
-
 		if !settle() {
 			return false
 		}
 		done := make(chan error, 1)
-		ending, endingRec, endingBytes = done, st.rec, st.held
+		ending = streamEnd{done: done, rec: st.rec, bytes: st.held}
 		go func() {
 			err := w.commitStream(ctx, st)
 			if err != nil {
@@ -257,8 +260,8 @@ func (w *Writer) streamLoop(ctx context.Context, q <-chan *sendJob) {
 		var job *sendJob
 		select {
 		case job = <-q:
-		case err := <-ending:
-			ending, endingRec, endingBytes = nil, nil, 0
+		case err := <-ending.done:
+			ending = streamEnd{}
 			if err != nil {
 				return
 			}
@@ -279,13 +282,8 @@ func (w *Writer) streamLoop(ctx context.Context, q <-chan *sendJob) {
 			}
 		}
 		if cur == nil {
-			rec := recs[0]
-			if rec == endingRec {
-				rec = recs[1]
-			}
-			rec.Reset()
-			cur = &openStream{target: job.block.Target(), start: time.Now(), rec: rec}
-		} else if ending != nil && 2*(cur.held+endingBytes) > 3*w.c.cfg.Batch.MaxInsertBytes && !settle() {
+			cur = &openStream{target: job.block.Target(), start: time.Now(), rec: recs.Other(ending.rec)}
+		} else if ending.done != nil && 2*(cur.held+ending.bytes) > 3*w.c.cfg.Batch.MaxInsertBytes && !settle() {
 			w.c.mem.Add(-job.bytes)
 			return
 		}
@@ -461,7 +459,7 @@ func (w *Writer) streamErr(ctx context.Context, st *openStream, err error) error
 // resuming it after failures; then its batches come back to the writer.
 func (w *Writer) commitStream(ctx context.Context, st *openStream) error {
 	if h := w.c.beforeStreamEnd; h != nil {
-		h(len(st.jobs))
+		h(st.s)
 	}
 	err := w.c.Retry(ctx, w.log, metrics.StageInsert, "insert into ClickHouse", w.counted(func(ctx context.Context) error {
 		if err := w.resume(ctx, st); err != nil {

@@ -131,50 +131,61 @@ func TestStreamsNeedTheMinimums(t *testing.T) {
 // TestStreamEndsOverlap: while a stream's end waits for the server (held
 // here), the next stream takes the writer's batches; the flushed mark
 // passes neither stream's batches before the first is stored, and every
-// row is stored once.
+// row is stored once, also when the held stream's connection is cut and
+// its recording sent again on another while the next one fills.
 func TestStreamEndsOverlap(t *testing.T) {
 	const batches = 12
-	c, logs, _ := newTestSinkWith(t, "", `{include: ["*.*"]}`, ", flush_interval: 1h, max_insert_rows: 6")
-	ctx := context.Background()
-	db := newTestDB(t, c, "b2c_overlap")
-	tb := &schema.Table{Database: db, Name: "t", PrimaryKey: []int{0},
-		Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false), schematest.Col(t, "s", "varchar(20)", false)}}
-	w := c.NewWriter(schema.TableName{Database: db, Table: "t"}, batches)
-	release := make(chan struct{})
-	var ends, streams atomic.Int32
-	var flushedMeanwhile atomic.Uint64
-	c.beforeStreamEnd = func(int) {
-		if ends.Add(1) == 1 {
-			select {
-			case <-release:
-			case <-time.After(time.Minute): // only if the next stream never comes
-				t.Error("no stream took batches while the first one's end was held")
+	for _, cut := range []bool{false, true} {
+		t.Run(fmt.Sprint("cut ", cut), func(t *testing.T) {
+			c, logs, _ := newTestSinkWith(t, "", `{include: ["*.*"]}`, ", flush_interval: 1h, max_insert_rows: 6")
+			db := newTestDB(t, c, "b2c_overlap")
+			tb := &schema.Table{Database: db, Name: "t", PrimaryKey: []int{0},
+				Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false), schematest.Col(t, "s", "varchar(20)", false)}}
+			w := c.NewWriter(schema.TableName{Database: db, Table: "t"}, batches)
+			release := make(chan struct{})
+			var ends, streams atomic.Int32
+			var flushedMeanwhile atomic.Uint64
+			c.beforeStreamEnd = func(s *chnative.Stream) {
+				if ends.Add(1) != 1 {
+					return
+				}
+				if cut {
+					s.Abort() // a reset, as a network's: the end fails
+				}
+				select {
+				case <-release:
+				case <-time.After(time.Minute): // only if the next stream never comes
+					t.Error("no stream took batches while the first one's end was held")
+				}
 			}
-		}
+			c.afterStreamBlock = func(_ *chnative.Stream, blocks int) {
+				if blocks == 1 && streams.Add(1) == 2 {
+					// The second stream has its first batch: the first
+					// is still ending, so nothing past the lone first
+					// batch is flushed.
+					flushedMeanwhile.Store(w.Flushed())
+					close(release)
+				}
+			}
+			sum := sendBatches(w, tb, batches)
+			if err := w.Run(context.Background()); err != nil {
+				t.Fatalf("the writer stopped: %v\n%s", err, logs)
+			}
+			if streams.Load() < 2 {
+				t.Fatalf("%d streams, want the batches in several\n%s", streams.Load(), logs)
+			}
+			if got := flushedMeanwhile.Load(); got > 1 {
+				t.Errorf("flushed up to %d while the first stream was ending", got)
+			}
+			if w.Flushed() != batches {
+				t.Fatalf("flushed %d of %d", w.Flushed(), batches)
+			}
+			if cut && !strings.Contains(logs.String(), "succeeded after retrying") {
+				t.Fatalf("the cut stream's end was not retried\n%s", logs)
+			}
+			checkOnce(t, c, db, batches, sum, logs)
+		})
 	}
-	c.afterStreamBlock = func(_ *chnative.Stream, blocks int) {
-		if blocks == 1 && streams.Add(1) == 2 {
-			// The second stream has its first batch: the first is
-			// still ending, so nothing past the lone first batch is
-			// flushed.
-			flushedMeanwhile.Store(w.Flushed())
-			close(release)
-		}
-	}
-	sum := sendBatches(w, tb, batches)
-	if err := w.Run(ctx); err != nil {
-		t.Fatalf("the writer stopped: %v\n%s", err, logs)
-	}
-	if streams.Load() < 2 {
-		t.Fatalf("%d streams, want the batches in several\n%s", streams.Load(), logs)
-	}
-	if got := flushedMeanwhile.Load(); got > 1 {
-		t.Errorf("flushed up to %d while the first stream was ending", got)
-	}
-	if w.Flushed() != batches {
-		t.Fatalf("flushed %d of %d", w.Flushed(), batches)
-	}
-	checkOnce(t, c, db, batches, sum, logs)
 }
 
 // sendBatches queues batches of two rows each for w and closes its
