@@ -1,6 +1,7 @@
 package replicator
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"slices"
@@ -52,6 +54,9 @@ func childMain(path, what string, work func(context.Context, *Replicator) error)
 		if err == nil && pprof.StartCPUProfile(f) == nil {
 			defer pprof.StopCPUProfile()
 		}
+	}
+	if prof := os.Getenv("BINLOG2CH_TEST_HEAPPROFILE"); prof != "" {
+		defer heapAtPeak(prof)()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -105,6 +110,45 @@ func childMain(path, what string, work func(context.Context, *Replicator) error)
 		return 1
 	}
 	return 0
+}
+
+// heapAtPeak writes the heap profile of the largest live heap seen (checked
+// every 10 ms, after each GC) to path when the returned func runs: what the
+// peak RSS is made of, which the heap at exit does not tell.
+func heapAtPeak(path string) func() {
+	var best []byte
+	var peak uint64
+	var lastGC uint32
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		var ms runtime.MemStats
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			runtime.ReadMemStats(&ms)
+			if ms.NumGC == lastGC {
+				continue
+			}
+			lastGC = ms.NumGC
+			if ms.HeapAlloc > peak {
+				peak = ms.HeapAlloc
+				var buf bytes.Buffer
+				if pprof.Lookup("heap").WriteTo(&buf, 0) == nil {
+					best = buf.Bytes()
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+		_ = os.WriteFile(path, best, 0o644)
+	}
 }
 
 // envPauseAfterRows=N makes a child's binlog reader stop for good before

@@ -46,6 +46,9 @@ const largeRow = 4 << 20
 // returns it; the channels have room for every block in flight.
 func (w *Writer) sendOne(ctx context.Context, job *sendJob) {
 	defer w.sending.Done()
+	if h := w.c.beforeSendOne; h != nil {
+		h()
+	}
 	if err := w.send(ctx, job); err != nil {
 		// The writer stops at the error and never takes the block back:
 		// its bytes leave the buffer budget here.
@@ -110,9 +113,13 @@ func (w *Writer) takeBack(b backBlock) {
 
 // maxBlocks is how many blocks the writer may hold: one filling and one
 // per batch in flight, but two while a stream is open (a streamed batch
-// holds its block only until it is in the stream).
+// holds its block only until it is in the stream), and two while the
+// table's first batch proves the native path (the batches that follow it
+// stream once it has, so a third block, made for one batch and dropped,
+// would only raise the peak of the heap: a fifth of it in a catch-up).
 func (w *Writer) maxBlocks() int {
-	if w.stream.open {
+	if w.stream.open || (!w.provenNative.Load() && w.streamsLikely() && w.target != nil &&
+		w.target.Mode != schema.ModeChangelog && w.native(w.target)) {
 		return 2
 	}
 	return w.c.cfg.Batch.MaxInFlight + 1
@@ -140,6 +147,9 @@ func (w *Writer) handOff(ctx context.Context, full bool) error {
 	}
 	if max := w.maxBlocks(); len(w.free) == 0 && w.blocks >= max {
 		start := time.Now()
+		if h := w.c.blockWait; h != nil {
+			h(w.blocks)
+		}
 		for len(w.free) == 0 && w.blocks >= max {
 			if err := w.await(ctx); err != nil {
 				return err

@@ -62,15 +62,21 @@ type streamState struct {
 	idling bool
 }
 
+// streamsLikely reports whether the writer's full batches may stream, as
+// far as the configuration tells (streams adds what the batch tells).
+func (w *Writer) streamsLikely() bool {
+	c := w.c
+	return c.streamOK && c.cfg.Batch.MaxInsertRows > c.cfg.Batch.MaxRows && c.cfg.ClickHouse.Cluster == ""
+}
+
 // streams reports whether job goes into a stream: not a batch larger than
 // a stream's recording (large values, which LZ4 seldom shrinks: its part
 // is large already).
 func (w *Writer) streams(job *sendJob) bool {
 	c, b := w.c, job.block
 	t := b.Target()
-	return c.streamOK && c.cfg.Batch.MaxInsertRows > c.cfg.Batch.MaxRows && job.bytes <= c.cfg.Batch.MaxInsertBytes &&
-		w.provenNative.Load() && job.route == nil &&
-		c.cfg.ClickHouse.Cluster == "" && t.Mode != schema.ModeChangelog && b.NativeOK() && w.native(t) &&
+	return w.streamsLikely() && job.bytes <= c.cfg.Batch.MaxInsertBytes &&
+		w.provenNative.Load() && job.route == nil && t.Mode != schema.ModeChangelog && b.NativeOK() && w.native(t) &&
 		!(c.driverToken && batchToken(job) != "")
 }
 

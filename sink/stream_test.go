@@ -214,3 +214,42 @@ func checkOnce(t *testing.T, c *ClickHouse, db string, batches int, sum int64, l
 		t.Fatalf("%d rows summing to %d in ClickHouse, want %d summing to %d\n%s", n, got, 2*batches, sum, logs)
 	}
 }
+
+// TestTwoBlocksWhileProving: while a table's first batch proves the native
+// path, the batches after it wait for it (they will stream) instead of
+// filling a third block, which a stream has no use for. The first batch's
+// insert is held until the writer waits for a block.
+func TestTwoBlocksWhileProving(t *testing.T) {
+	const batches = 6
+	c, logs, _ := newTestSinkWith(t, "", `{include: ["*.*"]}`, ", flush_interval: 1h, max_insert_rows: 6")
+	c.cfg.Batch.MaxInFlight = 2 // room for a third block, were it made
+	db := newTestDB(t, c, "b2c_proving")
+	tb := &schema.Table{Database: db, Name: "t", PrimaryKey: []int{0},
+		Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false), schematest.Col(t, "s", "varchar(20)", false)}}
+	w := c.NewWriter(schema.TableName{Database: db, Table: "t"}, batches)
+	waited := make(chan struct{})
+	var waits, first atomic.Int32
+	c.blockWait = func(blocks int) {
+		if waits.Add(1) == 1 { // the first batch is still held
+			first.Store(int32(blocks))
+			close(waited)
+		}
+	}
+	var sends atomic.Int32
+	c.beforeSendOne = func() {
+		if sends.Add(1) == 1 {
+			<-waited
+		}
+	}
+	sum := sendBatches(w, tb, batches)
+	if err := w.Run(context.Background()); err != nil {
+		t.Fatalf("the writer stopped: %v\n%s", err, logs)
+	}
+	if got := first.Load(); got != 2 {
+		t.Errorf("the writer waited for the first batch holding %d blocks, want 2", got)
+	}
+	if w.Flushed() != batches {
+		t.Fatalf("flushed %d of %d", w.Flushed(), batches)
+	}
+	checkOnce(t, c, db, batches, sum, logs)
+}
