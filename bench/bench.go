@@ -117,7 +117,11 @@ type Scenario struct {
 	KeptUp      *bool   `json:"kept_up,omitempty"`
 	CPUPerMRows float64 `json:"daemon_cpu_seconds_per_million_rows"`
 	PeakRSSMiB  float64 `json:"daemon_peak_rss_mib"`
-	Parts       uint64  `json:"clickhouse_parts_created"`
+	// SystemCPUSeconds (of the daemon's CPU) and MinorFaults: mostly its
+	// first touch of fresh memory (catch-up scenarios).
+	SystemCPUSeconds float64 `json:"daemon_system_cpu_seconds,omitempty"`
+	MinorFaults      uint64  `json:"daemon_minor_faults,omitempty"`
+	Parts            uint64  `json:"clickhouse_parts_created"`
 	// CHCPUSeconds is what ClickHouse spent during a live phase or the
 	// catch-up (its count queries included), as chCPU reads it.
 	CHCPUSeconds float64 `json:"clickhouse_cpu_seconds,omitempty"`

@@ -81,6 +81,7 @@ func (r *run) excluded(ctx context.Context, rep *Report) (Scenario, error) {
 	s.Seconds, s.RowsPerMin = el.Seconds(), float64(s.Rows)/el.Minutes()
 	s.CPUPerMRows = max(busy-idle, 0).Seconds() / (float64(s.Rows) / 1e6)
 	s.PeakRSSMiB = peakRSS(m.pid)
+	s.SystemCPUSeconds, s.MinorFaults = m.memory()
 	if n, err := r.count(ctx, excludedTable); err != nil || n != 0 {
 		return s, fmt.Errorf("%s: ClickHouse has %d rows of %s, which tables.exclude drops (%v)", s.Name, n, excludedTable, err)
 	}
@@ -175,6 +176,16 @@ func (r *run) eachRow(ctx context.Context, query string, fn func([]sql.RawBytes)
 		}
 	}
 	return rows.Err()
+}
+
+// memoryLine is a catch-up's system CPU and minor page faults ("" for
+// scenarios that did not measure them).
+func (s Scenario) memoryLine() string {
+	if s.MinorFaults == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: the daemon spent %.2f CPU-s in the kernel and took %d minor page faults (%.0f MiB of pages touched first)",
+		s.Name, s.SystemCPUSeconds, s.MinorFaults, float64(s.MinorFaults)*4096/(1<<20))
 }
 
 // companionLine is an excluded or varied scenario against the catch-up's

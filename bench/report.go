@@ -80,7 +80,7 @@ func (rep *Report) scenarioNotes() []string {
 	}
 	var lines []string
 	for _, s := range rep.Scenarios {
-		for _, line := range []string{s.ceilingLine(), s.companionLine(catchUp)} {
+		for _, line := range []string{s.ceilingLine(), s.companionLine(catchUp), s.memoryLine()} {
 			if line != "" {
 				lines = append(lines, line)
 			}

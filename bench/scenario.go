@@ -97,6 +97,7 @@ func (r *run) fillAndCatchUp(ctx context.Context, name string, lo *loadgen.Optio
 	s.Seconds = el.Seconds()
 	s.RowsPerMin = float64(s.Rows) / el.Minutes()
 	s.CPUPerMRows, s.PeakRSSMiB = m.read(s.Rows)
+	s.SystemCPUSeconds, s.MinorFaults = m.memory()
 	s.Series = series(nil, counts)
 	s.MySQLRows = writtenBySecond(len(s.Series), []sample{{0, s.Rows}}) // all written before the start
 	s.Parts = r.parts(ctx, lo.Table)

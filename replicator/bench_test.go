@@ -84,6 +84,10 @@ clickhouse: {addr: [%q], user: %q, password: %q, compression: %s}
 	elapsed := time.Since(start)
 	b.StopTimer()
 	h.waitCaughtUpProcess(d, logPath, 5*time.Minute)
+	if keep := os.Getenv("BINLOG2CH_BENCH_SMAPS"); keep != "" {
+		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", d.cmd.Process.Pid))
+		_ = os.WriteFile(keep, data, 0o644)
+	}
 	checkpointAfter := time.Since(start)
 	chCPU, myCPU := procCPU(h.srv.ClickHouse.Pid())-chCPU0, procCPU(h.srv.MySQL.Pid())-myCPU0
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
@@ -106,6 +110,9 @@ clickhouse: {addr: [%q], user: %q, password: %q, compression: %s}
 	b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MiB")
 	b.ReportMetric(binlogBytes, "binlog-B/row")
 	if data, err := os.ReadFile(logPath); err == nil {
+		if keep := os.Getenv("BINLOG2CH_BENCH_KEEPLOG"); keep != "" {
+			_ = os.WriteFile(keep, data, 0o644)
+		}
 		flushes, total := 0, time.Duration(0)
 		for _, line := range strings.Split(string(data), "\n") {
 			if i := strings.Index(line, "msg=flushed"); i >= 0 {
@@ -128,6 +135,9 @@ clickhouse: {addr: [%q], user: %q, password: %q, compression: %s}
 		b.Logf("ClickHouse holds the rows in %d active parts, merged up to level %d", parts, maxLevel)
 	}
 	b.Logf("checkpoint saved past the rows %.2fs after the start", checkpointAfter.Seconds())
+	// Fresh memory is dear on some VMs (a first touch of a page costs
+	// microseconds): the system time and the minor faults say how much.
+	b.Logf("daemon: user %.2fs, system %.2fs, %d minor page faults", time.Duration(ru.Utime.Nano()).Seconds(), time.Duration(ru.Stime.Nano()).Seconds(), ru.Minflt)
 	b.Logf("%d rows in ClickHouse %.2fs after the start: %.2fM rows/min, %.2f CPU-s per million rows, peak RSS %.0f MiB",
 		rows, elapsed.Seconds(), float64(rows)/elapsed.Minutes()/1e6, cpu.Seconds()/(float64(rows)/1e6), float64(ru.Maxrss)/1024)
 }

@@ -103,7 +103,7 @@ func (w *Writer) takeBack(b backBlock) {
 		w.blocks--
 		b.block = nil
 		debug.FreeOSMemory()
-	case w.blocks > w.maxBlocks():
+	case w.blocks > w.maxBlocks(false):
 		w.blocks-- // one more than a stream needs
 
 	default:
@@ -113,13 +113,12 @@ func (w *Writer) takeBack(b backBlock) {
 
 // maxBlocks is how many blocks the writer may hold: one filling and one
 // per batch in flight, but two while a stream is open (a streamed batch
-// holds its block only until it is in the stream), and two while the
-// table's first batch proves the native path (the batches that follow it
-// stream once it has, so a third block, made for one batch and dropped,
-// would only raise the peak of the heap: a fifth of it in a catch-up).
-func (w *Writer) maxBlocks() int {
-	if w.stream.open || (!w.provenNative.Load() && w.streamsLikely() && w.target != nil &&
-		w.target.Mode != schema.ModeChangelog && w.native(w.target)) {
+// holds its block only until it is in the stream) or a full batch is to
+// stream, or to prove the native path so that those after it stream: a
+// third block, made for one batch at a stream's start and dropped, would
+// only raise the heap's peak (a fifth of it in a catch-up).
+func (w *Writer) maxBlocks(full bool) int {
+	if w.stream.open || (full && w.mayStream(w.block)) {
 		return 2
 	}
 	return w.c.cfg.Batch.MaxInFlight + 1
@@ -145,7 +144,7 @@ func (w *Writer) handOff(ctx context.Context, full bool) error {
 		}
 		return nil
 	}
-	if max := w.maxBlocks(); len(w.free) == 0 && w.blocks >= max {
+	if max := w.maxBlocks(full); len(w.free) == 0 && w.blocks >= max {
 		start := time.Now()
 		if h := w.c.blockWait; h != nil {
 			h(w.blocks)
@@ -163,6 +162,9 @@ func (w *Writer) handOff(ctx context.Context, full bool) error {
 	} else {
 		next = block.NewBlock(w.target)
 		w.blocks++
+		if h := w.c.newBlock; h != nil {
+			h(w.blocks)
+		}
 	}
 	w.lastSend = time.Now()
 	if w.block.Size() <= 2*w.c.cfg.Batch.MaxBytes {

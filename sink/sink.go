@@ -60,9 +60,10 @@ type ClickHouse struct {
 	// beforeStreamEnd, in tests, runs before a stream's data ends.
 	beforeStreamEnd func(s *chnative.Stream)
 	// blockWait, in tests, runs when a writer holding blocks waits for
-	// one to come back; beforeSendOne before a batch of its own is sent.
-	blockWait     func(blocks int)
-	beforeSendOne func()
+	// one to come back, newBlock when it made one more; beforeSendOne
+	// before a batch of its own is sent.
+	blockWait, newBlock func(blocks int)
+	beforeSendOne       func()
 	// budget is the insert rate all writers share (budget.go); caughtUp:
 	// the reader has read the binlog's newest events.
 	budget   *budget.Budget

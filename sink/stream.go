@@ -69,15 +69,19 @@ func (w *Writer) streamsLikely() bool {
 	return c.streamOK && c.cfg.Batch.MaxInsertRows > c.cfg.Batch.MaxRows && c.cfg.ClickHouse.Cluster == ""
 }
 
+// mayStream reports whether a full batch of b may stream, as far as the
+// block tells (streams adds the native path proven, and the job's own).
+func (w *Writer) mayStream(b *block.Block) bool {
+	t := b.Target()
+	return w.streamsLikely() && b.Size() <= w.c.cfg.Batch.MaxInsertBytes && t.Mode != schema.ModeChangelog && b.NativeOK() && w.native(t)
+}
+
 // streams reports whether job goes into a stream: not a batch larger than
 // a stream's recording (large values, which LZ4 seldom shrinks: its part
 // is large already).
 func (w *Writer) streams(job *sendJob) bool {
-	c, b := w.c, job.block
-	t := b.Target()
-	return w.streamsLikely() && job.bytes <= c.cfg.Batch.MaxInsertBytes &&
-		w.provenNative.Load() && job.route == nil && t.Mode != schema.ModeChangelog && b.NativeOK() && w.native(t) &&
-		!(c.driverToken && batchToken(job) != "")
+	return w.mayStream(job.block) && w.provenNative.Load() && job.route == nil &&
+		!(w.c.driverToken && batchToken(job) != "")
 }
 
 // handStream sends job into the stream, starting the loop that sends
@@ -218,6 +222,7 @@ func (w *Writer) streamLoop(ctx context.Context, q <-chan *sendJob) {
 	var cur *openStream
 	var recs chnative.Recordings // their chunks reused from stream to stream
 	var ending streamEnd
+	lastBatch := 0 // the bytes the last batch recorded
 	settle := func() bool { // waits for ending; false if it failed
 		if ending.done == nil {
 			return true
@@ -289,15 +294,22 @@ func (w *Writer) streamLoop(ctx context.Context, q <-chan *sendJob) {
 		}
 		if cur == nil {
 			cur = &openStream{target: job.block.Target(), start: time.Now(), rec: recs.Other(ending.rec)}
-		} else if ending.done != nil && 2*(cur.held+ending.bytes) > 3*w.c.cfg.Batch.MaxInsertBytes && !settle() {
+		}
+		// The two recordings stay within 1.5 x max_insert_bytes with the
+		// batch about to be recorded (as large as the last one, likely).
+		if ending.done != nil && 2*(cur.held+lastBatch+ending.bytes) > 3*w.c.cfg.Batch.MaxInsertBytes && !settle() {
 			w.c.mem.Add(-job.bytes)
 			return
 		}
+		held := cur.held
 		single, err := w.appendStream(ctx, cur, job)
 		if err != nil {
 			w.c.mem.Add(-job.bytes) // 0 once its block came back
 			deliver(ctx, w.sendErr, err)
 			return
+		}
+		if d := cur.held - held; d > 0 {
+			lastBatch = d
 		}
 		if single {
 			// Sent alone, counted by send: stored, and back like any

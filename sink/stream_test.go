@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -247,6 +248,58 @@ func TestTwoBlocksWhileProving(t *testing.T) {
 	}
 	if got := first.Load(); got != 2 {
 		t.Errorf("the writer waited for the first batch holding %d blocks, want 2", got)
+	}
+	if w.Flushed() != batches {
+		t.Fatalf("flushed %d of %d", w.Flushed(), batches)
+	}
+	checkOnce(t, c, db, batches, sum, logs)
+}
+
+// TestTwoBlocksWhileStreaming: a full batch that starts a stream goes with
+// two blocks too, not a third made while the last stream's block is still
+// being encoded. The first stream's last batch (the 4th: the 1st went
+// alone) is held in the stream until the writer, handing off the 5th,
+// either waits for its block or makes a third.
+func TestTwoBlocksWhileStreaming(t *testing.T) {
+	const batches = 12
+	c, logs, _ := newTestSinkWith(t, "", `{include: ["*.*"]}`, ", flush_interval: 1h, max_insert_rows: 6")
+	c.cfg.Batch.MaxInFlight = 2 // room for a third block, were it made
+	db := newTestDB(t, c, "b2c_twoblocks")
+	tb := &schema.Table{Database: db, Name: "t", PrimaryKey: []int{0},
+		Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false), schematest.Col(t, "s", "varchar(20)", false)}}
+	w := c.NewWriter(schema.TableName{Database: db, Table: "t"}, batches)
+	var most atomic.Int32
+	var once sync.Once
+	fifth := make(chan struct{})
+	// Both hooks run in the writer's goroutine: w.lastSeq is its own.
+	c.newBlock = func(blocks int) {
+		if int32(blocks) > most.Load() {
+			most.Store(int32(blocks))
+		}
+		if blocks > 2 {
+			once.Do(func() { close(fifth) })
+		}
+	}
+	c.blockWait = func(int) {
+		if w.lastSeq >= 5 {
+			once.Do(func() { close(fifth) })
+		}
+	}
+	var held atomic.Bool
+	c.afterStreamBlock = func(_ *chnative.Stream, blocks int) {
+		if blocks == 3 && !held.Swap(true) {
+			<-fifth
+		}
+	}
+	sum := sendBatches(w, tb, batches)
+	if err := w.Run(context.Background()); err != nil {
+		t.Fatalf("the writer stopped: %v\n%s", err, logs)
+	}
+	if !held.Load() {
+		t.Fatalf("no stream of three batches\n%s", logs)
+	}
+	if got := most.Load(); got > 2 {
+		t.Errorf("the writer made %d blocks, want 2", got)
 	}
 	if w.Flushed() != batches {
 		t.Fatalf("flushed %d of %d", w.Flushed(), batches)
