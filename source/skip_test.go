@@ -209,6 +209,7 @@ func TestReleasedBuffersAtASelectionChange(t *testing.T) {
 	}
 	last := b.End()
 	s := testStream(t)
+	s.EventCache = 1024 // room to read every event ahead of the stream
 	s.srv = Server{Flavor: mysql.MySQLFlavor, ID: "uuid:test", RawRows: true}
 	h := &selectingRecorder{rowsRecorder: &rowsRecorder{}, t: t, s: s, b: b, at: Position{File: binlogtest.File, Pos: at}}
 	h.onRows = func(r Rows) error {
