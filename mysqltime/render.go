@@ -138,6 +138,8 @@ func AppendInt(dst []byte, v, width int) []byte {
 	switch {
 	case width == 2 && v >= 0 && v < 100:
 		return append(dst, byte('0'+v/10), byte('0'+v%10))
+	case width <= 3 && v >= 100 && v < 1000: // a TIME's hours past 99
+		return append(dst, byte('0'+v/100), byte('0'+v/10%10), byte('0'+v%10))
 	case width == 4 && v >= 0 && v < 10000:
 		return append(dst, byte('0'+v/1000), byte('0'+v/100%10), byte('0'+v/10%10), byte('0'+v%10))
 	}

@@ -84,6 +84,8 @@ clickhouse: {addr: [%q], user: %q, password: %q, compression: %s}
 	elapsed := time.Since(start)
 	b.StopTimer()
 	h.waitCaughtUpProcess(d, logPath, 5*time.Minute)
+	// BINLOG2CH_BENCH_SMAPS and _KEEPLOG name files for the caught-up
+	// daemon's /proc smaps (what its peak RSS is made of) and its log.
 	if keep := os.Getenv("BINLOG2CH_BENCH_SMAPS"); keep != "" {
 		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", d.cmd.Process.Pid))
 		_ = os.WriteFile(keep, data, 0o644)

@@ -222,7 +222,6 @@ func (w *Writer) streamLoop(ctx context.Context, q <-chan *sendJob) {
 	var cur *openStream
 	var recs chnative.Recordings // their chunks reused from stream to stream
 	var ending streamEnd
-	lastBatch := 0 // the bytes the last batch recorded
 	settle := func() bool { // waits for ending; false if it failed
 		if ending.done == nil {
 			return true
@@ -294,22 +293,15 @@ func (w *Writer) streamLoop(ctx context.Context, q <-chan *sendJob) {
 		}
 		if cur == nil {
 			cur = &openStream{target: job.block.Target(), start: time.Now(), rec: recs.Other(ending.rec)}
-		}
-		// The two recordings stay within 1.5 x max_insert_bytes with the
-		// batch about to be recorded (as large as the last one, likely).
-		if ending.done != nil && 2*(cur.held+lastBatch+ending.bytes) > 3*w.c.cfg.Batch.MaxInsertBytes && !settle() {
+		} else if ending.done != nil && 2*(cur.held+ending.bytes) > 3*w.c.cfg.Batch.MaxInsertBytes && !settle() {
 			w.c.mem.Add(-job.bytes)
 			return
 		}
-		held := cur.held
 		single, err := w.appendStream(ctx, cur, job)
 		if err != nil {
 			w.c.mem.Add(-job.bytes) // 0 once its block came back
 			deliver(ctx, w.sendErr, err)
 			return
-		}
-		if d := cur.held - held; d > 0 {
-			lastBatch = d
 		}
 		if single {
 			// Sent alone, counted by send: stored, and back like any
