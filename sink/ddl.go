@@ -75,7 +75,7 @@ func (w *Writer) useTarget(ctx context.Context, target *schema.Target) error {
 	}
 	w.defaults = nil
 	w.target = target
-	w.place = placement(target, sharding)
+	w.place = target.Placement(sharding)
 	w.route = route
 	w.block = blk
 	w.free, w.blocks = nil, 1

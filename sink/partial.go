@@ -24,7 +24,7 @@ func (w *Writer) appendPartial(m Message) error {
 	whole := w.mappedColumns()
 	// A tombstone goes where the row is: in its partition too, or only
 	// FINAL would find it (background merges stay within a partition).
-	place := addColumns(slices.Clone(w.place), w.target, w.target.PartitionBy)
+	place := w.target.ExprColumns(slices.Clone(w.place), w.target.PartitionBy)
 	if w.target.Mode == schema.ModeChangelog {
 		place = whole // a changelog table keeps every event's whole row
 	}

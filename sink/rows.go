@@ -2,8 +2,6 @@ package sink
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/source"
@@ -125,48 +123,4 @@ func (w *Writer) keyColumns() []int {
 		key = w.target.Source.UniqueKey
 	}
 	return key
-}
-
-// placement are the MySQL columns that say which row a row replaces in
-// ClickHouse: the key binlog2ch compares, the columns of the sorting key
-// ReplacingMergeTree replaces by and, in a cluster, of the Distributed
-// table's sharding key (sharding "" when it cannot be read: every column
-// then). An UPDATE that changes one of them moves the row, and its old
-// place gets a tombstone, as a key change does; else FINAL keeps the old
-// row beside the new. The partition expression is not among them: FINAL
-// merges a sorting key's rows across partitions (18.16 and current
-// servers by default), where a tombstone of the same version as the row
-// it moved would tie with it.
-func placement(t *schema.Target, sharding string) []int {
-	key := t.Source.PrimaryKey
-	if len(key) == 0 {
-		key = t.Source.UniqueKey
-	}
-	cols := slices.Clone(key)
-	for _, e := range t.OrderBy {
-		cols = addColumns(cols, t, e)
-	}
-	if t.Options.Cluster != nil {
-		if sharding == "" {
-			for i, j := range t.SourceToTarget {
-				if j >= 0 && !slices.Contains(cols, i) {
-					cols = append(cols, i)
-				}
-			}
-		}
-		cols = addColumns(cols, t, sharding)
-	}
-	return cols
-}
-
-// addColumns adds to cols the replicated MySQL columns expr names.
-func addColumns(cols []int, t *schema.Target, expr string) []int {
-	for _, name := range schema.ExprIdents(expr) {
-		for i, c := range t.Source.Columns {
-			if strings.EqualFold(c.Name, name) && t.SourceToTarget[i] >= 0 && !slices.Contains(cols, i) {
-				cols = append(cols, i)
-			}
-		}
-	}
-	return cols
 }

@@ -107,7 +107,7 @@ type Writer struct {
 
 	source *schema.Table
 	target *schema.Target
-	place  []int // placement(target): the columns an UPDATE moves the row by
+	place  []int // target.Placement: the columns an UPDATE moves the row by
 	block  *block.Block
 
 	// ticket asks the insert budget for the current batch's turn (nil:
