@@ -91,8 +91,8 @@ type meter struct {
 
 func (r *run) newMeter() *meter {
 	m := &meter{pid: r.daemon.Process.Pid}
-	m.cpu = procCPU(m.pid)
-	_, m.sys = procCPUSplit(m.pid)
+	user, sys := procCPUSplit(m.pid)
+	m.cpu, m.sys = user+sys, sys
 	m.faults = procFaults(m.pid)
 	// Resets the peak RSS so each phase reports its own (Linux 4.0+).
 	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", m.pid), []byte("5"), 0)
@@ -119,13 +119,8 @@ func (m *meter) memory() (float64, uint64) {
 
 // procFaults is a process's minor page faults so far.
 func procFaults(pid int) uint64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(data)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
+	fields := procStat(pid)
+	if fields == nil {
 		return 0
 	}
 	n, _ := strconv.ParseUint(fields[7], 10, 64)
@@ -140,18 +135,28 @@ func procCPU(pid int) time.Duration {
 
 // procCPUSplit is a process's user and system CPU time so far.
 func procCPUSplit(pid int) (user, sys time.Duration) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0
-	}
-	s := string(data)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
+	fields := procStat(pid)
+	if fields == nil {
 		return 0, 0
 	}
 	utime, _ := strconv.ParseInt(fields[11], 10, 64)
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
 	return time.Duration(utime) * time.Second / 100, time.Duration(stime) * time.Second / 100 // USER_HZ
+}
+
+// procStat is /proc/PID/stat's fields after the command's name (state
+// first), or nil.
+func procStat(pid int) []string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return nil
+	}
+	return fields
 }
 
 // peakRSS is VmHWM in MiB.

@@ -138,11 +138,8 @@ func TestStreamEndsOverlap(t *testing.T) {
 	const batches = 12
 	for _, cut := range []bool{false, true} {
 		t.Run(fmt.Sprint("cut ", cut), func(t *testing.T) {
-			c, logs, _ := newTestSinkWith(t, "", `{include: ["*.*"]}`, ", flush_interval: 1h, max_insert_rows: 6")
-			db := newTestDB(t, c, "b2c_overlap")
-			tb := &schema.Table{Database: db, Name: "t", PrimaryKey: []int{0},
-				Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false), schematest.Col(t, "s", "varchar(20)", false)}}
-			w := c.NewWriter(schema.TableName{Database: db, Table: "t"}, batches)
+			sc := newStreamCase(t, "b2c_overlap", batches, 1)
+			c, logs, w := sc.c, sc.logs, sc.w
 			release := make(chan struct{})
 			var ends, streams atomic.Int32
 			var flushedMeanwhile atomic.Uint64
@@ -168,25 +165,58 @@ func TestStreamEndsOverlap(t *testing.T) {
 					close(release)
 				}
 			}
-			sum := sendBatches(w, tb, batches)
-			if err := w.Run(context.Background()); err != nil {
-				t.Fatalf("the writer stopped: %v\n%s", err, logs)
-			}
+			sum := sc.run(t)
 			if streams.Load() < 2 {
 				t.Fatalf("%d streams, want the batches in several\n%s", streams.Load(), logs)
 			}
 			if got := flushedMeanwhile.Load(); got > 1 {
 				t.Errorf("flushed up to %d while the first stream was ending", got)
 			}
-			if w.Flushed() != batches {
-				t.Fatalf("flushed %d of %d", w.Flushed(), batches)
-			}
 			if cut && !strings.Contains(logs.String(), "succeeded after retrying") {
 				t.Fatalf("the cut stream's end was not retried\n%s", logs)
 			}
-			checkOnce(t, c, db, batches, sum, logs)
+			sc.checkOnce(t, sum)
 		})
 	}
+}
+
+// streamCase is a writer of db.t (id, s) on a sink whose batches are two
+// rows and whose streams up to three batches (max_insert_rows: 6).
+type streamCase struct {
+	c       *ClickHouse
+	logs    *syncBuffer
+	db      string
+	tb      *schema.Table
+	w       *Writer
+	batches int
+}
+
+func newStreamCase(t *testing.T, prefix string, batches, inflight int) *streamCase {
+	c, logs, _ := newTestSinkWith(t, "", `{include: ["*.*"]}`, ", flush_interval: 1h, max_insert_rows: 6")
+	c.cfg.Batch.MaxInFlight = inflight // 2: room for a third block, were it made
+	db := newTestDB(t, c, prefix)
+	tb := &schema.Table{Database: db, Name: "t", PrimaryKey: []int{0},
+		Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false), schematest.Col(t, "s", "varchar(20)", false)}}
+	return &streamCase{c: c, logs: logs, db: db, tb: tb, w: c.NewWriter(schema.TableName{Database: db, Table: "t"}, batches), batches: batches}
+}
+
+// run sends the case's batches (sendBatches) and runs the writer until it
+// has flushed them all; it returns the rows' sum of ids.
+func (sc *streamCase) run(t *testing.T) int64 {
+	t.Helper()
+	sum := sendBatches(sc.w, sc.tb, sc.batches)
+	if err := sc.w.Run(context.Background()); err != nil {
+		t.Fatalf("the writer stopped: %v\n%s", err, sc.logs)
+	}
+	if sc.w.Flushed() != uint64(sc.batches) {
+		t.Fatalf("flushed %d of %d", sc.w.Flushed(), sc.batches)
+	}
+	return sum
+}
+
+func (sc *streamCase) checkOnce(t *testing.T, sum int64) {
+	t.Helper()
+	checkOnce(t, sc.c, sc.db, sc.batches, sum, sc.logs)
 }
 
 // sendBatches queues batches of two rows each for w and closes its
@@ -222,12 +252,8 @@ func checkOnce(t *testing.T, c *ClickHouse, db string, batches int, sum int64, l
 // insert is held until the writer waits for a block.
 func TestTwoBlocksWhileProving(t *testing.T) {
 	const batches = 6
-	c, logs, _ := newTestSinkWith(t, "", `{include: ["*.*"]}`, ", flush_interval: 1h, max_insert_rows: 6")
-	c.cfg.Batch.MaxInFlight = 2 // room for a third block, were it made
-	db := newTestDB(t, c, "b2c_proving")
-	tb := &schema.Table{Database: db, Name: "t", PrimaryKey: []int{0},
-		Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false), schematest.Col(t, "s", "varchar(20)", false)}}
-	w := c.NewWriter(schema.TableName{Database: db, Table: "t"}, batches)
+	sc := newStreamCase(t, "b2c_proving", batches, 2)
+	c := sc.c
 	waited := make(chan struct{})
 	var waits, first atomic.Int32
 	c.blockWait = func(blocks int) {
@@ -242,17 +268,11 @@ func TestTwoBlocksWhileProving(t *testing.T) {
 			<-waited
 		}
 	}
-	sum := sendBatches(w, tb, batches)
-	if err := w.Run(context.Background()); err != nil {
-		t.Fatalf("the writer stopped: %v\n%s", err, logs)
-	}
+	sum := sc.run(t)
 	if got := first.Load(); got != 2 {
 		t.Errorf("the writer waited for the first batch holding %d blocks, want 2", got)
 	}
-	if w.Flushed() != batches {
-		t.Fatalf("flushed %d of %d", w.Flushed(), batches)
-	}
-	checkOnce(t, c, db, batches, sum, logs)
+	sc.checkOnce(t, sum)
 }
 
 // TestTwoBlocksWhileStreaming: a full batch that starts a stream goes with
@@ -262,12 +282,8 @@ func TestTwoBlocksWhileProving(t *testing.T) {
 // either waits for its block or makes a third.
 func TestTwoBlocksWhileStreaming(t *testing.T) {
 	const batches = 12
-	c, logs, _ := newTestSinkWith(t, "", `{include: ["*.*"]}`, ", flush_interval: 1h, max_insert_rows: 6")
-	c.cfg.Batch.MaxInFlight = 2 // room for a third block, were it made
-	db := newTestDB(t, c, "b2c_twoblocks")
-	tb := &schema.Table{Database: db, Name: "t", PrimaryKey: []int{0},
-		Columns: []schema.Column{schematest.Col(t, "id", "int(11)", false), schematest.Col(t, "s", "varchar(20)", false)}}
-	w := c.NewWriter(schema.TableName{Database: db, Table: "t"}, batches)
+	sc := newStreamCase(t, "b2c_twoblocks", batches, 2)
+	c, w := sc.c, sc.w
 	var most atomic.Int32
 	var once sync.Once
 	fifth := make(chan struct{})
@@ -291,18 +307,12 @@ func TestTwoBlocksWhileStreaming(t *testing.T) {
 			<-fifth
 		}
 	}
-	sum := sendBatches(w, tb, batches)
-	if err := w.Run(context.Background()); err != nil {
-		t.Fatalf("the writer stopped: %v\n%s", err, logs)
-	}
+	sum := sc.run(t)
 	if !held.Load() {
-		t.Fatalf("no stream of three batches\n%s", logs)
+		t.Fatalf("no stream of three batches\n%s", sc.logs)
 	}
 	if got := most.Load(); got > 2 {
 		t.Errorf("the writer made %d blocks, want 2", got)
 	}
-	if w.Flushed() != batches {
-		t.Fatalf("flushed %d of %d", w.Flushed(), batches)
-	}
-	checkOnce(t, c, db, batches, sum, logs)
+	sc.checkOnce(t, sum)
 }
