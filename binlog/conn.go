@@ -63,6 +63,9 @@ type Conn struct {
 	format    *replication.FormatDescriptionEvent // the last one read
 	file      string                              // the binlog file being read, for messages
 	zr        *zstd.Decoder                       // made at the first compressed transaction
+	skips     *Skips                              // the tables whose rows events it may read at their header
+	maps      map[uint64]mappedTable              // the parser's table maps (skipread.go)
+	flavor    string                              // to parse such an event after all
 	batch     []item                              // the events read and not yet handed on
 	batchSize int
 
@@ -199,7 +202,8 @@ func Read(conn *client.Conn, cfg Config) *Conn {
 	newParser := func() *replication.BinlogParser { return newParserWith(cfg.Flavor, dec) }
 	cache := max(1, cfg.EventCache)
 	d := &Conn{conn: conn, pool: &bufferPool{}, events: make(chan batch, cache), spare: make(chan []item, 4), cache: cache,
-		log: cfg.Log.With("component", "binlog"), newParser: newParser, batch: make([]item, 0, batchEvents)}
+		log: cfg.Log.With("component", "binlog"), newParser: newParser, batch: make([]item, 0, batchEvents),
+		skips: cfg.Skips, flavor: cfg.Flavor}
 	d.pool.poison.Store(poisonReleased.Load())
 	if conn.Compression == mysql.MYSQL_COMPRESS_NONE {
 		// Nothing is buffered in go-mysql's reader: the server sends
@@ -341,11 +345,7 @@ func (d *Conn) read(parser *replication.BinlogParser) {
 			}
 			continue
 		default:
-			ev, err = parser.Parse(data[1:])
-			if err == nil {
-				markChecksum(ev, d.format)
-			}
-			d.track(ev)
+			ev, err = d.parse(parser, data[1:])
 			d.pace(ev)
 		}
 		it := item{ev: ev, size: len(data), err: err}
@@ -359,6 +359,21 @@ func (d *Conn) read(parser *replication.BinlogParser) {
 			return
 		}
 	}
+}
+
+// parse reads an event: a rows event of a skipped table at its header
+// (skipread.go), any other with the parser.
+func (d *Conn) parse(parser *replication.BinlogParser, data []byte) (*replication.BinlogEvent, error) {
+	if ev := d.skipAtHeader(data); ev != nil {
+		return ev, nil
+	}
+	ev, err := parser.Parse(data)
+	if err == nil {
+		markChecksum(ev, d.format)
+	}
+	d.track(ev)
+	d.mapped(ev)
+	return ev, err
 }
 
 // pace tells the wire whether the stream is catching up: the event read
@@ -501,7 +516,8 @@ func (d *Conn) Release(ev *replication.BinlogEvent) {
 	if ev == nil || ev != d.lastEv || d.lastBuf == nil {
 		return
 	}
-	if e, ok := ev.Event.(*replication.RowsEvent); !ok || !Skipped(e) {
+	e, ok := ev.Event.(*replication.RowsEvent)
+	if !ok || !Skipped(e) {
 		return
 	}
 	buf := d.lastBuf
@@ -509,6 +525,9 @@ func (d *Conn) Release(ev *replication.BinlogEvent) {
 	// The batch's copy of the item goes too: it is not read again.
 	d.cur[d.next-1] = item{size: d.cur[d.next-1].size}
 	d.pool.put(buf)
+	if h := readAtHeader(e); h != nil {
+		d.pool.putSkipped(h)
+	}
 }
 
 // Lease is the buffer a rows event was read into, handed on with the

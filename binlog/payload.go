@@ -235,7 +235,7 @@ func (d *Conn) openPayload(event []byte) (*payloadReader, payloadFields, error) 
 	}
 	// The events inside have no checksums: the inner parser gets the
 	// reader's format description with checksums off.
-	fde, err := r.parser.Parse(formatWithoutChecksum(d.format))
+	fde, err := r.parser.Parse(formatEvent(d.format, replication.BINLOG_CHECKSUM_ALG_OFF))
 	if err != nil {
 		return nil, f, fmt.Errorf("format description for its events: %w", err)
 	}
@@ -251,11 +251,12 @@ func (d *Conn) closePayloads() {
 	}
 }
 
-// formatWithoutChecksum encodes a FORMAT_DESCRIPTION_EVENT like f with
-// checksums off: binlog version, server version (50 bytes), creation time,
-// header length, the post-header lengths, the checksum algorithm and the
-// 4 bytes a checksum-aware server always writes after it.
-func formatWithoutChecksum(f *replication.FormatDescriptionEvent) []byte {
+// formatEvent encodes a FORMAT_DESCRIPTION_EVENT like f with the checksum
+// algorithm alg: binlog version, server version (50 bytes), creation
+// time, header length, the post-header lengths, the checksum algorithm
+// and the 4 bytes a checksum-aware server always writes after it (not a
+// checksum: binlog2ch's parsers do not verify them).
+func formatEvent(f *replication.FormatDescriptionEvent, alg replication.BinlogChecksum) []byte {
 	body := binary.LittleEndian.AppendUint16(nil, f.Version)
 	var version [50]byte
 	copy(version[:], f.ServerVersion)
@@ -263,7 +264,7 @@ func formatWithoutChecksum(f *replication.FormatDescriptionEvent) []byte {
 	body = binary.LittleEndian.AppendUint32(body, f.CreateTimestamp)
 	body = append(body, replication.EventHeaderSize)
 	body = append(body, f.EventTypeHeaderLengths...)
-	body = append(body, byte(replication.BINLOG_CHECKSUM_ALG_OFF), 0, 0, 0, 0)
+	body = append(body, byte(alg), 0, 0, 0, 0)
 	ev := make([]byte, replication.EventHeaderSize, replication.EventHeaderSize+len(body))
 	ev[4] = byte(replication.FORMAT_DESCRIPTION_EVENT)
 	binary.LittleEndian.PutUint32(ev[9:], uint32(replication.EventHeaderSize+len(body)))

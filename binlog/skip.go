@@ -11,7 +11,8 @@ import (
 // Rows events of tables nobody replicates. Most of a production binlog
 // may be other tables' rows: the decoder reads only such an event's
 // header and leaves its rows in the event's bytes (Skipped), allocating
-// nothing. The reader's goroutine decodes ahead of the stream, so which
+// nothing; the connection's reader reads most such events at their header
+// itself, without the parser (skipread.go). The reader's goroutine decodes ahead of the stream, so which
 // tables are skipped is only the stream's latest word (Skips): a reload
 // may select a table whose events were already read, and a compressed
 // transaction counts every rows event's rows. The stream then decodes the
@@ -86,7 +87,7 @@ var (
 // holds no rows but a mark, and DecodeSkipped decodes them.
 func Skipped(e *replication.RowsEvent) bool {
 	_, ok := skippedTrailer(e)
-	return ok
+	return ok || readAtHeader(e) != nil
 }
 
 func skippedTrailer(e *replication.RowsEvent) (int, bool) {
@@ -115,6 +116,9 @@ func DecodeSkipped(ev *replication.BinlogEvent, raw bool) error {
 	e, ok := ev.Event.(*replication.RowsEvent)
 	if !ok {
 		return errors.New("not a rows event")
+	}
+	if h := readAtHeader(e); h != nil {
+		return decodeAtHeader(ev, e, h, raw)
 	}
 	trailer, ok := skippedTrailer(e)
 	if !ok {

@@ -38,19 +38,24 @@ func skipEvents(crc, update bool, rows int) [][]byte {
 		binlogtest.Event(typ, 300, binlogtest.Rows(42, binlogtest.StmtEnd, update, images...)),
 	}
 	if crc {
-		// The format description's algorithm byte and its checksum (it
-		// ends in one already), then every other event's checksum over its
-		// bytes with the new size.
-		fd := evs[0]
-		fd[len(fd)-5] = byte(replication.BINLOG_CHECKSUM_ALG_CRC32)
-		binary.LittleEndian.PutUint32(fd[len(fd)-4:], crc32.ChecksumIEEE(fd[:len(fd)-4]))
-		for i, ev := range evs[1:] {
-			i++
-			binary.LittleEndian.PutUint32(ev[9:], uint32(len(ev)+4))
-			evs[i] = binary.LittleEndian.AppendUint32(ev, crc32.ChecksumIEEE(ev))
-		}
+		checksummed(evs)
 	}
 	return evs
+}
+
+// checksummed turns events, a format description first, into events with
+// CRC32 checksums: the format description's algorithm byte and its
+// checksum (it ends in one already), then every other event's checksum
+// over its bytes with the new size.
+func checksummed(evs [][]byte) {
+	fd := evs[0]
+	fd[len(fd)-5] = byte(replication.BINLOG_CHECKSUM_ALG_CRC32)
+	binary.LittleEndian.PutUint32(fd[len(fd)-4:], crc32.ChecksumIEEE(fd[:len(fd)-4]))
+	for i, ev := range evs[1:] {
+		i++
+		binary.LittleEndian.PutUint32(ev[9:], uint32(len(ev)+4))
+		evs[i] = binary.LittleEndian.AppendUint32(ev, crc32.ChecksumIEEE(ev))
+	}
 }
 
 // parseAll parses events with a parser whose decoder skips skips; it

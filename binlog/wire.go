@@ -208,10 +208,11 @@ func (c *wire) read(p []byte) (int, error) {
 // allocation per event. A buffer is in the pool only while nothing refers
 // to it; get hands it to one owner.
 type bufferPool struct {
-	mu     sync.Mutex
-	free   [poolClasses][][]byte // by floor(log2(cap))
-	bytes  int
-	poison atomic.Bool // tests: released buffers overwritten
+	mu      sync.Mutex
+	free    [poolClasses][][]byte // by floor(log2(cap))
+	bytes   int
+	skipped []*headerSkipped // rows events read at their header (skipread.go)
+	poison  atomic.Bool      // tests: released buffers overwritten
 }
 
 const (

@@ -111,6 +111,7 @@ func TestSkippedTableInXAAndCompressedTransactions(t *testing.T) {
 	b.Add(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t"))
 	b.Add(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd, false, binlogtest.Image(100, "p", 0)))
 	b.Add(replication.TABLE_MAP_EVENT, binlogtest.TableMap(19, "other", "t"))
+	b.Add(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(19, 0, false, binlogtest.Image(8, "o", 0))) // read at its header
 	b.Add(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(19, binlogtest.StmtEnd, false, binlogtest.Image(9, "o", 0), binlogtest.Image(10, "o", 0)))
 	b.Add(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t"))
 	b.Add(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd, false, binlogtest.Image(101, "q", 0)))
@@ -198,8 +199,12 @@ func TestReleasedBuffersAtASelectionChange(t *testing.T) {
 		b.Add(replication.ANONYMOUS_GTID_EVENT, binlogtest.GTID(gno))
 		b.Add(replication.QUERY_EVENT, binlogtest.Query("d", "BEGIN"))
 		b.Add(replication.TABLE_MAP_EVENT, binlogtest.TableMap(19, "other", "t"))
-		b.Add(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(19, binlogtest.StmtEnd, false,
+		// A statement of two rows events: the reader reads the first at
+		// its header, the last with the parser.
+		b.Add(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(19, 0, false,
 			binlogtest.Image(int64(gno), fmt.Sprintf("other%03d", gno), int32(gno))))
+		b.Add(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(19, binlogtest.StmtEnd, false,
+			binlogtest.Image(10000+int64(gno), fmt.Sprintf("last%03d", gno), int32(gno))))
 		b.Add(replication.TABLE_MAP_EVENT, binlogtest.TableMap(18, "d", "t"))
 		b.Add(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(18, binlogtest.StmtEnd, false, binlogtest.Image(1000+int64(gno), "d", 0)))
 		_, end := b.Add(replication.XID_EVENT, binlogtest.XID(gno))
@@ -238,7 +243,7 @@ func TestReleasedBuffersAtASelectionChange(t *testing.T) {
 	}
 	var want []string
 	for gno := 3; gno <= 60; gno++ {
-		want = append(want, fmt.Sprintf("%d:other%03d", gno, gno))
+		want = append(want, fmt.Sprintf("%d:other%03d", gno, gno), fmt.Sprintf("%d:last%03d", 10000+gno, gno))
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("other.t's rows handed on after it was selected:\n%v\nwant\n%v", got, want)

@@ -1,0 +1,184 @@
+package binlog
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/binlog2ch/binlog2ch/binlog/binlogtest"
+)
+
+// headerStatement is a format description, table maps of db.skipped (42)
+// and db.kept (43), and one statement's rows events: of db.skipped a
+// WRITE_ROWS v2, an UPDATE_ROWS v2 and a WRITE_ROWS v1, of db.kept a
+// WRITE_ROWS v2, and db.skipped's DELETE_ROWS v2 ending the statement.
+func headerStatement(crc bool) [][]byte {
+	images := func(from int, update bool) [][]byte {
+		var out [][]byte
+		for i := from; i < from+4; i++ {
+			v := "value"
+			if i%3 == 0 {
+				v = ""
+			}
+			out = append(out, binlogtest.Image(int64(i), v, int32(-i)))
+			if update {
+				out = append(out, binlogtest.Image(int64(i), "after", int32(i)))
+			}
+		}
+		return out
+	}
+	v1 := binlogtest.Rows(42, 0, false, images(20, false)...)
+	v1 = append(v1[:8:8], v1[10:]...) // no extra data in version 1
+	evs := [][]byte{
+		binlogtest.Event(replication.FORMAT_DESCRIPTION_EVENT, 0, binlogtest.FormatDescription()),
+		binlogtest.Event(replication.TABLE_MAP_EVENT, 200, binlogtest.TableMap(42, "db", "skipped")),
+		binlogtest.Event(replication.TABLE_MAP_EVENT, 300, binlogtest.TableMap(43, "db", "kept")),
+		binlogtest.Event(replication.WRITE_ROWS_EVENTv2, 400, binlogtest.Rows(42, 0, false, images(0, false)...)),
+		binlogtest.Event(replication.UPDATE_ROWS_EVENTv2, 500, binlogtest.Rows(42, 0, true, images(10, true)...)),
+		binlogtest.Event(replication.WRITE_ROWS_EVENTv1, 600, v1),
+		binlogtest.Event(replication.WRITE_ROWS_EVENTv2, 700, binlogtest.Rows(43, 0, false, images(30, false)...)),
+		binlogtest.Event(replication.DELETE_ROWS_EVENTv2, 800, binlogtest.Rows(42, binlogtest.StmtEnd, false, images(40, false)...)),
+	}
+	if crc {
+		checksummed(evs)
+	}
+	return evs
+}
+
+// The rows events of a skipped table are read at their header, but for
+// the statement's last; each reads as the parser's would (header, table
+// id, flags, version, bitmaps) and DecodeSkipped decodes it to the rows a
+// decoder without skips gives, raw or not, with and without checksums.
+func TestRowsReadAtHeader(t *testing.T) {
+	for _, raw := range []bool{false, true} {
+		for _, crc := range []bool{false, true} {
+			evs := headerStatement(crc)
+			ref := newParserWith(mysql.MySQLFlavor, NewRowsDecoder(raw, nil))
+			skips := NewSkips()
+			skips.Set("db", "skipped", true)
+			d := &Conn{pool: &bufferPool{}, skips: skips, flavor: mysql.MySQLFlavor}
+			p := newParserWith(mysql.MySQLFlavor, NewRowsDecoder(raw, skips))
+			for i, b := range evs {
+				want, err := ref.Parse(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := d.parse(p, append([]byte(nil), b...))
+				if err != nil {
+					t.Fatalf("raw %v crc %v: event %d: %v", raw, crc, i, err)
+				}
+				if *got.Header != *want.Header {
+					t.Fatalf("raw %v crc %v: event %d: header %+v, want %+v", raw, crc, i, got.Header, want.Header)
+				}
+				w, ok := want.Event.(*replication.RowsEvent)
+				if !ok {
+					continue
+				}
+				e := got.Event.(*replication.RowsEvent)
+				atHeader := readAtHeader(e) != nil
+				if wantAt := i >= 3 && i <= 5; atHeader != wantAt {
+					t.Fatalf("raw %v crc %v: event %d (%s of %s) read at its header: %v, want %v", raw, crc, i, want.Header.EventType, w.Table.Table, atHeader, wantAt)
+				}
+				if e.TableID != w.TableID || e.Flags != w.Flags || e.Version != w.Version || e.ColumnCount != w.ColumnCount ||
+					string(e.ColumnBitmap1) != string(w.ColumnBitmap1) || string(e.ColumnBitmap2) != string(w.ColumnBitmap2) || e.Table == nil || string(e.Table.Table) != string(w.Table.Table) {
+					t.Fatalf("raw %v crc %v: event %d: %+v, want %+v", raw, crc, i, e, w)
+				}
+				if Skipped(e) != (string(w.Table.Table) == "skipped") {
+					t.Fatalf("raw %v crc %v: event %d of %s skipped: %v", raw, crc, i, w.Table.Table, Skipped(e))
+				}
+				if err := DecodeSkipped(got, raw); err != nil {
+					t.Fatalf("raw %v crc %v: event %d: %v", raw, crc, i, err)
+				}
+				if Skipped(e) || !reflect.DeepEqual(e.Rows, w.Rows) {
+					t.Fatalf("raw %v crc %v: event %d decoded %#v, want %#v", raw, crc, i, e.Rows, w.Rows)
+				}
+			}
+			// The statement ended: its table maps are gone, for the
+			// parser as for the reader, which leaves the next rows event
+			// without one to the parser.
+			next := [][]byte{
+				binlogtest.Event(replication.FORMAT_DESCRIPTION_EVENT, 0, binlogtest.FormatDescription()),
+				binlogtest.Event(replication.WRITE_ROWS_EVENTv2, 900, binlogtest.Rows(42, 0, false, binlogtest.Image(1, "x", 1))),
+			}
+			if crc {
+				checksummed(next)
+			}
+			if ev, err := d.parse(p, next[1]); err == nil {
+				t.Fatalf("raw %v crc %v: a rows event after the statement's end read without its table map: %+v", raw, crc, ev.Event)
+			}
+		}
+	}
+}
+
+// Reading a skipped table's rows event at its header, and handing it
+// back, allocates nothing.
+func TestRowsReadAtHeaderAllocateNothing(t *testing.T) {
+	evs := headerStatement(true)
+	skips := NewSkips()
+	skips.Set("db", "skipped", true)
+	d := &Conn{pool: &bufferPool{}, skips: skips, flavor: mysql.MySQLFlavor}
+	p := newParserWith(mysql.MySQLFlavor, NewRowsDecoder(true, skips))
+	for _, b := range evs[:3] {
+		if _, err := d.parse(p, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if allocs := testing.AllocsPerRun(1000, func() {
+		ev, err := d.parse(p, evs[4])
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := readAtHeader(ev.Event.(*replication.RowsEvent))
+		if h == nil || ev.Header.LogPos != 500 {
+			t.Fatalf("not read at its header: %+v", ev.Event)
+		}
+		d.pool.putSkipped(h)
+	}); allocs != 0 {
+		t.Errorf("%.1f allocations per event, want 0", allocs)
+	}
+}
+
+// BenchmarkRowsReadAtHeader: a skipped table's rows event read at its
+// header and handed back, against go-mysql's parser reading it (its
+// header only: the decoder skips the rows).
+func BenchmarkRowsReadAtHeader(b *testing.B) {
+	evs := headerStatement(true)
+	for _, atHeader := range []bool{true, false} {
+		name := "header"
+		if !atHeader {
+			name = "parser"
+		}
+		b.Run(name, func(b *testing.B) {
+			skips := NewSkips()
+			skips.Set("db", "skipped", true)
+			d := &Conn{pool: &bufferPool{}, skips: skips, flavor: mysql.MySQLFlavor}
+			p := newParserWith(mysql.MySQLFlavor, NewRowsDecoder(true, skips))
+			for _, e := range evs[:3] {
+				if _, err := d.parse(p, e); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if !atHeader {
+				d.skips = nil
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				var ev *replication.BinlogEvent
+				if atHeader {
+					ev = d.skipAtHeader(evs[4])
+				} else {
+					ev, _ = p.Parse(evs[4])
+				}
+				e := ev.Event.(*replication.RowsEvent)
+				if !Skipped(e) {
+					b.Fatal("not skipped")
+				}
+				if h := readAtHeader(e); h != nil {
+					d.pool.putSkipped(h)
+				}
+			}
+		})
+	}
+}
