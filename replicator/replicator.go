@@ -103,6 +103,9 @@ type testHooks struct {
 	// beforeChunk runs before a snapshot reader reads a chunk of table; it
 	// may block (a test holding the copy mid-way).
 	beforeChunk func(ctx context.Context, table schema.TableName)
+	// snapshotCopied runs once the initial snapshot's tables are copied,
+	// before where the copy ended is read and its checkpoint saved.
+	snapshotCopied func()
 	// rowsEvent runs in the reader for each rows event of a replicated
 	// table, before its rows go to the writer; it may block.
 	rowsEvent func(table schema.TableName)
@@ -327,6 +330,24 @@ func (r *Replicator) initialSnapshot(ctx context.Context, st *snapshot.State) er
 	if err != nil {
 		return fmt.Errorf("initial snapshot: %w", err)
 	}
+	if r.hooks.snapshotCopied != nil {
+		r.hooks.snapshotCopied()
+	}
+	if err := r.snapshotDone(ctx, st, statuses, start); err != nil {
+		if ctx.Err() != nil {
+			// Stopped between the copy's end and its checkpoint: the next
+			// start resumes the complete copy and reads its end again.
+			r.log.Warn("stopped at the end of the initial snapshot; the next start resumes it", "error", err)
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
+// snapshotDone records a complete initial snapshot: where it ended, its
+// state and the checkpoint the stream starts from.
+func (r *Replicator) snapshotDone(ctx context.Context, st *snapshot.State, statuses []snapshot.TableStatus, start time.Time) error {
 	var rows uint64
 	for _, s := range statuses {
 		rows += s.Rows

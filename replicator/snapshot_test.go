@@ -669,3 +669,45 @@ func TestFullSyncRetriesLostConnections(t *testing.T) {
 	}
 	h.assertEqualInto(a, a+"_fs", "binlog_field_test_1", fieldTestCompared)
 }
+
+// TestRunStoppedAtSnapshotEnd: the daemon is told to stop (its context
+// ends, as SIGTERM ends it) once the initial snapshot has copied its
+// tables and before the copy's end is read and its checkpoint saved. It
+// stops cleanly (Run returns nil: a service manager's stop is not a
+// failure), and the next start resumes the complete copy and ends equal
+// to MySQL, rows written meanwhile included.
+func TestRunStoppedAtSnapshotEnd(t *testing.T) {
+	h := newHarness(t, 1, "")
+	a := h.dbs[0]
+	h.exec("CREATE TABLE "+a+".t (id INT PRIMARY KEY, s VARCHAR(64))", "INSERT INTO "+a+".t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+	if err := os.Remove(filepath.Join(h.cfg.StateDir, state.CheckpointFile)); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	r, err := New(context.Background(), h.cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	copied := false
+	r.hooks = testHooks{snapshotCopied: func() { copied = true; cancel() }}
+	err = r.Run(ctx)
+	r.Close()
+	if err != nil {
+		t.Fatalf("stopped at the snapshot's end: %v\n%s", err, tail(logs.String(), 4000))
+	}
+	if !copied {
+		t.Fatalf("the snapshot's end was not reached:\n%s", tail(logs.String(), 4000))
+	}
+	if !strings.Contains(logs.String(), "stopped at the end of the initial snapshot") {
+		t.Errorf("the stop not logged:\n%s", tail(logs.String(), 4000))
+	}
+	h.exec("UPDATE "+a+".t SET s = 'bb' WHERE id = 2", "INSERT INTO "+a+".t VALUES (4, 'd')")
+	run := h.start()
+	h.waitCaughtUp(run, 60*time.Second)
+	h.verifyEqual("t")
+	if err := run.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
