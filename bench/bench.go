@@ -125,7 +125,13 @@ type Scenario struct {
 	// CHCPUSeconds is what ClickHouse spent during a live phase or the
 	// catch-up (its count queries included), as chCPU reads it.
 	CHCPUSeconds float64 `json:"clickhouse_cpu_seconds,omitempty"`
-	Series       []Point `json:"series"`
+	// CHMergedRows and CHMergeSeconds (catch-up scenarios) are the rows
+	// ClickHouse's background merges read meanwhile and their merge
+	// threads' time (system.events MergedRows, MergesTimeMilliseconds):
+	// work the ceiling's insert, its merges stopped, does not do.
+	CHMergedRows   uint64  `json:"clickhouse_merged_rows,omitempty"`
+	CHMergeSeconds float64 `json:"clickhouse_merge_seconds,omitempty"`
+	Series         []Point `json:"series"`
 	// MySQLRows are the rows written to MySQL by the end of each second
 	// of Series.
 	MySQLRows []uint64 `json:"mysql_rows,omitempty"`

@@ -100,8 +100,8 @@ func (s Scenario) ceilingLine() string {
 			}
 			runs += fmt.Sprintf("%.2f", sec)
 		}
-		return fmt.Sprintf("%s: %.2f of ClickHouse's own insert of the same %d rows (%s, INSERT ... FORMAT Native from a dump, the fastest of %d: %.2fM rows/min, %.2fs of %s, ClickHouse %.2f CPU-s, the client %.2f; during the catch-up ClickHouse %.2f CPU-s)",
-			s.Name, c.Ratio, c.Rows, c.Client, len(c.RunSeconds), c.RowsPerMin/1e6, c.Seconds, runs, c.CHCPUSeconds, c.ClientCPUSeconds, s.CHCPUSeconds)
+		return fmt.Sprintf("%s: %.2f of ClickHouse's own insert of the same %d rows (%s, INSERT ... FORMAT Native from a dump, the fastest of %d: %.2fM rows/min, %.2fs of %s, ClickHouse %.2f CPU-s, the client %.2f; during the catch-up ClickHouse %.2f CPU-s, its merges reading %d rows in %.2f s of merge threads)",
+			s.Name, c.Ratio, c.Rows, c.Client, len(c.RunSeconds), c.RowsPerMin/1e6, c.Seconds, runs, c.CHCPUSeconds, c.ClientCPUSeconds, s.CHCPUSeconds, s.CHMergedRows, s.CHMergeSeconds)
 	}
 	if s.NoCeiling != "" {
 		return s.Name + ": " + s.NoCeiling

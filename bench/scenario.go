@@ -68,6 +68,10 @@ func (r *run) fillAndCatchUp(ctx context.Context, name string, lo *loadgen.Optio
 	}
 	fmt.Fprintf(r.log, "%s: %d rows in MySQL (%.0f rows/s); starting the daemon\n", name, res.Inserted, res.RowsPerSecond())
 	cpu0 := r.chCPU(ctx)
+	ev0, err := r.events(ctx)
+	if err != nil {
+		return s, err
+	}
 	start := time.Now()
 	if err := r.startDaemon(ctx); err != nil {
 		return s, err
@@ -93,6 +97,10 @@ func (r *run) fillAndCatchUp(ctx context.Context, name string, lo *loadgen.Optio
 	}
 	el := time.Since(start)
 	s.CHCPUSeconds = (r.chCPU(ctx).cpu - cpu0.cpu).Seconds()
+	if ev, err := r.events(ctx); err == nil {
+		s.CHMergedRows = ev["MergedRows"] - ev0["MergedRows"]
+		s.CHMergeSeconds = float64(ev["MergesTimeMilliseconds"]-ev0["MergesTimeMilliseconds"]) / 1000
+	}
 	s.RowsInCH = counts[len(counts)-1].n
 	s.Seconds = el.Seconds()
 	s.RowsPerMin = float64(s.Rows) / el.Minutes()

@@ -385,7 +385,7 @@ func (r *run) chCPU(ctx context.Context) cpuReading {
 
 // events reads ClickHouse's cumulative counters the scenario uses.
 func (r *run) events(ctx context.Context) (map[string]uint64, error) {
-	rows, err := r.ch.Query(ctx, "SELECT event, value FROM system.events WHERE event IN ('InsertQuery', 'UserTimeMicroseconds', 'SystemTimeMicroseconds')")
+	rows, err := r.ch.Query(ctx, "SELECT event, value FROM system.events WHERE event IN ('InsertQuery', 'UserTimeMicroseconds', 'SystemTimeMicroseconds', 'MergedRows', 'MergesTimeMilliseconds')")
 	if err != nil {
 		return nil, err
 	}
