@@ -71,16 +71,18 @@ type Conn struct {
 
 	// GetEvent's state: the batch it takes from, and the event it
 	// returned last with its buffer, for Release.
-	cur     []item
-	curSize int
-	next    int
-	lastEv  *replication.BinlogEvent
-	lastBuf []byte
+	cur      []item
+	curSize  int
+	next     int
+	lastEv   *replication.BinlogEvent
+	lastBuf  []byte
+	lastSlab *slab
 }
 
 type item struct {
 	ev   *replication.BinlogEvent
 	buf  []byte // the packet ev was parsed from, owned by ev (nil: not the wire's)
+	slab *slab  // the read buffer buf lies in, when ev was not copied out of it
 	size int
 	err  error
 }
@@ -325,6 +327,15 @@ func (d *Conn) read(parser *replication.BinlogParser) {
 		return
 	}
 	for {
+		if it, ok, err := d.skipBuffered(); err != nil {
+			d.queue(item{size: 1, err: err})
+			return
+		} else if ok {
+			if !d.queue(it) || !d.wire.ready() && !d.flush() {
+				return
+			}
+			continue
+		}
 		data, err := d.wire.next()
 		var ev *replication.BinlogEvent
 		switch {
@@ -359,6 +370,26 @@ func (d *Conn) read(parser *replication.BinlogParser) {
 			return
 		}
 	}
+}
+
+// skipBuffered reads the next packet at its header where it lies in the
+// read buffer, not copied, if it is a rows event of a skipped table
+// (skipread.go): the event refers to the buffer until Release.
+func (d *Conn) skipBuffered() (item, bool, error) {
+	if len(d.maps) == 0 {
+		return item{}, false, nil // no table map of a skipped table
+	}
+	p, ok, err := d.wire.packet()
+	if err != nil || !ok || len(p) < 2 || p[0] != mysql.OK_HEADER {
+		return item{}, false, err
+	}
+	ev := d.skipAtHeader(p[1:])
+	if ev == nil {
+		return item{}, false, nil
+	}
+	it := item{ev: ev, buf: p, slab: d.wire.take(p), size: len(p)}
+	d.pace(ev)
+	return it, true, nil
 }
 
 // parse reads an event: a rows event of a skipped table at its header
@@ -460,7 +491,7 @@ func (d *Conn) wait(b batch) bool {
 // GetEvent returns the next event; ctx ending returns its error. Call it
 // from one goroutine.
 func (d *Conn) GetEvent(ctx context.Context) (*replication.BinlogEvent, error) {
-	d.lastEv, d.lastBuf = nil, nil
+	d.lastEv, d.lastBuf, d.lastSlab = nil, nil, nil
 	if d.next < len(d.cur) {
 		select {
 		case <-ctx.Done():
@@ -499,7 +530,7 @@ func (d *Conn) GetEvent(ctx context.Context) (*replication.BinlogEvent, error) {
 func (d *Conn) take() (*replication.BinlogEvent, error) {
 	it := d.cur[d.next]
 	d.next++
-	d.lastEv, d.lastBuf = it.ev, it.buf
+	d.lastEv, d.lastBuf, d.lastSlab = it.ev, it.buf, it.slab
 	return it.ev, it.err
 }
 
@@ -520,14 +551,18 @@ func (d *Conn) Release(ev *replication.BinlogEvent) {
 	if !ok || !Skipped(e) {
 		return
 	}
-	buf := d.lastBuf
-	d.lastEv, d.lastBuf = nil, nil
+	buf, sl := d.lastBuf, d.lastSlab
+	d.lastEv, d.lastBuf, d.lastSlab = nil, nil, nil
 	// The batch's copy of the item goes too: it is not read again.
 	d.cur[d.next-1] = item{size: d.cur[d.next-1].size}
-	d.pool.put(buf)
 	if h := readAtHeader(e); h != nil {
 		d.pool.putSkipped(h)
 	}
+	if sl != nil {
+		sl.release() // the read buffer it lies in
+		return
+	}
+	d.pool.put(buf)
 }
 
 // Lease is the buffer a rows event was read into, handed on with the
@@ -564,6 +599,13 @@ func (d *Conn) Own(ev *replication.BinlogEvent) Lease {
 		return Lease{}
 	}
 	if _, ok := e.Rows[0][0].(RawRows); !ok {
+		return Lease{}
+	}
+	if d.lastSlab != nil {
+		// It lies in a read buffer, which then stays its own (the
+		// collector frees it): decoded after all, rare.
+		d.lastEv, d.lastBuf, d.lastSlab = nil, nil, nil
+		d.cur[d.next-1] = item{size: d.cur[d.next-1].size}
 		return Lease{}
 	}
 	l := Lease{buf: d.lastBuf, pool: d.pool}

@@ -1,6 +1,9 @@
 package binlog
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
 	"reflect"
 	"testing"
 
@@ -180,5 +183,82 @@ func BenchmarkRowsReadAtHeader(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestSkippedInReadBuffer: a skipped table's rows events, read at their
+// header where they lie in the read buffer (not copied), with released
+// buffers poisoned. The buffers go back to the pool once every event in
+// them is handed back; the events held and decoded after all (as at a
+// reload) still read what the server wrote after every later event was
+// read and released.
+func TestSkippedInReadBuffer(t *testing.T) {
+	PoisonReleased(true)
+	defer PoisonReleased(false)
+	b := binlogtest.NewBinlog()
+	const n = 300
+	for i := range n {
+		b.Add(replication.QUERY_EVENT, binlogtest.Query("d", "BEGIN"))
+		b.Add(replication.TABLE_MAP_EVENT, binlogtest.TableMap(19, "other", "t"))
+		b.Add(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(19, 0, false, binlogtest.Image(int64(i), fmt.Sprintf("in buffer %03d", i), int32(i))))
+		b.Add(replication.WRITE_ROWS_EVENTv2, binlogtest.Rows(19, binlogtest.StmtEnd, false, binlogtest.Image(10000+int64(i), "last", 0)))
+		b.Add(replication.XID_EVENT, binlogtest.XID(uint64(i)))
+	}
+	skips := NewSkips()
+	skips.Set("other", "t", true)
+	d := Read(b.Dial(t, binlogtest.File, 4), Config{Flavor: mysql.MySQLFlavor, RawRows: true, Skips: skips, EventCache: 16, Log: slog.New(slog.DiscardHandler)})
+	defer d.Close()
+	type held struct {
+		ev *replication.BinlogEvent
+		i  int
+	}
+	var hold []held
+	inBuffer := 0
+	for i := 0; i < n; {
+		ev, err := d.GetEvent(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch e := ev.Event.(type) {
+		case *replication.XIDEvent:
+			i++
+		case *replication.RowsEvent:
+			if e.Flags&binlogtest.StmtEnd != 0 {
+				break
+			}
+			if readAtHeader(e) == nil {
+				t.Fatalf("transaction %d: its first rows event not read at its header", i)
+			}
+			if d.lastSlab != nil {
+				inBuffer++
+			}
+			if i%50 == 7 {
+				hold = append(hold, held{ev, i}) // decoded after all, later
+				continue
+			}
+		}
+		d.Release(ev)
+	}
+	if inBuffer < n/2 {
+		t.Fatalf("%d of %d events read at their header lay in the read buffer", inBuffer, n)
+	}
+	d.pool.mu.Lock()
+	pooled := len(d.pool.slabs)
+	d.pool.mu.Unlock()
+	if pooled == 0 {
+		t.Error("no read buffer went back to the pool")
+	}
+	for _, h := range hold {
+		if err := DecodeSkipped(h.ev, true); err != nil {
+			t.Fatal(err)
+		}
+		e := h.ev.Event.(*replication.RowsEvent)
+		raw, ok := e.Rows[0][0].(RawRows)
+		if !ok {
+			t.Fatalf("transaction %d: rows %T", h.i, e.Rows[0][0])
+		}
+		if got, want := fmt.Sprint(binlogtest.SplitImages(raw)), fmt.Sprint([][]any{{int64(h.i), fmt.Sprintf("in buffer %03d", h.i), int32(h.i)}}); got != want {
+			t.Errorf("transaction %d: rows %s, want %s", h.i, got, want)
+		}
 	}
 }

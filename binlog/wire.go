@@ -21,7 +21,10 @@ import (
 // deadline, with a clock read, twice per packet. Here large reads fill
 // one read buffer, each packet's payload is copied once from it into a
 // buffer of its own size (a pooled one where the stream handed one back),
-// and the deadline is set once per read of the socket. The framing is
+// and the deadline is set once per read of the socket. A rows event of a
+// skipped table is not copied at all: it is read where it lies in the
+// read buffer (a slab), which is not read into again until every such
+// event in it is handed back (Conn.skipBuffered). The framing is
 // MySQL's: a 3-byte length and a sequence id, a payload of 0xffffff bytes
 // continued in the next packet. Compression of the protocol is never
 // negotiated by binlog2ch (Read refuses a connection that has it); TLS is
@@ -30,8 +33,9 @@ type wire struct {
 	nc      net.Conn
 	timeout time.Duration // each read waits at most this long (0: no deadline)
 	seq     uint8
-	buf     []byte
-	r, w    int // the unread bytes are buf[r:w]
+	cur     *slab  // the read buffer
+	buf     []byte // cur.b
+	r, w    int    // the unread bytes are buf[r:w]
 	pool    *bufferPool
 	// behind: the events read are older than catchingUp (Conn.read
 	// says); short: the last read brought less than paceBytes. now is
@@ -60,7 +64,56 @@ const (
 const readBufferSize = 256 << 10
 
 func newWire(nc net.Conn, seq uint8, timeout time.Duration, pool *bufferPool) *wire {
-	return &wire{nc: nc, seq: seq, timeout: timeout, buf: make([]byte, readBufferSize), pool: pool}
+	cur := pool.getSlab()
+	return &wire{nc: nc, seq: seq, timeout: timeout, cur: cur, buf: cur.b, pool: pool}
+}
+
+// slab is a read buffer that the events read at their header may lie in
+// (Conn.skipBuffered): refs counts the wire's reference while it reads into
+// it and one for each such event not yet handed back; the last release
+// gives it to the pool. Every other event is copied out of it.
+type slab struct {
+	b    []byte
+	refs atomic.Int32
+	pool *bufferPool
+}
+
+// release drops one reference.
+func (s *slab) release() {
+	if s.refs.Add(-1) == 0 {
+		s.pool.putSlab(s)
+	}
+}
+
+// packet reads the next packet into the read buffer and returns its
+// payload where it lies there, unless it is larger than half the buffer,
+// is continued in another packet or has another sequence id than the one
+// due (next then reads it, or reports what is wrong); take then consumes
+// it.
+func (c *wire) packet() ([]byte, bool, error) {
+	if err := c.fill(4); err != nil {
+		return nil, false, err
+	}
+	h := c.buf[c.r:]
+	length := int(h[0]) | int(h[1])<<8 | int(h[2])<<16
+	if length >= mysql.MaxPayloadLen || 4+length > len(c.buf)/2 || h[3] != c.seq {
+		return nil, false, nil
+	}
+	if err := c.fill(4 + length); err != nil {
+		return nil, false, err
+	}
+	start := c.r + 4
+	return c.buf[start : start+length : start+length], true, nil
+}
+
+// take consumes the packet p, which packet returned, for an event that
+// keeps referring to it: the read buffer it lies in is not read into
+// again until the event releases it.
+func (c *wire) take(p []byte) *slab {
+	c.r += 4 + len(p)
+	c.seq++
+	c.cur.refs.Add(1)
+	return c.cur
 }
 
 // next returns the next packet's payload (continuations joined), in a
@@ -152,9 +205,20 @@ func (c *wire) fill(n int) error {
 	if c.w-c.r >= n {
 		return nil
 	}
-	if c.r == c.w {
+	switch {
+	case c.r != c.w && len(c.buf)-c.r >= n+4096:
+	case c.cur.refs.Load() > 1:
+		// Events still lie in the buffer (take): the unread bytes move
+		// to another, and this one goes to the pool once they are done.
+		next := c.pool.getSlab()
+		c.w = copy(next.b, c.buf[c.r:c.w])
+		c.r = 0
+		old := c.cur
+		c.cur, c.buf = next, next.b
+		old.release()
+	case c.r == c.w:
 		c.r, c.w = 0, 0
-	} else if len(c.buf)-c.r < n+4096 {
+	default:
 		c.w = copy(c.buf, c.buf[c.r:c.w])
 		c.r = 0
 	}
@@ -212,6 +276,7 @@ type bufferPool struct {
 	free    [poolClasses][][]byte // by floor(log2(cap))
 	bytes   int
 	skipped []*headerSkipped // rows events read at their header (skipread.go)
+	slabs   []*slab          // read buffers no event lies in
 	poison  atomic.Bool      // tests: released buffers overwritten
 }
 
@@ -275,6 +340,40 @@ func (p *bufferPool) put(b []byte) {
 	}
 	p.free[c] = append(p.free[c], b[:0])
 	p.bytes += cap(b)
+}
+
+// maxSlabs bounds the read buffers the pool keeps: the events read ahead
+// lie in a few.
+const maxSlabs = 16
+
+// getSlab returns a read buffer, the wire's reference taken.
+func (p *bufferPool) getSlab() *slab {
+	p.mu.Lock()
+	var s *slab
+	if n := len(p.slabs); n > 0 {
+		s = p.slabs[n-1]
+		p.slabs = p.slabs[:n-1]
+	}
+	p.mu.Unlock()
+	if s == nil {
+		s = &slab{b: make([]byte, readBufferSize), pool: p}
+	}
+	s.refs.Store(1)
+	return s
+}
+
+// putSlab takes back a read buffer nothing refers to.
+func (p *bufferPool) putSlab(s *slab) {
+	if p.poison.Load() {
+		for i := range s.b {
+			s.b[i] = poisonByte
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.slabs) < maxSlabs {
+		p.slabs = append(p.slabs, s)
+	}
 }
 
 // sizeClass is floor(log2(n)), 0 for n < 2.
