@@ -102,7 +102,36 @@ func (b *Binlog) DialGTID(t testing.TB, set string) *client.Conn {
 // in, as go-mysql's WritePacket takes it) on a new connection to the
 // server and returns the connection.
 func (b *Binlog) DialCommand(t testing.TB, cmd []byte) *client.Conn {
-	c := b.Serve(t)
+	return b.dialOn(t, b.Serve(t), cmd)
+}
+
+// DialTCP is Dial over a loopback TCP connection, on which the client
+// reads what the server wrote in as few reads as the kernel allows (the
+// in-memory one hands over one write at a time).
+func (b *Binlog) DialTCP(t testing.TB, file string, pos uint32) *client.Conn {
+	cmd := []byte{0, 0, 0, 0, mysql.COM_BINLOG_DUMP}
+	cmd = binary.LittleEndian.AppendUint32(cmd, pos)
+	cmd = binary.LittleEndian.AppendUint16(cmd, 0)
+	cmd = binary.LittleEndian.AppendUint32(cmd, 100)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(); srv.Close() })
+	go b.serve(srv)
+	return b.dialOn(t, c, append(cmd, file...))
+}
+
+func (b *Binlog) dialOn(t testing.TB, c net.Conn, cmd []byte) *client.Conn {
 	conn := &client.Conn{Conn: packet.NewConn(c)}
 	conn.ResetSequence()
 	if err := conn.WritePacket(cmd); err != nil {
