@@ -79,6 +79,15 @@ func childMain(path, what string, work func(context.Context, *Replicator) error)
 			select {} // until the test kills the process
 		}
 	}
+	if v := os.Getenv(envPauseAtDrop); v != "" {
+		r.sink.OnDrop(func(db, table string) {
+			if table != v {
+				return
+			}
+			log.Info("test pause at the drop: holding the writer", "table", db+"."+table)
+			select {} // until the test kills the process
+		})
+	}
 	if v := os.Getenv(envPauseInCascade); v != "" {
 		if err := pauseInCascade(r, v, log); err != nil {
 			log.Error("pause", "error", err)
@@ -156,6 +165,10 @@ func heapAtPeak(path string) func() {
 // hold, the checkpoint stays before the transaction, and the test kills
 // it there.
 const envPauseAfterRows = "BINLOG2CH_TEST_PAUSE_AFTER_ROWS"
+
+// envPauseAtDrop=T makes a child's writer of table T stop for good when it
+// drops T's ClickHouse table, between the registry and the DROP.
+const envPauseAtDrop = "BINLOG2CH_TEST_PAUSE_AT_DROP"
 
 // envPauseAfterChunks=N makes a child's snapshot readers stop for good
 // before the N+1st chunk, so a test kills it mid-copy however fast the
@@ -292,4 +305,42 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// TestFaultKilledAtDrop: the daemon is SIGKILLed while its writer drops a
+// table the MySQL DROP TABLE dropped, after the checkpoint's last save
+// before it. The restarted daemon reads the binlog again from before the
+// DROP, the table's last rows included, and ends with the table gone and
+// the others equal to MySQL (it stopped with "no longer exists, though
+// binlog2ch created it" when the DROP went before the registry forgot the
+// table, and the kill came between the two).
+func TestFaultKilledAtDrop(t *testing.T) {
+	h := newHarness(t, 1, "")
+	a := h.dbs[0]
+	h.exec("CREATE TABLE "+a+".k1 (id INT PRIMARY KEY, v INT)", "CREATE TABLE "+a+".k3 (id INT PRIMARY KEY, s VARCHAR(20))",
+		"INSERT INTO "+a+".k1 VALUES (1, 1), (2, 2)", "INSERT INTO "+a+".k3 VALUES (1, 'one'), (2, 'two')")
+	logPath := filepath.Join(t.TempDir(), "daemon.log")
+	d := h.startDaemon(logPath, envPauseAtDrop+"=k3")
+	h.waitCaughtUpProcess(d, logPath, 60*time.Second)
+	h.exec("UPDATE "+a+".k3 SET s = 'upd'", "INSERT INTO "+a+".k1 VALUES (3, 3)", "DROP TABLE "+a+".k3", "INSERT INTO "+a+".k1 VALUES (4, 4)")
+	for !logHas(logPath, "test pause at the drop") {
+		select {
+		case <-d.done:
+			data, _ := os.ReadFile(logPath)
+			t.Fatalf("the daemon exited before the drop:\n%s", tail(string(data), 4000))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	_ = d.cmd.Process.Kill()
+	<-d.done
+	d = h.startDaemon(logPath)
+	defer func() {
+		_ = d.cmd.Process.Signal(syscall.SIGTERM)
+		<-d.done
+	}()
+	h.waitCaughtUpProcess(d, logPath, 60*time.Second)
+	h.verifyEqual("k1")
+	if h.chTableExists(a, "k3") {
+		t.Errorf("%s.k3 still exists in ClickHouse after DROP TABLE", a)
+	}
 }

@@ -107,16 +107,22 @@ func (w *Writer) applyDDL(ctx context.Context, m Message) (err error) {
 		if err := w.c.tables.DropView(ctx, w.log, db, name); err != nil {
 			return err
 		}
+		// Forgotten before it goes: a crash between the two leaves a
+		// table binlog2ch no longer claims, which the binlog read again
+		// from before the DROP writes to and drops again. The other way
+		// round, that replay found gone a table binlog2ch had created,
+		// and stopped.
+		if err := w.c.reg.Forget(db, name); err != nil {
+			return err
+		}
+		if h := w.c.dropHook; h != nil {
+			h(db, name)
+		}
 		if inCluster {
 			stmts = append(stmts, dist.DropSQL())
 		}
 		stmts = append(stmts, table.DropSQL())
 		defer w.c.m.Forget(w.name)
-		defer func() {
-			if err == nil {
-				err = w.c.reg.Forget(db, name)
-			}
-		}()
 	case ddl.RenameTable:
 		newName := m.NewName
 		if o := w.c.cfg.TableOptions(w.name.Database, m.NewName); o.Name != "" {

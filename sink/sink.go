@@ -64,6 +64,8 @@ type ClickHouse struct {
 	// before a batch of its own is sent.
 	blockWait, newBlock func(blocks int)
 	beforeSendOne       func()
+	// dropHook runs when a writer drops its table (OnDrop).
+	dropHook func(db, table string)
 	// budget is the insert rate all writers share (budget.go); caughtUp:
 	// the reader has read the binlog's newest events.
 	budget   *budget.Budget
