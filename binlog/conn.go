@@ -327,10 +327,12 @@ func (d *Conn) read(parser *replication.BinlogParser) {
 		return
 	}
 	for {
-		if it, ok, err := d.skipBuffered(); err != nil {
+		it, tried, err := d.skipBuffered()
+		switch {
+		case err != nil:
 			d.queue(item{size: 1, err: err})
 			return
-		} else if ok {
+		case it.ev != nil:
 			if !d.queue(it) || !d.wire.ready() && !d.flush() {
 				return
 			}
@@ -356,10 +358,10 @@ func (d *Conn) read(parser *replication.BinlogParser) {
 			}
 			continue
 		default:
-			ev, err = d.parse(parser, data[1:])
+			ev, err = d.parse(parser, data[1:], !tried)
 			d.pace(ev)
 		}
-		it := item{ev: ev, size: len(data), err: err}
+		it = item{ev: ev, size: len(data), err: err}
 		if ev != nil {
 			it.buf = data
 		}
@@ -374,8 +376,9 @@ func (d *Conn) read(parser *replication.BinlogParser) {
 
 // skipBuffered reads the next packet at its header where it lies in the
 // read buffer, not copied, if it is a rows event of a skipped table
-// (skipread.go): the event refers to the buffer until Release.
-func (d *Conn) skipBuffered() (item, bool, error) {
+// (skipread.go): the event refers to the buffer until Release. tried: the
+// packet's header was read, and it is no such event.
+func (d *Conn) skipBuffered() (it item, tried bool, err error) {
 	if len(d.maps) == 0 {
 		return item{}, false, nil // no table map of a skipped table
 	}
@@ -385,18 +388,20 @@ func (d *Conn) skipBuffered() (item, bool, error) {
 	}
 	ev := d.skipAtHeader(p[1:])
 	if ev == nil {
-		return item{}, false, nil
+		return item{}, true, nil
 	}
-	it := item{ev: ev, buf: p, slab: d.wire.take(p), size: len(p)}
 	d.pace(ev)
-	return it, true, nil
+	return item{ev: ev, buf: p, slab: d.wire.take(p), size: len(p)}, true, nil
 }
 
-// parse reads an event: a rows event of a skipped table at its header
-// (skipread.go), any other with the parser.
-func (d *Conn) parse(parser *replication.BinlogParser, data []byte) (*replication.BinlogEvent, error) {
-	if ev := d.skipAtHeader(data); ev != nil {
-		return ev, nil
+// parse reads an event: with atHeader, a rows event of a skipped table at
+// its header (skipread.go), which a packet too large for skipBuffered may
+// be; any other with the parser.
+func (d *Conn) parse(parser *replication.BinlogParser, data []byte, atHeader bool) (*replication.BinlogEvent, error) {
+	if atHeader {
+		if ev := d.skipAtHeader(data); ev != nil {
+			return ev, nil
+		}
 	}
 	ev, err := parser.Parse(data)
 	if err == nil {

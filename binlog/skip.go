@@ -12,11 +12,12 @@ import (
 // may be other tables' rows: the decoder reads only such an event's
 // header and leaves its rows in the event's bytes (Skipped), allocating
 // nothing; the connection's reader reads most such events at their header
-// itself, without the parser (skipread.go). The reader's goroutine decodes ahead of the stream, so which
-// tables are skipped is only the stream's latest word (Skips): a reload
-// may select a table whose events were already read, and a compressed
-// transaction counts every rows event's rows. The stream then decodes the
-// event itself (DecodeSkipped), which gives what the decoder would have.
+// itself, without the parser (skipread.go). The reader's goroutine
+// decodes ahead of the stream, so which tables are skipped is only the
+// stream's latest word (Skips): a reload may select a table whose events
+// were already read, and a compressed transaction counts every rows
+// event's rows. The stream then decodes the event itself (DecodeSkipped),
+// which gives what the decoder would have.
 
 // Skips is the set of tables whose rows events the decoder leaves
 // undecoded. The stream sets it from its table maps; the readers of its

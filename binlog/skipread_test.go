@@ -50,6 +50,22 @@ func headerStatement(crc bool) [][]byte {
 	return evs
 }
 
+// skippingReader is a connection's reader, without a connection, and its
+// parser, both skipping db.skipped; it has read evs.
+func skippingReader(tb testing.TB, raw bool, evs [][]byte) (*Conn, *replication.BinlogParser) {
+	tb.Helper()
+	skips := NewSkips()
+	skips.Set("db", "skipped", true)
+	d := &Conn{pool: &bufferPool{}, skips: skips, flavor: mysql.MySQLFlavor}
+	p := newParserWith(mysql.MySQLFlavor, NewRowsDecoder(raw, skips))
+	for _, b := range evs {
+		if _, err := d.parse(p, b, true); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return d, p
+}
+
 // The rows events of a skipped table are read at their header, but for
 // the statement's last; each reads as the parser's would (header, table
 // id, flags, version, bitmaps) and DecodeSkipped decodes it to the rows a
@@ -59,16 +75,13 @@ func TestRowsReadAtHeader(t *testing.T) {
 		for _, crc := range []bool{false, true} {
 			evs := headerStatement(crc)
 			ref := newParserWith(mysql.MySQLFlavor, NewRowsDecoder(raw, nil))
-			skips := NewSkips()
-			skips.Set("db", "skipped", true)
-			d := &Conn{pool: &bufferPool{}, skips: skips, flavor: mysql.MySQLFlavor}
-			p := newParserWith(mysql.MySQLFlavor, NewRowsDecoder(raw, skips))
+			d, p := skippingReader(t, raw, nil)
 			for i, b := range evs {
 				want, err := ref.Parse(b)
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := d.parse(p, append([]byte(nil), b...))
+				got, err := d.parse(p, append([]byte(nil), b...), true)
 				if err != nil {
 					t.Fatalf("raw %v crc %v: event %d: %v", raw, crc, i, err)
 				}
@@ -108,7 +121,7 @@ func TestRowsReadAtHeader(t *testing.T) {
 			if crc {
 				checksummed(next)
 			}
-			if ev, err := d.parse(p, next[1]); err == nil {
+			if ev, err := d.parse(p, next[1], true); err == nil {
 				t.Fatalf("raw %v crc %v: a rows event after the statement's end read without its table map: %+v", raw, crc, ev.Event)
 			}
 		}
@@ -119,17 +132,9 @@ func TestRowsReadAtHeader(t *testing.T) {
 // back, allocates nothing.
 func TestRowsReadAtHeaderAllocateNothing(t *testing.T) {
 	evs := headerStatement(true)
-	skips := NewSkips()
-	skips.Set("db", "skipped", true)
-	d := &Conn{pool: &bufferPool{}, skips: skips, flavor: mysql.MySQLFlavor}
-	p := newParserWith(mysql.MySQLFlavor, NewRowsDecoder(true, skips))
-	for _, b := range evs[:3] {
-		if _, err := d.parse(p, b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	d, p := skippingReader(t, true, evs[:3])
 	if allocs := testing.AllocsPerRun(1000, func() {
-		ev, err := d.parse(p, evs[4])
+		ev, err := d.parse(p, evs[4], true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,15 +159,7 @@ func BenchmarkRowsReadAtHeader(b *testing.B) {
 			name = "parser"
 		}
 		b.Run(name, func(b *testing.B) {
-			skips := NewSkips()
-			skips.Set("db", "skipped", true)
-			d := &Conn{pool: &bufferPool{}, skips: skips, flavor: mysql.MySQLFlavor}
-			p := newParserWith(mysql.MySQLFlavor, NewRowsDecoder(true, skips))
-			for _, e := range evs[:3] {
-				if _, err := d.parse(p, e); err != nil {
-					b.Fatal(err)
-				}
-			}
+			d, p := skippingReader(b, true, evs[:3])
 			if !atHeader {
 				d.skips = nil
 			}

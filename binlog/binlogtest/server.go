@@ -73,11 +73,16 @@ func (b *Binlog) SetPurged(t testing.TB, set string) {
 // for file:pos (server id 100, flags 0: wait for new events, as binlog2ch
 // asks) and returns the connection, on which the server answers.
 func (b *Binlog) Dial(t testing.TB, file string, pos uint32) *client.Conn {
+	return b.DialCommand(t, dumpCommand(file, pos))
+}
+
+// dumpCommand is COM_BINLOG_DUMP for file:pos, server id 100, flags 0.
+func dumpCommand(file string, pos uint32) []byte {
 	cmd := []byte{0, 0, 0, 0, mysql.COM_BINLOG_DUMP}
 	cmd = binary.LittleEndian.AppendUint32(cmd, pos)
 	cmd = binary.LittleEndian.AppendUint16(cmd, 0)
 	cmd = binary.LittleEndian.AppendUint32(cmd, 100)
-	return b.DialCommand(t, append(cmd, file...))
+	return append(cmd, file...)
 }
 
 // DialGTID sends COM_BINLOG_DUMP_GTID for the first transaction not in
@@ -109,10 +114,6 @@ func (b *Binlog) DialCommand(t testing.TB, cmd []byte) *client.Conn {
 // reads what the server wrote in as few reads as the kernel allows (the
 // in-memory one hands over one write at a time).
 func (b *Binlog) DialTCP(t testing.TB, file string, pos uint32) *client.Conn {
-	cmd := []byte{0, 0, 0, 0, mysql.COM_BINLOG_DUMP}
-	cmd = binary.LittleEndian.AppendUint32(cmd, pos)
-	cmd = binary.LittleEndian.AppendUint16(cmd, 0)
-	cmd = binary.LittleEndian.AppendUint32(cmd, 100)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +129,7 @@ func (b *Binlog) DialTCP(t testing.TB, file string, pos uint32) *client.Conn {
 	}
 	t.Cleanup(func() { c.Close(); srv.Close() })
 	go b.serve(srv)
-	return b.dialOn(t, c, append(cmd, file...))
+	return b.dialOn(t, c, dumpCommand(file, pos))
 }
 
 func (b *Binlog) dialOn(t testing.TB, c net.Conn, cmd []byte) *client.Conn {
