@@ -116,6 +116,22 @@ func (r *Registry) Forget(db, table string) error {
 	return r.save()
 }
 
+// Swapped records a shadow table swapped in for table: the shadow is
+// forgotten and table lists cols, its columns now, in one save (a stop
+// between two saves left the shadow listed and table's old columns).
+// It reports whether the registry listed the shadow.
+func (r *Registry) Swapped(db, shadow, table string, cols []string) (bool, error) {
+	if r == nil {
+		return false, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, listed := r.tables[key(db, shadow)]
+	delete(r.tables, key(db, shadow))
+	r.tables[key(db, table)] = slices.Sorted(slices.Values(cols))
+	return listed, r.save()
+}
+
 // Rename follows a table or column rename binlog2ch applied.
 func (r *Registry) Rename(db, from, to string, columns map[string]string) error {
 	if r == nil {

@@ -46,7 +46,16 @@ func (c *Manager) SwapIn(ctx context.Context, log *slog.Logger, db, table, shado
 	}
 	dropOld := "DROP TABLE IF EXISTS " + ref(oldName(table))
 	if len(shadowCols) == 0 {
-		return false, c.Exec(ctx, log, dropOld, "reason", "left by an earlier swap")
+		if err := c.Exec(ctx, log, dropOld, "reason", "left by an earlier swap"); err != nil {
+			return false, err
+		}
+		if _, listed := c.reg.columns(db, shadow); !listed || len(liveCols) == 0 {
+			return false, nil
+		}
+		// The earlier swap's RENAME ran and the daemon stopped before the
+		// registry followed it: table is the copy now.
+		_, err := c.reg.Swapped(db, shadow, table, columnNames(liveCols))
+		return false, err
 	}
 	if len(liveCols) > 0 {
 		live := map[string]bool{}
@@ -79,12 +88,14 @@ func (c *Manager) SwapIn(ctx context.Context, log *slog.Logger, db, table, shado
 	} else if err := c.Exec(ctx, log, "RENAME TABLE "+ref(shadow)+" TO "+ref(table)); err != nil {
 		return false, err
 	}
-	names := make([]string, len(shadowCols))
-	for i, col := range shadowCols {
+	_, err = c.reg.Swapped(db, shadow, table, columnNames(shadowCols))
+	return true, err
+}
+
+func columnNames(cols []chColumn) []string {
+	names := make([]string, len(cols))
+	for i, col := range cols {
 		names[i] = col.name
 	}
-	if err := c.reg.Forget(db, shadow); err != nil {
-		return true, err
-	}
-	return true, c.reg.Record(db, table, names, nil, true)
+	return names
 }

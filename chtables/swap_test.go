@@ -1,0 +1,126 @@
+package chtables
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"testing"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/binlog2ch/binlog2ch/deploy/localserver"
+)
+
+// TestSwapIn: a shadow swapped in carries the live table's newer rows and
+// replaces it, and the registry lists the table with the shadow's columns
+// and no longer the shadow. Then the state a daemon stopped between the
+// swap's RENAME and its registry save leaves (the RENAME run by hand, the
+// registry as it was): SwapIn again finds no shadow, drops the table left
+// aside and brings the registry up to the swap (it kept the shadow listed
+// and the table's columns of before the copy).
+func TestSwapIn(t *testing.T) {
+	ctx := context.Background()
+	s, err := localserver.StartClickHouse(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{s.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	exec := func(q string) {
+		t.Helper()
+		if err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	reg, err := LoadRegistry(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	once := func(ctx context.Context, _ *slog.Logger, _, _ string, op func(context.Context) error) error {
+		return op(ctx)
+	}
+	m := New(conn, nil, slog.Default(), reg, once)
+	const engine = " ENGINE = ReplacingMergeTree(_version) ORDER BY id"
+	create := func(table, cols string) {
+		t.Helper()
+		exec("CREATE TABLE d." + table + " (" + cols + ")" + engine)
+		if err := reg.Record("d", table, columnNames(mustColumns(t, m, table)), nil, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantRegistry := func(table string, cols ...string) {
+		t.Helper()
+		got, ok := reg.columns("d", table)
+		if !ok || !slices.Equal(got, cols) {
+			t.Errorf("registry lists d.%s with %v (%v); want %v", table, got, ok, cols)
+		}
+		if _, ok := reg.columns("d", table+"__b2c_shadow"); ok {
+			t.Errorf("registry still lists d.%s__b2c_shadow", table)
+		}
+	}
+	exec("CREATE DATABASE d")
+
+	create("t", "id Int32, v String, _version UInt64")
+	create("t__b2c_shadow", "id Int32, v String, w Int32, _version UInt64")
+	// 18.16 takes an INSERT's data only in the native protocol's blocks: a
+	// SELECT gives the rows.
+	exec("INSERT INTO d.t SELECT 1, 'old', 5 UNION ALL SELECT 2, 'streamed', 20")
+	exec("INSERT INTO d.t__b2c_shadow SELECT 1, 'copied', 7, 10 UNION ALL SELECT 2, 'copied', 8, 10")
+	swapped, err := m.SwapIn(ctx, slog.Default(), "d", "t", "t__b2c_shadow", 10)
+	if err != nil || !swapped {
+		t.Fatalf("SwapIn: %v, %v", swapped, err)
+	}
+	var got []string
+	rows, err := conn.Query(ctx, "SELECT concat(toString(id), ':', v, ':', toString(w)) FROM d.t FINAL ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+	}
+	if want := []string{"1:copied:7", "2:streamed:0"}; !slices.Equal(got, want) {
+		t.Errorf("d.t after the swap: %v; want %v", got, want)
+	}
+	for _, gone := range []string{"t__b2c_shadow", "t__b2c_old"} {
+		if ok, err := m.TableExists(ctx, "d", gone); ok || err != nil {
+			t.Errorf("d.%s after the swap: %v, %v", gone, ok, err)
+		}
+	}
+	wantRegistry("t", "_version", "id", "v", "w")
+
+	// Stopped after the RENAME, before the registry's save.
+	create("u", "id Int32, v String, _version UInt64")
+	create("u__b2c_shadow", "id Int32, v String, w Int32, _version UInt64")
+	exec("RENAME TABLE d.u TO d.u__b2c_old, d.u__b2c_shadow TO d.u")
+	swapped, err = m.SwapIn(ctx, slog.Default(), "d", "u", "u__b2c_shadow", 10)
+	if err != nil || swapped {
+		t.Fatalf("SwapIn after a swap's RENAME: %v, %v; want false, nil", swapped, err)
+	}
+	if ok, err := m.TableExists(ctx, "d", "u__b2c_old"); ok || err != nil {
+		t.Errorf("d.u__b2c_old after the swap: %v, %v", ok, err)
+	}
+	wantRegistry("u", "_version", "id", "v", "w")
+	again, err := LoadRegistry(reg.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := again.columns("d", "u__b2c_shadow"); ok {
+		t.Error("the saved registry still lists d.u__b2c_shadow")
+	}
+}
+
+func mustColumns(t *testing.T, m *Manager, table string) []chColumn {
+	t.Helper()
+	cols, err := m.columns(context.Background(), "d", table)
+	if err != nil || len(cols) == 0 {
+		t.Fatalf("columns of d.%s: %v, %v", table, cols, err)
+	}
+	return cols
+}
