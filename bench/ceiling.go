@@ -20,8 +20,15 @@ type Ceiling struct {
 	Rows       uint64  `json:"rows"`
 	Seconds    float64 `json:"seconds"`
 	RowsPerMin float64 `json:"rows_per_min"`
-	// Ratio is the catch-up's rows/min over RowsPerMin.
-	Ratio float64 `json:"catch_up_ratio"`
+	// CatchUps are the catch-up's runs: the scenario's, then the same
+	// catch-up again before each later insert of the client's (the two
+	// alternated: both meet the machine's moods alike).
+	CatchUps []CatchUpRun `json:"catch_up_runs,omitempty"`
+	// Ratio is the fastest catch-up's rows/min over RowsPerMin, the
+	// client's fastest; FirstRatio the scenario's own catch-up's (the
+	// only one before 2026-12-07) over the same.
+	Ratio      float64 `json:"catch_up_ratio"`
+	FirstRatio float64 `json:"first_catch_up_ratio,omitempty"`
 	// CHCPUSeconds is what ClickHouse spent on the insert.
 	CHCPUSeconds float64 `json:"clickhouse_cpu_seconds,omitempty"`
 	// ClientCPUSeconds is what clickhouse-client spent (user+sys).
@@ -48,8 +55,10 @@ func clientBinary() []string {
 // ceiling measures Ceiling for table's rows, the catch-up's: dumped in
 // Native from ClickHouse, then inserted by clickhouse-client into a new
 // table of the same definition, timed from the client's start to its
-// exit. Why none was measured, when none was (no client, a cluster).
-func (r *run) ceiling(ctx context.Context, table string, rows uint64, catchUpRowsPerMin float64) (*Ceiling, string, error) {
+// exit, ceilingRuns times; again, when not nil, repeats the catch-up
+// before each insert after the first. Why none was measured, when none
+// was (no client, a cluster).
+func (r *run) ceiling(ctx context.Context, table string, catchUp Scenario, again func(context.Context) (CatchUpRun, error)) (*Ceiling, string, error) {
 	client := clientBinary()
 	switch {
 	case client == nil:
@@ -57,6 +66,7 @@ func (r *run) ceiling(ctx context.Context, table string, rows uint64, catchUpRow
 	case r.o.Cluster != "":
 		return nil, "a cluster: the ceiling is measured on one server only", nil
 	}
+	rows := catchUp.RowsInCH
 	e := r.o.ClickHouse
 	args := slices.Concat(client[1:], []string{"--host", e.Host, "--port", strconv.Itoa(e.Port), "--user", e.User})
 	if e.Password != "" {
@@ -77,23 +87,23 @@ func (r *run) ceiling(ctx context.Context, table string, rows uint64, catchUpRow
 	if err != nil {
 		return nil, "", fmt.Errorf("ceiling: dump %s.%s: %w: %s", r.db, table, err, msg)
 	}
-	// The catch-up's parts are still merging: the client would share the
-	// server with those merges, which the catch-up did not, and the
-	// ceiling would read low. Its merges stop and the running ones end
-	// before the clock starts.
-	quiet, err := r.quietMerges(ctx, table)
-	if err != nil {
-		return nil, "", fmt.Errorf("ceiling: %w", err)
-	}
-	defer quiet()
 	// The server's speed at one insert varies from run to run by more
 	// than the differences measured here (ClickHouse's CPU for the same
 	// insert read 1.7 to 3.5 s on one machine): the ceiling is the fastest
-	// of ceilingRuns inserts, the best the server did.
+	// of ceilingRuns inserts, the best the server did, and the catch-up's
+	// the fastest of as many.
 	var c *Ceiling
 	var runs []float64
+	catchUps := []CatchUpRun{{Seconds: catchUp.Seconds, RowsPerMin: catchUp.RowsPerMin, CPUPerMRows: catchUp.CPUPerMRows}}
 	for i := 0; i < ceilingRuns; i++ {
-		one, err := r.clientInsert(ctx, client, args, dump, table, rows, i)
+		if i > 0 && again != nil {
+			run, err := again(ctx)
+			if err != nil {
+				return nil, "", fmt.Errorf("ceiling: the catch-up again: %w", err)
+			}
+			catchUps = append(catchUps, run)
+		}
+		one, err := r.quietInsert(ctx, client, args, dump, table, rows, i)
 		if err != nil {
 			return nil, "", err
 		}
@@ -102,9 +112,26 @@ func (r *run) ceiling(ctx context.Context, table string, rows uint64, catchUpRow
 		}
 		runs = append(runs, one.Seconds)
 	}
-	c.RunSeconds = runs
-	c.Ratio = catchUpRowsPerMin / c.RowsPerMin
+	c.RunSeconds, c.CatchUps = runs, catchUps
+	best := 0.0
+	for _, run := range catchUps {
+		best = max(best, run.RowsPerMin)
+	}
+	c.Ratio, c.FirstRatio = best/c.RowsPerMin, catchUp.RowsPerMin/c.RowsPerMin
 	return c, "", nil
+}
+
+// quietInsert is clientInsert with the catch-up's table not merging: the
+// catch-up's parts still merging would share the server with the client,
+// which the catch-up did not, and the ceiling would read low. Its merges
+// stop and the running ones end before the clock starts.
+func (r *run) quietInsert(ctx context.Context, client, args []string, dump, table string, rows uint64, i int) (*Ceiling, error) {
+	quiet, err := r.quietMerges(ctx, table)
+	if err != nil {
+		return nil, fmt.Errorf("ceiling: %w", err)
+	}
+	defer quiet()
+	return r.clientInsert(ctx, client, args, dump, table, rows, i)
 }
 
 // ceilingRuns is how many times the client inserts the dump.

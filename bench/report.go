@@ -100,8 +100,15 @@ func (s Scenario) ceilingLine() string {
 			}
 			runs += fmt.Sprintf("%.2f", sec)
 		}
-		return fmt.Sprintf("%s: %.2f of ClickHouse's own insert of the same %d rows (%s, INSERT ... FORMAT Native from a dump, the fastest of %d: %.2fM rows/min, %.2fs of %s, ClickHouse %.2f CPU-s, the client %.2f; during the catch-up ClickHouse %.2f CPU-s, its merges reading %d rows in %.2f s of merge threads)",
-			s.Name, c.Ratio, c.Rows, c.Client, len(c.RunSeconds), c.RowsPerMin/1e6, c.Seconds, runs, c.CHCPUSeconds, c.ClientCPUSeconds, s.CHCPUSeconds, s.CHMergedRows, s.CHMergeSeconds)
+		catchUps := ""
+		for i, run := range c.CatchUps {
+			if i > 0 {
+				catchUps += ", "
+			}
+			catchUps += fmt.Sprintf("%.2fM (%.2f CPU-s per million rows)", run.RowsPerMin/1e6, run.CPUPerMRows)
+		}
+		return fmt.Sprintf("%s: %.2f of ClickHouse's own insert of the same %d rows, the fastest of %d catch-ups (%s rows/min; the first alone %.2f) against the fastest of the client's %d inserts alternated with them (%s, INSERT ... FORMAT Native from a dump: %.2fM rows/min, %.2fs of %s, ClickHouse %.2f CPU-s, the client %.2f); during the first catch-up ClickHouse %.2f CPU-s, its merges reading %d rows in %.2f s of merge threads",
+			s.Name, c.Ratio, c.Rows, len(c.CatchUps), catchUps, c.FirstRatio, len(c.RunSeconds), c.Client, c.RowsPerMin/1e6, c.Seconds, runs, c.CHCPUSeconds, c.ClientCPUSeconds, s.CHCPUSeconds, s.CHMergedRows, s.CHMergeSeconds)
 	}
 	if s.NoCeiling != "" {
 		return s.Name + ": " + s.NoCeiling

@@ -29,8 +29,11 @@ type BatchConfig struct {
 	// MaxInsertRows: full batches of a table that follow each other while
 	// it catches up go into one INSERT, which ClickHouse stores as one
 	// part (it squashes an insert's blocks), up to this many rows and for
-	// at most FlushInterval; fewer parts cost it less to write and merge.
-	// MaxRows or less: an INSERT per batch.
+	// at most FlushInterval: fewer parts, but the server copies every
+	// batch into the squashed block, and the writer keeps the INSERT's
+	// data until it is stored. MaxRows or less (0, the default): an
+	// INSERT per batch. Servers from 22.2 on never stream (their batches
+	// carry an insert_deduplication_token).
 	MaxInsertRows int `yaml:"max_insert_rows"`
 	// MaxInsertBytes bounds such an INSERT's data as sent (compressed),
 	// which the writer keeps until the part is stored, to send it again
@@ -64,8 +67,8 @@ func (b *BatchConfig) validate(d *decoder) {
 	if b.MaxBufferBytes != 0 && (b.MaxBufferBytes < 1<<20 || b.MaxBufferBytes > 1<<40) {
 		d.problem("batch.max_buffer_bytes", "must be 0 (no bound) or from 1 MiB to 1 TiB")
 	}
-	if b.MaxInsertRows < 1 || b.MaxInsertRows > 1<<30 {
-		d.problem("batch.max_insert_rows", "must be from 1 to 1073741824")
+	if b.MaxInsertRows < 0 || b.MaxInsertRows > 1<<30 {
+		d.problem("batch.max_insert_rows", "must be from 0 (an INSERT per batch) to 1073741824")
 	}
 	if b.MaxInsertBytes < 1<<20 || b.MaxInsertBytes > 1<<30 {
 		d.problem("batch.max_insert_bytes", "must be from 1 MiB to 1 GiB")

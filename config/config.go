@@ -238,7 +238,7 @@ func defaultConfig() Config {
 			DistributedTable: schema.DefaultDistributedTable, ClusterInsert: ClusterInsertShards, Compression: CompressionLZ4},
 		Metrics: MetricsConfig{Listen: "127.0.0.1:9188", ReadyMaxLag: time.Minute, BinlogRetentionMargin: 6 * time.Hour},
 		Batch: BatchConfig{MaxRows: 100000, MaxBytes: 64 << 20, FlushInterval: time.Second, MaxInFlight: 2, MaxInsertsPerSecond: 30, LiveFlushInterval: 200 * time.Millisecond, MaxBufferBytes: 256 << 20,
-			MaxInsertRows: 1 << 20, MaxInsertBytes: 32 << 20},
+			MaxInsertRows: 0, MaxInsertBytes: 32 << 20},
 		Checkpoint:  CheckpointConfig{Interval: time.Second},
 		FullSync:    FullSyncConfig{ChunkRows: 50000, Workers: 4},
 		Replication: ReplicationConfig{OnStatementDML: OnStop, OnPartitionMaintenance: OnStop, OnTableError: OnStop},

@@ -15,7 +15,7 @@ import (
 // stored twice). Whether batches streamed depends on how far the reader
 // ran ahead of the writer; the sink's TestStreamedBatches makes them.
 func TestStreamedCatchUp(t *testing.T) {
-	h := newHarness(t, 1, "batch: {max_rows: 500, max_inflight: 1}\n")
+	h := newHarness(t, 1, "batch: {max_rows: 500, max_inflight: 1, max_insert_rows: 1048576}\n")
 	db := h.dbs[0]
 	h.exec(fmt.Sprintf("CREATE TABLE `%s`.t (id INT PRIMARY KEY, v VARCHAR(40))", db))
 	run := h.start()

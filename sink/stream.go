@@ -16,8 +16,11 @@ import (
 
 // While a table catches up, its batches fill one after another, and an
 // INSERT each costs ClickHouse a part each: twenty parts for 2M rows, each
-// sorted, written and then merged again. A stream sends the full batches
-// that follow each other into one INSERT instead (chnative.Stream), which
+// sorted, written and then merged again. With batch.max_insert_rows above
+// max_rows (off by default: the server copies each batch into the
+// squashed block, which on some machines costs it more than the parts it
+// saves), a stream sends the full batches that follow each other into one
+// INSERT instead (chnative.Stream), which
 // the server squashes into one part when the data ends: up to
 // batch.max_insert_rows rows, batch.max_insert_bytes as sent and
 // flush_interval from its first batch, so a row still waits at most about

@@ -42,7 +42,7 @@ func TestStreamedBatches(t *testing.T) {
 				tables = fmt.Sprintf(`{include: ["*.*"], overrides: {%s.t: {mode: changelog}}}`, db)
 			}
 			// No stream ends for its time: flush_interval an hour.
-			c, logs, m := newTestSinkWith(t, "", tables, ", flush_interval: 1h")
+			c, logs, m := newTestSinkWith(t, "", tables, ", flush_interval: 1h, max_insert_rows: 1048576")
 			ctx := context.Background()
 			createTestDB(t, c, db)
 			cuts := 0
@@ -101,7 +101,7 @@ func TestStreamedBatches(t *testing.T) {
 // squashing minimums (its settings chosen from what another server knows)
 // sends each batch alone.
 func TestStreamsNeedTheMinimums(t *testing.T) {
-	c, logs, m := newTestSinkWith(t, "", `{include: ["*.*"]}`, ", flush_interval: 1h")
+	c, logs, m := newTestSinkWith(t, "", `{include: ["*.*"]}`, ", flush_interval: 1h, max_insert_rows: 1048576")
 	c.ins.Opts.Settings = func(chnative.Server) []chnative.Setting { return nil }
 	ctx := context.Background()
 	db := newTestDB(t, c, "b2c_stream")
