@@ -116,10 +116,11 @@ func (r *Registry) Forget(db, table string) error {
 	return r.save()
 }
 
-// Swapped records a shadow table swapped in for table: the shadow is
-// forgotten and table lists cols, its columns now, in one save (a stop
-// between two saves left the shadow listed and table's old columns).
-// It reports whether the registry listed the shadow.
+// Swapped records a shadow table swapped in for table: the shadow and
+// the mark of the swap (table's old name) are forgotten and table lists
+// cols, its columns now, in one save (a stop between two saves left the
+// shadow listed and table's old columns). It reports whether the
+// registry listed the shadow.
 func (r *Registry) Swapped(db, shadow, table string, cols []string) (bool, error) {
 	if r == nil {
 		return false, nil
@@ -128,6 +129,7 @@ func (r *Registry) Swapped(db, shadow, table string, cols []string) (bool, error
 	defer r.mu.Unlock()
 	_, listed := r.tables[key(db, shadow)]
 	delete(r.tables, key(db, shadow))
+	delete(r.tables, key(db, oldName(table)))
 	r.tables[key(db, table)] = slices.Sorted(slices.Values(cols))
 	return listed, r.save()
 }

@@ -25,12 +25,15 @@ func oldName(table string) string { return table + OldSuffix }
 // while nothing writes table (the table's writer calls it between
 // batches). A shadow that is not there was swapped in already (a restart
 // after the swap): swapped is false, and only what the swap left behind
-// is dropped.
+// is dropped. The registry tells that from a shadow dropped outside
+// binlog2ch before its swap, whose rows are lost (a TargetChangedError
+// naming mysql, the MySQL table): the swap lists table's old name there
+// before its RENAME and forgets it with the shadow after.
 //
 // ClickHouse's EXCHANGE TABLES (Atomic databases) would swap in one step,
 // but the RENAME pair runs on every server binlog2ch supports and, under
 // ClickHouse's DDL lock, is one step for readers of either table too.
-func (c *Manager) SwapIn(ctx context.Context, log *slog.Logger, db, table, shadow string, copyVersion uint64) (swapped bool, err error) {
+func (c *Manager) SwapIn(ctx context.Context, log *slog.Logger, db, table, shadow string, copyVersion uint64, mysql string) (swapped bool, err error) {
 	ref := func(t string) string { return schema.QuoteIdent(db) + "." + schema.QuoteIdent(t) }
 	var shadowCols, liveCols []chColumn
 	err = c.retry(ctx, log, metrics.StageSchema, "read ClickHouse schema", func(ctx context.Context) error {
@@ -49,12 +52,22 @@ func (c *Manager) SwapIn(ctx context.Context, log *slog.Logger, db, table, shado
 		if err := c.Exec(ctx, log, dropOld, "reason", "left by an earlier swap"); err != nil {
 			return false, err
 		}
-		if _, listed := c.reg.columns(db, shadow); !listed || len(liveCols) == 0 {
-			return false, nil
+		_, listed := c.reg.columns(db, shadow)
+		_, marked := c.reg.columns(db, oldName(table))
+		switch {
+		case marked && len(liveCols) > 0:
+			// The earlier swap's RENAME ran and the daemon stopped before
+			// the registry followed it: table is the copy now.
+			_, err := c.reg.Swapped(db, shadow, table, columnNames(liveCols))
+			return false, err
+		case listed && !marked:
+			return false, &TargetChangedError{Table: db + "." + shadow, MySQL: mysql,
+				Problem: "no longer exists, though an online copy filled it and had not swapped it in (" + RegistryFile + " in state_dir lists it): the copy's rows are not in " + db + "." + table}
 		}
-		// The earlier swap's RENAME ran and the daemon stopped before the
-		// registry followed it: table is the copy now.
-		_, err := c.reg.Swapped(db, shadow, table, columnNames(liveCols))
+		return false, nil
+	}
+	// The old name listed marks a swap under way (see above).
+	if err := c.reg.Record(db, oldName(table), columnNames(liveCols), nil, true); err != nil {
 		return false, err
 	}
 	if len(liveCols) > 0 {

@@ -2,8 +2,10 @@ package chtables
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -12,11 +14,14 @@ import (
 
 // TestSwapIn: a shadow swapped in carries the live table's newer rows and
 // replaces it, and the registry lists the table with the shadow's columns
-// and no longer the shadow. Then the state a daemon stopped between the
-// swap's RENAME and its registry save leaves (the RENAME run by hand, the
-// registry as it was): SwapIn again finds no shadow, drops the table left
-// aside and brings the registry up to the swap (it kept the shadow listed
-// and the table's columns of before the copy).
+// and no longer the shadow (nor the swap's mark). Then the state a daemon
+// stopped between the swap's RENAME and its registry save leaves (the
+// mark recorded and the RENAME run by hand): SwapIn again finds no
+// shadow, drops the table left aside and brings the registry up to the
+// swap (it kept the shadow listed and the table's columns of before the
+// copy). Last, a shadow dropped outside binlog2ch before its swap (no
+// mark): SwapIn stops with an error naming it and the MySQL table,
+// rather than take the table, which lacks the copy's rows, for swapped.
 func TestSwapIn(t *testing.T) {
 	ctx := context.Background()
 	s, err := localserver.StartClickHouse(ctx)
@@ -57,8 +62,10 @@ func TestSwapIn(t *testing.T) {
 		if !ok || !slices.Equal(got, cols) {
 			t.Errorf("registry lists d.%s with %v (%v); want %v", table, got, ok, cols)
 		}
-		if _, ok := reg.columns("d", table+"__b2c_shadow"); ok {
-			t.Errorf("registry still lists d.%s__b2c_shadow", table)
+		for _, gone := range []string{table + "__b2c_shadow", table + OldSuffix} {
+			if _, ok := reg.columns("d", gone); ok {
+				t.Errorf("registry still lists d.%s", gone)
+			}
 		}
 	}
 	exec("CREATE DATABASE d")
@@ -69,7 +76,7 @@ func TestSwapIn(t *testing.T) {
 	// SELECT gives the rows.
 	exec("INSERT INTO d.t SELECT 1, 'old', 5 UNION ALL SELECT 2, 'streamed', 20")
 	exec("INSERT INTO d.t__b2c_shadow SELECT 1, 'copied', 7, 10 UNION ALL SELECT 2, 'copied', 8, 10")
-	swapped, err := m.SwapIn(ctx, slog.Default(), "d", "t", "t__b2c_shadow", 10)
+	swapped, err := m.SwapIn(ctx, slog.Default(), "d", "t", "t__b2c_shadow", 10, "my.t")
 	if err != nil || !swapped {
 		t.Fatalf("SwapIn: %v, %v", swapped, err)
 	}
@@ -98,8 +105,11 @@ func TestSwapIn(t *testing.T) {
 	// Stopped after the RENAME, before the registry's save.
 	create("u", "id Int32, v String, _version UInt64")
 	create("u__b2c_shadow", "id Int32, v String, w Int32, _version UInt64")
+	if err := reg.Record("d", "u"+OldSuffix, []string{"_version", "id", "v"}, nil, true); err != nil {
+		t.Fatal(err)
+	}
 	exec("RENAME TABLE d.u TO d.u__b2c_old, d.u__b2c_shadow TO d.u")
-	swapped, err = m.SwapIn(ctx, slog.Default(), "d", "u", "u__b2c_shadow", 10)
+	swapped, err = m.SwapIn(ctx, slog.Default(), "d", "u", "u__b2c_shadow", 10, "my.u")
 	if err != nil || swapped {
 		t.Fatalf("SwapIn after a swap's RENAME: %v, %v; want false, nil", swapped, err)
 	}
@@ -113,6 +123,19 @@ func TestSwapIn(t *testing.T) {
 	}
 	if _, ok := again.columns("d", "u__b2c_shadow"); ok {
 		t.Error("the saved registry still lists d.u__b2c_shadow")
+	}
+
+	// The shadow dropped by hand before its swap.
+	create("w", "id Int32, v String, _version UInt64")
+	create("w__b2c_shadow", "id Int32, v String, _version UInt64")
+	exec("DROP TABLE d.w__b2c_shadow")
+	swapped, err = m.SwapIn(ctx, slog.Default(), "d", "w", "w__b2c_shadow", 10, "my.w")
+	var changed *TargetChangedError
+	if swapped || !errors.As(err, &changed) || changed.Table != "d.w__b2c_shadow" || !strings.Contains(err.Error(), "fullsync -recreate -tables my.w") {
+		t.Fatalf("SwapIn with the shadow dropped by hand: %v, %v; want a TargetChangedError naming d.w__b2c_shadow and my.w", swapped, err)
+	}
+	if ok, err := m.TableExists(ctx, "d", "w"); !ok || err != nil {
+		t.Errorf("d.w after the refused swap: %v, %v", ok, err)
 	}
 }
 

@@ -35,7 +35,7 @@ func (c *ClickHouse) TableOf(t schema.TableName) (db, table string) {
 // Message.Run.
 func (c *ClickHouse) SwapIn(ctx context.Context, log *slog.Logger, t schema.TableName, shadow string, copyVersion uint64) (bool, error) {
 	db, table := c.TableOf(t)
-	swapped, err := c.tables.SwapIn(ctx, log, db, table, shadow, copyVersion)
+	swapped, err := c.tables.SwapIn(ctx, log, db, table, shadow, copyVersion, t.String())
 	if err != nil {
 		return false, err
 	}
