@@ -8,8 +8,30 @@ import (
 	"testing"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
 )
+
+// newTestManager starts a private ClickHouse server (stopped after the
+// test) and returns a Manager of its tables, each statement tried once,
+// with reg as its registry, and its connection.
+func newTestManager(t *testing.T, reg *Registry) (*Manager, driver.Conn) {
+	t.Helper()
+	s, err := localserver.StartClickHouse(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{s.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	once := func(ctx context.Context, _ *slog.Logger, _, _ string, op func(context.Context) error) error {
+		return op(ctx)
+	}
+	return New(conn, nil, slog.Default(), reg, once), conn
+}
 
 // TestEngineWhileTablesDrop reads a table's engine while another table of
 // its database is created and dropped over and over. 18.16 lists the
@@ -19,16 +41,7 @@ import (
 // sharding key met another writer's DROP this way (CI, TestClusterTwoShards).
 func TestEngineWhileTablesDrop(t *testing.T) {
 	ctx := context.Background()
-	s, err := localserver.StartClickHouse(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
-	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{s.Addr()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	m, conn := newTestManager(t, nil)
 	exec := func(q string) {
 		if err := conn.Exec(ctx, q); err != nil {
 			t.Error(q, err)
@@ -37,10 +50,6 @@ func TestEngineWhileTablesDrop(t *testing.T) {
 	exec("CREATE DATABASE d")
 	exec("CREATE TABLE d.kept (id Int32) ENGINE = MergeTree ORDER BY id")
 
-	once := func(ctx context.Context, _ *slog.Logger, _, _ string, op func(context.Context) error) error {
-		return op(ctx)
-	}
-	m := New(conn, nil, slog.Default(), nil, once)
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	var cycles atomic.Int64

@@ -7,9 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/ClickHouse/clickhouse-go/v2"
-	"github.com/binlog2ch/binlog2ch/deploy/localserver"
 )
 
 // TestSwapIn: a shadow swapped in carries the live table's newer rows and
@@ -24,30 +21,17 @@ import (
 // rather than take the table, which lacks the copy's rows, for swapped.
 func TestSwapIn(t *testing.T) {
 	ctx := context.Background()
-	s, err := localserver.StartClickHouse(ctx)
+	reg, err := LoadRegistry(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Stop()
-	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{s.Addr()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	m, conn := newTestManager(t, reg)
 	exec := func(q string) {
 		t.Helper()
 		if err := conn.Exec(ctx, q); err != nil {
 			t.Fatal(q, err)
 		}
 	}
-	reg, err := LoadRegistry(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	once := func(ctx context.Context, _ *slog.Logger, _, _ string, op func(context.Context) error) error {
-		return op(ctx)
-	}
-	m := New(conn, nil, slog.Default(), reg, once)
 	const engine = " ENGINE = ReplacingMergeTree(_version) ORDER BY id"
 	create := func(table, cols string) {
 		t.Helper()

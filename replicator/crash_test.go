@@ -195,6 +195,23 @@ type daemon struct {
 	done chan struct{} // closed when it has exited; cmd.ProcessState is then set
 }
 
+// killAndRestart SIGKILLs d, starts the daemon again on the same log
+// (stopped with SIGTERM after the test) and waits until it has caught up.
+func (h *harness) killAndRestart(d *daemon, logPath string) *daemon {
+	h.t.Helper()
+	if err := d.cmd.Process.Kill(); err != nil {
+		h.t.Fatal(err)
+	}
+	<-d.done
+	d = h.startDaemon(logPath)
+	h.t.Cleanup(func() {
+		_ = d.cmd.Process.Signal(syscall.SIGTERM)
+		<-d.done
+	})
+	h.waitCaughtUpProcess(d, logPath, 60*time.Second)
+	return d
+}
+
 // startDaemon runs the daemon in a child process, logging to a file.
 func (h *harness) startDaemon(logPath string, env ...string) *daemon {
 	h.t.Helper()
@@ -324,14 +341,7 @@ func TestFaultKilledAtDrop(t *testing.T) {
 	h.waitCaughtUpProcess(d, logPath, 60*time.Second)
 	h.exec("UPDATE "+a+".k3 SET s = 'upd'", "INSERT INTO "+a+".k1 VALUES (3, 3)", "DROP TABLE "+a+".k3", "INSERT INTO "+a+".k1 VALUES (4, 4)")
 	waitLogCount(t, d, logPath, "test pause at the drop", 1, 60*time.Second)
-	_ = d.cmd.Process.Kill()
-	<-d.done
-	d = h.startDaemon(logPath)
-	defer func() {
-		_ = d.cmd.Process.Signal(syscall.SIGTERM)
-		<-d.done
-	}()
-	h.waitCaughtUpProcess(d, logPath, 60*time.Second)
+	h.killAndRestart(d, logPath)
 	h.verifyEqual("k1")
 	if h.chTableExists(a, "k3") {
 		t.Errorf("%s.k3 still exists in ClickHouse after DROP TABLE", a)

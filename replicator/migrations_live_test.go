@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -432,16 +431,7 @@ func TestFaultMigrationCutOverKilled(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := d.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-d.done
-	d = h.startDaemon(logPath)
-	defer func() {
-		_ = d.cmd.Process.Signal(syscall.SIGTERM)
-		<-d.done
-	}()
-	h.waitCaughtUpProcess(d, logPath, 60*time.Second)
+	h.killAndRestart(d, logPath)
 	data, _ := os.ReadFile(logPath)
 	restarted := string(data)[strings.Index(string(data), "test pause at the cut-over"):]
 	h.assertMigrated(a, restarted, "_orders_del", "orders")
