@@ -60,7 +60,9 @@ func (c *Manager) SwapIn(ctx context.Context, log *slog.Logger, db, table, shado
 			// the registry followed it: table is the copy now.
 			_, err := c.reg.Swapped(db, shadow, table, columnNames(liveCols))
 			return false, err
-		case listed && !marked:
+		case listed || marked:
+			// The shadow gone without the swap's RENAME, or the table too
+			// after it.
 			return false, &TargetChangedError{Table: db + "." + shadow, MySQL: mysql,
 				Problem: "no longer exists, though an online copy filled it and had not swapped it in (" + RegistryFile + " in state_dir lists it): the copy's rows are not in " + db + "." + table}
 		}

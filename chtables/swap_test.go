@@ -17,8 +17,9 @@ import (
 // shadow, drops the table left aside and brings the registry up to the
 // swap (it kept the shadow listed and the table's columns of before the
 // copy). Last, a shadow dropped outside binlog2ch before its swap (no
-// mark): SwapIn stops with an error naming it and the MySQL table,
-// rather than take the table, which lacks the copy's rows, for swapped.
+// mark), or with the table after it: SwapIn stops with an error naming
+// it and the MySQL table, rather than take the table, which lacks the
+// copy's rows, for swapped (or let the writer create it empty).
 func TestSwapIn(t *testing.T) {
 	ctx := context.Background()
 	reg, err := LoadRegistry(t.TempDir())
@@ -120,6 +121,19 @@ func TestSwapIn(t *testing.T) {
 	}
 	if ok, err := m.TableExists(ctx, "d", "w"); !ok || err != nil {
 		t.Errorf("d.w after the refused swap: %v, %v", ok, err)
+	}
+
+	// The swap marked, then the shadow and the table both dropped by hand.
+	create("x", "id Int32, v String, _version UInt64")
+	create("x__b2c_shadow", "id Int32, v String, _version UInt64")
+	if err := reg.Record("d", "x"+OldSuffix, []string{"_version", "id", "v"}, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	exec("DROP TABLE d.x__b2c_shadow")
+	exec("DROP TABLE d.x")
+	swapped, err = m.SwapIn(ctx, slog.Default(), "d", "x", "x__b2c_shadow", 10, "my.x")
+	if swapped || !errors.As(err, &changed) || changed.Table != "d.x__b2c_shadow" {
+		t.Fatalf("SwapIn with the shadow and the table dropped by hand: %v, %v; want a TargetChangedError naming d.x__b2c_shadow", swapped, err)
 	}
 }
 
