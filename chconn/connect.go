@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"syscall"
 	"time"
 
@@ -36,7 +37,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (driver.Con
 		Logger:      driverLog,
 		Addr:        cfg.ClickHouse.Addr,
 		Auth:        clickhouse.Auth{Username: cfg.ClickHouse.User, Password: cfg.ClickHouse.Password.Reveal()},
-		Compression: driverCompression(cfg.ClickHouse.Compression),
+		Compression: driverCompression(cfg.ClickHouse.Compression, cfg.ClickHouse.Addr),
 		DialTimeout: 10 * time.Second,
 		TLS:         cfg.ClickHouseTLS(),
 		Settings:    settings,
@@ -52,15 +53,37 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (driver.Con
 }
 
 // driverCompression is clickhouse.compression for clickhouse-go: none
-// turns the query's compression flag off, as chnative does.
-func driverCompression(v string) *clickhouse.Compression {
+// turns the query's compression flag off, as chnative does. The driver
+// picks among addrs itself, so auto is none only when every one names
+// this host (localhost or a loopback address); the inserts' own
+// connections decide per connection (chnative.CompressionAuto).
+func driverCompression(v string, addrs []string) *clickhouse.Compression {
 	switch v {
 	case config.CompressionZSTD:
 		return &clickhouse.Compression{Method: clickhouse.CompressionZSTD}
 	case config.CompressionNone:
 		return &clickhouse.Compression{Method: clickhouse.CompressionNone}
+	case config.CompressionAuto:
+		if loopbackOnly(addrs) {
+			return &clickhouse.Compression{Method: clickhouse.CompressionNone}
+		}
 	}
 	return &clickhouse.Compression{Method: clickhouse.CompressionLZ4}
+}
+
+// loopbackOnly reports whether every address is localhost or a loopback
+// IP, without a DNS lookup.
+func loopbackOnly(addrs []string) bool {
+	for _, a := range addrs {
+		host, _, err := net.SplitHostPort(a)
+		if err != nil {
+			return false
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return false
+		}
+	}
+	return len(addrs) > 0
 }
 
 // clickHouseError names the servers and user in a failed connection's

@@ -38,10 +38,11 @@ type Pool struct {
 	Opts chnative.Options
 	// TokenOK reports whether a server takes insert_deduplication_token.
 	TokenOK func(chnative.Server) bool
-	// Frames counts the frames sent uncompressed, by reason (nil: none).
-	Frames func(reason string, n uint64)
-	mu     sync.Mutex
-	idle   map[string][]idleConn
+	// Metrics counts the connections opened, by how their inserts travel,
+	// and the frames sent uncompressed (nil: none).
+	Metrics *metrics.Metrics
+	mu      sync.Mutex
+	idle    map[string][]idleConn
 }
 
 type idleConn struct {
@@ -64,6 +65,8 @@ func Compression(v string) chnative.Compression {
 		return chnative.CompressionNone
 	case config.CompressionLZ4Adaptive:
 		return chnative.CompressionLZ4Adaptive
+	case config.CompressionAuto:
+		return chnative.CompressionAuto
 	}
 	return chnative.CompressionLZ4
 }
@@ -87,7 +90,11 @@ func (p *Pool) Get(ctx context.Context, addr string) (*chnative.Conn, error) {
 	if addr != "" {
 		opts.Addr = []string{addr}
 	}
-	return chnative.Dial(ctx, opts)
+	c, err := chnative.Dial(ctx, opts)
+	if err == nil && p.Metrics != nil {
+		p.Metrics.InsertConnections.WithLabelValues(c.Compression().String()).Inc()
+	}
+	return c, err
 }
 
 // Put returns a connection to addr that finished an insert cleanly.
@@ -190,10 +197,15 @@ func (p *Pool) Insert(ctx context.Context, addr, query string, b *block.Block, s
 // CountFrames counts the frames c sent uncompressed since it had sent
 // plain and probed.
 func (p *Pool) CountFrames(c *chnative.Conn, plain, probed uint64) {
-	if p.Frames != nil {
-		plain2, probed2 := c.UncompressedFrames()
-		p.Frames(metrics.FramesIncompressible, plain2-plain-(probed2-probed))
-		p.Frames(metrics.FramesProbe, probed2-probed)
+	if p.Metrics == nil {
+		return
+	}
+	plain2, probed2 := c.UncompressedFrames()
+	if n := plain2 - plain - (probed2 - probed); n > 0 {
+		p.Metrics.UncompressedFrames.WithLabelValues(metrics.FramesIncompressible).Add(float64(n))
+	}
+	if n := probed2 - probed; n > 0 {
+		p.Metrics.UncompressedFrames.WithLabelValues(metrics.FramesProbe).Add(float64(n))
 	}
 }
 

@@ -8,9 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+
 	"github.com/binlog2ch/binlog2ch/block"
 	"github.com/binlog2ch/binlog2ch/chnative"
 	"github.com/binlog2ch/binlog2ch/chnative/chnativetest"
+	"github.com/binlog2ch/binlog2ch/config"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/schema/schematest"
 	"github.com/binlog2ch/binlog2ch/source"
@@ -150,6 +153,29 @@ func TestCurrentServerHeader(t *testing.T) {
 	} {
 		if got, ok := sent[name]; !ok || !bytes.Equal(got, want) {
 			t.Errorf("%s: the server got %x, want %x", name, got, want)
+		}
+	}
+}
+
+// TestDriverCompression: clickhouse-go's connection takes auto as none
+// only when every address names this host without a lookup.
+func TestDriverCompression(t *testing.T) {
+	for _, cc := range []struct {
+		v     string
+		addrs []string
+		want  clickhouse.CompressionMethod
+	}{
+		{config.CompressionAuto, []string{"127.0.0.1:9000"}, clickhouse.CompressionNone},
+		{config.CompressionAuto, []string{"localhost:9000", "[::1]:9000"}, clickhouse.CompressionNone},
+		{config.CompressionAuto, []string{"127.0.0.1:9000", "ch2:9000"}, clickhouse.CompressionLZ4},
+		{config.CompressionAuto, []string{"10.1.2.3:9000"}, clickhouse.CompressionLZ4},
+		{config.CompressionAuto, nil, clickhouse.CompressionLZ4},
+		{config.CompressionLZ4, []string{"127.0.0.1:9000"}, clickhouse.CompressionLZ4},
+		{config.CompressionNone, []string{"ch:9000"}, clickhouse.CompressionNone},
+		{config.CompressionZSTD, []string{"127.0.0.1:9000"}, clickhouse.CompressionZSTD},
+	} {
+		if got := driverCompression(cc.v, cc.addrs).Method; got != cc.want {
+			t.Errorf("%s with %v: %v, want %v", cc.v, cc.addrs, got, cc.want)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"net"
 	"testing"
 	"time"
 
@@ -80,6 +81,63 @@ func TestCompressionMethods(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestCompressionAuto: auto sends plain Native (the query's flag off) to
+// a server on this host, here the scripted one on 127.0.0.1 and on this
+// host's own non-loopback address when it has one, and decides LZ4 for
+// a peer elsewhere (onThisHost, fed addresses: no remote host here).
+func TestCompressionAuto(t *testing.T) {
+	addrs := []string{"127.0.0.1"}
+	if ip := ownAddress(); ip != "" {
+		addrs = append(addrs, ip)
+	}
+	for _, host := range addrs {
+		t.Run(host, func(t *testing.T) {
+			srv := chnativetest.StartOn(t, host, server26(chnativetest.MethodLZ4))
+			c, err := Dial(context.Background(), Options{Addr: []string{srv.Addr()}, User: "u", Password: "p",
+				ReadTimeout: time.Minute, Compression: CompressionAuto})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if c.Compression() != CompressionNone {
+				t.Fatalf("auto to %s decided %s, want none", srv.Addr(), c.Compression())
+			}
+			if err := twoRows(c, nil); err != nil {
+				t.Fatal(err)
+			}
+			ins := srv.Inserts()
+			if len(ins) != 1 || ins[0].Compressed {
+				t.Fatalf("%d inserts, the first's compression flag on: %v", len(ins), len(ins) == 1 && ins[0].Compressed)
+			}
+			wantTwoRows(t, ins[0])
+		})
+	}
+	tcp := func(s string) net.Addr { return &net.TCPAddr{IP: net.ParseIP(s), Port: 9000} }
+	for _, cc := range []struct {
+		peer, local string
+		here        bool
+	}{{"127.0.0.1", "127.0.0.1", true}, {"::1", "::1", true}, {"127.0.0.2", "127.0.0.1", true},
+		{"10.0.0.5", "10.0.0.5", true}, {"10.0.0.6", "10.0.0.5", false}, {"2001:db8::1", "2001:db8::2", false}} {
+		if got := onThisHost(tcp(cc.peer), tcp(cc.local)); got != cc.here {
+			t.Errorf("a peer %s from %s: on this host %v, want %v", cc.peer, cc.local, got, cc.here)
+		}
+	}
+}
+
+// ownAddress is one of this host's non-loopback IPv4 addresses, or "".
+func ownAddress() string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+			return n.IP.String()
+		}
+	}
+	return ""
 }
 
 var methodNames = map[byte]string{chnativetest.MethodLZ4: "LZ4", chnativetest.MethodZSTD: "ZSTD", chnativetest.MethodNone: "NONE"}

@@ -230,11 +230,31 @@ func dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 }
 
 func newConn(nc, raw net.Conn, opts Options) *Conn {
+	if opts.Compression == CompressionAuto {
+		opts.Compression = CompressionLZ4
+		if onThisHost(raw.RemoteAddr(), raw.LocalAddr()) {
+			opts.Compression = CompressionNone
+		}
+	}
 	c := &Conn{conn: nc, raw: raw, r: bufio.NewReaderSize(nc, 64<<10), w: bufio.NewWriterSize(nc, 64<<10), opts: opts}
 	c.enc.w = c.w
 	c.enc.method = opts.Compression
 	c.frames.r = c.r
 	return c
+}
+
+// onThisHost reports whether a connection's peer is on this host: a
+// loopback address, or the connection's own local address (the kernel
+// picks a host's own address as the source of a connection to it, and
+// sends it through the loopback device). A server in another network
+// namespace (a container) has an address of its own: not this host.
+func onThisHost(peer, local net.Addr) bool {
+	p, ok := peer.(*net.TCPAddr)
+	if !ok {
+		return false
+	}
+	l, ok := local.(*net.TCPAddr)
+	return p.IP.IsLoopback() || ok && p.IP.Equal(l.IP)
 }
 
 // tlsHandshake runs the client side of TLS over nc, verifying the server
@@ -261,6 +281,10 @@ func tlsHandshake(ctx context.Context, nc net.Conn, addr string, cfg *tls.Config
 
 // Server is what the server said about itself.
 func (c *Conn) Server() Server { return c.server }
+
+// Compression is how c's inserts travel: Options.Compression, with
+// CompressionAuto decided for c's peer.
+func (c *Conn) Compression() Compression { return c.opts.Compression }
 
 // UncompressedFrames is how many frames of LZ4 or lz4-adaptive went as
 // NONE frames so far, and how many of them lz4-adaptive sent after

@@ -35,6 +35,14 @@ const (
 	// uncompressed that would have shrunk past its start: a trade of bytes
 	// for CPU, so not the default.
 	CompressionLZ4Adaptive
+	// CompressionAuto: CompressionNone on a connection to this host (its
+	// peer a loopback address or the connection's own local address: no
+	// wire between the two, the bytes cost a copy, not a network's time),
+	// CompressionLZ4 on any other; decided per connection once it is up
+	// (Conn.Compression). ClickHouse's own client decides so by default
+	// (the compression option of ConnectionParameters, on for remote
+	// hosts, off for local ones).
+	CompressionAuto
 )
 
 func (m Compression) String() string {
@@ -47,6 +55,8 @@ func (m Compression) String() string {
 		return "none"
 	case CompressionLZ4Adaptive:
 		return "lz4-adaptive"
+	case CompressionAuto:
+		return "auto"
 	}
 	return fmt.Sprintf("Compression(%d)", uint8(m))
 }

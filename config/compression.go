@@ -5,7 +5,12 @@ import "fmt"
 // Values of clickhouse.compression: how the inserts' blocks travel to
 // ClickHouse, for the native inserter and clickhouse-go alike.
 const (
-	// CompressionLZ4, the default: LZ4 frames, as ClickHouse's own clients.
+	// CompressionAuto, the default: none for a ClickHouse on this host,
+	// lz4 for any other, decided per connection as ClickHouse's own
+	// client decides its compression.
+	CompressionAuto = "auto"
+	// CompressionLZ4: LZ4 frames, as ClickHouse's own clients send to a
+	// remote server.
 	CompressionLZ4 = "lz4"
 	// CompressionZSTD: ZSTD frames, fewer bytes for more CPU, for a slow
 	// or metered network.
@@ -24,8 +29,8 @@ const (
 
 func (c *Config) validateCompression(d *decoder) {
 	switch p := c.ClickHouse.Compression; p {
-	case CompressionLZ4, CompressionZSTD, CompressionNone, CompressionLZ4Adaptive:
+	case CompressionAuto, CompressionLZ4, CompressionZSTD, CompressionNone, CompressionLZ4Adaptive:
 	default:
-		d.problem("clickhouse.compression", fmt.Sprintf("want %s, %s, %s or %s, got %q", CompressionLZ4, CompressionZSTD, CompressionNone, CompressionLZ4Adaptive, p))
+		d.problem("clickhouse.compression", fmt.Sprintf("want %s, %s, %s, %s or %s, got %q", CompressionAuto, CompressionLZ4, CompressionZSTD, CompressionNone, CompressionLZ4Adaptive, p))
 	}
 }

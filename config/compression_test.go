@@ -11,13 +11,13 @@ func TestCompression(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ClickHouse.Compression != CompressionLZ4 {
-		t.Errorf("default clickhouse.compression = %q, want %q", cfg.ClickHouse.Compression, CompressionLZ4)
+	if cfg.ClickHouse.Compression != CompressionAuto {
+		t.Errorf("default clickhouse.compression = %q, want %q", cfg.ClickHouse.Compression, CompressionAuto)
 	}
 	with := func(v string) string {
 		return strings.Replace(validConfig, "  database_map:", "  compression: "+v+"\n  database_map:", 1)
 	}
-	for _, v := range []string{CompressionLZ4, CompressionZSTD, CompressionNone, CompressionLZ4Adaptive} {
+	for _, v := range []string{CompressionAuto, CompressionLZ4, CompressionZSTD, CompressionNone, CompressionLZ4Adaptive} {
 		cfg, err := Parse([]byte(with(v)), "binlog2ch.yaml", environ)
 		if err != nil {
 			t.Fatalf("compression: %s: %v", v, err)
@@ -28,7 +28,7 @@ func TestCompression(t *testing.T) {
 	}
 	for _, v := range []string{"LZ4", "gzip", `""`, "off"} {
 		_, err := Parse([]byte(with(v)), "binlog2ch.yaml", environ)
-		want := `config: clickhouse.compression: want lz4, zstd, none or lz4-adaptive, got `
+		want := `config: clickhouse.compression: want auto, lz4, zstd, none or lz4-adaptive, got `
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "(binlog2ch.yaml:11)") {
 			t.Errorf("compression: %s: got %v, want %q with the file and line", v, err, want)
 		}

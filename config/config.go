@@ -178,8 +178,8 @@ type ClickHouseConfig struct {
 	// and the tombstone filter inside), which binlog2ch keeps in step with
 	// the table's DDL.
 	CurrentViews bool `yaml:"current_views"`
-	// Compression is how inserts travel: lz4, zstd, none or lz4-adaptive
-	// (compression.go).
+	// Compression is how inserts travel: auto, lz4, zstd, none or
+	// lz4-adaptive (compression.go).
 	Compression string `yaml:"compression"`
 }
 
@@ -235,7 +235,7 @@ func defaultConfig() Config {
 		MySQL: MySQLConfig{HeartbeatPeriod: time.Second, StallTimeout: 5 * time.Second},
 		ClickHouse: ClickHouseConfig{User: "default", DatabaseMap: map[string]string{},
 			ReplicatedPath: schema.DefaultZooKeeperPath, ReplicaName: schema.DefaultReplica,
-			DistributedTable: schema.DefaultDistributedTable, ClusterInsert: ClusterInsertShards, Compression: CompressionLZ4},
+			DistributedTable: schema.DefaultDistributedTable, ClusterInsert: ClusterInsertShards, Compression: CompressionAuto},
 		Metrics: MetricsConfig{Listen: "127.0.0.1:9188", ReadyMaxLag: time.Minute, BinlogRetentionMargin: 6 * time.Hour},
 		Batch: BatchConfig{MaxRows: 100000, MaxBytes: 64 << 20, FlushInterval: time.Second, MaxInFlight: 2, MaxInsertsPerSecond: 30, LiveFlushInterval: 200 * time.Millisecond, MaxBufferBytes: 256 << 20,
 			MaxInsertRows: 0, MaxInsertBytes: 32 << 20},

@@ -60,6 +60,7 @@ var (
 		"binlog2ch_insert_streams_total":                 {"counter", nil},
 		"binlog2ch_insert_streamed_batches_total":        {"counter", nil},
 		"binlog2ch_clickhouse_uncompressed_frames_total": {"counter", map[string][]string{"reason": {"incompressible", "probe"}}},
+		"binlog2ch_clickhouse_insert_connections_total":  {"counter", map[string][]string{"compression": {"lz4", "zstd", "none", "lz4-adaptive"}}},
 		"binlog2ch_cascaded_rows_total":                  {"counter", map[string][]string{"database": nil, "table": nil, "action": {"delete", "set_null", "update"}}},
 		"binlog2ch_cascade_duration_seconds":             {"histogram", nil},
 		"binlog2ch_insert_budget_per_second":             {"gauge", nil},

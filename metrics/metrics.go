@@ -110,7 +110,10 @@ type Metrics struct {
 	TablesMarkedFailed prometheus.Counter
 	NativeFallbacks    *prometheus.CounterVec
 	UncompressedFrames *prometheus.CounterVec
-	AmbiguousInserts   *prometheus.CounterVec
+	// InsertConnections counts the native insert connections opened, by
+	// how their inserts travel (clickhouse.compression, auto decided).
+	InsertConnections *prometheus.CounterVec
+	AmbiguousInserts  *prometheus.CounterVec
 	// InsertStreams and StreamedBatches count the INSERTs that carried
 	// several batches (sink's streams) and those batches.
 	InsertStreams, StreamedBatches prometheus.Counter
@@ -224,6 +227,8 @@ func New() *Metrics {
 		Help: "Tables whose inserts switched from binlog2ch's native inserter to clickhouse-go, by reason: unknown_packet, compression, header_type (the server answered with something the native inserter cannot read), header_mismatch (the table's columns differ on the wire from binlog2ch's mapping). Each switch is logged at WARN."}, []string{"reason"})
 	m.UncompressedFrames = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_clickhouse_uncompressed_frames_total",
 		Help: "Frames of 1 MiB of inserts' data sent uncompressed (NONE frames, checksummed) with clickhouse.compression lz4 or lz4-adaptive, by reason: incompressible (LZ4 did not shrink the frame: it goes smaller as it is), probe (lz4-adaptive: LZ4 did not shrink the frame's first 64 KiB, so the rest was not tried)."}, []string{"reason"})
+	m.InsertConnections = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlog2ch_clickhouse_insert_connections_total",
+		Help: "Native connections opened for inserts, by how their blocks travel: lz4, zstd, lz4-adaptive, or none (plain Native, no frames or checksums; what clickhouse.compression: auto, the default, uses for a ClickHouse on this host)."}, []string{"compression"})
 	m.InsertStreams = prometheus.NewCounter(prometheus.CounterOpts{Name: "binlog2ch_insert_streams_total",
 		Help: "INSERTs that carried several full batches of a table catching up (batch.max_insert_rows), each stored by ClickHouse as one part."})
 	m.StreamedBatches = prometheus.NewCounter(prometheus.CounterOpts{Name: "binlog2ch_insert_streamed_batches_total",
@@ -274,7 +279,7 @@ func New() *Metrics {
 			return 0
 		})
 	m.Registry.MustRegister(m.Rows, m.EventsRead, m.FlushDuration, m.BatchRows, m.QueueRows, m.CheckpointTS, m.CheckpointFile, m.CheckpointPos,
-		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, m.EventsSkipped, m.NativeFallbacks, m.UncompressedFrames, m.AmbiguousInserts, m.InsertStreams, m.StreamedBatches, m.ReplaySkipped, m.MigrationTables,
+		m.ReadFile, m.ReadPos, m.Errors, m.DDL, m.Fixups, m.SnapshotCopied, m.SnapshotEstimated, m.ShardRows, m.XAPrepared, m.StatementsWithoutRows, m.EventsSkipped, m.NativeFallbacks, m.UncompressedFrames, m.InsertConnections, m.AmbiguousInserts, m.InsertStreams, m.StreamedBatches, m.ReplaySkipped, m.MigrationTables,
 		m.TableCopies, m.TablesCopying, m.TablesFailed, m.TablesMarkedFailed,
 		m.CascadedRows, m.CascadeDuration,
 		m.BudgetRate, m.BudgetGranted, m.BudgetWaiting, m.OldestUnsent, m.BufferBytes, m.BufferLimitBytes, m.Writers, lag, sourceLag, ready,

@@ -26,7 +26,7 @@ const benchMaxLen = 8
 // million rows and its peak RSS. Run it with -benchtime 1x.
 // BINLOG2CH_BENCH_BATCH adds batch settings, e.g. "max_rows: 50000";
 // BINLOG2CH_BENCH_COMPRESSION sets clickhouse.compression (lz4, zstd,
-// none; default lz4). BINLOG2CH_BENCH_MAXLEN caps strings and blobs as
+// none, auto; default auto, the daemon's). BINLOG2CH_BENCH_MAXLEN caps strings and blobs as
 // it does for BenchmarkFullSync (unset: 8, Bifrost-sized rows; 0:
 // loadgen's default values, a long tail of them (~2 KB of binlog a row),
 // issue 33's varied rows); the binlog's bytes per row are reported beside.
@@ -44,7 +44,7 @@ func benchCatchUp(b *testing.B, rows int) {
 	b.StopTimer()
 	compression := os.Getenv("BINLOG2CH_BENCH_COMPRESSION")
 	if compression == "" {
-		compression = "lz4"
+		compression = "auto"
 	}
 	srv := servertest.Need(b)
 	h := newHarnessOn(b, srv, fmt.Sprintf(`mysql: {addr: %q, user: %q, password: %q, server_id: 4242}

@@ -24,11 +24,12 @@ import (
 // to clickhouse-go. clickhouse-go's connection, opened with the same
 // method, reads them back and inserts a batch of its own.
 func TestCompression(t *testing.T) {
-	for _, method := range []string{config.CompressionLZ4, config.CompressionZSTD, config.CompressionNone, config.CompressionLZ4Adaptive} {
+	for _, method := range []string{config.CompressionLZ4, config.CompressionZSTD, config.CompressionNone, config.CompressionLZ4Adaptive, config.CompressionAuto} {
 		t.Run(method, func(t *testing.T) {
 			c, logs, m := newTestSink(t, ", compression: "+method)
 			if got, want := c.ins.Opts.Compression, map[string]chnative.Compression{"lz4": chnative.CompressionLZ4,
-				"zstd": chnative.CompressionZSTD, "none": chnative.CompressionNone, "lz4-adaptive": chnative.CompressionLZ4Adaptive}[method]; got != want {
+				"zstd": chnative.CompressionZSTD, "none": chnative.CompressionNone, "lz4-adaptive": chnative.CompressionLZ4Adaptive,
+				"auto": chnative.CompressionAuto}[method]; got != want {
 				t.Fatalf("the native inserter compresses with %s, want %s", got, want)
 			}
 			ctx := context.Background()
@@ -95,6 +96,21 @@ func TestCompression(t *testing.T) {
 			}
 			if !ok {
 				t.Errorf("binlog2ch_clickhouse_uncompressed_frames_total: %v", frames)
+			}
+			// The insert connections opened, by what they used: auto
+			// decided none for the test server, on this host.
+			used := method
+			if method == config.CompressionAuto {
+				used = config.CompressionNone
+			}
+			for _, label := range []string{"lz4", "zstd", "none", "lz4-adaptive"} {
+				var got dto.Metric
+				if err := m.InsertConnections.WithLabelValues(label).Write(&got); err != nil {
+					t.Fatal(err)
+				}
+				if n := got.GetCounter().GetValue(); (label == used) != (n > 0) {
+					t.Errorf("binlog2ch_clickhouse_insert_connections_total{compression=%q} = %v with %s", label, n, method)
+				}
 			}
 			// clickhouse-go's own insert, with the same compression.
 			batch, err := c.conn.PrepareBatch(ctx, "INSERT INTO "+db+".t (id, s)")

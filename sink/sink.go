@@ -100,11 +100,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, m *metrics.M
 	c.budget = budget.New(cfg.Batch.MaxInsertsPerSecond, max(1, int(cfg.Batch.MaxInsertsPerSecond)), granted, waiting)
 	c.mem = budget.NewMemory(cfg.Batch.MaxBufferBytes)
 	if m != nil {
-		c.ins.Frames = func(reason string, n uint64) {
-			if n > 0 {
-				m.UncompressedFrames.WithLabelValues(reason).Add(float64(n))
-			}
-		}
+		c.ins.Metrics = m
 		c.mem.Gauge = m.BufferBytes.Set
 		m.BufferLimitBytes.Set(float64(cfg.Batch.MaxBufferBytes))
 	}

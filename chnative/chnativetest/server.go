@@ -52,13 +52,19 @@ type Server struct {
 // fails the test with any violation of the protocol it saw.
 func Start(t testing.TB, script Script) *Server {
 	t.Helper()
+	return StartOn(t, "127.0.0.1", script)
+}
+
+// StartOn is Start listening on host's address (an IP of this host).
+func StartOn(t testing.TB, host string, script Script) *Server {
+	t.Helper()
 	if script.Name == "" {
 		script.Name = "ClickHouse"
 	}
 	if script.Compression == 0 {
 		script.Compression = MethodLZ4
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
