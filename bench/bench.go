@@ -30,6 +30,8 @@ import (
 	"github.com/binlog2ch/binlog2ch/deploy/localserver"
 	"github.com/binlog2ch/binlog2ch/loadgen"
 	"github.com/binlog2ch/binlog2ch/schema"
+
+	"github.com/binlog2ch/binlog2ch/hostcost"
 )
 
 // Options size the benchmark and say where it runs.
@@ -121,7 +123,11 @@ type Scenario struct {
 	// first touch of fresh memory (catch-up scenarios).
 	SystemCPUSeconds float64 `json:"daemon_system_cpu_seconds,omitempty"`
 	MinorFaults      uint64  `json:"daemon_minor_faults,omitempty"`
-	Parts            uint64  `json:"clickhouse_parts_created"`
+	// ReadBytesPerRow and WrittenBytesPerRow (catch-up scenarios) are what
+	// the daemon read and wrote through system calls, per row.
+	ReadBytesPerRow    float64 `json:"daemon_read_bytes_per_row,omitempty"`
+	WrittenBytesPerRow float64 `json:"daemon_written_bytes_per_row,omitempty"`
+	Parts              uint64  `json:"clickhouse_parts_created"`
 	// CHCPUSeconds is what ClickHouse spent during a live phase or the
 	// catch-up (its count queries included), as chCPU reads it.
 	CHCPUSeconds float64 `json:"clickhouse_cpu_seconds,omitempty"`
@@ -141,6 +147,8 @@ type Scenario struct {
 	// Excluded (catch-up-excluded) compares the excluded table's rows with
 	// the catch-up's applied ones.
 	Excluded *Excluded `json:"excluded,omitempty"`
+	// Floor (catch-up-varied) is the varied rows' per-byte floor.
+	Floor *Floor `json:"floor,omitempty"`
 	// Ceiling (catch-up) is ClickHouse's own client inserting the same
 	// rows from a Native dump (ceiling.go); NoCeiling says why there is
 	// none.
@@ -226,7 +234,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer r.ch.Close()
-	rep := &Report{Date: time.Now().UTC(), Host: hostDescription(),
+	rep := &Report{Date: time.Now().UTC(), Host: hostcost.Description(),
 		Settings: fmt.Sprintf("binlog_field_test, strings capped at %d characters, loadgen %d connections x 1000-row INSERTs; daemon defaults (batch.max_rows 100000, flush_interval 1s, max_inflight 2)", o.MaxLen, o.Conns)}
 	if o.DaemonBatch != "" {
 		rep.Settings += "; daemon batch: {" + o.DaemonBatch + "}"
@@ -262,7 +270,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	for _, c := range []struct {
 		name string
 		run  func(context.Context) (Scenario, error)
-	}{{ScenarioCatchUp, r.catchUp}, {ScenarioExcluded, func(ctx context.Context) (Scenario, error) { return r.excluded(ctx, rep) }}, {ScenarioVaried, r.varied}} {
+	}{{ScenarioCatchUp, r.catchUp}, {ScenarioExcluded, func(ctx context.Context) (Scenario, error) { return r.excluded(ctx, rep) }}, {ScenarioVaried, func(ctx context.Context) (Scenario, error) { return r.varied(ctx, rep) }}} {
 		if !o.runs(c.name) || o.Cluster != "" && c.name != ScenarioCatchUp && !slices.Contains(o.Scenarios, c.name) {
 			continue // the companions run on a cluster only when asked for
 		}

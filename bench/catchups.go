@@ -13,6 +13,8 @@ import (
 
 	"github.com/binlog2ch/binlog2ch/source"
 	"github.com/binlog2ch/binlog2ch/state"
+
+	"github.com/binlog2ch/binlog2ch/hostcost"
 )
 
 // The catch-up's two companions (issue 33): rows of a table nobody
@@ -76,8 +78,8 @@ func (r *run) excluded(ctx context.Context, rep *Report) (Scenario, error) {
 		time.Sleep(sampleEvery)
 	}
 	el := time.Since(start)
-	busy := procCPU(m.pid) - m.cpu
-	s.PeakRSSMiB = peakRSS(m.pid)
+	busy := hostcost.CPU(m.pid) - m.cpu
+	s.PeakRSSMiB = hostcost.PeakRSS(m.pid)
 	s.SystemCPUSeconds, s.MinorFaults = m.memory()
 	idle, err := r.idleStart(ctx, max(el, 2*time.Second))
 	if err != nil {
@@ -137,15 +139,59 @@ func (r *run) idleStart(ctx context.Context, window time.Duration) (time.Duratio
 	if err := r.alive(); err != nil {
 		return 0, err
 	}
-	return procCPU(m.pid) - m.cpu, nil
+	return hostcost.CPU(m.pid) - m.cpu, nil
 }
 
 // varied is the catch-up of loadgen's varied rows: strings and blobs of
 // its realistic long tail, not capped at Options.MaxLen.
-func (r *run) varied(ctx context.Context) (Scenario, error) {
+func (r *run) varied(ctx context.Context, rep *Report) (Scenario, error) {
 	lo := r.loadOptions()
 	lo.Table, lo.Count, lo.MaxLen = variedTable, max(r.o.CatchUpRows/2, 1), 0
-	return r.fillAndCatchUp(ctx, ScenarioVaried, lo)
+	s, err := r.fillAndCatchUp(ctx, ScenarioVaried, lo)
+	for _, c := range rep.Scenarios {
+		if c.Name == ScenarioCatchUp && err == nil {
+			s.Floor, err = floor(ctx, c, s)
+		}
+	}
+	return s, err
+}
+
+// Floor is the varied rows' per-byte floor: the catch-up's rows' cost
+// (what a row costs beyond its bytes, and their own bytes) plus the
+// least that moving the varied rows' further bytes costs this host
+// (hostcost.Floor: read from a socket, copied once into memory as large
+// as the further memory the varied rows held, written to a socket).
+type Floor struct {
+	ExtraReadBytesPerRow    float64 `json:"extra_read_bytes_per_row"`
+	ExtraWrittenBytesPerRow float64 `json:"extra_written_bytes_per_row"`
+	ExtraHeldMiB            float64 `json:"extra_held_mib"`
+	// MoveCPUSeconds is what hostcost.Floor spent on the varied rows'
+	// further bytes, CPUPerMRows the floor per million varied rows, and
+	// Ratio the varied rows' CPU over it.
+	MoveCPUSeconds float64 `json:"move_cpu_seconds"`
+	CPUPerMRows    float64 `json:"cpu_seconds_per_million_rows"`
+	Ratio          float64 `json:"ratio"`
+}
+
+// floor measures the varied rows' Floor against the catch-up's rows (nil
+// when they read no more bytes a row: too few rows to tell).
+func floor(ctx context.Context, catchUp, varied Scenario) (*Floor, error) {
+	f := &Floor{ExtraReadBytesPerRow: max(varied.ReadBytesPerRow-catchUp.ReadBytesPerRow, 0),
+		ExtraWrittenBytesPerRow: max(varied.WrittenBytesPerRow-catchUp.WrittenBytesPerRow, 0),
+		ExtraHeldMiB:            max(varied.PeakRSSMiB-catchUp.PeakRSSMiB, 0)}
+	rows := float64(varied.Rows)
+	if f.ExtraReadBytesPerRow*rows < 1 {
+		return nil, nil
+	}
+	res, err := hostcost.Floor(ctx, hostcost.FloorOptions{Read: int64(f.ExtraReadBytesPerRow * rows),
+		Written: int64(f.ExtraWrittenBytesPerRow * rows), Held: int64(f.ExtraHeldMiB * (1 << 20))})
+	if err != nil {
+		return nil, err
+	}
+	f.MoveCPUSeconds = res.CPU().Seconds()
+	f.CPUPerMRows = catchUp.appliedCPU() + f.MoveCPUSeconds/(rows/1e6)
+	f.Ratio = varied.CPUPerMRows / f.CPUPerMRows
+	return f, nil
 }
 
 // binlogBytes is the size of the server's binlog files together.
@@ -256,6 +302,10 @@ func (s Scenario) companionLine(catchUp *Scenario) string {
 		if catchUp != nil && catchUp.CPUPerMRows > 0 {
 			line += fmt.Sprintf(", %.2f of the catch-up's rows (%.2f CPU-s per million rows, %.0f bytes a row)",
 				s.CPUPerMRows/catchUp.CPUPerMRows, catchUp.CPUPerMRows, catchUp.BinlogBytesPerRow)
+		}
+		if f := s.Floor; f != nil {
+			line += fmt.Sprintf("; %.2f of its per-byte floor, %.2f CPU-s per million rows: the catch-up's rows' cost plus moving %.0f bytes read and %.0f written a row more, through %.0f MiB more memory (%.2f CPU-s)",
+				f.Ratio, f.CPUPerMRows, f.ExtraReadBytesPerRow, f.ExtraWrittenBytesPerRow, f.ExtraHeldMiB, f.MoveCPUSeconds)
 		}
 		return line
 	}

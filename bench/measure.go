@@ -3,11 +3,10 @@ package bench
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/binlog2ch/binlog2ch/hostcost"
 )
 
 // lagSample is the lag of the rows committed at time t.
@@ -83,17 +82,19 @@ func series(lags []lagSample, chSide []sample) []Point {
 
 // meter reads the daemon's CPU time and peak RSS from /proc.
 type meter struct {
-	pid    int
-	cpu    time.Duration
-	sys    time.Duration
-	faults uint64
+	pid           int
+	cpu           time.Duration
+	sys           time.Duration
+	faults        uint64
+	read0, wrote0 uint64 // rchar, wchar
 }
 
 func (r *run) newMeter() *meter {
 	m := &meter{pid: r.daemon.Process.Pid}
-	user, sys := procCPUSplit(m.pid)
+	user, sys := hostcost.CPUSplit(m.pid)
 	m.cpu, m.sys = user+sys, sys
-	m.faults = procFaults(m.pid)
+	m.faults = hostcost.Faults(m.pid)
+	m.read0, m.wrote0 = hostcost.IO(m.pid)
 	// Resets the peak RSS so each phase reports its own (Linux 4.0+).
 	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", m.pid), []byte("5"), 0)
 	return m
@@ -101,98 +102,25 @@ func (r *run) newMeter() *meter {
 
 // read returns CPU seconds per million rows and the peak RSS in MiB.
 func (m *meter) read(rows uint64) (float64, float64) {
-	cpu := procCPU(m.pid) - m.cpu
+	cpu := hostcost.CPU(m.pid) - m.cpu
 	var perM float64
 	if rows > 0 {
 		perM = cpu.Seconds() / (float64(rows) / 1e6)
 	}
-	return perM, peakRSS(m.pid)
+	return perM, hostcost.PeakRSS(m.pid)
 }
 
 // memory returns the system CPU seconds and the minor page faults since
 // the meter began: the first touch of fresh memory, which on some VMs
 // costs microseconds a page and is a fifth of a short catch-up's CPU.
 func (m *meter) memory() (float64, uint64) {
-	_, sys := procCPUSplit(m.pid)
-	return (sys - m.sys).Seconds(), procFaults(m.pid) - m.faults
+	_, sys := hostcost.CPUSplit(m.pid)
+	return (sys - m.sys).Seconds(), hostcost.Faults(m.pid) - m.faults
 }
 
-// procFaults is a process's minor page faults so far.
-func procFaults(pid int) uint64 {
-	fields := procStat(pid)
-	if fields == nil {
-		return 0
-	}
-	n, _ := strconv.ParseUint(fields[7], 10, 64)
-	return n
-}
-
-// procCPU is a process's user+system CPU time so far.
-func procCPU(pid int) time.Duration {
-	user, sys := procCPUSplit(pid)
-	return user + sys
-}
-
-// procCPUSplit is a process's user and system CPU time so far.
-func procCPUSplit(pid int) (user, sys time.Duration) {
-	fields := procStat(pid)
-	if fields == nil {
-		return 0, 0
-	}
-	utime, _ := strconv.ParseInt(fields[11], 10, 64)
-	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(utime) * time.Second / 100, time.Duration(stime) * time.Second / 100 // USER_HZ
-}
-
-// procStat is /proc/PID/stat's fields after the command's name (state
-// first), or nil.
-func procStat(pid int) []string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return nil
-	}
-	s := string(data)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
-		return nil
-	}
-	return fields
-}
-
-// peakRSS is VmHWM in MiB.
-func peakRSS(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
-
-// hostDescription names the hardware: CPU model, cores, memory.
-func hostDescription() string {
-	model := "unknown CPU"
-	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(data), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	mem := ""
-	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for _, line := range strings.Split(string(data), "\n") {
-			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-				kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
-				mem = fmt.Sprintf(", %.0f GiB", kb/1024/1024)
-			}
-		}
-	}
-	return fmt.Sprintf("%s, %d cores%s", model, runtime.NumCPU(), mem)
+// bytes returns the bytes read and written since the meter began, per
+// row: the sockets' mostly (the binlog in, the inserts out).
+func (m *meter) bytes(rows uint64) (read, written float64) {
+	r, w := hostcost.IO(m.pid)
+	return float64(r-m.read0) / float64(max(rows, 1)), float64(w-m.wrote0) / float64(max(rows, 1))
 }

@@ -189,6 +189,7 @@ func (r *run) timeCatchUp(ctx context.Context, s *Scenario, table string) error 
 	s.RowsPerMin = float64(s.Rows) / el.Minutes()
 	s.CPUPerMRows, s.PeakRSSMiB = m.read(s.Rows)
 	s.SystemCPUSeconds, s.MinorFaults = m.memory()
+	s.ReadBytesPerRow, s.WrittenBytesPerRow = m.bytes(s.Rows)
 	s.Series = series(nil, counts)
 	s.MySQLRows = writtenBySecond(len(s.Series), []sample{{0, s.Rows}}) // all written before the start
 	s.Parts = r.parts(ctx, table)

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/loadgen"
+
+	"github.com/binlog2ch/binlog2ch/hostcost"
 )
 
 // The many-tables scenario: single-row INSERTs (autocommit) at a fixed
@@ -230,7 +232,7 @@ func (r *run) tablesRun(ctx context.Context, prefix string, tables int) (TablesR
 	if tr.Seconds > 0 {
 		tr.CHInsertsPerSec = float64(tr.CHInserts) / tr.Seconds
 	}
-	tr.DaemonCPUSeconds, tr.DaemonPeakRSSMiB = (procCPU(m.pid) - m.cpu).Seconds(), peakRSS(m.pid)
+	tr.DaemonCPUSeconds, tr.DaemonPeakRSSMiB = (hostcost.CPU(m.pid) - m.cpu).Seconds(), hostcost.PeakRSS(m.pid)
 	tr.DaemonGoroutines, tr.DaemonLag = scr.result()
 
 	parts, err := r.levelZeroParts(ctx, match)
@@ -374,7 +376,7 @@ type cpuReading struct {
 // system.events, which leaves out background merges.
 func (r *run) chCPU(ctx context.Context) cpuReading {
 	if pid := r.o.ClickHousePid; pid > 0 {
-		user, sys := procCPUSplit(pid)
+		user, sys := hostcost.CPUSplit(pid)
 		return cpuReading{user + sys, sys, "clickhouse-server process, /proc/<pid>/stat utime+stime"}
 	}
 	ev, _ := r.events(ctx)
