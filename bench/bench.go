@@ -147,8 +147,9 @@ type Scenario struct {
 	// Excluded (catch-up-excluded) compares the excluded table's rows with
 	// the catch-up's applied ones.
 	Excluded *Excluded `json:"excluded,omitempty"`
-	// Floor (catch-up-varied) is the varied rows' per-byte floor.
-	Floor *Floor `json:"floor,omitempty"`
+	// Floor (catch-up-varied) is the varied rows' per-byte floor against
+	// the catch-up's rows.
+	Floor *hostcost.PerByteFloor `json:"floor,omitempty"`
 	// Ceiling (catch-up) is ClickHouse's own client inserting the same
 	// rows from a Native dump (ceiling.go); NoCeiling says why there is
 	// none.

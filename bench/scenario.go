@@ -72,11 +72,7 @@ func (r *run) catchUpAgain(ctx context.Context, saved, table string, rows uint64
 	if err := r.ch.Exec(ctx, "DROP DATABASE IF EXISTS "+r.db+r.onCluster()); err != nil {
 		return CatchUpRun{}, err
 	}
-	dir := filepath.Join(r.o.Dir, "state")
-	if err := os.RemoveAll(dir); err != nil {
-		return CatchUpRun{}, err
-	}
-	if err := copyFiles(saved, dir); err != nil {
+	if err := r.restoreState(saved); err != nil {
 		return CatchUpRun{}, err
 	}
 	s := Scenario{Name: ScenarioCatchUp, Rows: rows}
@@ -85,6 +81,19 @@ func (r *run) catchUpAgain(ctx context.Context, saved, table string, rows uint64
 	}
 	fmt.Fprintf(r.log, "catch-up again: %.2fM rows/min, %.2f CPU-s per million rows\n", s.RowsPerMin/1e6, s.CPUPerMRows)
 	return CatchUpRun{Seconds: s.Seconds, RowsPerMin: s.RowsPerMin, CPUPerMRows: s.CPUPerMRows}, nil
+}
+
+// restoreState stops the daemon and puts back the state directory
+// saveState saved.
+func (r *run) restoreState(saved string) error {
+	if err := r.stopDaemon(); err != nil {
+		return err
+	}
+	dir := filepath.Join(r.o.Dir, "state")
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	return copyFiles(saved, dir)
 }
 
 // copyFiles copies the files of directory from into a new directory to

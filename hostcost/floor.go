@@ -197,3 +197,51 @@ func loopbackPair(ctx context.Context) (net.Conn, net.Conn, error) {
 	}
 	return c, peer, nil
 }
+
+// Workload is what a run of rows cost a process, and what it moved, per
+// row: its CPU per million rows, the bytes it read and wrote through
+// system calls (IO), its peak RSS.
+type Workload struct {
+	Rows                                float64
+	CPUPerMRows                         float64
+	ReadBytesPerRow, WrittenBytesPerRow float64
+	PeakRSSMiB                          float64
+}
+
+// PerByteFloor is a workload's per-byte floor against a base workload of
+// the same rows with fewer bytes: the base's cost (what a row costs
+// beyond its bytes, and the base's own bytes) plus the least that moving
+// the further bytes costs this host (Floor: read from a socket, copied
+// once into memory as large as the further memory the workload held,
+// written to a socket).
+type PerByteFloor struct {
+	ExtraReadBytesPerRow    float64 `json:"extra_read_bytes_per_row"`
+	ExtraWrittenBytesPerRow float64 `json:"extra_written_bytes_per_row"`
+	ExtraHeldMiB            float64 `json:"extra_held_mib"`
+	// MoveCPUSeconds is what Floor spent on the further bytes of all the
+	// workload's rows, CPUPerMRows the floor per million rows, and Ratio
+	// the workload's CPU over it.
+	MoveCPUSeconds float64 `json:"move_cpu_seconds"`
+	CPUPerMRows    float64 `json:"cpu_seconds_per_million_rows"`
+	Ratio          float64 `json:"ratio"`
+}
+
+// MeasurePerByte measures w's PerByteFloor against base (nil when w read
+// no more bytes a row: too few rows to tell).
+func MeasurePerByte(ctx context.Context, base, w Workload) (*PerByteFloor, error) {
+	f := &PerByteFloor{ExtraReadBytesPerRow: max(w.ReadBytesPerRow-base.ReadBytesPerRow, 0),
+		ExtraWrittenBytesPerRow: max(w.WrittenBytesPerRow-base.WrittenBytesPerRow, 0),
+		ExtraHeldMiB:            max(w.PeakRSSMiB-base.PeakRSSMiB, 0)}
+	if f.ExtraReadBytesPerRow*w.Rows < 1 {
+		return nil, nil
+	}
+	res, err := Floor(ctx, FloorOptions{Read: int64(f.ExtraReadBytesPerRow * w.Rows),
+		Written: int64(f.ExtraWrittenBytesPerRow * w.Rows), Held: int64(f.ExtraHeldMiB * (1 << 20))})
+	if err != nil {
+		return nil, err
+	}
+	f.MoveCPUSeconds = res.CPU().Seconds()
+	f.CPUPerMRows = base.CPUPerMRows + f.MoveCPUSeconds/(w.Rows/1e6)
+	f.Ratio = w.CPUPerMRows / f.CPUPerMRows
+	return f, nil
+}

@@ -60,3 +60,23 @@ func TestFloor(t *testing.T) {
 		t.Error("a cancelled floor ran")
 	}
 }
+
+// TestMeasurePerByte: the floor is the base's cost plus moving the
+// further bytes, and a workload that read no more bytes has none.
+func TestMeasurePerByte(t *testing.T) {
+	base := Workload{Rows: 20000, CPUPerMRows: 1, ReadBytesPerRow: 100, WrittenBytesPerRow: 100, PeakRSSMiB: 100}
+	w := Workload{Rows: 10000, CPUPerMRows: 3, ReadBytesPerRow: 1100, WrittenBytesPerRow: 600, PeakRSSMiB: 104}
+	f, err := MeasurePerByte(context.Background(), base, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.ExtraReadBytesPerRow != 1000 || f.ExtraWrittenBytesPerRow != 500 || f.ExtraHeldMiB != 4 {
+		t.Errorf("further bytes %+v", f)
+	}
+	if f.MoveCPUSeconds <= 0 || f.CPUPerMRows != 1+f.MoveCPUSeconds/0.01 || f.Ratio != 3/f.CPUPerMRows {
+		t.Errorf("floor %+v", f)
+	}
+	if f, err := MeasurePerByte(context.Background(), base, base); f != nil || err != nil {
+		t.Errorf("a workload of no further bytes: %+v, %v", f, err)
+	}
+}
