@@ -1,6 +1,7 @@
 package router
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/binlog2ch/binlog2ch/config"
@@ -18,7 +19,28 @@ type Selection struct {
 	// followed, when set, is called with each migration table the
 	// selection follows (the router's test hook).
 	followed atomic.Pointer[func(schema.TableName)]
+	// memo holds what the current selection's patterns say of each table
+	// met: every rows event asks, and each asking matched every include
+	// and exclude pattern (path.Match) over again.
+	memo atomic.Pointer[selectionMemo]
 }
+
+// selectionMemo is what one selection's patterns say of tables. The
+// selection it is for is never changed in place (a reload sets another),
+// so the answers stay true while it is current.
+type selectionMemo struct {
+	tables *config.TablesConfig
+	mu     sync.Mutex
+	of     map[schema.TableName]uint8 // memoSelected | memoMigration
+}
+
+const (
+	memoSelected  = 1 << iota // the patterns select the table
+	memoMigration             // an online migration's table of one they select
+	// memoMax bounds a memo: names churned by DDL (gh-ost's tables are
+	// new names each run) start it over.
+	memoMax = 100_000
+)
 
 // NewSelection is cfg's selection, until a reload.
 func NewSelection(cfg *config.Config) *Selection { return &Selection{cfg: cfg} }
@@ -42,5 +64,35 @@ func (l *Selection) selects(sel *config.TablesConfig, t schema.TableName) bool {
 	if schema.SystemDatabase(t.Database) {
 		return false
 	}
-	return sel.Selects(t.Database, t.Table) || l.followsMigration(t)
+	cur := l.Current()
+	if sel != cur {
+		return sel.Selects(t.Database, t.Table) || l.followsMigration(t)
+	}
+	m := l.memo.Load()
+	if m == nil || m.tables != cur {
+		m = &selectionMemo{tables: cur, of: map[schema.TableName]uint8{}}
+		l.memo.Store(m)
+	}
+	m.mu.Lock()
+	v, ok := m.of[t]
+	m.mu.Unlock()
+	if !ok {
+		if sel.Selects(t.Database, t.Table) {
+			v = memoSelected
+		} else if _, follows := l.followedMigration(t); follows {
+			v = memoMigration
+		}
+		m.mu.Lock()
+		if len(m.of) >= memoMax {
+			clear(m.of)
+		}
+		m.of[t] = v
+		m.mu.Unlock()
+	}
+	if v == memoMigration {
+		if f := l.followed.Load(); f != nil {
+			(*f)(t)
+		}
+	}
+	return v != 0
 }
