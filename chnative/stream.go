@@ -29,6 +29,8 @@ type Stream struct {
 	extra []StringSetting
 	rec   *Recording
 	w     *bufio.Writer // the connection's writes, through rec
+	// method is the compression rec's frames are in.
+	method Compression
 }
 
 // Recording keeps a stream's data packets in chunks it reuses from one
@@ -182,7 +184,7 @@ func (t *tee) Write(p []byte) (int, error) {
 // returns the stream its blocks go into, recorded into rec (empty). After
 // any error the connection must be closed.
 func (c *Conn) Begin(ctx context.Context, query string, header func([]Column) error, rec *Recording, extra ...StringSetting) (*Stream, error) {
-	s := &Stream{c: c, query: query, extra: extra, rec: rec}
+	s := &Stream{c: c, query: query, extra: extra, rec: rec, method: c.opts.Compression}
 	s.w = bufio.NewWriterSize(&tee{w: c.conn, rec: rec}, 64<<10)
 	if err := c.guard(ctx, func() error { return c.begin(ctx, query, header, extra) }); err != nil {
 		return nil, err
@@ -249,8 +251,13 @@ func (s *Stream) Recorded() int { return s.rec.Len() }
 // and sends the blocks s recorded, as they went out: the same query and
 // settings, the server's columns checked by header again. More blocks may
 // follow on the stream it returns, which records into s's recording.
+//
+// The recording is framed as s's connection compressed, which with
+// CompressionAuto a connection to another of the servers may not: c
+// takes s's compression from here on (any server reads any of them).
 func (c *Conn) Resume(ctx context.Context, s *Stream, header func([]Column) error) (*Stream, error) {
-	n := &Stream{c: c, query: s.query, extra: s.extra, rec: s.rec}
+	c.opts.Compression, c.enc.method = s.method, s.method
+	n := &Stream{c: c, query: s.query, extra: s.extra, rec: s.rec, method: s.method}
 	n.w = bufio.NewWriterSize(&tee{w: c.conn, rec: n.rec}, 64<<10)
 	err := c.guard(ctx, func() error {
 		if err := c.begin(ctx, n.query, header, n.extra); err != nil {

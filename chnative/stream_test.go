@@ -19,8 +19,8 @@ func TestStream(t *testing.T) {
 	_, ch, db := setup(t)
 	srv := servertest.Need(t)
 	ctx := context.Background()
-	dial := func(minRows uint64) *Conn {
-		c, err := Dial(ctx, Options{Addr: []string{srv.ClickHouse.Addr()}, User: srv.ClickHouse.User, Password: srv.ClickHouse.Password,
+	dialWith := func(minRows uint64, method Compression) *Conn {
+		c, err := Dial(ctx, Options{Addr: []string{srv.ClickHouse.Addr()}, User: srv.ClickHouse.User, Password: srv.ClickHouse.Password, Compression: method,
 			Settings: func(Server) []Setting {
 				return []Setting{{Name: "min_insert_block_size_rows", Value: minRows}, {Name: "min_insert_block_size_bytes", Value: 1 << 30}}
 			}})
@@ -30,6 +30,7 @@ func TestStream(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
+	dial := func(minRows uint64) *Conn { return dialWith(minRows, CompressionLZ4) }
 	const rows = 100_000
 	block := func(b int) func(*Encoder) error {
 		return func(e *Encoder) error {
@@ -78,7 +79,7 @@ func TestStream(t *testing.T) {
 			t.Fatalf("%s: %d parts, %d rows, sum %d; want %d, %d, %d", table, parts, n, s, wantParts, wantRows, wantSum)
 		}
 	}
-	for _, table := range []string{"one", "each", "lost"} {
+	for _, table := range []string{"one", "each", "lost", "plain"} {
 		if err := ch.Exec(ctx, "CREATE TABLE "+db+"."+table+" (id UInt64) ENGINE = MergeTree ORDER BY id SETTINGS parts_to_delay_insert = 1000"); err != nil {
 			t.Fatal(err)
 		}
@@ -140,6 +141,27 @@ func TestStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("lost", 1, 3*rows, sum(3, 4, 5))
+
+	// A stream recorded in plain Native (auto, to a server on this host)
+	// resumed on a connection that compresses (auto, to another of the
+	// servers): the recording goes again as it was recorded.
+	p := stream(dialWith(1_000_000, CompressionNone), "plain", 6)
+	p.Abort()
+	lz := dial(1_000_000)
+	r, err = lz.Resume(ctx, p, func([]Column) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lz.Compression() != CompressionNone {
+		t.Fatalf("the resuming connection compresses with %s, the recording's frames none", lz.Compression())
+	}
+	if err := r.Block(ctx, block(7)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("plain", 1, 2*rows, sum(6, 7))
 }
 
 // TestRecording records writes of every size across chunks, drops a
