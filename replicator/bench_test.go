@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/deploy/localserver/servertest"
+	"github.com/binlog2ch/binlog2ch/hostcost"
 )
 
 // benchMaxLen caps generated strings so rows are the size of Bifrost's
@@ -65,7 +66,7 @@ clickhouse: {addr: [%q], user: %q, password: %q, compression: %s}
 	b.Logf("filled %d rows in %.1fs; the binlog grew %d bytes (%.0f bytes/row)", rows, time.Since(fillStart).Seconds(), grew, binlogBytes)
 
 	logPath := filepath.Join(b.TempDir(), "daemon.log")
-	chCPU0, myCPU0 := procCPU(h.srv.ClickHouse.Pid()), procCPU(h.srv.MySQL.Pid())
+	chCPU0, myCPU0 := hostcost.CPU(h.srv.ClickHouse.Pid()), hostcost.CPU(h.srv.MySQL.Pid())
 	b.StartTimer()
 	start := time.Now()
 	d := h.startDaemon(logPath)
@@ -91,7 +92,7 @@ clickhouse: {addr: [%q], user: %q, password: %q, compression: %s}
 		_ = os.WriteFile(keep, data, 0o644)
 	}
 	checkpointAfter := time.Since(start)
-	chCPU, myCPU := procCPU(h.srv.ClickHouse.Pid())-chCPU0, procCPU(h.srv.MySQL.Pid())-myCPU0
+	chCPU, myCPU := hostcost.CPU(h.srv.ClickHouse.Pid())-chCPU0, hostcost.CPU(h.srv.MySQL.Pid())-myCPU0
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-d.done:
@@ -142,25 +143,6 @@ clickhouse: {addr: [%q], user: %q, password: %q, compression: %s}
 	b.Logf("daemon: user %.2fs, system %.2fs, %d minor page faults", time.Duration(ru.Utime.Nano()).Seconds(), time.Duration(ru.Stime.Nano()).Seconds(), ru.Minflt)
 	b.Logf("%d rows in ClickHouse %.2fs after the start: %.2fM rows/min, %.2f CPU-s per million rows, peak RSS %.0f MiB",
 		rows, elapsed.Seconds(), float64(rows)/elapsed.Minutes()/1e6, cpu.Seconds()/(float64(rows)/1e6), float64(ru.Maxrss)/1024)
-}
-
-// procCPU is a process's user+system CPU time so far (0 when unknown).
-func procCPU(pid int) time.Duration {
-	if pid == 0 {
-		return 0
-	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name, which is in parentheses.
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	if len(fields) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(fields[11], 10, 64)
-	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
 }
 
 // binlogSize is the size of the server's binlog files together (a

@@ -3,13 +3,13 @@ package replicator
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/binlog2ch/binlog2ch/hostcost"
 )
 
 // TestFaultMillionRowTransaction: one transaction inserting a million rows
@@ -69,19 +69,9 @@ func TestFaultMillionRowTransaction(t *testing.T) {
 // peakRSSMiB is a live process's peak resident set (VmHWM).
 func peakRSSMiB(t *testing.T, pid int) float64 {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
+	rss := hostcost.PeakRSS(pid)
+	if rss == 0 {
+		t.Fatalf("no VmHWM for process %d", pid)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb / 1024
-		}
-	}
-	t.Fatal("no VmHWM")
-	return 0
+	return rss
 }

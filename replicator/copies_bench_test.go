@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/binlog2ch/binlog2ch/config"
+	"github.com/binlog2ch/binlog2ch/hostcost"
 	"github.com/binlog2ch/binlog2ch/state"
 )
 
@@ -148,14 +148,7 @@ func onlineCopyLag(b *testing.B) {
 	time.Sleep(2 * time.Second) // the lag after it
 	stop()
 	wg.Wait()
-	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.cmd.Process.Pid))
-	var hwm float64
-	for _, line := range strings.Split(string(status), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			hwm = kb / 1024
-		}
-	}
+	hwm := hostcost.PeakRSS(d.cmd.Process.Pid)
 	slices.Sort(lags)
 	if len(lags) == 0 {
 		b.Fatal("no row of the written table arrived")

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/binlog2ch/binlog2ch/hostcost"
 )
 
 // BenchmarkFullSync measures `fullsync`: BINLOG2CH_BENCH_ROWS (default 1M)
@@ -50,7 +52,7 @@ func benchFullSync(b *testing.B, rows int) {
 		b.Fatal(err)
 	}
 	defer logFile.Close()
-	chCPU0, myCPU0 := procCPU(h.srv.ClickHouse.Pid()), procCPU(h.srv.MySQL.Pid())
+	chCPU0, myCPU0 := hostcost.CPU(h.srv.ClickHouse.Pid()), hostcost.CPU(h.srv.MySQL.Pid())
 	cmd := exec.Command(os.Args[0])
 	// The garbage collector settings `binlog2ch fullsync` applies
 	// (cmd/binlog2ch/fullsync.go), unless the environment has its own.
@@ -67,7 +69,7 @@ func benchFullSync(b *testing.B, rows int) {
 		data, _ := os.ReadFile(logPath)
 		b.Fatalf("fullsync: %v\n%s", err, tail(string(data), 4000))
 	}
-	chCPU, myCPU := procCPU(h.srv.ClickHouse.Pid())-chCPU0, procCPU(h.srv.MySQL.Pid())-myCPU0
+	chCPU, myCPU := hostcost.CPU(h.srv.ClickHouse.Pid())-chCPU0, hostcost.CPU(h.srv.MySQL.Pid())-myCPU0
 	var n uint64
 	if err := h.ch.QueryRow(context.Background(), fmt.Sprintf("SELECT count() FROM %s.binlog_field_test_1 FINAL", db)).Scan(&n); err != nil {
 		b.Fatal(err)

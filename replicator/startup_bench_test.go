@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlog2ch/binlog2ch/hostcost"
 	"github.com/binlog2ch/binlog2ch/schema"
 	"github.com/binlog2ch/binlog2ch/snapshot"
 	"github.com/binlog2ch/binlog2ch/state"
@@ -62,8 +63,8 @@ func benchStartup(b *testing.B, n, dbs int) {
 		_ = os.Remove(v)
 	}
 	before := h.queryCounts()
-	chCPU0, myCPU0 := procCPU(h.srv.ClickHouse.Pid()), procCPU(h.srv.MySQL.Pid())
-	chSys0 := procSysCPU(h.srv.ClickHouse.Pid())
+	chCPU0, myCPU0 := hostcost.CPU(h.srv.ClickHouse.Pid()), hostcost.CPU(h.srv.MySQL.Pid())
+	_, chSys0 := hostcost.CPUSplit(h.srv.ClickHouse.Pid())
 	b.StartTimer()
 	start := time.Now()
 	d := h.startDaemon(logPath)
@@ -103,12 +104,13 @@ func benchStartup(b *testing.B, n, dbs int) {
 	copied := time.Since(start)
 	b.StopTimer()
 	snapCounts := h.queryCounts().since(before)
-	chCPU, myCPU := procCPU(h.srv.ClickHouse.Pid())-chCPU0, procCPU(h.srv.MySQL.Pid())-myCPU0
+	chCPU, myCPU := hostcost.CPU(h.srv.ClickHouse.Pid())-chCPU0, hostcost.CPU(h.srv.MySQL.Pid())-myCPU0
+	_, chSys := hostcost.CPUSplit(h.srv.ClickHouse.Pid())
 	b.ReportMetric(copied.Seconds(), "s-to-copy")
 	b.ReportMetric(float64(snapCounts.my["Questions"]), "mysql-questions")
 	b.ReportMetric(float64(snapCounts.ch["Query"]), "ch-queries")
 	b.Logf("initial snapshot of %d tables: first table copied after %.2fs, all after %.2fs; %s; CPU: ClickHouse %.1fs (%.1fs system), MariaDB %.1fs",
-		n, first.Seconds(), copied.Seconds(), snapCounts, chCPU.Seconds(), (procSysCPU(h.srv.ClickHouse.Pid()) - chSys0).Seconds(), myCPU.Seconds())
+		n, first.Seconds(), copied.Seconds(), snapCounts, chCPU.Seconds(), (chSys - chSys0).Seconds(), myCPU.Seconds())
 	h.waitCaughtUpProcess(d, logPath, 5*time.Minute)
 	g, rss := peak.read()
 	b.Logf("during the snapshot: peak goroutines %.0f, peak RSS %.0f MiB (scraped every 2 s)", g, rss/(1<<20))
@@ -135,7 +137,7 @@ func (h *harness) benchLive(d *daemon, logPath string, names []schema.TableName,
 	b := h.t
 	n := len(names)
 	before := h.queryCounts()
-	chCPU0, myCPU0 := procCPU(h.srv.ClickHouse.Pid()), procCPU(h.srv.MySQL.Pid())
+	chCPU0, myCPU0 := hostcost.CPU(h.srv.ClickHouse.Pid()), hostcost.CPU(h.srv.MySQL.Pid())
 	liveStart := time.Now()
 	h.insertEach(names, 100)
 	var polls uint64
@@ -160,7 +162,7 @@ func (h *harness) benchLive(d *daemon, logPath string, names []schema.TableName,
 	liveCounts.my["Questions"] -= uint64(n) // the inserts
 	liveCounts.ch["Query"] -= polls
 	liveCounts.ch["SelectQuery"] -= polls
-	chCPU, myCPU := procCPU(h.srv.ClickHouse.Pid())-chCPU0, procCPU(h.srv.MySQL.Pid())-myCPU0
+	chCPU, myCPU := hostcost.CPU(h.srv.ClickHouse.Pid())-chCPU0, hostcost.CPU(h.srv.MySQL.Pid())-myCPU0
 	g, rss := peak.read()
 	b.Logf("a row into each of the %d tables: in ClickHouse after %.2fs; %s; CPU: ClickHouse %.1fs, MariaDB %.1fs; peak goroutines %.0f, peak RSS %.0f MiB (scraped every 2 s)",
 		n, live.Seconds(), liveCounts, chCPU.Seconds(), myCPU.Seconds(), g, rss/(1<<20))
@@ -191,20 +193,6 @@ func (h *harness) benchLive(d *daemon, logPath string, names []schema.TableName,
 			break
 		}
 	}
-}
-
-// procSysCPU is a process's system CPU time so far (0 when unknown).
-func procSysCPU(pid int) time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil || pid == 0 {
-		return 0
-	}
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	if len(fields) < 13 {
-		return 0
-	}
-	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(stime) * time.Second / 100 // USER_HZ
 }
 
 // insertEach inserts one row into every table over four connections.

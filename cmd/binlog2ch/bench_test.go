@@ -24,7 +24,7 @@ func TestBenchShort(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	for _, want := range []string{"catch-up", "live, 5000 rows/s", "live, max rate", "of ClickHouse's own insert of the same",
-		"catch-up-excluded: reading past 200000 rows of an excluded table", "of applying the catch-up's rows", "catch-up-varied: loadgen's varied rows", "of its per-byte floor", "wrote "} {
+		"catch-up-excluded: reading past 200000 rows of an excluded table", "of applying the catch-up's rows", "CPU-s per million rows, the median of", "catch-up-varied: loadgen's varied rows", "of its per-byte floor", "wrote "} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
